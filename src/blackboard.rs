@@ -1,0 +1,29 @@
+//! The blackboard: `.liza/state.yaml` and `.liza/log.yaml`, their model, and the store
+//! that is the only writer of state.yaml.
+//!
+//! - [`model`]: the typed schema of blackboard.md, unknown keys preserved.
+//! - [`document`]: text ↔ model, with located findings; [`validate`]: rules 1–12.
+//! - [`node`], [`yaml`], [`codec`]: the YAML tree, its parser and writer, and the mapping
+//!   to the model.
+
+pub mod codec;
+pub mod document;
+pub mod finding;
+pub mod ids;
+pub mod log;
+pub mod metrics;
+pub mod model;
+pub mod node;
+pub mod paths;
+pub mod store;
+pub mod summary;
+pub mod timestamp;
+pub mod validate;
+pub mod yaml;
+
+pub use finding::{FieldPath, Finding, Severity};
+pub use ids::{Actor, AgentId, IdError, Role, TaskId};
+pub use model::State;
+pub use paths::LizaPaths;
+pub use store::{Committed, Snapshot, Store, StoreError, Tx, TxError};
+pub use timestamp::Timestamp;

@@ -1,0 +1,407 @@
+//! The activity log `.liza/log.yaml`: an append-only YAML list.
+//!
+//! liza writes each entry as one flow-style line (`- {timestamp: …, action: …}`) with a
+//! single `write`, then fsyncs. A crash can therefore only leave a final line without its
+//! newline; readers skip such a torn item and the next append cuts it off. Entries written
+//! by the original tooling (block style, several lines each) are read as well.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::codec::{Decode, Decoder, Number, record};
+use super::finding::Finding;
+use super::node::{Extra, Node, Value};
+use super::store::failpoint;
+use super::timestamp::Timestamp;
+use super::yaml::{self, is_flow_plain_safe};
+
+/// One log entry: `{timestamp, agent, action, task?, detail?}` plus liza's `revision` and
+/// lock timings, plus anything else an entry carries.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LogEntry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Timestamp>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_wait_ms: Option<Number>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lock_hold_ms: Option<Number>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+record!(LogEntry {
+    opt timestamp: "timestamp",
+    opt agent: "agent",
+    req action: "action",
+    opt task: "task",
+    opt detail: "detail",
+    opt revision: "revision",
+    opt lock_wait_ms: "lock_wait_ms",
+    opt lock_hold_ms: "lock_hold_ms",
+});
+
+impl LogEntry {
+    pub fn new(timestamp: Timestamp, agent: &str, action: &str) -> LogEntry {
+        LogEntry {
+            timestamp: Some(timestamp),
+            agent: Some(agent.to_owned()),
+            action: action.to_owned(),
+            task: None,
+            detail: None,
+            revision: None,
+            lock_wait_ms: None,
+            lock_hold_ms: None,
+            extra: Extra::default(),
+        }
+    }
+
+    /// The entry as one YAML list item on one line, ending in a newline.
+    pub fn to_line(&self) -> String {
+        let mut fields: Vec<(&str, Node)> = Vec::with_capacity(8 + self.extra.0.len());
+        let texts = [
+            ("agent", self.agent.as_deref()),
+            ("action", Some(self.action.as_str())),
+            ("task", self.task.as_deref()),
+            ("detail", self.detail.as_deref()),
+        ];
+        for (key, text) in texts {
+            if let Some(text) = text {
+                fields.push((key, Node::str(text)));
+            }
+        }
+        if let Some(rev) = self.revision {
+            fields.push(("revision", Node::new(Value::Int(rev))));
+        }
+        for (key, value) in [
+            ("lock_wait_ms", self.lock_wait_ms),
+            ("lock_hold_ms", self.lock_hold_ms),
+        ] {
+            if let Some(v) = value {
+                fields.push((key, number_node(v)));
+            }
+        }
+        let mut out = String::with_capacity(160);
+        out.push_str("- {");
+        let mut first = true;
+        if let Some(ts) = self.timestamp {
+            // Timestamps are written plain, as in state.yaml.
+            out.push_str("timestamp: ");
+            ts.write_to(&mut out);
+            first = false;
+        }
+        let extra = self.extra.iter().map(|e| (e.key.as_str(), &e.value));
+        for (key, value) in fields.iter().map(|(k, v)| (*k, v)).chain(extra) {
+            if !first {
+                out.push_str(", ");
+            }
+            first = false;
+            flow_str(&mut out, key);
+            out.push_str(": ");
+            flow_node(&mut out, value);
+        }
+        out.push_str("}\n");
+        out
+    }
+}
+
+fn number_node(n: Number) -> Node {
+    Node::new(match n {
+        Number::Int(i) => Value::Int(i),
+        Number::Float(f) => Value::Float(f),
+    })
+}
+
+/// Milliseconds with microsecond precision, for the lock timings.
+pub fn millis(d: std::time::Duration) -> Number {
+    Number::Float((d.as_secs_f64() * 1_000_000.0).round() / 1000.0)
+}
+
+fn flow_str(out: &mut String, text: &str) {
+    if is_flow_plain_safe(text) {
+        out.push_str(text);
+    } else {
+        // JSON string syntax is valid YAML double-quoted syntax.
+        out.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
+    }
+}
+
+fn flow_node(out: &mut String, node: &Node) {
+    match &node.value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Int(i) => out.push_str(&i.to_string()),
+        Value::Float(f) if f.is_nan() => out.push_str(".nan"),
+        Value::Float(f) if f.is_infinite() => out.push_str(if *f > 0.0 { ".inf" } else { "-.inf" }),
+        Value::Float(f) => {
+            let s = f.to_string();
+            out.push_str(&s);
+            if !s.contains(['.', 'e', 'E']) {
+                out.push_str(".0");
+            }
+        }
+        Value::Str(s) => flow_str(out, s),
+        Value::Seq(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                flow_node(out, item);
+            }
+            out.push(']');
+        }
+        Value::Map(entries) => {
+            out.push('{');
+            for (i, e) in entries.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                flow_str(out, &e.key);
+                out.push_str(": ");
+                flow_node(out, &e.value);
+            }
+            out.push('}');
+        }
+    }
+}
+
+/// What reading the log found.
+#[derive(Debug, Default)]
+pub struct LogRead {
+    pub entries: Vec<LogEntry>,
+    /// The final item was incomplete (a crash during an append); it was skipped.
+    pub torn_tail: bool,
+    /// Items in the middle that could not be read, with their first line number.
+    pub unreadable: Vec<(usize, String)>,
+}
+
+/// Reads every entry of `path`; a missing file is an empty log.
+pub fn read(path: &Path) -> io::Result<LogRead> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(LogRead::default()),
+        Err(e) => return Err(e),
+    };
+    Ok(parse_items(&bytes, 1))
+}
+
+/// Parses log text into entries; `first_line` numbers the first line of `bytes`.
+pub fn parse_items(bytes: &[u8], first_line: usize) -> LogRead {
+    let mut out = LogRead::default();
+    let complete = match bytes.iter().rposition(|b| *b == b'\n') {
+        Some(i) => i + 1,
+        None => 0,
+    };
+    if complete < bytes.len() {
+        out.torn_tail = true;
+    }
+    let text = String::from_utf8_lossy(&bytes[..complete]);
+    let items = split_items(&text);
+    let last = items.len().saturating_sub(1);
+    for (i, (line, item)) in items.into_iter().enumerate() {
+        match parse_item(item) {
+            Ok(Some(entry)) => out.entries.push(entry),
+            Ok(None) => {}
+            Err(message) if i == last && !out.torn_tail => {
+                // An incomplete last item that happens to end at a line break.
+                let _ = message;
+                out.torn_tail = true;
+            }
+            Err(message) => out.unreadable.push((first_line + line, message)),
+        }
+    }
+    out
+}
+
+/// Splits into items at lines that start a list item in column 0; returns the 0-based
+/// line of each item's start.
+fn split_items(text: &str) -> Vec<(usize, &str)> {
+    let mut items = Vec::new();
+    let mut start: Option<(usize, usize)> = None;
+    let mut offset = 0;
+    for (line_no, line) in text.split_inclusive('\n').enumerate() {
+        if line.starts_with("- ") || line == "-\n" || line.starts_with("-\t") {
+            if let Some((l, s)) = start {
+                items.push((l, &text[s..offset]));
+            }
+            start = Some((line_no, offset));
+        }
+        offset += line.len();
+    }
+    if let Some((l, s)) = start {
+        items.push((l, &text[s..]));
+    }
+    items
+}
+
+fn parse_item(item: &str) -> Result<Option<LogEntry>, String> {
+    let parsed = yaml::parse(item).map_err(|e| e.message)?;
+    let Some(Node {
+        value: Value::Seq(mut list),
+        ..
+    }) = parsed.root
+    else {
+        return Err("not a list item".into());
+    };
+    let Some(node) = list.pop() else {
+        return Ok(None);
+    };
+    let mut d = Decoder::default();
+    match LogEntry::decode(&node, &mut d) {
+        Some(entry) if d.findings.is_empty() => Ok(Some(entry)),
+        _ => Err(d
+            .findings
+            .first()
+            .map_or_else(|| "unreadable entry".to_owned(), Finding::to_string_short)),
+    }
+}
+
+impl Finding {
+    fn to_string_short(&self) -> String {
+        format!("{}: {}", self.path, self.message)
+    }
+}
+
+/// Appends `entries`, one `write` each, then fsyncs. A torn final item left by a crash
+/// is cut off first.
+pub fn append(path: &Path, entries: &[LogEntry]) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .open(path)?;
+    repair_torn_tail(&mut file)?;
+    for entry in entries {
+        let line = entry.to_line();
+        if failpoint::is_armed("during-log") {
+            let half = line.len() / 2;
+            file.write_all(&line.as_bytes()[..half])?;
+            let _ = file.sync_all();
+            std::process::abort();
+        }
+        file.write_all(line.as_bytes())?;
+    }
+    file.sync_all()
+}
+
+fn repair_torn_tail(file: &mut File) -> io::Result<()> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(());
+    }
+    let mut last = [0u8; 1];
+    file.read_exact_at(&mut last, len - 1)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Find the last newline, reading backwards in chunks.
+    let mut end = len;
+    let mut buf = vec![0u8; 64 * 1024];
+    let cut = loop {
+        if end == 0 {
+            break 0;
+        }
+        let start = end.saturating_sub(buf.len() as u64);
+        let chunk = &mut buf[..(end - start) as usize];
+        file.read_exact_at(chunk, start)?;
+        if let Some(i) = chunk.iter().rposition(|b| *b == b'\n') {
+            break start + i as u64 + 1;
+        }
+        end = start;
+    };
+    file.set_len(cut)?;
+    Ok(())
+}
+
+/// The revision of the last complete entry that has one (reads only the file's tail).
+pub fn last_logged_revision(path: &Path) -> io::Result<Option<i64>> {
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(64 * 1024);
+    file.seek(SeekFrom::Start(start))?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail)?;
+    let complete = tail.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let text = String::from_utf8_lossy(&tail[..complete]);
+    for line in text.lines().rev() {
+        if !line.starts_with("- {") {
+            continue;
+        }
+        if let Ok(Some(entry)) = parse_item(&format!("{line}\n"))
+            && let Some(rev) = entry.revision
+        {
+            return Ok(Some(rev));
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(action: &str) -> LogEntry {
+        let mut e = LogEntry::new(Timestamp::from_unix(1_772_355_600), "human", action);
+        e.task = Some("t-1".into());
+        e.detail = Some("a \"quoted\" detail: with, commas\nand a newline".into());
+        e.revision = Some(7);
+        e.lock_wait_ms = Some(Number::Float(0.125));
+        e.extra.insert("drift_commits", Node::new(Value::Int(2)));
+        e.extra.insert("odd key: x", Node::str("yes"));
+        e
+    }
+
+    #[test]
+    fn lines_are_yaml_list_items_that_read_back() {
+        let e = entry("note");
+        let line = e.to_line();
+        assert!(line.starts_with("- {timestamp: 2026-03-01T09:00:00Z, agent: human, action: note"));
+        assert_eq!(line.matches('\n').count(), 1);
+        let read = parse_items(line.as_bytes(), 1);
+        assert_eq!(read.entries, vec![e]);
+    }
+
+    #[test]
+    fn original_block_style_logs_are_read() {
+        let text = "- timestamp: 2026-01-17T14:00:00Z\n  agent: system\n  action: initialized\n  detail: \"Goal\"\n- timestamp: 2026-01-17T14:05:00Z\n  agent: planner-1\n  action: task_added\n  task: t-1\n";
+        let read = parse_items(text.as_bytes(), 1);
+        assert_eq!(read.entries.len(), 2);
+        assert_eq!(read.entries[1].task.as_deref(), Some("t-1"));
+        assert!(!read.torn_tail);
+    }
+
+    #[test]
+    fn a_torn_tail_is_skipped_on_read_and_cut_on_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.yaml");
+        append(&path, &[entry("one")]).unwrap();
+        let line = entry("two").to_line();
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&line.as_bytes()[..line.len() / 2]).unwrap();
+        let read = read(&path).unwrap();
+        assert!(read.torn_tail);
+        assert_eq!(read.entries.len(), 1);
+        append(&path, &[entry("three")]).unwrap();
+        let read = super::read(&path).unwrap();
+        assert!(!read.torn_tail);
+        let actions: Vec<_> = read.entries.iter().map(|e| e.action.as_str()).collect();
+        assert_eq!(actions, ["one", "three"]);
+        assert_eq!(last_logged_revision(&path).unwrap(), Some(7));
+    }
+}

@@ -1,0 +1,27 @@
+//! The typed state.yaml model of blackboard.md: every section and field, statuses as
+//! enums, ids and timestamps as validated types, and unknown keys kept at every level.
+
+mod agent;
+mod config;
+mod records;
+mod sprint;
+mod state;
+mod task;
+
+pub use agent::{Agent, AgentStatus};
+pub use config::{
+    AgentTool, BuiltinConfig, BuiltinRoleConfig, Check, CircuitBreakerConfig, CommandSpec, Config,
+    ExecutionTimeout, JournalKeep, LEGACY_CONFIG_KEYS, PlanApproval, PromptMode, ValidationMode,
+};
+pub use records::{
+    Anomaly, AnomalyType, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, Discovery,
+    DiscoverySeverity, Handoff, HumanNote, SpecChange, Urgency,
+};
+pub use sprint::{
+    AlignmentEvent, Goal, GoalStatus, Metrics, Scope, Sprint, SprintStatus, Timeline,
+};
+pub use state::State;
+pub use task::{
+    CommitId, FailureKind, HistoryEvent, IntegrationFailure, MergeIntent, OneOrMany, Task,
+    TaskStatus, Usage,
+};

@@ -1,0 +1,242 @@
+//! The smaller sections: discoveries, handoffs, human notes, anomalies, spec changes,
+//! the circuit breaker and the archive index.
+
+use serde::{Deserialize, Serialize};
+
+use crate::blackboard::codec::{Number, record, yaml_enum};
+use crate::blackboard::node::{Extra, Node};
+use crate::blackboard::timestamp::Timestamp;
+
+use super::TaskStatus;
+
+yaml_enum! {
+    pub enum DiscoverySeverity (None, "discovery-severity", "discovery severity") {
+        Critical = "critical",
+        High = "high",
+        Medium = "medium",
+        Low = "low",
+    }
+}
+
+yaml_enum! {
+    pub enum Urgency (Some(10), "discovery-urgency", "discovery urgency") {
+        Immediate = "immediate",
+        Deferred = "deferred",
+    }
+}
+
+yaml_enum! {
+    /// The 13 anomaly types of blackboard.md.
+    pub enum AnomalyType (Some(10), "anomaly-type", "anomaly type") {
+        RetryLoop = "retry_loop",
+        TradeOff = "trade_off",
+        SpecAmbiguity = "spec_ambiguity",
+        ExternalBlocker = "external_blocker",
+        AssumptionViolated = "assumption_violated",
+        ScopeDeviation = "scope_deviation",
+        Workaround = "workaround",
+        DebtCreated = "debt_created",
+        SpecChanged = "spec_changed",
+        HypothesisExhaustion = "hypothesis_exhaustion",
+        SpecGap = "spec_gap",
+        ReviewDeadlock = "review_deadlock",
+        SystemAmbiguity = "system_ambiguity",
+    }
+}
+
+impl AnomalyType {
+    /// The `details` keys this type requires.
+    pub fn required_details(self) -> &'static [&'static str] {
+        match self {
+            AnomalyType::RetryLoop => &["count", "error_pattern"],
+            AnomalyType::TradeOff => &["what", "why", "debt_created"],
+            AnomalyType::ExternalBlocker => &["blocker_service"],
+            AnomalyType::AssumptionViolated => &["assumption", "reality"],
+            AnomalyType::SystemAmbiguity => &["protocol_section", "question"],
+            _ => &[],
+        }
+    }
+}
+
+yaml_enum! {
+    pub enum CircuitBreakerStatus (None, "circuit-breaker-status", "circuit breaker status") {
+        Ok = "OK",
+        Triggered = "TRIGGERED",
+    }
+}
+
+/// `discovered[]`: something found while working that may become a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Discovery {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub during: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity: Option<DiscoverySeverity>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub urgency: Option<Urgency>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recommendation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub converted_to_task: Option<String>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(Discovery {
+    req id: "id",
+    opt by: "by",
+    opt during: "during",
+    opt description: "description",
+    opt severity: "severity",
+    opt urgency: "urgency",
+    opt recommendation: "recommendation",
+    opt created: "created",
+    opt converted_to_task: "converted_to_task",
+});
+
+/// `handoff.<task>`: notes for the next run after context exhaustion.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Handoff {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_used: Option<Number>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approach: Option<Node>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blockers: Option<Node>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files_modified: Option<Node>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_steps: Option<Node>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(Handoff {
+    opt agent: "agent",
+    opt context_used: "context_used",
+    opt timestamp: "timestamp",
+    opt summary: "summary",
+    opt next_action: "next_action",
+    opt approach: "approach",
+    opt blockers: "blockers",
+    opt files_modified: "files_modified",
+    opt next_steps: "next_steps",
+});
+
+/// `human_notes[]`: a note from a person to one task's agents or to all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HumanNote {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Timestamp>,
+    pub message: String,
+    /// `for`: a task id or `all`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_by: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(HumanNote {
+    req id: "id",
+    opt timestamp: "timestamp",
+    req message: "message",
+    opt target: "for",
+    opt seen_by: "seen_by",
+});
+
+/// `anomalies[]`: something an agent or liza noticed and must report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Anomaly {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reporter: Option<String>,
+    pub kind: AnomalyType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub details: Option<Node>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen_by: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(Anomaly {
+    opt timestamp: "timestamp",
+    opt task: "task",
+    opt reporter: "reporter",
+    req kind: "type",
+    opt details: "details",
+    opt seen_by: "seen_by",
+});
+
+/// `spec_changes[]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SpecChange {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub triggered_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(SpecChange {
+    opt timestamp: "timestamp",
+    opt spec: "spec",
+    opt change: "change",
+    opt triggered_by: "triggered_by",
+});
+
+/// `circuit_breaker`: the last analysis (operations.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CircuitBreaker {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_check: Option<Timestamp>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<CircuitBreakerStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub current_trigger: Option<Node>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Node>>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(CircuitBreaker {
+    opt last_check: "last_check",
+    opt status: "status",
+    opt current_trigger: "current_trigger",
+    opt history: "history",
+});
+
+/// `archived.<task>`: a terminal task moved to `archive/<sprint>.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArchivedTask {
+    pub status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sprint: Option<String>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(ArchivedTask {
+    req status: "status",
+    opt sprint: "sprint",
+});

@@ -1,0 +1,66 @@
+//! Where everything under `.liza/` lives (blackboard.md *Files*).
+
+use std::path::{Path, PathBuf};
+
+/// The files of one blackboard.
+#[derive(Debug, Clone)]
+pub struct LizaPaths {
+    /// The project root: the repository's main checkout.
+    pub root: PathBuf,
+    /// `<root>/.liza`.
+    pub dir: PathBuf,
+}
+
+impl LizaPaths {
+    pub const DIR_NAME: &'static str = ".liza";
+    pub const STATE: &'static str = "state.yaml";
+
+    pub fn new(root: &Path) -> LizaPaths {
+        LizaPaths {
+            root: root.to_path_buf(),
+            dir: root.join(Self::DIR_NAME),
+        }
+    }
+
+    pub fn state(&self) -> PathBuf {
+        self.dir.join(Self::STATE)
+    }
+
+    /// The lock target: created once, never deleted or renamed.
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("state.yaml.lock")
+    }
+
+    /// Who holds the lock (pid, command, since), written after acquisition.
+    pub fn lock_owner(&self) -> PathBuf {
+        self.dir.join("state.yaml.lock.owner")
+    }
+
+    pub fn log(&self) -> PathBuf {
+        self.dir.join("log.yaml")
+    }
+
+    pub fn journal(&self) -> PathBuf {
+        self.dir.join("journal")
+    }
+
+    pub fn cache(&self) -> PathBuf {
+        self.dir.join("state.cache.json")
+    }
+
+    pub fn rejected(&self) -> PathBuf {
+        self.dir.join("rejected")
+    }
+
+    pub fn alerts(&self) -> PathBuf {
+        self.dir.join("alerts.log")
+    }
+
+    /// Path relative to the project root, for messages (`.liza/state.yaml`).
+    pub fn display(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
+}

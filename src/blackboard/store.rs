@@ -1,0 +1,772 @@
+//! The store: the only writer of state.yaml (blackboard.md *The store*).
+//!
+//! [`Store::transact`] is the one transactional function: lock the sidecar, read and
+//! hash state.yaml, load it (from the parse cache when liza wrote those bytes, otherwise a
+//! full parse that is reconciled as a hand edit first), run the change, validate, write
+//! the journal entry, swap the new file in atomically, check what was swapped out, fsync,
+//! refresh the cache, append the log, unlock. A refused or failed change writes nothing.
+//! [`Store::snapshot`] reads without the lock for display and for decisions that will be
+//! re-checked under it.
+
+pub mod atomic;
+pub mod cache;
+pub mod failpoint;
+pub mod hash;
+pub mod journal;
+pub mod lock;
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use self::cache::ParseCache;
+use self::hash::ContentHash;
+use self::journal::{Journal, JournalEntry};
+use self::lock::{LockFailure, StateLock};
+use super::document;
+use super::finding::Finding;
+use super::ids::Actor;
+use super::log::{self as activity, LogEntry, millis};
+use super::metrics;
+use super::model::State;
+use super::paths::LizaPaths;
+use super::summary;
+use super::timestamp::Timestamp;
+use super::validate::{ValidationEnv, validate};
+use crate::error::{Diagnostic, ErrorClass};
+
+/// Why the store could not do what was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("no blackboard here: {dir} does not exist")]
+    NotInitialized { dir: String },
+    #[error("{dir} already exists")]
+    AlreadyInitialized { dir: String },
+    #[error("{path} is missing")]
+    StateMissing {
+        path: String,
+        restore: Option<String>,
+    },
+    #[error("cannot {action} {path}")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("timed out after {:.1} s waiting for the blackboard lock {lock}", waited.as_secs_f64())]
+    LockTimeout {
+        lock: String,
+        waited: Duration,
+        holder: Option<String>,
+    },
+    #[error("{path} is not a valid blackboard ({} error{})", findings.len(), if findings.len() == 1 { "" } else { "s" })]
+    Invalid {
+        path: String,
+        findings: Vec<Finding>,
+        restore: Option<String>,
+    },
+    #[error("{path} was edited from revision {edited}, but the blackboard has moved on to revision {head}; saving it as it is would undo {} transaction(s)", head - edited)]
+    StaleEdit {
+        path: String,
+        edited: u64,
+        head: u64,
+        restore: String,
+    },
+    #[error(
+        "{path} is a symbolic link (to {target}); liza replaces the file atomically and will not write through or over a link"
+    )]
+    Symlink { path: String, target: String },
+    #[error("{path} is read-only; liza will not replace it")]
+    ReadOnly { path: String },
+    #[error("refused: the change would make the blackboard invalid")]
+    WouldInvalidate { findings: Vec<Finding> },
+}
+
+impl Diagnostic for StoreError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            StoreError::LockTimeout { .. } => ErrorClass::LockTimeout,
+            StoreError::WouldInvalidate { .. } | StoreError::AlreadyInitialized { .. } => {
+                ErrorClass::Refused
+            }
+            _ => ErrorClass::Blackboard,
+        }
+    }
+
+    fn hints(&self) -> Vec<String> {
+        match self {
+            StoreError::NotInitialized { .. } => {
+                vec!["run `liza init \"<goal>\"` in the repository first".into()]
+            }
+            StoreError::AlreadyInitialized { .. } => {
+                vec!["this repository already has a blackboard; `liza status` shows it".into()]
+            }
+            StoreError::StateMissing { restore, .. } => match restore {
+                Some(r) => vec![format!(
+                    "restore the last committed revision: cp {r} .liza/state.yaml"
+                )],
+                None => vec![
+                    "the journal is empty too; re-create the blackboard with `liza init`".into(),
+                ],
+            },
+            StoreError::Io { .. } => vec!["check the permissions and free space of .liza/".into()],
+            StoreError::LockTimeout { holder, .. } => {
+                let mut hints = vec![
+                    "another liza process holds the lock; retry, or wait for it to finish".into(),
+                ];
+                if let Some(h) = holder {
+                    hints.insert(0, format!("held by {h}"));
+                }
+                hints
+            }
+            StoreError::Invalid { restore, .. } => {
+                let mut hints = vec![
+                    "fix the file (`liza validate` lists every error) and run the command again"
+                        .into(),
+                ];
+                if let Some(r) = restore {
+                    hints.push(format!(
+                        "or restore the last good revision: cp {r} .liza/state.yaml"
+                    ));
+                }
+                hints
+            }
+            StoreError::StaleEdit { restore, .. } => vec![
+                "your file is left untouched; copy your changes somewhere, then".into(),
+                format!(
+                    "restore the latest revision with `cp {restore} .liza/state.yaml` and make your changes again"
+                ),
+            ],
+            StoreError::Symlink { .. } => {
+                vec!["replace the link with a regular file: cp --remove-destination \"$(readlink -f .liza/state.yaml)\" .liza/state.yaml".into()]
+            }
+            StoreError::ReadOnly { .. } => {
+                vec![
+                    "if the blackboard should change, make it writable: chmod u+w .liza/state.yaml"
+                        .into(),
+                ]
+            }
+            StoreError::WouldInvalidate { .. } => {
+                vec!["the state is unchanged; fix what the findings name first".into()]
+            }
+        }
+    }
+}
+
+impl StoreError {
+    /// Findings to show under the error, if it has any.
+    pub fn findings(&self) -> &[Finding] {
+        match self {
+            StoreError::Invalid { findings, .. } | StoreError::WouldInvalidate { findings } => {
+                findings
+            }
+            _ => &[],
+        }
+    }
+}
+
+/// A failed transaction: the store failed, or the change itself refused.
+#[derive(Debug)]
+pub enum TxError<E> {
+    Store(StoreError),
+    Refused(E),
+}
+
+impl<E> From<StoreError> for TxError<E> {
+    fn from(e: StoreError) -> Self {
+        TxError::Store(e)
+    }
+}
+
+/// The state being changed inside a transaction, and the log entries it will write.
+pub struct Tx {
+    pub state: State,
+    pub now: Timestamp,
+    actor: Actor,
+    log: Vec<LogEntry>,
+}
+
+impl Tx {
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    /// Adds a log entry for this transaction (by the acting agent or `human`).
+    pub fn log(&mut self, action: &str) -> &mut LogEntry {
+        let entry = LogEntry::new(self.now, self.actor.name(), action);
+        self.log.push(entry);
+        self.log.last_mut().expect("just pushed")
+    }
+}
+
+/// A committed transaction.
+#[derive(Debug)]
+pub struct Committed<R> {
+    pub value: R,
+    pub revision: u64,
+    pub entries: Vec<LogEntry>,
+}
+
+/// A state read without the lock.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub state: State,
+    pub hash: ContentHash,
+    /// state.yaml differs from the last committed revision (edited by hand, or written
+    /// by another tool); the next transaction reconciles it.
+    pub pending_hand_edit: bool,
+}
+
+/// The blackboard of one project.
+pub struct Store {
+    paths: LizaPaths,
+    journal: Journal,
+    cache: ParseCache,
+    lock_timeout: Option<Duration>,
+}
+
+fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
+    move |source| StoreError::Io {
+        action,
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+impl Store {
+    /// Opens the blackboard of the project at `root` (which must hold `.liza/`).
+    pub fn open(root: &Path) -> Result<Store, StoreError> {
+        let paths = LizaPaths::new(root);
+        if !paths.dir.is_dir() {
+            return Err(StoreError::NotInitialized {
+                dir: paths.dir.display().to_string(),
+            });
+        }
+        Ok(Store::at(paths))
+    }
+
+    fn at(paths: LizaPaths) -> Store {
+        Store {
+            journal: Journal::new(paths.journal()),
+            cache: ParseCache::new(paths.cache()),
+            paths,
+            lock_timeout: None,
+        }
+    }
+
+    /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
+    pub fn with_lock_timeout(mut self, timeout: Duration) -> Store {
+        self.lock_timeout = Some(timeout);
+        self
+    }
+
+    pub fn paths(&self) -> &LizaPaths {
+        &self.paths
+    }
+
+    /// Creates `.liza/` with `state` as revision 1: built in a temporary directory and
+    /// renamed into place, so a concurrent or failed init leaves nothing half-made.
+    pub fn initialize(root: &Path, mut state: State, entry: LogEntry) -> Result<Store, StoreError> {
+        let paths = LizaPaths::new(root);
+        let dir_name = paths.dir.display().to_string();
+        if paths.dir.exists() {
+            return Err(StoreError::AlreadyInitialized { dir: dir_name });
+        }
+        let staging = tempfile::Builder::new()
+            .prefix(".liza.init-")
+            .tempdir_in(root)
+            .map_err(io_err("create a directory in", root))?;
+        let staged = Store::at(LizaPaths {
+            root: root.to_path_buf(),
+            dir: staging.path().to_path_buf(),
+        });
+        state.revision = Some(1);
+        metrics::recompute(&mut state);
+        let bytes = document::emit(&state, 0);
+        let hash = ContentHash::of(bytes.as_bytes());
+        let p = &staged.paths;
+        fs::write(p.lock(), b"").map_err(io_err("create", &p.lock()))?;
+        staged
+            .journal
+            .write(1, hash, bytes.as_bytes())
+            .map_err(io_err("write the journal in", &p.journal()))?;
+        atomic::create_synced(&p.state(), bytes.as_bytes()).map_err(io_err("write", &p.state()))?;
+        let mut entry = entry;
+        entry.revision = Some(1);
+        activity::append(&p.log(), &[entry]).map_err(io_err("write", &p.log()))?;
+        let _ = staged
+            .cache
+            .store(hash, &state, state.config.lock_timeout() as u64);
+        atomic::fsync_dir(&p.dir).map_err(io_err("sync", &p.dir))?;
+        let staging_path = staging.keep();
+        match atomic::rename_noreplace(root, &staging_path, &paths.dir) {
+            Ok(()) => {}
+            Err(e) => {
+                let _ = fs::remove_dir_all(&staging_path);
+                return Err(match e.kind() {
+                    io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => {
+                        StoreError::AlreadyInitialized { dir: dir_name }
+                    }
+                    _ => io_err("create", &paths.dir)(e),
+                });
+            }
+        }
+        atomic::fsync_dir(root).map_err(io_err("sync", root))?;
+        Ok(Store::at(paths))
+    }
+
+    /// Reads the published state without the lock (display, decisions re-checked later).
+    pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        let path = self.paths.state();
+        let bytes = match document::read_limited(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.state_missing()),
+            Err(e) => return Err(io_err("read", &path)(e)),
+        };
+        let hash = ContentHash::of(&bytes);
+        let state = match self.cache.load(hash) {
+            Some(state) => state,
+            None => {
+                document::decode(&bytes)
+                    .map_err(|findings| self.invalid(findings))?
+                    .state
+            }
+        };
+        let head = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?;
+        Ok(Snapshot {
+            state,
+            hash,
+            pending_hand_edit: head.last().is_none_or(|h| h.hash != hash),
+        })
+    }
+
+    /// Runs `change` as one transaction (see the module docs). `change` must be pure and
+    /// fast: no git, processes, HTTP or waiting while the lock is held.
+    pub fn transact<R, E>(
+        &self,
+        actor: &Actor,
+        change: impl FnOnce(&mut Tx) -> Result<R, E>,
+    ) -> Result<Committed<R>, TxError<E>> {
+        let lock = self.lock()?;
+        failpoint::hit("after-lock");
+        self.clean_leftovers()?;
+        let current = self.read_current(&lock)?;
+        let mut tx = Tx {
+            state: current.state,
+            now: Timestamp::now(),
+            actor: actor.clone(),
+            log: Vec::new(),
+        };
+        let env = self.validation_env(tx.now);
+        let before: HashSet<_> = validate(&tx.state, &env)
+            .iter()
+            .filter(|f| f.is_error())
+            .map(Finding::identity)
+            .collect();
+        let value = change(&mut tx).map_err(TxError::Refused)?;
+        let introduced: Vec<Finding> = validate(&tx.state, &env)
+            .into_iter()
+            .filter(|f| f.is_error() && !before.contains(&f.identity()))
+            .collect();
+        if !introduced.is_empty() {
+            return Err(StoreError::WouldInvalidate {
+                findings: introduced,
+            }
+            .into());
+        }
+        let mut state = tx.state;
+        let committed = self.commit(&lock, &mut state, current.hash, current.size, tx.log)?;
+        Ok(Committed {
+            value,
+            revision: committed.revision,
+            entries: committed.entries,
+        })
+    }
+
+    fn lock(&self) -> Result<StateLock, StoreError> {
+        let timeout = self
+            .lock_timeout
+            .or_else(lock_timeout_from_env)
+            .unwrap_or_else(|| Duration::from_secs(self.cache.lock_timeout().unwrap_or(10)));
+        lock::acquire(&self.paths.lock(), &self.paths.lock_owner(), timeout).map_err(|e| match e {
+            LockFailure::Io(source) => io_err("lock", &self.paths.lock())(source),
+            LockFailure::TimedOut { holder } => StoreError::LockTimeout {
+                lock: self.paths.display(&self.paths.lock()),
+                waited: timeout,
+                holder,
+            },
+        })
+    }
+
+    fn validation_env(&self, now: Timestamp) -> ValidationEnv<'_> {
+        ValidationEnv::new(Some(&self.paths.root), now)
+    }
+
+    fn state_missing(&self) -> StoreError {
+        StoreError::StateMissing {
+            path: self.paths.display(&self.paths.state()),
+            restore: self.head_path(),
+        }
+    }
+
+    fn head_path(&self) -> Option<String> {
+        let entries = self.journal.entries().ok()?;
+        Some(self.paths.display(&entries.last()?.path))
+    }
+
+    fn invalid(&self, findings: Vec<Finding>) -> StoreError {
+        StoreError::Invalid {
+            path: self.paths.display(&self.paths.state()),
+            findings,
+            restore: self.head_path(),
+        }
+    }
+
+    /// Refuses to replace a file that is missing, a symlink or read-only.
+    fn check_replaceable(&self, path: &Path) -> Result<(), StoreError> {
+        let meta = match fs::symlink_metadata(path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.state_missing()),
+            Err(e) => return Err(io_err("inspect", path)(e)),
+        };
+        let shown = self.paths.display(path);
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(path)
+                .map(|t| t.display().to_string())
+                .unwrap_or_default();
+            return Err(StoreError::Symlink {
+                path: shown,
+                target,
+            });
+        }
+        if meta.permissions().readonly() {
+            return Err(StoreError::ReadOnly { path: shown });
+        }
+        Ok(())
+    }
+
+    /// Reads state.yaml under the lock; a hand edit is reconciled (committed as its own
+    /// `human_edit` transaction) before the caller's change runs.
+    fn read_current(&self, lock: &StateLock) -> Result<Current, StoreError> {
+        let path = self.paths.state();
+        self.check_replaceable(&path)?;
+        let bytes = document::read_limited(&path).map_err(io_err("read", &path))?;
+        let hash = ContentHash::of(&bytes);
+        let entries = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?;
+        if let Some(head) = entries.last() {
+            if head.hash == hash {
+                return self.load_committed(hash, &bytes);
+            }
+            if let [.., previous, head] = entries.as_slice()
+                && previous.hash == hash
+                && self.never_committed(head)?
+            {
+                // A transaction crashed after writing its journal entry and before the
+                // swap: state.yaml still holds the previous revision.
+                self.journal
+                    .discard(head)
+                    .map_err(io_err("clean up", &head.path))?;
+                return self.load_committed(hash, &bytes);
+            }
+        }
+        self.reconcile_hand_edit(lock, &bytes, hash, entries.last())
+    }
+
+    /// Whether the journal head's revision never reached log.yaml: with state.yaml equal
+    /// to the entry before it, that means the swap never happened.
+    fn never_committed(&self, head: &JournalEntry) -> Result<bool, StoreError> {
+        let logged = activity::last_logged_revision(&self.paths.log())
+            .map_err(io_err("read", &self.paths.log()))?;
+        Ok(logged.is_none_or(|r| r < head.revision as i64))
+    }
+
+    fn load_committed(&self, hash: ContentHash, bytes: &[u8]) -> Result<Current, StoreError> {
+        let state = match self.cache.load(hash) {
+            Some(state) => state,
+            None => document::decode(bytes).map_err(|f| self.invalid(f))?.state,
+        };
+        Ok(Current {
+            state,
+            hash,
+            size: bytes.len(),
+        })
+    }
+
+    /// Interim hand-edit rule (until 3-way merging lands): a valid edit of the current
+    /// revision is committed as `human_edit`; an invalid one, or one saved over newer
+    /// revisions, is refused and left untouched.
+    fn reconcile_hand_edit(
+        &self,
+        lock: &StateLock,
+        bytes: &[u8],
+        hash: ContentHash,
+        head: Option<&JournalEntry>,
+    ) -> Result<Current, StoreError> {
+        let decoded = document::decode(bytes).map_err(|f| self.invalid(f))?;
+        let edited = decoded.state.revision();
+        if let Some(head) = head
+            && edited < head.revision
+        {
+            return Err(StoreError::StaleEdit {
+                path: self.paths.display(&self.paths.state()),
+                edited,
+                head: head.revision,
+                restore: self.paths.display(&head.path),
+            });
+        }
+        let head_state = match head {
+            Some(h) => Some(self.load_entry(h)?),
+            None => None,
+        };
+        let now = Timestamp::now();
+        let env = self.validation_env(now);
+        let known: HashSet<_> = head_state
+            .as_ref()
+            .map(|s| {
+                validate(s, &env)
+                    .iter()
+                    .filter(|f| f.is_error())
+                    .map(Finding::identity)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let introduced: Vec<Finding> = validate(&decoded.state, &env)
+            .into_iter()
+            .filter(|f| f.is_error() && !known.contains(&f.identity()))
+            .map(|f| {
+                let pos = f.path.locate(&decoded.root);
+                f.at(pos)
+            })
+            .collect();
+        if !introduced.is_empty() {
+            return Err(self.invalid(introduced));
+        }
+        let detail = match &head_state {
+            Some(before) => summary::summarize(before, &decoded.state),
+            None => {
+                "adopted a blackboard written without liza's journal (by another tool or by hand)"
+                    .into()
+            }
+        };
+        let mut state = decoded.state;
+        let base = head.map_or(edited, |h| h.revision.max(edited));
+        state.revision = Some(base as i64);
+        let mut entry = LogEntry::new(now, "human", "human_edit");
+        entry.detail = Some(detail);
+        let committed = self.commit(lock, &mut state, hash, bytes.len(), vec![entry])?;
+        Ok(Current {
+            state,
+            hash: committed.hash,
+            size: committed.size,
+        })
+    }
+
+    fn load_entry(&self, entry: &JournalEntry) -> Result<State, StoreError> {
+        if let Some(state) = self.cache.load(entry.hash) {
+            return Ok(state);
+        }
+        let bytes = self
+            .journal
+            .read(entry)
+            .map_err(io_err("read", &entry.path))?;
+        document::decode(&bytes)
+            .map(|d| d.state)
+            .map_err(|findings| StoreError::Invalid {
+                path: self.paths.display(&entry.path),
+                findings,
+                restore: None,
+            })
+    }
+
+    /// Writes `state` as the next revision (module docs, steps 5 and 6).
+    fn commit(
+        &self,
+        lock: &StateLock,
+        state: &mut State,
+        read_hash: ContentHash,
+        size_hint: usize,
+        mut entries: Vec<LogEntry>,
+    ) -> Result<CommitInfo, StoreError> {
+        let revision = state.revision() + 1;
+        state.revision = Some(revision as i64);
+        metrics::recompute(state);
+        let bytes = document::emit(state, size_hint);
+        let hash = ContentHash::of(bytes.as_bytes());
+        let dir = &self.paths.dir;
+        let target = self.paths.state();
+
+        self.journal
+            .write(revision, hash, bytes.as_bytes())
+            .map_err(io_err("write the journal in", self.journal.dir()))?;
+        failpoint::hit("after-journal");
+        let temp = atomic::write_temp_synced(dir, TEMP_PREFIX, bytes.as_bytes())
+            .map_err(io_err("write a temporary file in", dir))?;
+        failpoint::hit("after-temp");
+        let swapped = atomic::exchange(dir, &temp, &target).map_err(io_err("replace", &target))?;
+        failpoint::hit("after-swap");
+        if swapped == atomic::Swapped::Previous {
+            self.settle_swapped_out(&temp, read_hash, revision, &mut entries);
+        }
+        atomic::fsync_dir(dir).map_err(io_err("sync", dir))?;
+        failpoint::hit("after-dirsync");
+        let timeout = state.config.lock_timeout() as u64;
+        if let Err(err) = self.cache.store(hash, state, timeout) {
+            tracing::warn!(%err, "could not refresh the parse cache; the next command parses state.yaml");
+        }
+        failpoint::hit("after-cache");
+        let (keep_revisions, keep_bytes) = state.config.journal_keep();
+        if let Ok(all) = self.journal.entries() {
+            let _ = self.journal.prune(&all, keep_revisions, keep_bytes);
+        }
+        let (wait, hold) = (millis(lock.waited), millis(lock.acquired.elapsed()));
+        for e in &mut entries {
+            e.revision = Some(revision as i64);
+            e.lock_wait_ms = Some(wait);
+            e.lock_hold_ms = Some(hold);
+        }
+        if let Err(err) = activity::append(&self.paths.log(), &entries) {
+            // The transaction is committed; only its log entry is missing.
+            tracing::warn!(%err, "committed revision {revision} but could not append to log.yaml");
+        }
+        failpoint::hit("after-log");
+        Ok(CommitInfo {
+            revision,
+            hash,
+            size: bytes.len(),
+            entries,
+        })
+    }
+
+    /// After the swap, the previous state.yaml sits at the temp path. It should be the
+    /// bytes this transaction read; if not, a human saved during the transaction: the
+    /// save is kept under `rejected/` (never lost) and logged.
+    fn settle_swapped_out(
+        &self,
+        temp: &Path,
+        read_hash: ContentHash,
+        revision: u64,
+        entries: &mut Vec<LogEntry>,
+    ) {
+        let same = fs::read(temp).is_ok_and(|b| ContentHash::of(&b) == read_hash);
+        if same {
+            let _ = fs::remove_file(temp);
+            return;
+        }
+        let note = format!(
+            "This copy of state.yaml was saved while liza was committing revision {revision}, \
+             so it could not be applied. Compare it with .liza/state.yaml and redo your change."
+        );
+        let kept = self.keep_rejected(temp, "concurrent-save", &note);
+        let mut entry = LogEntry::new(Timestamp::now(), "human", "hand_edit_rejected");
+        entry.detail = Some(match kept {
+            Some(path) => format!("a save during revision {revision} was kept as {path}; redo it"),
+            None => format!(
+                "a save during revision {revision} could not be kept; it is at {}",
+                temp.display()
+            ),
+        });
+        entries.push(entry);
+    }
+
+    /// Moves `file` to `rejected/<ts>-<label>.yaml` with a note beside it.
+    fn keep_rejected(&self, file: &Path, label: &str, note: &str) -> Option<String> {
+        let dir = self.paths.rejected();
+        fs::create_dir_all(&dir).ok()?;
+        let stamp = Timestamp::now().to_string().replace(':', "");
+        let mut n = 0;
+        let target = loop {
+            let name = format!(
+                "{stamp}-{label}{}.yaml",
+                if n == 0 {
+                    String::new()
+                } else {
+                    format!("-{n}")
+                }
+            );
+            let candidate = dir.join(name);
+            if !candidate.exists() {
+                break candidate;
+            }
+            n += 1;
+        };
+        fs::rename(file, &target).ok()?;
+        let _ = fs::write(target.with_extension("note.txt"), format!("{note}\n"));
+        let _ = atomic::fsync_dir(&dir);
+        Some(self.paths.display(&target))
+    }
+
+    /// Removes temp files a crashed transaction left behind. A swapped-out file whose
+    /// bytes are not a committed revision may be a human's save: it is kept.
+    fn clean_leftovers(&self) -> Result<(), StoreError> {
+        let dir = &self.paths.dir;
+        let read = fs::read_dir(dir).map_err(io_err("read", dir))?;
+        let leftovers: Vec<PathBuf> = read
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                    n.ends_with(".tmp")
+                        && (n.starts_with(TEMP_PREFIX) || n.starts_with("state.cache."))
+                })
+            })
+            .collect();
+        if leftovers.is_empty() {
+            return Ok(());
+        }
+        let committed: HashSet<ContentHash> = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?
+            .iter()
+            .map(|e| e.hash)
+            .collect();
+        for path in leftovers {
+            let is_cache = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("state.cache."));
+            let known =
+                is_cache || fs::read(&path).is_ok_and(|b| committed.contains(&ContentHash::of(&b)));
+            if known {
+                let _ = fs::remove_file(&path);
+            } else {
+                let note = "liza found this file after an interrupted transaction; it was state.yaml \
+                            before that transaction (possibly a save of yours). Compare it with .liza/state.yaml.";
+                self.keep_rejected(&path, "interrupted", note);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Prefix of the temp files of a commit (hidden, in `.liza/`).
+const TEMP_PREFIX: &str = ".state.yaml.";
+
+struct Current {
+    state: State,
+    hash: ContentHash,
+    size: usize,
+}
+
+struct CommitInfo {
+    revision: u64,
+    hash: ContentHash,
+    size: usize,
+    entries: Vec<LogEntry>,
+}
+
+/// `LIZA_LOCK_TIMEOUT` (seconds, may be fractional) overrides the configured timeout.
+fn lock_timeout_from_env() -> Option<Duration> {
+    let text = std::env::var("LIZA_LOCK_TIMEOUT").ok()?;
+    let secs: f64 = text.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
+}

@@ -1,0 +1,39 @@
+//! Crash injection for the reliability tests (quality.md R1): `LIZA_FAILPOINT=<step>`
+//! aborts the process at that step of a transaction, as a crash or SIGKILL would.
+
+use std::sync::OnceLock;
+
+fn active() -> Option<&'static str> {
+    static ACTIVE: OnceLock<Option<String>> = OnceLock::new();
+    ACTIVE
+        .get_or_init(|| {
+            std::env::var("LIZA_FAILPOINT")
+                .ok()
+                .filter(|s| !s.is_empty())
+        })
+        .as_deref()
+}
+
+/// Whether `step` is the armed failpoint.
+pub fn is_armed(step: &str) -> bool {
+    active() == Some(step)
+}
+
+/// Aborts the process here when `step` is armed.
+pub fn hit(step: &str) {
+    if is_armed(step) {
+        std::process::abort();
+    }
+}
+
+/// The steps a transaction passes, in order (documented for the tests).
+pub const STEPS: &[&str] = &[
+    "after-lock",
+    "after-journal",
+    "after-temp",
+    "after-swap",
+    "after-dirsync",
+    "after-cache",
+    "during-log",
+    "after-log",
+];

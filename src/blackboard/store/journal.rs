@@ -1,0 +1,179 @@
+//! The journal: the last committed revisions of state.yaml, one file each, named
+//! `<revision>-<size>-<hash>.yaml` so the head and the byte total are known from one
+//! directory listing. Bounded by count and bytes.
+//!
+//! Each commit writes its entry (fsynced, with the directory) before swapping state.yaml,
+//! so the file on disk always equals some entry and a crash is never mistaken for a
+//! hand edit.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::atomic::{create_synced, fsync_dir};
+use super::hash::ContentHash;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalEntry {
+    pub revision: u64,
+    pub size: u64,
+    pub hash: ContentHash,
+    pub path: PathBuf,
+}
+
+pub struct Journal {
+    dir: PathBuf,
+}
+
+impl Journal {
+    pub fn new(dir: PathBuf) -> Journal {
+        Journal { dir }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// All entries, oldest first. A missing directory is an empty journal.
+    pub fn entries(&self) -> io::Result<Vec<JournalEntry>> {
+        let read = match fs::read_dir(&self.dir) {
+            Ok(read) => read,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut entries = Vec::new();
+        for item in read {
+            let item = item?;
+            let name = item.file_name();
+            if let Some(entry) = name.to_str().and_then(|n| self.parse_name(n)) {
+                entries.push(entry);
+            }
+        }
+        entries.sort_by_key(|e| e.revision);
+        Ok(entries)
+    }
+
+    fn parse_name(&self, name: &str) -> Option<JournalEntry> {
+        let stem = name.strip_suffix(".yaml")?;
+        let mut parts = stem.splitn(3, '-');
+        let revision = parts.next()?.parse().ok()?;
+        let size = parts.next()?.parse().ok()?;
+        let hash = ContentHash::from_hex(parts.next()?)?;
+        Some(JournalEntry {
+            revision,
+            size,
+            hash,
+            path: self.dir.join(name),
+        })
+    }
+
+    /// Writes the entry for `revision` durably (file and directory fsynced). Stale
+    /// entries at or above `revision` (left by a crashed transaction) are replaced.
+    pub fn write(
+        &self,
+        revision: u64,
+        hash: ContentHash,
+        bytes: &[u8],
+    ) -> io::Result<JournalEntry> {
+        fs::create_dir_all(&self.dir)?;
+        for stale in self
+            .entries()?
+            .into_iter()
+            .filter(|e| e.revision >= revision)
+        {
+            fs::remove_file(&stale.path)?;
+        }
+        let name = format!("{revision:012}-{}-{}.yaml", bytes.len(), hash.to_hex());
+        let path = self.dir.join(name);
+        create_synced(&path, bytes)?;
+        fsync_dir(&self.dir)?;
+        Ok(JournalEntry {
+            revision,
+            size: bytes.len() as u64,
+            hash,
+            path,
+        })
+    }
+
+    pub fn read(&self, entry: &JournalEntry) -> io::Result<Vec<u8>> {
+        fs::read(&entry.path)
+    }
+
+    /// Removes an entry that was never committed (state.yaml never held it).
+    pub fn discard(&self, entry: &JournalEntry) -> io::Result<()> {
+        fs::remove_file(&entry.path)
+    }
+
+    /// Keeps the newest entries within `max_revisions` and `max_bytes` (at least two, so
+    /// the head and its predecessor are always there).
+    pub fn prune(
+        &self,
+        entries: &[JournalEntry],
+        max_revisions: u64,
+        max_bytes: u64,
+    ) -> io::Result<()> {
+        let mut kept = 0u64;
+        let mut bytes = 0u64;
+        for entry in entries.iter().rev() {
+            kept += 1;
+            bytes += entry.size;
+            if kept > 2 && (kept > max_revisions || bytes > max_bytes) {
+                fs::remove_file(&entry.path)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_come_back_in_revision_order_and_prune_keeps_the_newest() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("journal"));
+        assert!(j.entries().unwrap().is_empty());
+        for rev in 1..=6u64 {
+            let bytes = vec![b'x'; 100];
+            j.write(rev, ContentHash::of(&rev.to_le_bytes()), &bytes)
+                .unwrap();
+        }
+        let all = j.entries().unwrap();
+        assert_eq!(
+            all.iter().map(|e| e.revision).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5, 6]
+        );
+        j.prune(&all, 4, u64::MAX).unwrap();
+        assert_eq!(
+            j.entries()
+                .unwrap()
+                .iter()
+                .map(|e| e.revision)
+                .collect::<Vec<_>>(),
+            [3, 4, 5, 6]
+        );
+        let all = j.entries().unwrap();
+        j.prune(&all, 100, 250).unwrap();
+        assert_eq!(
+            j.entries()
+                .unwrap()
+                .iter()
+                .map(|e| e.revision)
+                .collect::<Vec<_>>(),
+            [5, 6]
+        );
+    }
+
+    #[test]
+    fn writing_a_revision_replaces_uncommitted_leftovers() {
+        let dir = tempfile::tempdir().unwrap();
+        let j = Journal::new(dir.path().join("journal"));
+        j.write(1, ContentHash::of(b"1"), b"1").unwrap();
+        j.write(2, ContentHash::of(b"2a"), b"2a").unwrap();
+        j.write(2, ContentHash::of(b"2b"), b"2b").unwrap();
+        let all = j.entries().unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(j.read(&all[1]).unwrap(), b"2b");
+    }
+}

@@ -1,0 +1,11 @@
+//! All YAML text handling of liza: parsing to a [`Node`](super::node::Node) tree with
+//! positions, and writing YAML. Nothing else in the crate touches YAML syntax, so the
+//! parser crate can be swapped here alone.
+
+mod emit;
+mod parse;
+mod scalar;
+
+pub use emit::Emitter;
+pub use parse::{Parsed, YamlError, parse};
+pub(crate) use scalar::is_flow_plain_safe;

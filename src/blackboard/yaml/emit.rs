@@ -1,0 +1,563 @@
+//! The YAML writer: block style, two-space indentation, strings plain when that is
+//! unambiguous for every common reader, literal blocks for multi-line text, double quotes
+//! otherwise.
+//!
+//! It writes straight into a `String` without an intermediate tree, because serialising
+//! the blackboard is on every transaction's path (P2/P3). Its output is read back by
+//! [`super::parse`] to the same values; the round-trip tests and property tests below
+//! guard that.
+
+use super::scalar::{is_flow_plain_safe, is_plain_safe, needs_escape};
+use crate::blackboard::node::{Entry, Node, Value};
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// Nothing written yet on the current line (start of document).
+    Top,
+    /// Just wrote `key:`; a value follows on this line or nested below.
+    AfterKey,
+    /// Just wrote `- `; a value follows on this line.
+    AfterDash,
+    /// A value was completed.
+    Done,
+}
+
+#[derive(Clone, Copy)]
+struct Frame {
+    /// Column of this collection's keys or dashes.
+    indent: usize,
+    /// Whether the first key/dash goes on the current line (after a parent dash).
+    inline_first: bool,
+    first: bool,
+}
+
+/// Writes one YAML document.
+pub struct Emitter {
+    out: String,
+    stack: Vec<Frame>,
+    slot: Slot,
+    /// Column of the key or dash that owns the value being written.
+    owner_indent: usize,
+}
+
+impl Default for Emitter {
+    fn default() -> Self {
+        Emitter::with_capacity(0)
+    }
+}
+
+impl Emitter {
+    pub fn with_capacity(bytes: usize) -> Emitter {
+        Emitter {
+            out: String::with_capacity(bytes),
+            stack: Vec::new(),
+            slot: Slot::Top,
+            owner_indent: 0,
+        }
+    }
+
+    /// The document text, ending in a newline.
+    pub fn finish(mut self) -> String {
+        if !self.out.ends_with('\n') {
+            self.out.push('\n');
+        }
+        self.out
+    }
+
+    fn pad(&mut self, indent: usize) {
+        // A keep-chomped literal block (`|+`) already ended its last line.
+        if !self.out.is_empty() && !self.out.ends_with('\n') {
+            self.out.push('\n');
+        }
+        for _ in 0..indent {
+            self.out.push(' ');
+        }
+    }
+
+    /// Separator between `key:`/`- ` and an inline value.
+    fn inline_prefix(&mut self) {
+        if self.slot == Slot::AfterKey {
+            self.out.push(' ');
+        }
+    }
+
+    fn child_indent(&self) -> usize {
+        match self.slot {
+            Slot::Top => 0,
+            _ => self.owner_indent + 2,
+        }
+    }
+
+    /// Starts a block mapping with `len` entries (`{}` when empty).
+    pub fn begin_map(&mut self, len: usize) -> bool {
+        if len == 0 {
+            self.inline_prefix();
+            self.out.push_str("{}");
+            self.slot = Slot::Done;
+            return false;
+        }
+        let frame = Frame {
+            indent: self.child_indent(),
+            inline_first: self.slot == Slot::AfterDash,
+            first: true,
+        };
+        self.stack.push(frame);
+        true
+    }
+
+    pub fn key(&mut self, key: &str) {
+        let frame = self.stack.last_mut().expect("key() inside begin_map()");
+        let inline = frame.first && frame.inline_first;
+        frame.first = false;
+        let indent = frame.indent;
+        if !inline {
+            self.pad(indent);
+        }
+        if key.len() < 1000 && is_plain_safe(key) {
+            self.out.push_str(key);
+        } else if key.len() < 1000 {
+            push_double_quoted(&mut self.out, key);
+        } else {
+            // Implicit keys are limited to 1024 characters; use an explicit key.
+            self.out.push_str("? ");
+            push_double_quoted(&mut self.out, key);
+            self.pad(indent);
+        }
+        self.out.push(':');
+        self.slot = Slot::AfterKey;
+        self.owner_indent = indent;
+    }
+
+    pub fn end_map(&mut self) {
+        self.stack.pop();
+        self.slot = Slot::Done;
+    }
+
+    /// Starts a block sequence with `len` items (`[]` when empty).
+    pub fn begin_seq(&mut self, len: usize) -> bool {
+        if len == 0 {
+            self.inline_prefix();
+            self.out.push_str("[]");
+            self.slot = Slot::Done;
+            return false;
+        }
+        let frame = Frame {
+            indent: self.child_indent(),
+            inline_first: self.slot == Slot::AfterDash,
+            first: true,
+        };
+        self.stack.push(frame);
+        true
+    }
+
+    pub fn item(&mut self) {
+        let frame = self.stack.last_mut().expect("item() inside begin_seq()");
+        let inline = frame.first && frame.inline_first;
+        frame.first = false;
+        let indent = frame.indent;
+        if !inline {
+            self.pad(indent);
+        }
+        self.out.push_str("- ");
+        self.slot = Slot::AfterDash;
+        self.owner_indent = indent;
+    }
+
+    pub fn end_seq(&mut self) {
+        self.stack.pop();
+        self.slot = Slot::Done;
+    }
+
+    /// Writes `[a, b]` for items the caller checked with [`is_flow_plain_safe`].
+    pub fn flow_seq<'a>(&mut self, items: impl Iterator<Item = &'a str>) {
+        self.inline_prefix();
+        self.out.push('[');
+        for (i, item) in items.enumerate() {
+            if i > 0 {
+                self.out.push_str(", ");
+            }
+            self.out.push_str(item);
+        }
+        self.out.push(']');
+        self.slot = Slot::Done;
+    }
+
+    /// Writes text the caller knows is safe as a plain scalar (ids, timestamps, enums).
+    pub fn plain(&mut self, text: &str) {
+        self.inline_prefix();
+        self.out.push_str(text);
+        self.slot = Slot::Done;
+    }
+
+    pub fn null(&mut self) {
+        self.plain("null");
+    }
+
+    pub fn bool(&mut self, value: bool) {
+        self.plain(if value { "true" } else { "false" });
+    }
+
+    pub fn int(&mut self, value: i64) {
+        self.inline_prefix();
+        self.out.push_str(itoa_buf(value).as_str());
+        self.slot = Slot::Done;
+    }
+
+    pub fn float(&mut self, value: f64) {
+        self.inline_prefix();
+        push_float(&mut self.out, value);
+        self.slot = Slot::Done;
+    }
+
+    /// Writes any string in the clearest safe style.
+    pub fn str(&mut self, text: &str) {
+        if is_plain_safe(text) {
+            self.plain(text);
+        } else if literal_block_fits(text) {
+            self.literal_block(text);
+        } else {
+            self.inline_prefix();
+            push_double_quoted(&mut self.out, text);
+            self.slot = Slot::Done;
+        }
+    }
+
+    fn literal_block(&mut self, text: &str) {
+        self.inline_prefix();
+        let body = text.trim_end_matches('\n');
+        let trailing = text.len() - body.len();
+        self.out.push('|');
+        match trailing {
+            0 => self.out.push('-'),
+            1 => {}
+            _ => self.out.push('+'),
+        }
+        let indent = self.child_indent();
+        for line in text[..text.len() - trailing.min(1)].split('\n') {
+            self.out.push('\n');
+            if !line.is_empty() {
+                for _ in 0..indent {
+                    self.out.push(' ');
+                }
+                self.out.push_str(line);
+            }
+        }
+        if trailing > 1 {
+            // With `|+` every trailing line break is content, including the last one.
+            self.out.push('\n');
+        }
+        self.slot = Slot::Done;
+    }
+
+    /// Writes a generic value (keys the model does not know, free-form fields).
+    pub fn node(&mut self, node: &Node) {
+        match &node.value {
+            Value::Null => self.null(),
+            Value::Bool(b) => self.bool(*b),
+            Value::Int(i) => self.int(*i),
+            Value::Float(f) => self.float(*f),
+            Value::Str(s) => self.str(s),
+            Value::Seq(items) => {
+                if items.iter().all(|n| flow_item(n).is_some())
+                    && items
+                        .iter()
+                        .map(|n| flow_item(n).map_or(0, str::len) + 2)
+                        .sum::<usize>()
+                        <= 72
+                    && !items.is_empty()
+                {
+                    self.flow_seq(items.iter().filter_map(flow_item));
+                } else if self.begin_seq(items.len()) {
+                    for item in items {
+                        self.item();
+                        self.node(item);
+                    }
+                    self.end_seq();
+                }
+            }
+            Value::Map(entries) => {
+                if self.begin_map(entries.len()) {
+                    self.entries(entries);
+                    self.end_map();
+                }
+            }
+        }
+    }
+
+    /// Writes mapping entries into the mapping currently open.
+    pub fn entries(&mut self, entries: &[Entry]) {
+        for e in entries {
+            self.key(&e.key);
+            self.node(&e.value);
+        }
+    }
+}
+
+fn flow_item(node: &Node) -> Option<&str> {
+    node.as_str().filter(|s| is_flow_plain_safe(s))
+}
+
+/// Literal blocks are used for multi-line text only when every line survives editors and
+/// readers unchanged: no trailing blanks, no tabs, no leading blank on the first line.
+fn literal_block_fits(text: &str) -> bool {
+    text.contains('\n')
+        && !text.starts_with([' ', '\n'])
+        && !text.trim_end_matches('\n').is_empty()
+        && !text.contains(['\t', '\r'])
+        && !text.chars().any(needs_escape)
+        && text
+            .trim_end_matches('\n')
+            .split('\n')
+            .all(|line| !line.ends_with(' '))
+}
+
+fn push_double_quoted(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if needs_escape(c) => {
+                let code = c as u32;
+                if code <= 0xff {
+                    out.push_str(&format!("\\x{code:02X}"));
+                } else {
+                    out.push_str(&format!("\\u{code:04X}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn push_float(out: &mut String, value: f64) {
+    if value.is_nan() {
+        out.push_str(".nan");
+    } else if value.is_infinite() {
+        out.push_str(if value > 0.0 { ".inf" } else { "-.inf" });
+    } else {
+        let start = out.len();
+        out.push_str(&value.to_string());
+        // `1` would read back as an integer.
+        if !out[start..].contains(['.', 'e', 'E']) {
+            out.push_str(".0");
+        }
+    }
+}
+
+/// Small stack buffer for integer formatting without allocation.
+struct IntBuf {
+    buf: [u8; 20],
+    start: usize,
+}
+
+impl IntBuf {
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[self.start..]).expect("digits are ASCII")
+    }
+}
+
+fn itoa_buf(value: i64) -> IntBuf {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    let negative = value < 0;
+    let mut v = value.unsigned_abs();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    if negative {
+        i -= 1;
+        buf[i] = b'-';
+    }
+    IntBuf { buf, start: i }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackboard::node::Pos;
+    use crate::blackboard::yaml::parse;
+    use proptest::prelude::*;
+
+    fn emit(node: &Node) -> String {
+        let mut e = Emitter::default();
+        e.node(node);
+        e.finish()
+    }
+
+    fn map(entries: Vec<(&str, Node)>) -> Node {
+        Node::new(Value::Map(
+            entries
+                .into_iter()
+                .map(|(k, v)| Entry {
+                    key: k.into(),
+                    key_pos: Pos::UNKNOWN,
+                    value: v,
+                })
+                .collect(),
+        ))
+    }
+
+    fn seq(items: Vec<Node>) -> Node {
+        Node::new(Value::Seq(items))
+    }
+
+    #[test]
+    fn block_layout_reads_naturally() {
+        let doc = map(vec![
+            ("version", Node::new(Value::Int(1))),
+            (
+                "tasks",
+                seq(vec![map(vec![
+                    ("id", Node::str("t-1")),
+                    ("depends_on", seq(vec![Node::str("t-0"), Node::str("t-2")])),
+                    (
+                        "history",
+                        seq(vec![map(vec![("event", Node::str("created"))])]),
+                    ),
+                    ("notes", Node::str("line one\nline two\n")),
+                ])]),
+            ),
+            ("agents", map(vec![])),
+            ("empty", seq(vec![])),
+            (
+                "nested",
+                seq(vec![seq(vec![map(vec![("k", Node::str("yes"))])])]),
+            ),
+        ]);
+        let text = emit(&doc);
+        assert_eq!(
+            text,
+            "version: 1\n\
+             tasks:\n  \
+               - id: t-1\n    \
+                 depends_on: [t-0, t-2]\n    \
+                 history:\n      \
+                   - event: created\n    \
+                 notes: |\n      \
+                   line one\n      \
+                   line two\n\
+             agents: {}\n\
+             empty: []\n\
+             nested:\n  \
+               - - k: \"yes\"\n"
+        );
+        assert_eq!(parse::parse(&text).unwrap().root.unwrap(), doc);
+    }
+
+    #[test]
+    fn tricky_strings_round_trip() {
+        for s in [
+            "",
+            " lead",
+            "trail ",
+            "a: b",
+            "x #y",
+            "multi\nline",
+            "ends\n\n",
+            "\n",
+            "\n\nlead newlines",
+            "tab\there",
+            "quote\"back\\slash",
+            "nul\u{0}bell\u{7}",
+            "line\u{2028}sep",
+            "é ü 日本",
+            "0x10",
+            "1e5",
+            "2026-03-01",
+            "null",
+            "~",
+            "-",
+            "- item",
+            "trailing spaces  \non lines",
+            "   \n  x",
+            "crlf\r\nline",
+        ] {
+            let doc = map(vec![("k", Node::str(s)), ("l", seq(vec![Node::str(s)]))]);
+            let text = emit(&doc);
+            let back = parse::parse(&text).unwrap_or_else(|e| panic!("{s:?}: {e}\n{text}"));
+            assert_eq!(back.root.unwrap(), doc, "{s:?} via\n{text}");
+        }
+    }
+
+    #[test]
+    fn numbers_keep_their_kind() {
+        let doc = map(vec![
+            ("i", Node::new(Value::Int(-42))),
+            ("big", Node::new(Value::Int(i64::MIN))),
+            ("f", Node::new(Value::Float(1.0))),
+            ("g", Node::new(Value::Float(0.1))),
+            ("h", Node::new(Value::Float(1e300))),
+            ("inf", Node::new(Value::Float(f64::NEG_INFINITY))),
+            ("nan", Node::new(Value::Float(f64::NAN))),
+            ("n", Node::new(Value::Null)),
+            ("b", Node::new(Value::Bool(false))),
+        ]);
+        let text = emit(&doc);
+        assert_eq!(parse::parse(&text).unwrap().root.unwrap(), doc, "{text}");
+    }
+
+    #[test]
+    fn awkward_keys_are_quoted() {
+        let long = "k".repeat(1200);
+        let doc = map(vec![
+            ("yes", Node::new(Value::Int(1))),
+            ("a: b", Node::new(Value::Int(2))),
+            ("1", Node::new(Value::Int(3))),
+            ("<<", Node::new(Value::Int(4))),
+            (long.as_str(), Node::new(Value::Int(5))),
+            ("", Node::new(Value::Int(6))),
+        ]);
+        let text = emit(&doc);
+        assert_eq!(parse::parse(&text).unwrap().root.unwrap(), doc, "{text}");
+    }
+
+    fn arb_node() -> impl Strategy<Value = Node> {
+        let leaf = prop_oneof![
+            Just(Node::new(Value::Null)),
+            any::<bool>().prop_map(|b| Node::new(Value::Bool(b))),
+            any::<i64>().prop_map(|i| Node::new(Value::Int(i))),
+            any::<f64>().prop_map(|f| Node::new(Value::Float(f))),
+            "\\PC{0,20}".prop_map(Node::str),
+            "[ a-z0-9:#\\-\n\t\"'\\\\]{0,12}".prop_map(Node::str),
+        ];
+        leaf.prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(|v| Node::new(Value::Seq(v))),
+                prop::collection::vec(("[a-z_ :#-]{0,8}", inner), 0..5).prop_map(|kv| {
+                    let mut entries: Vec<Entry> = Vec::new();
+                    for (k, v) in kv {
+                        if !entries.iter().any(|e| e.key == k) {
+                            entries.push(Entry {
+                                key: k,
+                                key_pos: Pos::UNKNOWN,
+                                value: v,
+                            });
+                        }
+                    }
+                    Node::new(Value::Map(entries))
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_tree_round_trips(node in arb_node()) {
+            let doc = map(vec![("root", node)]);
+            let text = emit(&doc);
+            let back = parse::parse(&text);
+            prop_assert!(back.is_ok(), "{:?}\n{}", back.err(), text);
+            prop_assert_eq!(back.unwrap().root.unwrap(), doc, "{}", text);
+        }
+    }
+}

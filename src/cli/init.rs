@@ -1,0 +1,47 @@
+//! `liza init <goal> [--spec PATH] [--integration-branch NAME] [--base REF]`
+
+use std::path::PathBuf;
+
+use super::output::Output;
+use super::{CliError, EXIT_OK, current_dir};
+use crate::ops::{self, InitRequest};
+
+#[derive(clap::Args)]
+pub struct InitArgs {
+    /// The goal, in one sentence.
+    goal: String,
+    /// The goal's spec file (must exist).
+    #[arg(long, value_name = "PATH", default_value = "specs/vision.md")]
+    spec: PathBuf,
+    /// Branch that receives approved work (created if missing).
+    #[arg(long, value_name = "NAME")]
+    integration_branch: Option<String>,
+    /// Commit a new integration branch starts from.
+    #[arg(long, value_name = "REF")]
+    base: Option<String>,
+}
+
+pub fn cmd_init(args: InitArgs, out: &Output) -> Result<i32, CliError> {
+    let outcome = ops::init(InitRequest {
+        goal: args.goal,
+        spec: Some(args.spec),
+        integration_branch: args.integration_branch,
+        base: args.base,
+        cwd: current_dir()?,
+    })?;
+    out.ok(serde_json::to_value(&outcome).unwrap_or_default(), || {
+        let branch = if outcome.branch_created {
+            format!("created branch {} at {}", outcome.integration_branch, &outcome.integration_tip[..12])
+        } else {
+            format!("using existing branch {} at {}", outcome.integration_branch, &outcome.integration_tip[..12])
+        };
+        format!(
+            "initialized {}/.liza ({}, {}, spec {})\n{branch}\nnext: add tasks (liza add-task …) or start agents (liza up); liza status shows the board\n",
+            outcome.root.display(),
+            outcome.goal_id,
+            outcome.sprint_id,
+            outcome.spec_ref,
+        )
+    });
+    Ok(EXIT_OK)
+}

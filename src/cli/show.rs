@@ -1,0 +1,60 @@
+//! `liza show <task>`: one task in full, as it stands in state.yaml.
+
+use super::output::Output;
+use super::{CliError, EXIT_OK, current_dir};
+use crate::blackboard::TaskId;
+use crate::blackboard::codec::Emit;
+use crate::blackboard::yaml::{self, Emitter};
+use crate::ops::Project;
+
+#[derive(clap::Args)]
+pub struct ShowArgs {
+    /// The task id.
+    task: String,
+}
+
+pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
+    let id = TaskId::parse(&args.task).map_err(|e| CliError::refused(e.to_string()))?;
+    let project = Project::discover(&current_dir()?)?;
+    let snapshot = project.store.snapshot()?;
+    let state = &snapshot.state;
+    let Some(task) = state.task(&id) else {
+        if let Some(archived) = state.archived.as_ref().and_then(|a| a.get(&id)) {
+            let sprint = archived.sprint.clone().unwrap_or_else(|| "?".into());
+            let result = serde_json::json!({"id": id, "archived": true, "status": archived.status, "sprint": sprint});
+            out.ok(result, || {
+                format!("{id} is archived ({}, {sprint}); its record is in .liza/archive/{sprint}.yaml\n", archived.status)
+            });
+            return Ok(EXIT_OK);
+        }
+        return Err(CliError::refused(format!("there is no task {id}"))
+            .with_hint("liza status lists the tasks"));
+    };
+    let mut e = Emitter::default();
+    task.emit(&mut e);
+    let text = e.finish();
+    let json = yaml::parse(&text)
+        .ok()
+        .and_then(|p| p.root)
+        .map(|n| n.to_json())
+        .unwrap_or_default();
+    out.ok(json, || {
+        let ready = task
+            .depends_on()
+            .iter()
+            .all(|d| state.dependency_satisfied(d));
+        let deps = if task.depends_on().is_empty() {
+            String::new()
+        } else if ready {
+            "# dependencies: all satisfied\n".to_owned()
+        } else {
+            "# dependencies: not all satisfied yet\n".to_owned()
+        };
+        format!(
+            "# task {id} · {} · revision {}\n{deps}{text}",
+            task.status,
+            state.revision()
+        )
+    });
+    Ok(EXIT_OK)
+}

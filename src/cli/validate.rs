@@ -1,0 +1,107 @@
+//! `liza validate [FILE] [--json] [--skip-spec-check]`
+
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use super::output::{Output, finding_line};
+use super::{CliError, EXIT_OK, current_dir};
+use crate::blackboard::document::{self, read_limited};
+use crate::blackboard::validate::{ValidationEnv, skip_spec_check_from_env};
+use crate::blackboard::{LizaPaths, Timestamp};
+use crate::error::ErrorClass;
+use crate::git::{GitError, find_project_root};
+
+#[derive(clap::Args)]
+pub struct ValidateArgs {
+    /// A state.yaml to check; the project root is then the parent of its directory and
+    /// no git repository is needed. Default: this repository's .liza/state.yaml.
+    file: Option<PathBuf>,
+    /// Do not check that spec_ref files exist (also SKIP_SPEC_FILE_CHECK=true).
+    #[arg(long)]
+    skip_spec_check: bool,
+}
+
+pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
+    let cwd = current_dir()?;
+    let (file, root, shown) = match &args.file {
+        Some(file) => {
+            let file = cwd.join(file);
+            let root = file
+                .parent()
+                .and_then(Path::parent)
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| cwd.clone());
+            let shown = args
+                .file
+                .as_ref()
+                .map(|f| f.display().to_string())
+                .unwrap_or_default();
+            (file, root, shown)
+        }
+        None => {
+            let root = find_project_root(&cwd).map_err(|e| match e {
+                GitError::NotARepository { .. } => CliError::blackboard(format!(
+                    "{} is not inside a git repository",
+                    cwd.display()
+                ))
+                .with_hint("pass the file to check: liza validate path/to/state.yaml"),
+                other => other.into(),
+            })?;
+            let paths = LizaPaths::new(&root);
+            let shown = paths.display(&paths.state());
+            (paths.state(), root, shown)
+        }
+    };
+    let bytes = read_limited(&file).map_err(|e| {
+        CliError::new(ErrorClass::Blackboard, format!("cannot read {shown}: {e}"))
+            .with_hint("run liza init to create a blackboard, or name an existing state.yaml")
+    })?;
+    let mut env = ValidationEnv::new(Some(&root), Timestamp::now());
+    env.skip_spec_check |= args.skip_spec_check || skip_spec_check_from_env();
+    let checked = document::check(&bytes, &mut env);
+    let errors = checked.errors().count();
+    let warnings = checked.findings.len() - errors;
+    let tasks = checked.decoded.as_ref().map(|d| d.state.tasks.len());
+    let result = json!({
+        "file": shown,
+        "valid": errors == 0,
+        "errors": errors,
+        "warnings": warnings,
+        "revision": checked.decoded.as_ref().map(|d| d.state.revision()),
+        "findings": checked.findings,
+    });
+    let human = || {
+        let mut text = String::new();
+        for f in &checked.findings {
+            text.push_str(&finding_line(Some(&shown), f));
+            text.push('\n');
+        }
+        if errors == 0 {
+            let what = tasks.map_or_else(String::new, |n| format!(" ({n} tasks)"));
+            text.push_str(&format!("{shown} is valid{what}"));
+            if warnings > 0 {
+                text.push_str(&format!(", {warnings} warning{}", plural(warnings)));
+            }
+        } else {
+            text.push_str(&format!(
+                "{shown}: {errors} error{}, {warnings} warning{}",
+                plural(errors),
+                plural(warnings)
+            ));
+        }
+        text.push('\n');
+        text
+    };
+    if errors == 0 {
+        out.ok(result, human);
+        Ok(EXIT_OK)
+    } else {
+        let err = CliError::refused(format!("{shown} has {errors} error{}", plural(errors)));
+        Ok(out.fail_with_result(result, &err, human))
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}

@@ -1,0 +1,69 @@
+//! The one git wrapper. Nothing else in the crate touches git: repository discovery
+//! (from any subdirectory or worktree to the main checkout), refs and branches through
+//! `git2`, and the repository's exclude file.
+
+mod discover;
+mod repo;
+
+pub use discover::find_project_root;
+pub use repo::Repo;
+
+use std::path::PathBuf;
+
+use crate::error::{Diagnostic, ErrorClass};
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    #[error("{path} is not inside a git repository")]
+    NotARepository { path: PathBuf },
+    #[error("the repository at {path} is bare; liza needs a checkout to work in")]
+    Bare { path: PathBuf },
+    #[error("the repository has no commits yet (HEAD is unborn)")]
+    UnbornHead,
+    #[error("{spec:?} does not name a commit")]
+    UnknownRevision {
+        spec: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("{name:?} is not a valid branch name")]
+    InvalidBranchName { name: String },
+    #[error("git: cannot {action}")]
+    Git2 {
+        action: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("cannot {action} {path}")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Diagnostic for GitError {
+    fn class(&self) -> ErrorClass {
+        match self {
+            GitError::InvalidBranchName { .. } => ErrorClass::Refused,
+            _ => ErrorClass::Git,
+        }
+    }
+
+    fn hints(&self) -> Vec<String> {
+        match self {
+            GitError::NotARepository { .. } => {
+                vec!["run liza inside the project's git repository (git init creates one)".into()]
+            }
+            GitError::UnbornHead => vec![
+                "make a first commit, e.g. git commit --allow-empty -m \"start\", or pass --base <ref>".into(),
+            ],
+            GitError::UnknownRevision { .. } => vec!["check the name with git rev-parse --verify <ref>".into()],
+            GitError::InvalidBranchName { .. } => {
+                vec!["use letters, digits, '-', '_' and '/' (see git check-ref-format)".into()]
+            }
+            _ => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,139 @@
+//! Repository operations through libgit2.
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+use super::GitError;
+
+pub struct Repo {
+    inner: git2::Repository,
+}
+
+fn git2_err(action: impl Into<String>) -> impl FnOnce(git2::Error) -> GitError {
+    let action = action.into();
+    move |source| GitError::Git2 { action, source }
+}
+
+impl Repo {
+    /// Opens the repository whose main checkout is `root`.
+    pub fn open(root: &Path) -> Result<Repo, GitError> {
+        let inner = git2::Repository::open(root).map_err(|_| GitError::NotARepository {
+            path: root.to_path_buf(),
+        })?;
+        if inner.is_bare() {
+            return Err(GitError::Bare {
+                path: root.to_path_buf(),
+            });
+        }
+        Ok(Repo { inner })
+    }
+
+    /// The full SHA of the commit `spec` names (`HEAD`, a branch, a tag, a SHA).
+    pub fn resolve_commit(&self, spec: &str) -> Result<String, GitError> {
+        if spec == "HEAD" && self.inner.head().is_err() {
+            return Err(GitError::UnbornHead);
+        }
+        let object =
+            self.inner
+                .revparse_single(spec)
+                .map_err(|source| GitError::UnknownRevision {
+                    spec: spec.to_owned(),
+                    source,
+                })?;
+        let commit = object
+            .peel_to_commit()
+            .map_err(|source| GitError::UnknownRevision {
+                spec: spec.to_owned(),
+                source,
+            })?;
+        Ok(commit.id().to_string())
+    }
+
+    pub fn is_valid_branch_name(name: &str) -> bool {
+        git2::Branch::name_is_valid(name).unwrap_or(false)
+    }
+
+    /// The tip of local branch `name`, if it exists.
+    pub fn branch_tip(&self, name: &str) -> Result<Option<String>, GitError> {
+        match self.inner.find_branch(name, git2::BranchType::Local) {
+            Ok(branch) => Ok(branch.get().target().map(|oid| oid.to_string())),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
+            Err(e) => Err(git2_err(format!("read branch {name}"))(e)),
+        }
+    }
+
+    /// Creates local branch `name` at `commit` (refusing to move an existing one).
+    pub fn create_branch(&self, name: &str, commit: &str) -> Result<(), GitError> {
+        if !Self::is_valid_branch_name(name) {
+            return Err(GitError::InvalidBranchName {
+                name: name.to_owned(),
+            });
+        }
+        let oid = git2::Oid::from_str(commit).map_err(git2_err(format!("read commit {commit}")))?;
+        let commit = self
+            .inner
+            .find_commit(oid)
+            .map_err(git2_err(format!("find commit {oid}")))?;
+        self.inner
+            .branch(name, &commit, false)
+            .map_err(git2_err(format!("create branch {name}")))?;
+        Ok(())
+    }
+
+    pub fn delete_branch(&self, name: &str) -> Result<(), GitError> {
+        let mut branch = self
+            .inner
+            .find_branch(name, git2::BranchType::Local)
+            .map_err(git2_err(format!("find branch {name}")))?;
+        branch
+            .delete()
+            .map_err(git2_err(format!("delete branch {name}")))
+    }
+
+    /// Adds `patterns` to the repository's `info/exclude` (shared by all worktrees),
+    /// skipping those already there; returns the ones added.
+    pub fn add_excludes(&self, patterns: &[&str]) -> Result<Vec<String>, GitError> {
+        let info = self.inner.commondir().join("info");
+        let path = info.join("exclude");
+        let io = |action: &'static str, p: &Path| {
+            let p = p.to_path_buf();
+            move |source| GitError::Io {
+                action,
+                path: p,
+                source,
+            }
+        };
+        fs::create_dir_all(&info).map_err(io("create", &info))?;
+        let existing = match fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(io("read", &path)(e)),
+        };
+        let missing: Vec<String> = patterns
+            .iter()
+            .filter(|p| !existing.lines().any(|l| l.trim() == **p))
+            .map(|p| (*p).to_owned())
+            .collect();
+        if missing.is_empty() {
+            return Ok(missing);
+        }
+        let mut text = String::new();
+        if !existing.is_empty() && !existing.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# liza: blackboard and task worktrees\n");
+        for p in &missing {
+            text.push_str(p);
+            text.push('\n');
+        }
+        let mut file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io("open", &path))?;
+        file.write_all(text.as_bytes())
+            .map_err(io("write", &path))?;
+        Ok(missing)
+    }
+}

@@ -1,0 +1,36 @@
+//! # liza
+//!
+//! A supervisor for a small team of AI coding agents — a planner, coders, code reviewers —
+//! that coordinate through a **blackboard**: `.liza/state.yaml` (the current state) and
+//! `.liza/log.yaml` (the activity log) in the git repository they work on.
+//!
+//! ## Theory of operation
+//!
+//! - **The blackboard.** state.yaml is typed by [`blackboard::model`]; unknown keys are
+//!   kept, so files written by humans or by the original tooling survive rewrites.
+//! - **One writer.** Only [`blackboard::Store::transact`] writes state.yaml: it takes the
+//!   sidecar lock, reads (through a parse cache keyed by content hash), runs a pure change,
+//!   validates, writes a journal entry, swaps the file in atomically, fsyncs and appends to
+//!   log.yaml. Nothing slow (git, processes, HTTP) happens while the lock is held. Readers
+//!   take lock-free snapshots; the atomic swap makes every read whole.
+//! - **Hand edits.** A state.yaml whose bytes are not the last committed revision was
+//!   edited outside liza; the next transaction reconciles it first.
+//! - **Operations.** [`ops`] combines the store with git so the CLI, the supervisor and the
+//!   built-in agent share one implementation of each operation; [`cli`] renders them.
+//!
+//! ## Modules
+//!
+//! - [`blackboard`]: model, YAML, validation, store, activity log.
+//! - [`git`]: the one git wrapper.
+//! - [`ops`]: application operations.
+//! - [`watch`]: directory watching.
+//! - [`cli`]: the `liza` command line.
+//! - [`bench`]: generated blackboards for the benchmark and tests.
+
+pub mod bench;
+pub mod blackboard;
+pub mod cli;
+pub mod error;
+pub mod git;
+pub mod ops;
+pub mod watch;

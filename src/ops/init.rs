@@ -1,0 +1,183 @@
+//! `liza init`: the blackboard, the integration branch and the git excludes.
+
+use std::path::{Path, PathBuf};
+
+use super::OpsError;
+use crate::blackboard::codec::IdMap;
+use crate::blackboard::log::LogEntry;
+use crate::blackboard::model::{
+    AlignmentEvent, Config, Goal, GoalStatus, Scope, Sprint, SprintStatus, State, Timeline,
+};
+use crate::blackboard::{LizaPaths, Store, StoreError, Timestamp};
+use crate::git::{GitError, Repo, find_project_root};
+
+pub struct InitRequest {
+    pub goal: String,
+    /// The goal's spec, relative to the current directory or the project root
+    /// (default `specs/vision.md` in the root).
+    pub spec: Option<PathBuf>,
+    pub integration_branch: Option<String>,
+    /// Where a new integration branch starts (default `HEAD`).
+    pub base: Option<String>,
+    pub cwd: PathBuf,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct InitOutcome {
+    pub root: PathBuf,
+    pub goal_id: String,
+    pub sprint_id: String,
+    pub spec_ref: String,
+    pub integration_branch: String,
+    pub integration_tip: String,
+    pub branch_created: bool,
+    pub excludes_added: Vec<String>,
+}
+
+pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
+    let root = match find_project_root(&req.cwd) {
+        Ok(root) => root,
+        Err(e) => return Err(e.into()),
+    };
+    let paths = LizaPaths::new(&root);
+    if paths.dir.exists() {
+        return Err(StoreError::AlreadyInitialized {
+            dir: paths.dir.display().to_string(),
+        }
+        .into());
+    }
+    let goal = req.goal.trim();
+    if goal.is_empty() {
+        return Err(OpsError::refused(
+            "the goal is empty",
+            "describe the goal in one sentence: liza init \"Add a --json flag to the report CLI\"",
+        ));
+    }
+    let spec_ref = resolve_spec(&root, &req.cwd, req.spec.as_deref())?;
+    let branch = req
+        .integration_branch
+        .as_deref()
+        .unwrap_or("integration")
+        .to_owned();
+    if !Repo::is_valid_branch_name(&branch) {
+        return Err(GitError::InvalidBranchName { name: branch }.into());
+    }
+    let repo = Repo::open(&root)?;
+    let existing = repo.branch_tip(&branch)?;
+    let (tip, created) = match existing {
+        Some(tip) => (tip, false),
+        None => {
+            let base = repo.resolve_commit(req.base.as_deref().unwrap_or("HEAD"))?;
+            repo.create_branch(&branch, &base)?;
+            (base, true)
+        }
+    };
+
+    let now = Timestamp::now();
+    let state = initial_state(goal, &spec_ref, &branch, now);
+    let mut entry = LogEntry::new(now, "human", "init");
+    entry.detail = Some(goal.to_owned());
+    if let Err(err) = Store::initialize(&root, state, entry) {
+        if created {
+            // Leave the repository as it was.
+            let _ = repo.delete_branch(&branch);
+        }
+        return Err(err.into());
+    }
+    let excludes_added = repo.add_excludes(&[".liza/", ".worktrees/"])?;
+    Ok(InitOutcome {
+        root,
+        goal_id: "goal-1".into(),
+        sprint_id: "sprint-1".into(),
+        spec_ref,
+        integration_branch: branch,
+        integration_tip: tip,
+        branch_created: created,
+        excludes_added,
+    })
+}
+
+/// The spec must be an existing file inside the project; its path is stored relative to
+/// the project root.
+fn resolve_spec(root: &Path, cwd: &Path, spec: Option<&Path>) -> Result<String, OpsError> {
+    let default = Path::new("specs/vision.md");
+    let candidates: Vec<PathBuf> = match spec {
+        None => vec![root.join(default)],
+        Some(p) if p.is_absolute() => vec![p.to_path_buf()],
+        Some(p) => vec![cwd.join(p), root.join(p)],
+    };
+    let shown = spec.unwrap_or(default).display().to_string();
+    let found = candidates
+        .iter()
+        .find(|c| c.is_file())
+        .and_then(|c| c.canonicalize().ok())
+        .ok_or_else(|| {
+            OpsError::refused(
+                format!("spec file {shown} does not exist"),
+                "write the goal's spec first (agents read it), e.g. specs/vision.md, or pass --spec PATH",
+            )
+        })?;
+    let relative = found.strip_prefix(root).map_err(|_| {
+        OpsError::refused(
+            format!(
+                "spec file {} is outside the project {}",
+                found.display(),
+                root.display()
+            ),
+            "keep specs inside the repository so every worktree sees them",
+        )
+    })?;
+    Ok(relative.to_string_lossy().into_owned())
+}
+
+fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -> State {
+    State {
+        version: 1,
+        revision: None,
+        goal: Goal {
+            id: "goal-1".into(),
+            description: goal.to_owned(),
+            spec_ref: Some(spec_ref.to_owned()),
+            created: Some(now),
+            status: Some(GoalStatus::InProgress),
+            alignment_history: Some(vec![AlignmentEvent {
+                timestamp: now,
+                event: "initialization".into(),
+                summary: Some("Initial goal. No tasks defined yet.".into()),
+                extra: Default::default(),
+            }]),
+            extra: Default::default(),
+        },
+        tasks: Vec::new(),
+        agents: IdMap::default(),
+        discovered: Some(Vec::new()),
+        handoff: Some(IdMap::default()),
+        human_notes: Some(Vec::new()),
+        anomalies: Some(Vec::new()),
+        spec_changes: Some(Vec::new()),
+        sprint: Sprint {
+            id: "sprint-1".into(),
+            goal_ref: Some("goal-1".into()),
+            scope: Some(Scope {
+                planned: Some(Vec::new()),
+                stretch: Some(Vec::new()),
+                extra: Default::default(),
+            }),
+            timeline: Some(Timeline {
+                started: Some(now),
+                ..Default::default()
+            }),
+            status: SprintStatus::InProgress,
+            metrics: None,
+            retrospective: None,
+            extra: Default::default(),
+        },
+        circuit_breaker: None,
+        archived: None,
+        config: Config {
+            integration_branch: Some(branch.to_owned()),
+            ..Default::default()
+        },
+        extra: Default::default(),
+    }
+}

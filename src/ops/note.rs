@@ -1,0 +1,83 @@
+//! `liza note`: a person leaves a note for one task's agents or for all.
+
+use super::OpsError;
+use crate::blackboard::model::HumanNote;
+use crate::blackboard::{Actor, Store, TaskId};
+
+#[derive(Debug, serde::Serialize)]
+pub struct NoteOutcome {
+    pub id: String,
+    pub target: String,
+    pub revision: u64,
+}
+
+/// Appends a human note `{id: note-N, timestamp, message, for, seen_by: []}`.
+pub fn note(
+    store: &Store,
+    actor: &Actor,
+    target: &str,
+    message: &str,
+) -> Result<NoteOutcome, OpsError> {
+    if let Actor::Agent { id, .. } = actor {
+        return Err(OpsError::refused(
+            format!("{id} may not leave human notes: `liza note` is a command for people"),
+            "agents report through anomalies and discoveries; unset LIZA_AGENT_ID to act as a person",
+        ));
+    }
+    let message = message.trim();
+    if message.is_empty() {
+        return Err(OpsError::refused(
+            "the note is empty",
+            "write the message as the second argument",
+        ));
+    }
+    let task = if target == "all" {
+        None
+    } else {
+        Some(TaskId::parse(target).map_err(|e| {
+            OpsError::refused(
+                format!("{e}"),
+                "name a task id from `liza status`, or `all`",
+            )
+        })?)
+    };
+    let committed = store.transact(actor, |tx| {
+        if let Some(task) = &task
+            && !tx.state.task_exists(task)
+        {
+            return Err(OpsError::refused(
+                format!("there is no task {task}"),
+                "name a task id from `liza status`, or `all`",
+            ));
+        }
+        let next = tx
+            .state
+            .human_notes()
+            .iter()
+            .filter_map(|n| n.id.strip_prefix("note-")?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let id = format!("note-{next}");
+        let target = task.as_ref().map_or("all", TaskId::as_str).to_owned();
+        let note = HumanNote {
+            id: id.clone(),
+            timestamp: Some(tx.now),
+            message: message.to_owned(),
+            target: Some(target.clone()),
+            seen_by: Some(Vec::new()),
+            extra: Default::default(),
+        };
+        tx.state.human_notes.get_or_insert_with(Vec::new).push(note);
+        let entry = tx.log("human_note");
+        entry.task = task.as_ref().map(|t| t.to_string());
+        entry.detail = Some(format!("{id}: {message}"));
+        Ok((id, target))
+    })?;
+    let (id, target) = committed.value;
+    Ok(NoteOutcome {
+        id,
+        target,
+        revision: committed.revision,
+    })
+}

@@ -1,0 +1,44 @@
+//! The project a command works on, found from the current directory, and who is acting.
+
+use std::path::{Path, PathBuf};
+
+use super::OpsError;
+use crate::blackboard::{Actor, AgentId, Store};
+use crate::git::{GitError, find_project_root};
+
+pub struct Project {
+    pub root: PathBuf,
+    pub store: Store,
+}
+
+impl Project {
+    /// Finds the repository's main checkout from `cwd` (any subdirectory or worktree)
+    /// and opens its blackboard.
+    pub fn discover(cwd: &Path) -> Result<Project, OpsError> {
+        let root = match find_project_root(cwd) {
+            Ok(root) => root,
+            Err(GitError::NotARepository { .. }) => {
+                return Err(OpsError::NoProject {
+                    cwd: cwd.display().to_string(),
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let store = Store::open(&root)?;
+        Ok(Project { root, store })
+    }
+}
+
+/// The actor from `LIZA_AGENT_ID` + `LIZA_AGENT_GENERATION`; a person when unset.
+pub fn actor_from_env() -> Result<Actor, OpsError> {
+    match std::env::var("LIZA_AGENT_ID") {
+        Ok(id) if !id.is_empty() => {
+            let id = AgentId::parse(&id).map_err(OpsError::BadIdentity)?;
+            let generation = std::env::var("LIZA_AGENT_GENERATION")
+                .ok()
+                .filter(|g| !g.is_empty());
+            Ok(Actor::Agent { id, generation })
+        }
+        _ => Ok(Actor::Human),
+    }
+}

@@ -1,0 +1,192 @@
+//! Shared helpers for the end-to-end tests: hermetic temp repositories and the real
+//! `liza` binary.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const LIZA: &str = env!("CARGO_BIN_EXE_liza");
+
+/// A temporary git repository with `specs/vision.md` committed.
+pub struct Repo {
+    pub dir: tempfile::TempDir,
+    pub home: tempfile::TempDir,
+}
+
+impl Repo {
+    pub fn new() -> Repo {
+        let repo = Repo {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        std::fs::create_dir_all(repo.path().join("specs")).unwrap();
+        std::fs::write(
+            repo.path().join("specs/vision.md"),
+            "# Vision\n\nA report CLI with --json.\n",
+        )
+        .unwrap();
+        repo.git(&["add", "."]);
+        repo.git(&["commit", "-q", "-m", "start"]);
+        repo
+    }
+
+    /// A repository with `liza init` done.
+    pub fn initialized() -> Repo {
+        let repo = Repo::new();
+        let out = repo.liza(&["init", "Add a --json flag to the report CLI"]);
+        assert_success(&out);
+        repo
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn liza_dir(&self) -> PathBuf {
+        self.path().join(".liza")
+    }
+
+    pub fn state_path(&self) -> PathBuf {
+        self.liza_dir().join("state.yaml")
+    }
+
+    pub fn state_text(&self) -> String {
+        std::fs::read_to_string(self.state_path()).unwrap()
+    }
+
+    fn env(&self, cmd: &mut Command) {
+        cmd.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_AUTHOR_NAME", "Test")
+            .env("GIT_AUTHOR_EMAIL", "test@example.com")
+            .env("GIT_COMMITTER_NAME", "Test")
+            .env("GIT_COMMITTER_EMAIL", "test@example.com")
+            .env("LC_ALL", "C");
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let mut cmd = Command::new("git");
+        self.env(&mut cmd);
+        let out = cmd.args(args).current_dir(self.path()).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// A `liza` command in this repository with a hermetic environment.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(LIZA);
+        self.env(&mut cmd);
+        cmd.current_dir(self.path());
+        cmd
+    }
+
+    pub fn liza(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().unwrap()
+    }
+
+    pub fn liza_in(&self, dir: &Path, args: &[&str]) -> Output {
+        self.command().current_dir(dir).args(args).output().unwrap()
+    }
+
+    pub fn liza_env(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        let mut cmd = self.command();
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args).output().unwrap()
+    }
+
+    /// Everything a refused command must leave byte-identical (blackboard.md): state.yaml,
+    /// log.yaml, the journal, worktrees and git refs.
+    pub fn files(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        for name in ["state.yaml", "log.yaml"] {
+            if let Ok(bytes) = std::fs::read(self.liza_dir().join(name)) {
+                out.insert(name.to_owned(), bytes);
+            }
+        }
+        collect(&self.liza_dir().join("journal"), "journal", &mut out);
+        collect(&self.path().join(".worktrees"), ".worktrees", &mut out);
+        out.insert(
+            "refs".into(),
+            self.git(&["for-each-ref", "--format=%(refname) %(objectname)"])
+                .into_bytes(),
+        );
+        out
+    }
+
+    pub fn state_json(&self) -> serde_json::Value {
+        let out = self.liza(&["--json", "status"]);
+        assert_success(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["result"].clone()
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.state_json()["revision"].as_u64().unwrap()
+    }
+
+    /// The entries of log.yaml as JSON objects.
+    pub fn log(&self) -> Vec<serde_json::Value> {
+        let out = self.liza(&["--json", "log"]);
+        assert_success(&out);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["result"]["entries"].as_array().unwrap().clone()
+    }
+}
+
+fn collect(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Vec<u8>>) {
+    let Ok(read) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in read.flatten() {
+        let path = entry.path();
+        let name = format!("{prefix}/{}", entry.file_name().to_string_lossy());
+        if path.is_dir() {
+            collect(&path, &name, out);
+        } else {
+            out.insert(name, std::fs::read(&path).unwrap_or_default());
+        }
+    }
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn assert_success(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        out.status.code(),
+        stdout(out),
+        stderr(out)
+    );
+}
+
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
+pub fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))
+}
