@@ -283,9 +283,10 @@ impl Decode for Timestamp {
 
 impl Emit for Timestamp {
     fn emit(&self, e: &mut Emitter) {
-        let mut s = String::with_capacity(20);
-        self.write_to(&mut s);
-        e.plain(&s);
+        match self.canonical() {
+            Some(buf) => e.plain(std::str::from_utf8(&buf).expect("ASCII digits")),
+            None => e.plain(&self.to_string()),
+        }
     }
 }
 
@@ -624,12 +625,12 @@ macro_rules! record {
     (@present req $value:expr) => { 1usize };
     (@present opt $value:expr) => { usize::from($value.is_some()) };
     (@emit req $e:ident, $value:expr, $key:literal) => {
-        $e.key($key);
+        $e.field($key);
         $crate::blackboard::codec::Emit::emit(&$value, $e);
     };
     (@emit opt $e:ident, $value:expr, $key:literal) => {
         if let Some(v) = &$value {
-            $e.key($key);
+            $e.field($key);
             $crate::blackboard::codec::Emit::emit(v, $e);
         }
     };

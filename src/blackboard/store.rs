@@ -335,14 +335,14 @@ impl Store {
                     .state
             }
         };
-        let head = self
+        let entries = self
             .journal
             .entries()
             .map_err(io_err("read", self.journal.dir()))?;
         Ok(Snapshot {
             state,
             hash,
-            pending_hand_edit: head.last().is_none_or(|h| h.hash != hash),
+            pending_hand_edit: !self.is_committed(&entries, hash)?,
         })
     }
 
@@ -462,23 +462,34 @@ impl Store {
             .journal
             .entries()
             .map_err(io_err("read", self.journal.dir()))?;
-        if let Some(head) = entries.last() {
-            if head.hash == hash {
-                return self.load_committed(hash, &bytes);
-            }
-            if let [.., previous, head] = entries.as_slice()
-                && previous.hash == hash
-                && self.never_committed(head)?
+        if self.is_committed(&entries, hash)? {
+            if let Some(head) = entries.last()
+                && head.hash != hash
             {
                 // A transaction crashed after writing its journal entry and before the
                 // swap: state.yaml still holds the previous revision.
                 self.journal
                     .discard(head)
                     .map_err(io_err("clean up", &head.path))?;
-                return self.load_committed(hash, &bytes);
             }
+            return self.load_committed(hash, &bytes);
         }
         self.reconcile_hand_edit(lock, &bytes, hash, entries.last())
+    }
+
+    /// Whether bytes with `hash` are the last committed revision: the journal head, or
+    /// the entry before it when the head was written by a transaction that crashed
+    /// before its swap (its revision never reached log.yaml).
+    fn is_committed(
+        &self,
+        entries: &[JournalEntry],
+        hash: ContentHash,
+    ) -> Result<bool, StoreError> {
+        match entries {
+            [.., head] if head.hash == hash => Ok(true),
+            [.., previous, head] if previous.hash == hash => self.never_committed(head),
+            _ => Ok(false),
+        }
     }
 
     /// Whether the journal head's revision never reached log.yaml: with state.yaml equal

@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use chrono::{DateTime, Datelike, Timelike, Utc};
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 /// A UTC instant with second precision (seconds since the Unix epoch).
@@ -58,15 +58,26 @@ impl Timestamp {
 
     /// Appends the canonical form (`2026-03-01T09:00:00Z`) to `out`.
     pub fn write_to(self, out: &mut String) {
-        let Some(dt) = DateTime::<Utc>::from_timestamp(self.0, 0) else {
-            // Out of chrono's range: cannot come from parsing, only from arithmetic.
-            out.push_str("1970-01-01T00:00:00Z");
-            return;
-        };
-        let year = dt.year();
+        match self.canonical() {
+            Some(buf) => {
+                out.push_str(std::str::from_utf8(&buf).expect("timestamp digits are ASCII"))
+            }
+            None => match DateTime::<Utc>::from_timestamp(self.0, 0) {
+                Some(dt) => out.push_str(&dt.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                // Out of chrono's range: cannot come from parsing, only from arithmetic.
+                None => out.push_str("1970-01-01T00:00:00Z"),
+            },
+        }
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ` for years 0–9999, computed without allocation (the
+    /// writer formats tens of thousands of timestamps per transaction on big boards).
+    pub fn canonical(self) -> Option<[u8; 20]> {
+        let days = self.0.div_euclid(86_400);
+        let secs = self.0.rem_euclid(86_400) as u32;
+        let (year, month, day) = civil_from_days(days);
         if !(0..=9999).contains(&year) {
-            out.push_str(&dt.format("%Y-%m-%dT%H:%M:%SZ").to_string());
-            return;
+            return None;
         }
         let mut buf = *b"0000-00-00T00:00:00Z";
         let put = |buf: &mut [u8; 20], at: usize, value: u32, width: usize| {
@@ -77,13 +88,27 @@ impl Timestamp {
             }
         };
         put(&mut buf, 0, year as u32, 4);
-        put(&mut buf, 5, dt.month(), 2);
-        put(&mut buf, 8, dt.day(), 2);
-        put(&mut buf, 11, dt.hour(), 2);
-        put(&mut buf, 14, dt.minute(), 2);
-        put(&mut buf, 17, dt.second(), 2);
-        out.push_str(std::str::from_utf8(&buf).expect("timestamp digits are ASCII"));
+        put(&mut buf, 5, month, 2);
+        put(&mut buf, 8, day, 2);
+        put(&mut buf, 11, secs / 3600, 2);
+        put(&mut buf, 14, secs / 60 % 60, 2);
+        put(&mut buf, 17, secs % 60, 2);
+        Some(buf)
     }
+}
+
+/// Year, month, day of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
 }
 
 /// Parses exactly `YYYY-MM-DDTHH:MM:SSZ` without chrono's general parser.
@@ -177,6 +202,36 @@ mod tests {
             let slow = DateTime::parse_from_rfc3339(text).unwrap().timestamp();
             assert_eq!(fast.unix(), slow, "{text}");
             assert_eq!(fast.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn fast_formatting_agrees_with_chrono() {
+        for secs in [
+            0i64,
+            -1,
+            951_782_400,
+            1_772_355_599,
+            4_102_444_800,
+            253_402_300_799,
+            -62_135_596_800,
+        ] {
+            let ts = Timestamp::from_unix(secs);
+            let chrono = DateTime::<Utc>::from_timestamp(secs, 0)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%SZ")
+                .to_string();
+            assert_eq!(ts.to_string(), chrono, "{secs}");
+        }
+        let mut day = -800_000i64;
+        while day < 3_000_000 {
+            let ts = Timestamp::from_unix(day * 86_400 + 3_723);
+            let chrono = DateTime::<Utc>::from_timestamp(ts.unix(), 0)
+                .unwrap()
+                .format("%Y-%m-%dT%H:%M:%SZ")
+                .to_string();
+            assert_eq!(ts.to_string(), chrono);
+            day += 997;
         }
     }
 

@@ -69,9 +69,7 @@ impl Emitter {
         if !self.out.is_empty() && !self.out.ends_with('\n') {
             self.out.push('\n');
         }
-        for _ in 0..indent {
-            self.out.push(' ');
-        }
+        push_spaces(&mut self.out, indent);
     }
 
     /// Separator between `key:`/`- ` and an inline value.
@@ -103,6 +101,21 @@ impl Emitter {
         };
         self.stack.push(frame);
         true
+    }
+
+    /// Writes a key the caller knows is a plain identifier (the model's field names).
+    pub fn field(&mut self, key: &'static str) {
+        let frame = self.stack.last_mut().expect("field() inside begin_map()");
+        let inline = frame.first && frame.inline_first;
+        frame.first = false;
+        let indent = frame.indent;
+        if !inline {
+            self.pad(indent);
+        }
+        self.out.push_str(key);
+        self.out.push(':');
+        self.slot = Slot::AfterKey;
+        self.owner_indent = indent;
     }
 
     pub fn key(&mut self, key: &str) {
@@ -236,9 +249,7 @@ impl Emitter {
         for line in text[..text.len() - trailing.min(1)].split('\n') {
             self.out.push('\n');
             if !line.is_empty() {
-                for _ in 0..indent {
-                    self.out.push(' ');
-                }
+                push_spaces(&mut self.out, indent);
                 self.out.push_str(line);
             }
         }
@@ -293,6 +304,16 @@ impl Emitter {
     }
 }
 
+fn push_spaces(out: &mut String, n: usize) {
+    const SPACES: &str = "                                                                ";
+    let mut left = n;
+    while left > 0 {
+        let take = left.min(SPACES.len());
+        out.push_str(&SPACES[..take]);
+        left -= take;
+    }
+}
+
 fn flow_item(node: &Node) -> Option<&str> {
     node.as_str().filter(|s| is_flow_plain_safe(s))
 }
@@ -313,24 +334,52 @@ fn literal_block_fits(text: &str) -> bool {
 
 fn push_double_quoted(out: &mut String, text: &str) {
     out.push('"');
-    for c in text.chars() {
+    let bytes = text.as_bytes();
+    // Copy runs that need no escape in one go; only a few byte patterns start an escape:
+    // ASCII controls, quote and backslash, and the UTF-8 forms of C1 controls (C2 80–9F),
+    // U+2028/U+2029 (E2 80 A8/A9) and U+FEFF (EF BB BF).
+    let mut run = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let len = match b {
+            0x20..=0x7e if b != b'"' && b != b'\\' => {
+                i += 1;
+                continue;
+            }
+            0x80.. => {
+                let special = match b {
+                    0xc2 => bytes.get(i + 1).is_some_and(|n| (0x80..=0x9f).contains(n)),
+                    0xe2 => {
+                        bytes.get(i + 1) == Some(&0x80)
+                            && matches!(bytes.get(i + 2), Some(0xa8 | 0xa9))
+                    }
+                    0xef => bytes.get(i + 1) == Some(&0xbb) && bytes.get(i + 2) == Some(&0xbf),
+                    _ => false,
+                };
+                if !special {
+                    i += 1;
+                    continue;
+                }
+                if b == 0xc2 { 2 } else { 3 }
+            }
+            _ => 1,
+        };
+        out.push_str(&text[run..i]);
+        let c = text[i..].chars().next().expect("at a char boundary");
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
             '\t' => out.push_str("\\t"),
             '\r' => out.push_str("\\r"),
-            c if needs_escape(c) => {
-                let code = c as u32;
-                if code <= 0xff {
-                    out.push_str(&format!("\\x{code:02X}"));
-                } else {
-                    out.push_str(&format!("\\u{code:04X}"));
-                }
-            }
-            c => out.push(c),
+            c if (c as u32) <= 0xff => out.push_str(&format!("\\x{:02X}", c as u32)),
+            c => out.push_str(&format!("\\u{:04X}", c as u32)),
         }
+        i += len;
+        run = i;
     }
+    out.push_str(&text[run..]);
     out.push('"');
 }
 

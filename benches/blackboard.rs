@@ -1,0 +1,347 @@
+//! The blackboard benchmark: prints the quality.md table for P1, P2, P3, P4, P8 and P10
+//! on generated 50 / 300 / 1000-task blackboards, with the fsync floor measured in the
+//! same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
+//! `LIZA_BENCH_QUICK=1` takes fewer samples.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use liza::blackboard::store::atomic;
+use liza::blackboard::{Actor, Store, Timestamp};
+use liza::cli::status::Report;
+
+const LIZA: &str = env!("CARGO_BIN_EXE_liza");
+
+struct Sample {
+    median: Duration,
+    p95: Duration,
+}
+
+fn measure(n: usize, mut f: impl FnMut()) -> Sample {
+    // One warm-up run: page cache, binary loaded.
+    f();
+    let mut times: Vec<Duration> = (0..n)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    Sample {
+        median: times[times.len() / 2],
+        p95: times[(times.len() * 95 / 100).min(times.len() - 1)],
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let ok = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "bench")
+        .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+        .env("GIT_COMMITTER_NAME", "bench")
+        .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+        .output()
+        .expect("git runs")
+        .status
+        .success();
+    assert!(ok, "git {args:?}");
+}
+
+fn liza(dir: &Path, args: &[&str]) {
+    let out = Command::new(LIZA)
+        .args(args)
+        .current_dir(dir)
+        .env("LIZA_LOCK_TIMEOUT", "120")
+        .output()
+        .expect("liza runs");
+    assert!(
+        out.status.success(),
+        "liza {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A repository whose blackboard holds a generated state of `tasks` tasks.
+fn project(tasks: usize, bytes_per_task: usize) -> (tempfile::TempDir, usize) {
+    let dir = tempfile::Builder::new()
+        .prefix("liza-bench-")
+        .tempdir_in(bench_root())
+        .expect("temp dir");
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(p.join("specs")).unwrap();
+    std::fs::write(p.join("specs/vision.md"), "# Vision\n").unwrap();
+    git(p, &["add", "."]);
+    git(p, &["commit", "-q", "-m", "start"]);
+    liza(p, &["init", "Benchmark goal"]);
+    let state = liza::bench::generate_state(tasks, bytes_per_task, Timestamp::now());
+    for spec in liza::bench::spec_files() {
+        std::fs::write(p.join(spec), "# spec\n").unwrap();
+    }
+    for wt in liza::bench::worktree_dirs(&state) {
+        std::fs::create_dir_all(p.join(wt)).unwrap();
+    }
+    let text = liza::blackboard::document::emit(&state, 0);
+    std::fs::write(p.join(".liza/state.yaml"), &text).unwrap();
+    // Adopt it (a full parse once), so the parse cache is warm like in real use.
+    liza(p, &["note", "all", "adopt"]);
+    let size = std::fs::metadata(p.join(".liza/state.yaml")).unwrap().len() as usize;
+    (dir, size)
+}
+
+/// Benchmarks write where the project lives (a real disk), not in a tmpfs.
+fn bench_root() -> std::path::PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
+    std::fs::create_dir_all(&root).unwrap();
+    root
+}
+
+/// The same fsync'd writes a commit does, with no parsing or logic: journal entry (file
+/// and directory fsync), temp file, atomic swap, directory fsync, log append.
+fn floor_commit(dir: &Path, bytes: &[u8], round: usize) {
+    let journal = dir.join("journal");
+    std::fs::create_dir_all(&journal).unwrap();
+    let entry = journal.join(format!("{round:012}.yaml"));
+    atomic::create_synced(&entry, bytes).unwrap();
+    atomic::fsync_dir(&journal).unwrap();
+    let temp = atomic::write_temp_synced(dir, ".state.yaml.", bytes).unwrap();
+    let target = dir.join("state.yaml");
+    atomic::exchange(dir, &temp, &target).unwrap();
+    let _ = std::fs::remove_file(&temp);
+    atomic::fsync_dir(dir).unwrap();
+    let mut log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("log.yaml"))
+        .unwrap();
+    std::io::Write::write_all(
+        &mut log,
+        b"- {timestamp: 2026-03-01T09:00:00Z, action: floor}\n",
+    )
+    .unwrap();
+    log.sync_all().unwrap();
+    let _ = std::fs::remove_file(entry);
+}
+
+/// The quality.md floor: write + fsync + rename + directory fsync of a 20 KB file.
+fn fsync_floor_20k(n: usize) -> Sample {
+    let dir = tempfile::tempdir_in(bench_root()).unwrap();
+    let bytes = vec![b'x'; 20 * 1024];
+    measure(n, || {
+        let temp = atomic::write_temp_synced(dir.path(), "f.", &bytes).unwrap();
+        std::fs::rename(&temp, dir.path().join("state.yaml")).unwrap();
+        atomic::fsync_dir(dir.path()).unwrap();
+    })
+}
+
+struct Row {
+    id: &'static str,
+    scenario: String,
+    sample: Sample,
+    target: String,
+    verdict: String,
+}
+
+fn verdict(ok: bool) -> String {
+    if ok { "ok".into() } else { "MISSED".into() }
+}
+
+fn main() {
+    let quick = std::env::var("LIZA_BENCH_QUICK").is_ok();
+    let n = |full: usize| if quick { (full / 4).max(5) } else { full };
+    let mut rows: Vec<Row> = Vec::new();
+
+    let floor = fsync_floor_20k(n(60));
+    println!(
+        "fsync floor (write + fsync + rename + dir fsync, 20 KB): median {:.2} ms, p95 {:.2} ms\n",
+        ms(floor.median),
+        ms(floor.p95)
+    );
+
+    for (tasks, per_task, cli_target, validate_target, status_target) in [
+        (50usize, 2600usize, Some(("P1", 6.0)), Some(15.0), Some(5.0)),
+        (300, 13_500, Some(("P2", 80.0)), Some(200.0), Some(40.0)),
+        (1000, 13_500, None, None, None),
+    ] {
+        let (dir, size) = project(tasks, per_task);
+        let p = dir.path();
+        let label = format!("{tasks} tasks, {:.0} KB", size as f64 / 1024.0);
+        let samples = if tasks >= 1000 {
+            n(10)
+        } else if tasks >= 300 {
+            n(20)
+        } else {
+            n(40)
+        };
+
+        // P1 / P2: one transition, whole process.
+        let mut i = 0;
+        let note = measure(samples, || {
+            i += 1;
+            liza(p, &["note", "all", &format!("bench note {i}")]);
+        });
+        let (id, target) = cli_target.unwrap_or(("slope", f64::NAN));
+        rows.push(Row {
+            id,
+            scenario: format!("liza note (whole process), {label}"),
+            target: if target.is_nan() {
+                "-".into()
+            } else {
+                format!("median ≤ {target} ms")
+            },
+            verdict: if target.is_nan() {
+                "-".into()
+            } else {
+                verdict(ms(note.median) <= target)
+            },
+            sample: note,
+        });
+
+        // P3: in-process transaction vs the floor of the same writes, same run.
+        let store = Store::open(p).unwrap();
+        let mut k = 0;
+        let tx = measure(samples, || {
+            k += 1;
+            store
+                .transact(&Actor::Human, |tx| {
+                    let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
+                    notes.push(liza::blackboard::model::HumanNote {
+                        id: format!("note-bench-{k}"),
+                        timestamp: Some(tx.now),
+                        message: "in-process".into(),
+                        target: Some("all".into()),
+                        seen_by: Some(Vec::new()),
+                        extra: Default::default(),
+                    });
+                    tx.log("human_note");
+                    Ok::<_, String>(())
+                })
+                .unwrap();
+        });
+        let bytes = std::fs::read(p.join(".liza/state.yaml")).unwrap();
+        let floor_dir = tempfile::tempdir_in(bench_root()).unwrap();
+        let mut r = 0;
+        let same_writes = measure(samples, || {
+            r += 1;
+            floor_commit(floor_dir.path(), &bytes, r);
+        });
+        let ratio = tx.median.as_secs_f64() / same_writes.median.as_secs_f64();
+        rows.push(Row {
+            id: if tasks == 50 { "P3" } else { "slope" },
+            scenario: format!(
+                "in-process transaction, {label} (same writes alone: {:.2} ms, ratio {ratio:.2})",
+                ms(same_writes.median)
+            ),
+            target: if tasks == 50 {
+                "≤ 1.5 × same writes".into()
+            } else {
+                "-".into()
+            },
+            verdict: if tasks == 50 {
+                verdict(ratio <= 1.5)
+            } else {
+                "-".into()
+            },
+            sample: tx,
+        });
+
+        // P8: validate, whole process, full YAML parse.
+        let validate = measure(samples, || liza(p, &["validate"]));
+        rows.push(Row {
+            id: if validate_target.is_some() {
+                "P8"
+            } else {
+                "slope"
+            },
+            scenario: format!("liza validate (whole process), {label}"),
+            target: validate_target.map_or_else(|| "-".into(), |t| format!("≤ {t} ms")),
+            verdict: validate_target
+                .map_or_else(|| "-".into(), |t| verdict(ms(validate.median) <= t)),
+            sample: validate,
+        });
+
+        // P10: snapshot read + status render, in process.
+        let status = measure(samples, || {
+            let snapshot = store.snapshot().unwrap();
+            let report = Report::new(&snapshot, store.paths(), Timestamp::now());
+            std::hint::black_box(report.render());
+        });
+        rows.push(Row {
+            id: if status_target.is_some() {
+                "P10"
+            } else {
+                "slope"
+            },
+            scenario: format!("snapshot read + status render, {label}"),
+            target: status_target.map_or_else(|| "-".into(), |t| format!("≤ {t} ms")),
+            verdict: status_target.map_or_else(|| "-".into(), |t| verdict(ms(status.median) <= t)),
+            sample: status,
+        });
+
+        if tasks == 50 {
+            rows.push(contention(p));
+        }
+    }
+
+    println!(
+        "{:<6} {:<92} {:>10} {:>10}  {:<22} {}",
+        "id", "scenario", "median", "p95", "target", ""
+    );
+    for row in &rows {
+        println!(
+            "{:<6} {:<92} {:>8.2}ms {:>8.2}ms  {:<22} {}",
+            row.id,
+            row.scenario,
+            ms(row.sample.median),
+            ms(row.sample.p95),
+            row.target,
+            row.verdict
+        );
+    }
+    let _ = std::fs::remove_dir_all(bench_root());
+}
+
+/// P4: 16 processes × 100 transitions on the 50-task blackboard.
+fn contention(p: &Path) -> Row {
+    let store = Store::open(p).unwrap();
+    let start = store.snapshot().unwrap().state.revision();
+    let t = Instant::now();
+    let workers: Vec<_> = (0..16)
+        .map(|w| {
+            let p = p.to_path_buf();
+            std::thread::spawn(move || {
+                for i in 0..100 {
+                    liza(&p, &["note", "all", &format!("p{w}-{i}")]);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let elapsed = t.elapsed();
+    let end = store.snapshot().unwrap().state.revision();
+    let rate = 1600.0 / elapsed.as_secs_f64();
+    let exact = end == start + 1600;
+    Row {
+        id: "P4",
+        scenario: format!(
+            "16 processes × 100 notes, 50 tasks: {rate:.0} transitions/s, revision +{} ({})",
+            end - start,
+            if exact { "exact" } else { "LOST UPDATES" }
+        ),
+        sample: Sample {
+            median: elapsed / 1600,
+            p95: elapsed / 1600,
+        },
+        target: "≥ 150/s, exact +1600".into(),
+        verdict: verdict(rate >= 150.0 && exact),
+    }
+}

@@ -1,0 +1,419 @@
+//! The store's discipline: hand edits (interim rules), the swapped-out file check, the
+//! no-new-violation rule, the journal bound, the parse cache, the lock timeout, and
+//! unknown keys surviving rewrites.
+
+mod common;
+
+use std::fs::File;
+use std::time::Duration;
+
+use common::{Repo, assert_exit, assert_success, json, stderr, stdout};
+use liza::blackboard::model::{Task, TaskStatus};
+use liza::blackboard::{Actor, Store, StoreError, TaskId, TxError};
+
+fn store(repo: &Repo) -> Store {
+    Store::open(repo.path()).unwrap()
+}
+
+fn note(repo: &Repo, text: &str) {
+    assert_success(&repo.liza(&["note", "all", text]));
+}
+
+#[test]
+fn a_valid_hand_edit_is_committed_as_human_edit() {
+    let repo = Repo::initialized();
+    note(&repo, "one");
+    let text = repo
+        .state_text()
+        .replace("message: one", "message: one, edited by hand");
+    std::fs::write(repo.state_path(), text).unwrap();
+    note(&repo, "two");
+    let log = repo.log();
+    let edit = &log[2];
+    assert_eq!(edit["action"], "human_edit");
+    assert_eq!(edit["agent"], "human");
+    assert_eq!(edit["revision"], 3);
+    assert_eq!(edit["detail"], "human_notes");
+    assert_eq!(log[3]["revision"], 4);
+    assert!(repo.state_text().contains("message: one, edited by hand"));
+    // The edited revision is in the journal like any other.
+    let entries = std::fs::read_dir(repo.liza_dir().join("journal"))
+        .unwrap()
+        .count();
+    assert_eq!(entries, 4);
+}
+
+#[test]
+fn editing_task_fields_is_summarised_per_task() {
+    let repo = Repo::initialized();
+    let mid = include_str!("fixtures/mid-sprint.yaml").replace("revision: 41", "revision: 1");
+    std::fs::write(repo.state_path(), &mid).unwrap();
+    for wt in [
+        "t-claimed",
+        "t-review",
+        "t-rejected",
+        "t-approved",
+        "t-intfail",
+        "t-fix",
+    ] {
+        std::fs::create_dir_all(repo.path().join(".worktrees").join(wt)).unwrap();
+    }
+    note(&repo, "adopt");
+    let edited = repo
+        .state_text()
+        .replace("priority: 4", "priority: 1")
+        .replace(
+            "description: XML output",
+            "description: XML output (maybe later)",
+        );
+    std::fs::write(repo.state_path(), edited).unwrap();
+    note(&repo, "after");
+    let log = repo.log();
+    let detail = log
+        .iter()
+        .rev()
+        .find(|e| e["action"] == "human_edit")
+        .unwrap()["detail"]
+        .clone();
+    assert_eq!(
+        detail,
+        "tasks t-draft: priority; tasks t-abandoned: description"
+    );
+}
+
+#[test]
+fn an_invalid_hand_edit_is_refused_with_exit_4_and_left_untouched() {
+    let repo = Repo::initialized();
+    note(&repo, "one");
+    let broken = repo.state_text().replace(
+        "status: IN_PROGRESS\n  alignment_history",
+        "status: DONE\n  alignment_history",
+    );
+    std::fs::write(repo.state_path(), &broken).unwrap();
+    let before = repo.files();
+    let out = repo.liza(&["note", "all", "two"]);
+    assert_exit(&out, 4);
+    let err = stderr(&out);
+    assert!(
+        err.contains("error: .liza/state.yaml is not a valid blackboard (1 error)"),
+        "{err}"
+    );
+    assert!(
+        err.contains(".liza/state.yaml:8:11: error: goal status \"DONE\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: or restore the last good revision: cp .liza/journal/000000000002-"),
+        "{err}"
+    );
+    assert_eq!(repo.files(), before);
+    assert_eq!(repo.state_text(), broken);
+    // Read-only commands still refuse clearly rather than show a half-understood board.
+    assert_exit(&repo.liza(&["status"]), 4);
+    // A state-rule violation introduced by hand is refused the same way.
+    let bad = repo
+        .state_text()
+        .replace("status: DONE", "status: IN_PROGRESS")
+        .replace("planned: []", "planned: [t-ghost]");
+    std::fs::write(repo.state_path(), &bad).unwrap();
+    let out = repo.liza(&["--json", "note", "all", "two"]);
+    assert_exit(&out, 4);
+    let v = json(&out);
+    assert_eq!(v["error"]["code"], "blackboard");
+    assert_eq!(v["error"]["findings"][0]["check"], "sprint-planned-unknown");
+    assert_eq!(repo.state_text(), bad);
+}
+
+#[test]
+fn a_stale_hand_edit_is_refused_rather_than_undoing_transactions() {
+    let repo = Repo::initialized();
+    let stale = repo.state_text().replace(
+        "Add a --json flag",
+        "Add a --json flag (from an old buffer)",
+    );
+    note(&repo, "one");
+    note(&repo, "two");
+    std::fs::write(repo.state_path(), &stale).unwrap();
+    let before = repo.files();
+    let out = repo.liza(&["note", "all", "three"]);
+    assert_exit(&out, 4);
+    let err = stderr(&out);
+    assert!(
+        err.contains("was edited from revision 1, but the blackboard has moved on to revision 3"),
+        "{err}"
+    );
+    assert!(err.contains("cp .liza/journal/000000000003-"), "{err}");
+    assert_eq!(repo.files(), before);
+}
+
+#[test]
+fn comments_only_edits_are_recorded_without_content_changes() {
+    let repo = Repo::initialized();
+    let text = format!("# my notes about this sprint\n{}", repo.state_text());
+    std::fs::write(repo.state_path(), text).unwrap();
+    note(&repo, "x");
+    let log = repo.log();
+    assert_eq!(log[1]["action"], "human_edit");
+    assert_eq!(
+        log[1]["detail"],
+        "no change in content (formatting or comments only)"
+    );
+}
+
+#[test]
+fn a_save_landing_during_a_transaction_is_kept_not_lost() {
+    let repo = Repo::initialized();
+    let store = store(&repo);
+    let human = repo.state_text().replace(
+        "goal-1\n  description: Add",
+        "goal-1\n  description: HUMAN Add",
+    );
+    let path = repo.state_path();
+    // The change closure runs between the read and the swap: a save there is exactly the
+    // race the swapped-out check exists for.
+    let committed = store
+        .transact(&Actor::Human, |tx| {
+            std::fs::write(&path, &human).unwrap();
+            tx.state.goal.description = "agent change".into();
+            tx.log("test_change");
+            Ok::<_, String>(())
+        })
+        .unwrap();
+    assert_eq!(committed.revision, 2);
+    assert!(repo.state_text().contains("description: agent change"));
+    let rejected = repo.liza_dir().join("rejected");
+    let kept: Vec<_> = std::fs::read_dir(&rejected)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let yaml = kept
+        .iter()
+        .find(|p| p.to_string_lossy().ends_with("-concurrent-save.yaml"))
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(yaml).unwrap(), human);
+    assert!(
+        kept.iter()
+            .any(|p| p.to_string_lossy().ends_with(".note.txt"))
+    );
+    let log = repo.log();
+    assert_eq!(log.last().unwrap()["action"], "hand_edit_rejected");
+    assert!(
+        log.last().unwrap()["detail"]
+            .as_str()
+            .unwrap()
+            .contains("rejected/")
+    );
+}
+
+#[test]
+fn a_change_may_not_introduce_a_violation_but_may_repair_one() {
+    let repo = Repo::initialized();
+    let store = store(&repo);
+    let before = repo.files();
+    let result = store.transact(&Actor::Human, |tx| {
+        let mut task = Task::new(TaskId::parse("t-1").unwrap(), TaskStatus::Claimed);
+        task.description = Some("claimed without anything".into());
+        tx.state.tasks.push(task);
+        Ok::<_, String>(())
+    });
+    match result {
+        Err(TxError::Store(StoreError::WouldInvalidate { findings })) => {
+            let checks: Vec<_> = findings.iter().map(|f| f.check).collect();
+            assert!(checks.contains(&"claimed-unassigned"), "{checks:?}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    assert_eq!(repo.files(), before);
+
+    // A refusal of the change itself writes nothing either.
+    let refused = store.transact(&Actor::Human, |tx| {
+        tx.state.goal.description = "changed".into();
+        Err::<(), _>("guard failed")
+    });
+    assert!(matches!(refused, Err(TxError::Refused("guard failed"))));
+    assert_eq!(repo.files(), before);
+
+    // An already-invalid state (a task's spec file deleted) still takes changes that do
+    // not add violations.
+    store
+        .transact(&Actor::Human, |tx| {
+            let mut task = Task::new(TaskId::parse("t-2").unwrap(), TaskStatus::Unclaimed);
+            task.spec_ref = Some("specs/vision.md".into());
+            task.done_when = Some("it works".into());
+            tx.state.tasks.push(task);
+            Ok::<_, String>(())
+        })
+        .unwrap();
+    std::fs::remove_file(repo.path().join("specs/vision.md")).unwrap();
+    assert_exit(&repo.liza(&["validate"]), 1);
+    note(&repo, "still possible");
+}
+
+#[test]
+fn the_journal_is_bounded() {
+    let repo = Repo::initialized();
+    let text = repo.state_text().replace(
+        "config:\n  integration_branch: integration\n",
+        "config:\n  integration_branch: integration\n  journal_keep:\n    revisions: 4\n",
+    );
+    std::fs::write(repo.state_path(), text).unwrap();
+    for i in 0..10 {
+        note(&repo, &format!("n{i}"));
+    }
+    let mut names: Vec<String> = std::fs::read_dir(repo.liza_dir().join("journal"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 4, "{names:?}");
+    assert!(names[3].starts_with("000000000012-"), "{names:?}");
+    // The head is exactly state.yaml.
+    let head = std::fs::read(repo.liza_dir().join("journal").join(&names[3])).unwrap();
+    assert_eq!(head, std::fs::read(repo.state_path()).unwrap());
+}
+
+#[test]
+fn the_parse_cache_is_an_optimisation_only() {
+    let repo = Repo::initialized();
+    note(&repo, "one");
+    let cache = repo.liza_dir().join("state.cache.json");
+    let header = std::fs::read_to_string(&cache).unwrap();
+    assert!(header.starts_with("liza-state-cache/1/"), "{header}");
+    // Missing: full parse, and the next commit writes it again.
+    std::fs::remove_file(&cache).unwrap();
+    assert_success(&repo.liza(&["status"]));
+    note(&repo, "two");
+    assert!(cache.exists());
+    // Damaged, or belonging to other bytes: ignored.
+    std::fs::write(&cache, "garbage").unwrap();
+    note(&repo, "three");
+    let text = std::fs::read_to_string(&cache).unwrap();
+    let tampered = text.replace("three", "TAMPERED");
+    std::fs::write(&cache, tampered).unwrap();
+    // Same hash, so the cache is trusted... only while state.yaml is unchanged: any edit
+    // changes the hash and forces a full parse.
+    let edited = repo
+        .state_text()
+        .replace("message: three", "message: three!");
+    std::fs::write(repo.state_path(), edited).unwrap();
+    let v = repo.state_json();
+    assert_eq!(v["revision"], 4);
+    let out = repo.liza(&["note", "all", "four"]);
+    assert_success(&out);
+    assert!(repo.state_text().contains("message: three!"));
+    assert!(!repo.state_text().contains("TAMPERED"));
+}
+
+#[test]
+fn a_held_lock_times_out_naming_the_holder_while_reads_continue() {
+    let repo = Repo::initialized();
+    let lock = File::options()
+        .read(true)
+        .write(true)
+        .open(repo.liza_dir().join("state.yaml.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    std::fs::write(
+        repo.liza_dir().join("state.yaml.lock.owner"),
+        "pid 4242 since 2026-03-01T09:00:00Z command liza merge t-1\n",
+    )
+    .unwrap();
+    let before = repo.files();
+    let started = std::time::Instant::now();
+    let out = repo.liza_env(&[("LIZA_LOCK_TIMEOUT", "0.3")], &["note", "all", "x"]);
+    assert_exit(&out, 2);
+    assert!(started.elapsed() < Duration::from_secs(20));
+    let err = stderr(&out);
+    assert!(
+        err.contains("timed out after 0.3 s waiting for the blackboard lock .liza/state.yaml.lock"),
+        "{err}"
+    );
+    assert!(
+        err.contains("hint: held by pid 4242 since 2026-03-01T09:00:00Z command liza merge t-1"),
+        "{err}"
+    );
+    assert_eq!(repo.files(), before);
+    // Snapshot reads never take the lock.
+    assert_success(&repo.liza(&["status"]));
+    assert_success(&repo.liza(&["validate"]));
+    let out = repo.liza_env(
+        &[("LIZA_LOCK_TIMEOUT", "0.3")],
+        &["--json", "note", "all", "x"],
+    );
+    assert_eq!(json(&out)["error"]["code"], "lock_timeout");
+    drop(lock);
+    note(&repo, "after release");
+}
+
+#[test]
+fn unknown_keys_survive_rewrites_at_every_level() {
+    let repo = Repo::initialized();
+    let text = repo
+        .state_text()
+        .replace(
+            "version: 1\n",
+            "version: 1\nx-team: {owner: ana, tags: [a, b]}\n",
+        )
+        .replace(
+            "  id: goal-1\n",
+            "  id: goal-1\n  x-goal-note: \"keep: me\"\n",
+        )
+        .replace(
+            "  integration_branch: integration\n",
+            "  integration_branch: integration\n  my_setting: 3\n",
+        )
+        .replace("    message: ", "    message: ")
+        .replace(
+            "  timeline:\n",
+            "  timeline:\n    x-milestone: 2026-04-01\n",
+        );
+    std::fs::write(repo.state_path(), text).unwrap();
+    note(&repo, "one");
+    note(&repo, "two");
+    let state = repo.state_text();
+    assert!(
+        state.contains("x-team:\n  owner: ana\n  tags: [a, b]\n"),
+        "{state}"
+    );
+    assert!(state.contains("x-goal-note: \"keep: me\"\n"), "{state}");
+    assert!(state.contains("  my_setting: 3\n"), "{state}");
+    assert!(state.contains("x-milestone: \"2026-04-01\"\n"), "{state}");
+    let out = repo.liza(&["validate"]);
+    assert_success(&out);
+    assert!(stdout(&out).contains("1 warning"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_blackboard_of_the_original_tooling_loads_and_is_adopted() {
+    let repo = Repo::initialized();
+    std::fs::create_dir_all(repo.path().join(".worktrees/render-json")).unwrap();
+    std::fs::write(repo.state_path(), include_str!("fixtures/bash-style.yaml")).unwrap();
+    std::fs::write(
+        repo.liza_dir().join("log.yaml"),
+        include_str!("fixtures/bash-style-log.yaml"),
+    )
+    .unwrap();
+    std::fs::remove_dir_all(repo.liza_dir().join("journal")).unwrap();
+    std::fs::remove_file(repo.liza_dir().join("state.cache.json")).unwrap();
+    let v = repo.state_json();
+    assert_eq!(v["revision"], 0);
+    assert_eq!(v["agents"][1]["role"], "code_reviewer");
+    note(&repo, "hello from liza");
+    let log = repo.log();
+    let actions: Vec<_> = log.iter().map(|e| e["action"].as_str().unwrap()).collect();
+    assert_eq!(
+        actions,
+        ["initialized", "task_added", "human_edit", "human_note"]
+    );
+    assert!(
+        log[2]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("without liza's journal")
+    );
+    let state = repo.state_text();
+    assert!(state.starts_with("version: 1\nrevision: 2\n"), "{state}");
+    assert!(state.contains("base_commit: a1b2c3d\n"));
+    assert!(state.contains("coder_max_wait: 300\n"));
+    assert!(state.contains("role: code_reviewer\n"));
+}
