@@ -201,7 +201,7 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
             }]),
             extra: Default::default(),
         },
-        tasks: list,
+        tasks: list.into_iter().collect(),
         agents,
         discovered: Some(vec![Discovery {
             id: "disc-1".into(),

@@ -213,7 +213,7 @@ fn a_change_may_not_introduce_a_violation_but_may_repair_one() {
     let result = store.transact(&Actor::Human, |tx| {
         let mut task = Task::new(TaskId::parse("t-1").unwrap(), TaskStatus::Claimed);
         task.description = Some("claimed without anything".into());
-        tx.state.tasks.push(task);
+        tx.state.tasks.push_task(task);
         Ok::<_, String>(())
     });
     match result {
@@ -240,7 +240,7 @@ fn a_change_may_not_introduce_a_violation_but_may_repair_one() {
             let mut task = Task::new(TaskId::parse("t-2").unwrap(), TaskStatus::Unclaimed);
             task.spec_ref = Some("specs/vision.md".into());
             task.done_when = Some("it works".into());
-            tx.state.tasks.push(task);
+            tx.state.tasks.push_task(task);
             Ok::<_, String>(())
         })
         .unwrap();
@@ -272,29 +272,38 @@ fn the_journal_is_bounded() {
     assert_eq!(head, std::fs::read(repo.state_path()).unwrap());
 }
 
+/// The cache files in `.liza/` (one per committed revision, the old ones removed).
+fn cache_files(repo: &Repo) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(repo.liza_dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("state.cache."))
+        .collect()
+}
+
 #[test]
 fn the_parse_cache_is_an_optimisation_only() {
     let repo = Repo::initialized();
     note(&repo, "one");
-    let cache = repo.liza_dir().join("state.cache.json");
-    let header = std::fs::read_to_string(&cache).unwrap();
-    assert!(header.starts_with("liza-state-cache/1/"), "{header}");
+    let caches = cache_files(&repo);
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    let header = std::fs::read_to_string(&caches[0]).unwrap();
+    assert!(header.starts_with("liza-state-cache/2/"), "{header}");
     // Missing: full parse, and the next commit writes it again.
-    std::fs::remove_file(&cache).unwrap();
+    std::fs::remove_file(&caches[0]).unwrap();
     assert_success(&repo.liza(&["status"]));
     note(&repo, "two");
-    assert!(cache.exists());
-    // Damaged, or belonging to other bytes: ignored.
+    assert_eq!(cache_files(&repo).len(), 1);
+    // Damaged: ignored.
+    let cache = cache_files(&repo).remove(0);
     std::fs::write(&cache, "garbage").unwrap();
     note(&repo, "three");
+    // Tampered with but for the same bytes: trusted only while state.yaml is unchanged;
+    // any edit changes the hash and forces a full parse.
+    let cache = cache_files(&repo).remove(0);
     let text = std::fs::read_to_string(&cache).unwrap();
-    let tampered = text.replace("three", "TAMPERED");
-    std::fs::write(&cache, tampered).unwrap();
-    // Same hash, so the cache is trusted... only while state.yaml is unchanged: any edit
-    // changes the hash and forces a full parse.
-    let edited = repo
-        .state_text()
-        .replace("message: three", "message: three!");
+    std::fs::write(&cache, text.replace("three", "TAMPERED")).unwrap();
+    let edited = repo.state_text().replace("message: three", "message: three!");
     std::fs::write(repo.state_path(), edited).unwrap();
     let v = repo.state_json();
     assert_eq!(v["revision"], 4);
@@ -302,6 +311,7 @@ fn the_parse_cache_is_an_optimisation_only() {
     assert_success(&out);
     assert!(repo.state_text().contains("message: three!"));
     assert!(!repo.state_text().contains("TAMPERED"));
+    assert_eq!(cache_files(&repo).len(), 1);
 }
 
 #[test]
@@ -394,7 +404,9 @@ fn a_blackboard_of_the_original_tooling_loads_and_is_adopted() {
     )
     .unwrap();
     std::fs::remove_dir_all(repo.liza_dir().join("journal")).unwrap();
-    std::fs::remove_file(repo.liza_dir().join("state.cache.json")).unwrap();
+    for cache in cache_files(&repo) {
+        std::fs::remove_file(cache).unwrap();
+    }
     let v = repo.state_json();
     assert_eq!(v["revision"], 0);
     assert_eq!(v["agents"][1]["role"], "code_reviewer");

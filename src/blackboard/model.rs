@@ -23,5 +23,5 @@ pub use sprint::{
 pub use state::State;
 pub use task::{
     CommitId, FailureKind, HistoryEvent, IntegrationFailure, MergeIntent, OneOrMany, Task,
-    TaskStatus, Usage,
+    TaskList, TaskStatus, Usage,
 };

@@ -44,10 +44,6 @@ impl LizaPaths {
         self.dir.join("journal")
     }
 
-    pub fn cache(&self) -> PathBuf {
-        self.dir.join("state.cache.json")
-    }
-
     pub fn rejected(&self) -> PathBuf {
         self.dir.join("rejected")
     }

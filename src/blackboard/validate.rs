@@ -4,6 +4,7 @@
 //! (see [`super::codec`]); this module checks everything that needs the whole decoded
 //! state. The store runs the same checks before every commit.
 
+use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
@@ -29,6 +30,9 @@ pub struct ValidationEnv<'a> {
     pub undecoded_task_ids: HashSet<String>,
     /// Leases renewed by heartbeats (liveness records), by agent, when known.
     pub live_leases: HashMap<AgentId, Timestamp>,
+    /// Filesystem answers already looked up (many tasks share a spec file, and the store
+    /// validates twice per transaction).
+    seen_paths: RefCell<HashMap<(String, bool), bool>>,
 }
 
 impl<'a> ValidationEnv<'a> {
@@ -39,7 +43,20 @@ impl<'a> ValidationEnv<'a> {
             now,
             undecoded_task_ids: HashSet::new(),
             live_leases: HashMap::new(),
+            seen_paths: RefCell::new(HashMap::new()),
         }
+    }
+
+    /// Whether `root/relative` is a directory (`dir`) or a file.
+    fn exists(&self, root: &Path, relative: &str, dir: bool) -> bool {
+        let key = (relative.to_owned(), dir);
+        if let Some(known) = self.seen_paths.borrow().get(&key) {
+            return *known;
+        }
+        let path = root.join(relative);
+        let found = if dir { path.is_dir() } else { path.is_file() };
+        self.seen_paths.borrow_mut().insert(key, found);
+        found
     }
 }
 
@@ -223,7 +240,7 @@ impl Validator<'_, '_> {
                     ),
                     Some(wt) => {
                         if let Some(root) = self.env.root
-                            && !root.join(wt).is_dir()
+                            && !self.env.exists(root, wt, true)
                         {
                             self.error(
                                 3,
@@ -387,7 +404,7 @@ impl Validator<'_, '_> {
             && let Some(root) = self.env.root
         {
             let file = spec_ref.split('#').next().unwrap_or_default();
-            if !file.is_empty() && !root.join(file).is_file() {
+            if !file.is_empty() && !self.env.exists(root, file, false) {
                 self.error(
                     9,
                     "spec-file-missing",

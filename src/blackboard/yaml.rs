@@ -6,6 +6,6 @@ mod emit;
 mod parse;
 mod scalar;
 
-pub use emit::Emitter;
+pub use emit::{Emitter, ItemTexts};
 pub use parse::{Parsed, YamlError, parse};
 pub(crate) use scalar::is_flow_plain_safe;

@@ -148,7 +148,7 @@ fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -> St
             }]),
             extra: Default::default(),
         },
-        tasks: Vec::new(),
+        tasks: Default::default(),
         agents: IdMap::default(),
         discovered: Some(Vec::new()),
         handoff: Some(IdMap::default()),

@@ -8,7 +8,7 @@ use crate::blackboard::node::Extra;
 
 use super::{
     Agent, Anomaly, ArchivedTask, CircuitBreaker, Config, Discovery, Goal, Handoff, HumanNote,
-    SpecChange, Sprint, Task, TaskStatus,
+    SpecChange, Sprint, Task, TaskList, TaskStatus,
 };
 
 /// state.yaml, typed. Unknown top-level keys are kept in `extra`.
@@ -19,7 +19,7 @@ pub struct State {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
     pub goal: Goal,
-    pub tasks: Vec<Task>,
+    pub tasks: TaskList,
     pub agents: IdMap<AgentId, Agent>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovered: Option<Vec<Discovery>>,
@@ -64,11 +64,13 @@ impl State {
     }
 
     pub fn task(&self, id: &TaskId) -> Option<&Task> {
-        self.tasks.iter().find(|t| &t.id == id)
+        self.tasks.iter().find(|t| &t.id == id).map(|t| &**t)
     }
 
+    /// Mutable access to a task (cloned first if shared, see [`TaskList`]).
     pub fn task_mut(&mut self, id: &TaskId) -> Option<&mut Task> {
-        self.tasks.iter_mut().find(|t| &t.id == id)
+        let index = self.tasks.iter().position(|t| &t.id == id)?;
+        self.tasks.get_mut(index)
     }
 
     /// Whether `id` names a live or an archived task.

@@ -1,5 +1,7 @@
 //! Tasks: the 11 states, every field of blackboard.md's task table, and history events.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use crate::blackboard::codec::{Decode, Decoder, Emit, record, yaml_enum};
@@ -340,6 +342,79 @@ record!(Task {
     opt history: "history",
 });
 
+/// The blackboard's tasks. Each is shared (`Arc`), so a transaction can tell which tasks
+/// it changed — a changed task is a new allocation (`Arc::make_mut` on a shared task
+/// clones it) — and the store reuses the YAML and JSON text of all the others.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct TaskList(pub Vec<Arc<Task>>);
+
+impl TaskList {
+    pub fn push_task(&mut self, task: Task) {
+        self.0.push(Arc::new(task));
+    }
+
+    /// Mutable access to a task, cloning it first if it is shared.
+    pub fn get_mut(&mut self, index: usize) -> Option<&mut Task> {
+        self.0.get_mut(index).map(Arc::make_mut)
+    }
+}
+
+impl<'a> IntoIterator for &'a TaskList {
+    type Item = &'a Arc<Task>;
+    type IntoIter = std::slice::Iter<'a, Arc<Task>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.0.iter()
+    }
+}
+
+impl std::ops::Deref for TaskList {
+    type Target = Vec<Arc<Task>>;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for TaskList {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.0
+    }
+}
+
+impl FromIterator<Task> for TaskList {
+    fn from_iter<I: IntoIterator<Item = Task>>(iter: I) -> Self {
+        TaskList(iter.into_iter().map(Arc::new).collect())
+    }
+}
+
+impl Decode for TaskList {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        Vec::<Task>::decode(node, d).map(|tasks| tasks.into_iter().collect())
+    }
+}
+
+impl Emit for TaskList {
+    fn emit(&self, e: &mut Emitter) {
+        if !e.begin_seq(self.0.len()) {
+            return;
+        }
+        for task in &self.0 {
+            // Text of an unchanged task is copied from the previous commit.
+            let key = Arc::as_ptr(task) as usize;
+            let start = match e.reuse_item(key) {
+                Some(start) => start,
+                None => {
+                    let start = e.item();
+                    task.emit(e);
+                    start
+                }
+            };
+            e.record_item(key, start);
+        }
+        e.end_seq();
+    }
+}
+
 impl Task {
     /// A new DRAFT task with only the required fields.
     pub fn new(id: TaskId, status: TaskStatus) -> Task {
@@ -407,5 +482,48 @@ impl Task {
         self.status_changed_at
             .or_else(|| self.history().last().map(|h| h.time))
             .or(self.created)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackboard::yaml::ItemTexts;
+
+    fn list() -> TaskList {
+        ["a", "b"]
+            .iter()
+            .map(|id| Task::new(TaskId::parse(id).unwrap(), TaskStatus::Draft))
+            .collect()
+    }
+
+    #[test]
+    fn unchanged_tasks_are_copied_and_recorded() {
+        let tasks = list();
+        // A stand-in earlier text for task b proves the copy is used.
+        let old = b"  - id: b\n    status: DRAFT\n    marker: copied".to_vec();
+        let key_b = Arc::as_ptr(&tasks[1]) as usize;
+        let reuse = ItemTexts {
+            spans: [(key_b, 0..old.len())].into_iter().collect(),
+            text: old,
+        };
+        let mut e = Emitter::default().with_reuse(reuse);
+        assert!(e.begin_map(1));
+        e.field("tasks");
+        tasks.emit(&mut e);
+        e.end_map();
+        let (text, spans) = e.finish_with_items();
+        assert_eq!(text, "tasks:\n  - id: a\n    status: DRAFT\n  - id: b\n    status: DRAFT\n    marker: copied\n");
+        assert_eq!(&text[spans[0].1.clone()], "  - id: a\n    status: DRAFT");
+        assert_eq!(&text[spans[1].1.clone()], "  - id: b\n    status: DRAFT\n    marker: copied");
+    }
+
+    #[test]
+    fn changing_a_shared_task_gives_it_a_new_identity() {
+        let mut tasks = list();
+        let original = tasks.clone();
+        tasks.get_mut(0).unwrap().priority = Some(1);
+        assert!(!Arc::ptr_eq(&tasks[0], &original[0]));
+        assert!(Arc::ptr_eq(&tasks[1], &original[1]));
     }
 }

@@ -13,6 +13,13 @@ use std::path::{Path, PathBuf};
 
 /// Writes `bytes` to a new file `dir/<prefix><unique>`, fsyncs it, mode 0644.
 pub fn write_temp_synced(dir: &Path, prefix: &str, bytes: &[u8]) -> io::Result<PathBuf> {
+    let (file, path) = write_temp(dir, prefix, bytes)?;
+    file.sync_all()?;
+    Ok(path)
+}
+
+/// Writes `bytes` to a new file `dir/<prefix><unique>.tmp`, mode 0644, without fsync.
+pub fn write_temp(dir: &Path, prefix: &str, bytes: &[u8]) -> io::Result<(File, PathBuf)> {
     let file = tempfile::Builder::new()
         .prefix(prefix)
         .suffix(".tmp")
@@ -20,19 +27,23 @@ pub fn write_temp_synced(dir: &Path, prefix: &str, bytes: &[u8]) -> io::Result<P
         .tempfile_in(dir)?;
     let (mut file, path) = file.keep().map_err(|e| e.error)?;
     file.write_all(bytes)?;
-    file.sync_all()?;
-    Ok(path)
+    Ok((file, path))
 }
 
 /// Creates `path` (which must not exist) with `bytes`, fsynced, mode 0644.
 pub fn create_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    create_unsynced(path, bytes)?.sync_all()
+}
+
+/// Creates `path` (which must not exist) with `bytes`, mode 0644, without fsync.
+pub fn create_unsynced(path: &Path, bytes: &[u8]) -> io::Result<File> {
     let mut file = OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o644)
         .open(path)?;
     file.write_all(bytes)?;
-    file.sync_all()
+    Ok(file)
 }
 
 /// fsyncs a directory so renames and creations in it are durable.
@@ -58,16 +69,18 @@ pub fn exchange(dir: &Path, temp: &Path, target: &Path) -> io::Result<Swapped> {
     use nix::fcntl::{RenameFlags, renameat2};
 
     let dir_fd = File::open(dir)?;
-    match renameat2(&dir_fd, temp, &dir_fd, target, RenameFlags::RENAME_EXCHANGE) {
+    // Names relative to the directory handle (the paths may be relative to the cwd).
+    let (temp_name, target_name) = (file_name(temp)?, file_name(target)?);
+    match renameat2(&dir_fd, temp_name, &dir_fd, target_name, RenameFlags::RENAME_EXCHANGE) {
         Ok(()) => Ok(Swapped::Previous),
         Err(Errno::ENOENT) if temp.exists() => {
             // The target does not exist: create it, refusing to overwrite one that
             // appeared meanwhile.
             renameat2(
                 &dir_fd,
-                temp,
+                temp_name,
                 &dir_fd,
-                target,
+                target_name,
                 RenameFlags::RENAME_NOREPLACE,
             )
             .map_err(io::Error::from)?;
@@ -87,11 +100,18 @@ pub fn exchange(_dir: &Path, temp: &Path, target: &Path) -> io::Result<Swapped> 
     Ok(Swapped::Replaced)
 }
 
+fn file_name(path: &Path) -> io::Result<&Path> {
+    path.file_name()
+        .map(Path::new)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "not a file path"))
+}
+
 /// Renames a directory into place only if nothing is there yet.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 pub fn rename_noreplace(parent: &Path, from: &Path, to: &Path) -> io::Result<()> {
     use nix::fcntl::{RenameFlags, renameat2};
     let dir_fd = File::open(parent)?;
+    let (from, to) = (file_name(from)?, file_name(to)?);
     renameat2(&dir_fd, from, &dir_fd, to, RenameFlags::RENAME_NOREPLACE).map_err(io::Error::from)
 }
 
@@ -120,6 +140,17 @@ mod tests {
         }
         let mode = fs::metadata(&target).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o644);
+    }
+
+    #[test]
+    fn exchange_works_with_paths_relative_to_the_cwd() {
+        let dir = tempfile::tempdir_in(".").unwrap();
+        let rel = Path::new(".").join(dir.path().file_name().unwrap());
+        let target = rel.join("state.yaml");
+        fs::write(&target, "old").unwrap();
+        let temp = write_temp_synced(&rel, "state.yaml.", b"new").unwrap();
+        exchange(&rel, &temp, &target).unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "new");
     }
 
     #[test]

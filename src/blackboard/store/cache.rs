@@ -1,73 +1,245 @@
-//! The parse cache `state.cache.json`: the last committed state as JSON, keyed by the
-//! content hash of the state.yaml bytes it belongs to.
+//! The parse cache: the last committed state as JSON, keyed by the content hash of the
+//! state.yaml bytes it belongs to (`state.cache.<hash>.json`).
 //!
 //! YAML liza wrote itself is never parsed again: a transaction or a snapshot read hashes
-//! state.yaml and, when the hash matches, loads this JSON (several times faster than the
-//! YAML parse; quality.md P1/P2/P10). A missing, stale or damaged cache only means a full
-//! parse. The first line is a small header, readable without parsing the JSON, that also
-//! carries the lock timeout so a transaction knows it before taking the lock.
+//! state.yaml and, when a cache file for that hash exists, loads the model from it
+//! (quality.md P1/P2/P10). A missing, stale or damaged cache only means a full parse.
+//!
+//! Layout (JSON lines, so tasks decode in parallel and unchanged tasks are copied):
+//!
+//! ```text
+//! liza-state-cache/2/<liza version> <hash> lock_timeout=<s> tasks=<n>
+//! {the state as JSON, without its tasks}
+//! <start> <end> {task 0 as JSON}        <start>..<end>: the task's text in state.yaml
+//! ...
+//! ```
+//!
+//! Each commit writes a new file and removes the old ones rather than replacing a file in
+//! place: on ext4, replacing by rename or truncation forces the new data to disk at the
+//! next fsync, which would put the whole cache on every transaction's critical path.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read, Write};
-use std::path::{Path, PathBuf};
+use std::ops::Range;
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::hash::ContentHash;
-use crate::blackboard::model::State;
+use crate::blackboard::model::{State, Task, TaskList};
+use crate::blackboard::yaml::ItemTexts;
 
 /// Changes whenever the model's JSON form may change, so an old cache is ignored.
-const FORMAT: &str = concat!("liza-state-cache/1/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("liza-state-cache/2/", env!("CARGO_PKG_VERSION"));
+const PREFIX: &str = "state.cache.";
+const SUFFIX: &str = ".json";
+
+/// Where each task's text is in the committed state.yaml and in its cache file, keyed by
+/// the task's `Arc` address: what a transaction copies for the tasks it did not change.
+#[derive(Debug, Default)]
+pub struct TaskTexts {
+    pub yaml: ItemTexts,
+    pub json_text: Vec<u8>,
+    pub json: HashMap<usize, Range<usize>>,
+}
 
 pub struct ParseCache {
-    path: PathBuf,
+    dir: PathBuf,
 }
 
 impl ParseCache {
-    pub fn new(path: PathBuf) -> ParseCache {
-        ParseCache { path }
+    pub fn new(dir: PathBuf) -> ParseCache {
+        ParseCache { dir }
     }
 
-    /// The state for `hash`, if the cache holds exactly that.
-    pub fn load(&self, hash: ContentHash) -> Option<State> {
-        let bytes = fs::read(&self.path).ok()?;
-        let newline = bytes.iter().position(|b| *b == b'\n')?;
-        let header = std::str::from_utf8(&bytes[..newline]).ok()?;
-        let (cached_hash, _) = parse_header(header)?;
+    fn path_for(&self, hash: ContentHash) -> PathBuf {
+        self.dir.join(format!("{PREFIX}{}{SUFFIX}", &hash.to_hex()[..32]))
+    }
+
+    /// The state for `hash` (the hash of `state_bytes`), with the texts of its tasks;
+    /// `state_bytes` back when the cache does not have it.
+    pub fn load(&self, hash: ContentHash, state_bytes: Vec<u8>) -> Result<(State, TaskTexts), Vec<u8>> {
+        match self.read(hash, &state_bytes) {
+            Some((state, mut texts)) => {
+                texts.yaml.text = state_bytes;
+                Ok((state, texts))
+            }
+            None => Err(state_bytes),
+        }
+    }
+
+    fn read(&self, hash: ContentHash, state_bytes: &[u8]) -> Option<(State, TaskTexts)> {
+        let bytes = fs::read(self.path_for(hash)).ok()?;
+        let mut lines = bytes.split_inclusive(|b| *b == b'\n');
+        let header = std::str::from_utf8(lines.next()?).ok()?;
+        let (cached_hash, _, count) = parse_header(header.trim_end())?;
         if cached_hash != hash {
             return None;
         }
-        serde_json::from_slice(&bytes[newline + 1..]).ok()
+        let top = lines.next()?;
+        let mut state: State = serde_json::from_slice(top).ok()?;
+        let mut offset = header.len() + top.len();
+        let mut task_lines = Vec::with_capacity(count);
+        for line in lines {
+            let (yaml, json) = parse_task_line(line, offset)?;
+            if yaml.end > state_bytes.len() {
+                return None;
+            }
+            task_lines.push((yaml, json));
+            offset += line.len();
+        }
+        if task_lines.len() != count {
+            return None;
+        }
+        let tasks = decode_tasks(&bytes, &task_lines)?;
+        let mut texts = TaskTexts::default();
+        for (task, (yaml, json)) in tasks.iter().zip(task_lines) {
+            let key = Arc::as_ptr(task) as usize;
+            texts.yaml.spans.insert(key, yaml);
+            texts.json.insert(key, json);
+        }
+        state.tasks = TaskList(tasks);
+        texts.json_text = bytes;
+        Some((state, texts))
     }
 
-    /// The lock timeout recorded by the last commit, read from the header only.
+    /// The lock timeout recorded by the last commit, from a cache header.
     pub fn lock_timeout(&self) -> Option<u64> {
-        let mut head = [0u8; 256];
-        let n = fs::File::open(&self.path).ok()?.read(&mut head).ok()?;
+        let path = self.files().ok()?.into_iter().next()?;
+        let mut head = [0u8; 512];
+        let n = fs::File::open(path).ok()?.read(&mut head).ok()?;
         let text = std::str::from_utf8(&head[..n]).ok()?;
-        parse_header(text.lines().next()?).map(|(_, timeout)| timeout)
+        parse_header(text.lines().next()?).map(|(_, timeout, _)| timeout)
     }
 
-    /// Replaces the cache (temp file + rename; no fsync: a lost cache costs one parse).
-    pub fn store(&self, hash: ContentHash, state: &State, lock_timeout: u64) -> io::Result<()> {
-        let mut bytes =
-            format!("{FORMAT} {} lock_timeout={lock_timeout}\n", hash.to_hex()).into_bytes();
-        serde_json::to_writer(&mut bytes, state).map_err(io::Error::other)?;
-        let dir = self.path.parent().unwrap_or(Path::new("."));
-        let mut temp = tempfile::Builder::new()
-            .prefix("state.cache.")
-            .suffix(".tmp")
-            .tempfile_in(dir)?;
-        temp.write_all(&bytes)?;
-        temp.persist(&self.path).map_err(|e| e.error)?;
+    fn files(&self) -> io::Result<Vec<PathBuf>> {
+        Ok(fs::read_dir(&self.dir)?
+            .filter_map(Result::ok)
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
+            })
+            .map(|e| e.path())
+            .collect())
+    }
+
+    /// Serialises `state` for the cache; `yaml_spans` are where its tasks are in the
+    /// committed text, `previous` the texts of the state it was changed from.
+    pub fn encode(
+        &self,
+        hash: ContentHash,
+        state: &mut State,
+        yaml_spans: &[(usize, Range<usize>)],
+        previous: Option<&TaskTexts>,
+        lock_timeout: u64,
+    ) -> Encoded {
+        let previous_len = previous.map_or(0, |p| p.json_text.len());
+        let mut out = Vec::with_capacity(previous_len + previous_len / 8 + 4096);
+        let _ = writeln!(
+            out,
+            "{FORMAT} {} lock_timeout={lock_timeout} tasks={}",
+            hash.to_hex(),
+            state.tasks.len()
+        );
+        // The tasks go on lines of their own.
+        let tasks = std::mem::take(&mut state.tasks);
+        let _ = serde_json::to_writer(&mut out, &*state);
+        state.tasks = tasks;
+        out.push(b'\n');
+        let mut json = HashMap::with_capacity(state.tasks.len());
+        for (task, (key, yaml)) in state.tasks.iter().zip(yaml_spans) {
+            let _ = write!(out, "{} {} ", yaml.start, yaml.end);
+            let start = out.len();
+            let reused = previous
+                .and_then(|p| Some((p, p.json.get(key)?)))
+                .and_then(|(p, range)| p.json_text.get(range.clone()));
+            match reused {
+                Some(text) => out.extend_from_slice(text),
+                None => {
+                    let _ = serde_json::to_writer(&mut out, &**task);
+                }
+            }
+            json.insert(*key, start..out.len());
+            out.push(b'\n');
+        }
+        Encoded {
+            path: self.path_for(hash),
+            bytes: out,
+            json,
+        }
+    }
+
+    /// Writes an encoded cache and removes every other cache file.
+    pub fn store(&self, encoded: &Encoded) -> io::Result<()> {
+        match fs::OpenOptions::new().write(true).create_new(true).open(&encoded.path) {
+            Ok(mut file) => file.write_all(&encoded.bytes)?,
+            // Same hash, same content.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        for old in self.files()? {
+            if old != encoded.path {
+                let _ = fs::remove_file(old);
+            }
+        }
         Ok(())
     }
 }
 
-fn parse_header(line: &str) -> Option<(ContentHash, u64)> {
+/// A serialised cache, ready to be written.
+pub struct Encoded {
+    path: PathBuf,
+    pub bytes: Vec<u8>,
+    pub json: HashMap<usize, Range<usize>>,
+}
+
+fn parse_header(line: &str) -> Option<(ContentHash, u64, usize)> {
     let mut parts = line.split(' ');
     if parts.next()? != FORMAT {
         return None;
     }
     let hash = ContentHash::from_hex(parts.next()?)?;
     let timeout = parts.next()?.strip_prefix("lock_timeout=")?.parse().ok()?;
-    Some((hash, timeout))
+    let count = parts.next()?.strip_prefix("tasks=")?.parse().ok()?;
+    Some((hash, timeout, count))
+}
+
+/// `<start> <end> <json>\n` → the YAML span and the JSON's range in the cache file.
+fn parse_task_line(line: &[u8], offset: usize) -> Option<(Range<usize>, Range<usize>)> {
+    let line = line.strip_suffix(b"\n")?;
+    let first = line.iter().position(|b| *b == b' ')?;
+    let second = first + 1 + line[first + 1..].iter().position(|b| *b == b' ')?;
+    let start: usize = std::str::from_utf8(&line[..first]).ok()?.parse().ok()?;
+    let end: usize = std::str::from_utf8(&line[first + 1..second]).ok()?.parse().ok()?;
+    if start > end {
+        return None;
+    }
+    Some((start..end, offset + second + 1..offset + line.len()))
+}
+
+/// Decodes the task lines, on several threads for big blackboards.
+fn decode_tasks(bytes: &[u8], lines: &[(Range<usize>, Range<usize>)]) -> Option<Vec<Arc<Task>>> {
+    let decode = |chunk: &[(Range<usize>, Range<usize>)]| -> Option<Vec<Arc<Task>>> {
+        chunk
+            .iter()
+            .map(|(_, json)| serde_json::from_slice::<Task>(&bytes[json.clone()]).ok().map(Arc::new))
+            .collect()
+    };
+    // Threads pay off only for big blackboards: starting one costs about as much as
+    // decoding a few dozen kilobytes.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    let json_bytes: usize = lines.iter().map(|(_, json)| json.len()).sum();
+    if json_bytes < 512 * 1024 || threads < 2 {
+        return decode(lines);
+    }
+    let per = lines.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = lines.chunks(per).map(|chunk| s.spawn(move || decode(chunk))).collect();
+        let mut tasks = Vec::with_capacity(lines.len());
+        for h in handles {
+            tasks.extend(h.join().ok()??);
+        }
+        Some(tasks)
+    })
 }

@@ -10,7 +10,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::atomic::{create_synced, fsync_dir};
+use std::fs::File;
+
+use super::atomic::{create_unsynced, fsync_dir};
 use super::hash::ContentHash;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,32 +69,50 @@ impl Journal {
         })
     }
 
-    /// Writes the entry for `revision` durably (file and directory fsynced). Stale
-    /// entries at or above `revision` (left by a crashed transaction) are replaced.
-    pub fn write(
+    /// Writes the entry for `revision` durably (file and directory fsynced). Entries at
+    /// or above `revision` among `known` (the journal as the caller listed it: left by a
+    /// transaction that crashed before its swap) are replaced.
+    pub fn write(&self, revision: u64, hash: ContentHash, bytes: &[u8], known: &[JournalEntry]) -> io::Result<JournalEntry> {
+        let (entry, file) = self.create(revision, hash, bytes, known)?;
+        Self::sync(&file, &self.dir)?;
+        Ok(entry)
+    }
+
+    /// Creates the entry for `revision` with its bytes, not yet durable: the caller
+    /// makes it so with [`Self::sync`].
+    pub fn create(
         &self,
         revision: u64,
         hash: ContentHash,
         bytes: &[u8],
-    ) -> io::Result<JournalEntry> {
-        fs::create_dir_all(&self.dir)?;
-        for stale in self
-            .entries()?
-            .into_iter()
-            .filter(|e| e.revision >= revision)
-        {
+        known: &[JournalEntry],
+    ) -> io::Result<(JournalEntry, File)> {
+        for stale in known.iter().filter(|e| e.revision >= revision) {
             fs::remove_file(&stale.path)?;
         }
         let name = format!("{revision:012}-{}-{}.yaml", bytes.len(), hash.to_hex());
         let path = self.dir.join(name);
-        create_synced(&path, bytes)?;
-        fsync_dir(&self.dir)?;
-        Ok(JournalEntry {
+        let file = match create_unsynced(&path, bytes) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(&self.dir)?;
+                create_unsynced(&path, bytes)?
+            }
+            Err(e) => return Err(e),
+        };
+        let entry = JournalEntry {
             revision,
             size: bytes.len() as u64,
             hash,
             path,
-        })
+        };
+        Ok((entry, file))
+    }
+
+    /// fsyncs a created entry and the journal directory.
+    pub fn sync(file: &File, dir: &Path) -> io::Result<()> {
+        file.sync_all()?;
+        fsync_dir(dir)
     }
 
     pub fn read(&self, entry: &JournalEntry) -> io::Result<Vec<u8>> {
@@ -106,22 +126,20 @@ impl Journal {
 
     /// Keeps the newest entries within `max_revisions` and `max_bytes` (at least two, so
     /// the head and its predecessor are always there).
-    pub fn prune(
-        &self,
-        entries: &[JournalEntry],
-        max_revisions: u64,
-        max_bytes: u64,
-    ) -> io::Result<()> {
-        let mut kept = 0u64;
+    pub fn prune(&self, entries: Vec<JournalEntry>, max_revisions: u64, max_bytes: u64) -> Vec<JournalEntry> {
+        let mut kept = Vec::with_capacity(entries.len());
         let mut bytes = 0u64;
-        for entry in entries.iter().rev() {
-            kept += 1;
+        for entry in entries.into_iter().rev() {
             bytes += entry.size;
-            if kept > 2 && (kept > max_revisions || bytes > max_bytes) {
-                fs::remove_file(&entry.path)?;
+            let count = kept.len() as u64 + 1;
+            // A removal that fails leaves the entry listed: it is retried next time.
+            if count > 2 && (count > max_revisions || bytes > max_bytes) && fs::remove_file(&entry.path).is_ok() {
+                continue;
             }
+            kept.push(entry);
         }
-        Ok(())
+        kept.reverse();
+        kept
     }
 }
 
@@ -136,7 +154,7 @@ mod tests {
         assert!(j.entries().unwrap().is_empty());
         for rev in 1..=6u64 {
             let bytes = vec![b'x'; 100];
-            j.write(rev, ContentHash::of(&rev.to_le_bytes()), &bytes)
+            j.write(rev, ContentHash::of(&rev.to_le_bytes()), &bytes, &[])
                 .unwrap();
         }
         let all = j.entries().unwrap();
@@ -144,7 +162,7 @@ mod tests {
             all.iter().map(|e| e.revision).collect::<Vec<_>>(),
             [1, 2, 3, 4, 5, 6]
         );
-        j.prune(&all, 4, u64::MAX).unwrap();
+        j.prune(all, 4, u64::MAX);
         assert_eq!(
             j.entries()
                 .unwrap()
@@ -154,7 +172,8 @@ mod tests {
             [3, 4, 5, 6]
         );
         let all = j.entries().unwrap();
-        j.prune(&all, 100, 250).unwrap();
+        let kept = j.prune(all, 100, 250);
+        assert_eq!(kept.iter().map(|e| e.revision).collect::<Vec<_>>(), [5, 6]);
         assert_eq!(
             j.entries()
                 .unwrap()
@@ -169,9 +188,10 @@ mod tests {
     fn writing_a_revision_replaces_uncommitted_leftovers() {
         let dir = tempfile::tempdir().unwrap();
         let j = Journal::new(dir.path().join("journal"));
-        j.write(1, ContentHash::of(b"1"), b"1").unwrap();
-        j.write(2, ContentHash::of(b"2a"), b"2a").unwrap();
-        j.write(2, ContentHash::of(b"2b"), b"2b").unwrap();
+        j.write(1, ContentHash::of(b"1"), b"1", &[]).unwrap();
+        j.write(2, ContentHash::of(b"2a"), b"2a", &[]).unwrap();
+        let known = j.entries().unwrap();
+        j.write(2, ContentHash::of(b"2b"), b"2b", &known).unwrap();
         let all = j.entries().unwrap();
         assert_eq!(all.len(), 2);
         assert_eq!(j.read(&all[1]).unwrap(), b"2b");

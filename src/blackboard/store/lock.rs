@@ -3,7 +3,7 @@
 //! file naming the holder.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,10 +36,11 @@ pub enum LockFailure {
 
 /// Takes the exclusive lock on `lock_path`, waiting up to `timeout`, and records this
 /// process as the holder in `owner_path`.
+/// `timeout` is only asked for when the lock is busy (finding it costs a directory read).
 pub fn acquire(
     lock_path: &Path,
     owner_path: &Path,
-    timeout: Duration,
+    timeout: impl FnOnce() -> Duration,
 ) -> Result<StateLock, LockFailure> {
     let start = Instant::now();
     let file = OpenOptions::new()
@@ -52,7 +53,7 @@ pub fn acquire(
     match file.try_lock() {
         Ok(()) => {}
         Err(std::fs::TryLockError::WouldBlock) => {
-            wait_for(&file, timeout).map_err(|e| match e {
+            wait_for(&file, timeout()).map_err(|e| match e {
                 Some(err) => LockFailure::Io(err),
                 None => LockFailure::TimedOut {
                     holder: read_owner(owner_path),
@@ -103,18 +104,29 @@ fn wait_for(file: &File, timeout: Duration) -> Result<(), Option<io::Error>> {
     }
 }
 
+/// Size of the owner record. It is rewritten in place at this fixed size: truncating or
+/// replacing the file would make ext4 flush it at the next fsync, on every transaction.
+const OWNER_RECORD: usize = 320;
+
 fn write_owner(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
     let command: Vec<String> = std::env::args().collect();
     let mut text = format!(
         "pid {} since {} command {}",
         std::process::id(),
         Timestamp::now(),
-        command.join(" ")
+        command.join(" ").replace('\n', " ")
     );
-    text.truncate(400);
-    text.push('\n');
-    let mut f = File::create(path)?;
-    f.write_all(text.as_bytes())
+    let mut cut = text.len().min(OWNER_RECORD - 1);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    text.truncate(cut);
+    let mut record = text.into_bytes();
+    record.resize(OWNER_RECORD - 1, b' ');
+    record.push(b'\n');
+    let file = OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    file.write_all_at(&record, 0)
 }
 
 fn read_owner(path: &Path) -> Option<String> {
@@ -137,8 +149,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("state.yaml.lock");
         let owner = dir.path().join("state.yaml.lock.owner");
-        let held = acquire(&lock, &owner, Duration::from_secs(1)).ok().unwrap();
-        match acquire(&lock, &owner, Duration::from_millis(50)) {
+        let held = acquire(&lock, &owner, || Duration::from_secs(1)).ok().unwrap();
+        match acquire(&lock, &owner, || Duration::from_millis(50)) {
             Err(LockFailure::TimedOut { holder }) => {
                 let holder = holder.unwrap();
                 assert!(
@@ -150,7 +162,7 @@ mod tests {
         }
         drop(held);
         // Released: the abandoned helper must not keep it.
-        let again = acquire(&lock, &owner, Duration::from_secs(5));
+        let again = acquire(&lock, &owner, || Duration::from_secs(5));
         assert!(again.is_ok());
     }
 
@@ -159,10 +171,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("l");
         let owner = dir.path().join("o");
-        let held = acquire(&lock, &owner, Duration::from_secs(1)).ok().unwrap();
+        let held = acquire(&lock, &owner, || Duration::from_secs(1)).ok().unwrap();
         let (lock2, owner2) = (lock.clone(), owner.clone());
         let waiter =
-            std::thread::spawn(move || acquire(&lock2, &owner2, Duration::from_secs(30)).is_ok());
+            std::thread::spawn(move || acquire(&lock2, &owner2, || Duration::from_secs(30)).is_ok());
         std::thread::sleep(Duration::from_millis(20));
         drop(held);
         assert!(waiter.join().unwrap());

@@ -7,8 +7,20 @@
 //! [`super::parse`] to the same values; the round-trip tests and property tests below
 //! guard that.
 
+use std::collections::HashMap;
+use std::ops::Range;
+
 use super::scalar::{is_flow_plain_safe, is_plain_safe, needs_escape};
 use crate::blackboard::node::{Entry, Node, Value};
+
+/// The text of list items from an earlier emission of the same document, keyed by
+/// item, so unchanged items are copied instead of written again.
+#[derive(Debug, Default)]
+pub struct ItemTexts {
+    /// The earlier document (valid UTF-8; spans are on line boundaries).
+    pub text: Vec<u8>,
+    pub spans: HashMap<usize, Range<usize>>,
+}
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Slot {
@@ -38,6 +50,9 @@ pub struct Emitter {
     slot: Slot,
     /// Column of the key or dash that owns the value being written.
     owner_indent: usize,
+    reuse: Option<ItemTexts>,
+    /// Where each recorded item landed in `out`.
+    recorded: Vec<(usize, Range<usize>)>,
 }
 
 impl Default for Emitter {
@@ -53,7 +68,43 @@ impl Emitter {
             stack: Vec::new(),
             slot: Slot::Top,
             owner_indent: 0,
+            reuse: None,
+            recorded: Vec::new(),
         }
+    }
+
+    /// Lets [`Self::reuse_item`] copy items from an earlier emission.
+    pub fn with_reuse(mut self, texts: ItemTexts) -> Emitter {
+        self.reuse = Some(texts);
+        self
+    }
+
+    /// The document and where each recorded item is in it.
+    pub fn finish_with_items(mut self) -> (String, Vec<(usize, Range<usize>)>) {
+        let recorded = std::mem::take(&mut self.recorded);
+        (self.finish(), recorded)
+    }
+
+    /// Copies the earlier text of item `key` as the next item of the current sequence;
+    /// returns where it starts, or `None` when there is no earlier text for it.
+    pub fn reuse_item(&mut self, key: usize) -> Option<usize> {
+        let reuse = self.reuse.as_ref()?;
+        let span = reuse.spans.get(&key)?.clone();
+        let text = std::str::from_utf8(reuse.text.get(span)?).ok()?;
+        let frame = self.stack.last_mut().expect("reuse_item() inside begin_seq()");
+        frame.first = false;
+        if !self.out.is_empty() && !self.out.ends_with('\n') {
+            self.out.push('\n');
+        }
+        let start = self.out.len();
+        self.out.push_str(text);
+        self.slot = Slot::Done;
+        Some(start)
+    }
+
+    /// Records that item `key` occupies `start..` up to the current end.
+    pub fn record_item(&mut self, key: usize, start: usize) {
+        self.recorded.push((key, start..self.out.len()));
     }
 
     /// The document text, ending in a newline.
@@ -64,12 +115,15 @@ impl Emitter {
         self.out
     }
 
-    fn pad(&mut self, indent: usize) {
+    /// Starts a new line at `indent`; returns where the line starts.
+    fn pad(&mut self, indent: usize) -> usize {
         // A keep-chomped literal block (`|+`) already ended its last line.
         if !self.out.is_empty() && !self.out.ends_with('\n') {
             self.out.push('\n');
         }
+        let start = self.out.len();
         push_spaces(&mut self.out, indent);
+        start
     }
 
     /// Separator between `key:`/`- ` and an inline value.
@@ -163,17 +217,17 @@ impl Emitter {
         true
     }
 
-    pub fn item(&mut self) {
+    /// Starts the next item of the current sequence; returns where its line starts.
+    pub fn item(&mut self) -> usize {
         let frame = self.stack.last_mut().expect("item() inside begin_seq()");
         let inline = frame.first && frame.inline_first;
         frame.first = false;
         let indent = frame.indent;
-        if !inline {
-            self.pad(indent);
-        }
+        let start = if inline { self.out.len() } else { self.pad(indent) };
         self.out.push_str("- ");
         self.slot = Slot::AfterDash;
         self.owner_indent = indent;
+        start
     }
 
     pub fn end_seq(&mut self) {

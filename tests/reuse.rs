@@ -1,0 +1,116 @@
+//! A commit copies the YAML and JSON text of the tasks a transaction did not change.
+//! Whatever the change (edit, add, remove, reorder tasks, other sections), the written
+//! state.yaml must be exactly what a full rewrite gives, and the cache exactly the state.
+
+mod common;
+
+use common::{Repo, assert_success};
+use liza::blackboard::document;
+use liza::blackboard::model::{HistoryEvent, Task, TaskStatus};
+use liza::blackboard::{Actor, Store, TaskId};
+
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, bound: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % bound as u64) as usize
+    }
+}
+
+fn check(repo: &Repo, store: &Store, step: &str) {
+    let bytes = std::fs::read(repo.state_path()).unwrap();
+    let decoded = document::decode(&bytes).unwrap_or_else(|f| panic!("{step}: {f:?}"));
+    let rewritten = document::emit(&decoded.state, 0);
+    assert!(rewritten.as_bytes() == bytes.as_slice(), "{step}: copied task text differs from a full rewrite");
+    let snapshot = store.snapshot().unwrap();
+    assert_eq!(snapshot.state, decoded.state, "{step}: the cache holds another state");
+    assert!(!snapshot.pending_hand_edit, "{step}");
+}
+
+#[test]
+fn copied_task_texts_always_equal_a_full_rewrite() {
+    let repo = Repo::initialized();
+    let state = liza::bench::generate_state(40, 2000, liza::blackboard::Timestamp::now());
+    std::fs::write(repo.state_path(), document::emit(&state, 0)).unwrap();
+    for spec in liza::bench::spec_files() {
+        std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
+    }
+    for wt in liza::bench::worktree_dirs(&state) {
+        std::fs::create_dir_all(repo.path().join(wt)).unwrap();
+    }
+    assert_success(&repo.liza(&["note", "all", "adopt"]));
+    let store = Store::open(repo.path()).unwrap();
+    check(&repo, &store, "adopt");
+    let mut rng = Lcg(42);
+    let mut added = 0;
+    for step in 0..80 {
+        let op = rng.next(6);
+        let pick = rng.next(1000);
+        store
+            .transact(&Actor::Human, |tx| {
+                let n = tx.state.tasks.len();
+                match op {
+                    0 => {
+                        // Edit one task: a field, and a history event with a multi-line detail.
+                        let id = tx.state.tasks[pick % n].id.clone();
+                        let task = tx.state.task_mut(&id).unwrap();
+                        task.description = Some(format!("edited at step {step}:\n  with \"quotes\" and a tab\t"));
+                        let mut extra = liza::blackboard::node::Extra::default();
+                        extra.insert("detail", liza::blackboard::node::Node::str("line 1\nline 2\n\n"));
+                        task.history.get_or_insert_with(Vec::new).push(HistoryEvent {
+                            time: tx.now,
+                            event: "note_added".into(),
+                            agent: Some("human".into()),
+                            extra,
+                        });
+                    }
+                    1 => {
+                        added += 1;
+                        let id = TaskId::parse(&format!("new-{step}-{added}")).unwrap();
+                        let mut task = Task::new(id.clone(), TaskStatus::Draft);
+                        task.description = Some("added".into());
+                        tx.state.tasks.push_task(task);
+                        tx.state.sprint.scope.as_mut().unwrap().planned.get_or_insert_with(Vec::new).push(id);
+                    }
+                    2 => {
+                        // Remove a DRAFT or ABANDONED task nothing refers to.
+                        let removable: Vec<TaskId> = tx
+                            .state
+                            .tasks
+                            .iter()
+                            .filter(|t| matches!(t.status, TaskStatus::Draft | TaskStatus::Abandoned))
+                            .map(|t| t.id.clone())
+                            .filter(|id| {
+                                !tx.state.tasks.iter().any(|t| {
+                                    t.depends_on().contains(id) || t.superseded_by.as_ref().is_some_and(|s| s.contains(id))
+                                })
+                            })
+                            .collect();
+                        if let Some(id) = removable.get(pick % removable.len().max(1)) {
+                            tx.state.tasks.retain(|t| &t.id != id);
+                            if let Some(planned) = tx.state.sprint.scope.as_mut().unwrap().planned.as_mut() {
+                                planned.retain(|p| p != id);
+                            }
+                        }
+                    }
+                    3 => {
+                        let (a, b) = (pick % n, (pick / 7) % n);
+                        tx.state.tasks.swap(a, b);
+                    }
+                    4 => {
+                        tx.state.goal.description = format!("goal changed at step {step}");
+                    }
+                    _ => {
+                        // Touch a task without changing it: still copied.
+                        let id = tx.state.tasks[pick % n].id.clone();
+                        let _ = tx.state.task(&id);
+                    }
+                }
+                tx.log("test_step");
+                Ok::<_, String>(())
+            })
+            .unwrap_or_else(|e| panic!("step {step} op {op}: {e:?}"));
+        check(&repo, &store, &format!("step {step} (op {op})"));
+    }
+}
