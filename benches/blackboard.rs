@@ -50,7 +50,8 @@ fn sample_of(times: &mut [Duration]) -> Sample {
 fn cpu_time() -> Duration {
     use nix::sys::resource::{UsageWho, getrusage};
     let usage = getrusage(UsageWho::RUSAGE_SELF).expect("getrusage");
-    let tv = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
+    let tv =
+        |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
     tv(usage.user_time()) + tv(usage.system_time())
 }
 
@@ -128,7 +129,8 @@ fn bench_root() -> std::path::PathBuf {
 fn floor_commit(dir: &Path, bytes: &[u8], round: usize) {
     let journal = Journal::new(dir.join("journal"));
     let hash = ContentHash::of(bytes);
-    let (temp, _) = write_revision_files(&journal, &[], dir, round as u64, hash, bytes).expect("floor writes");
+    let (temp, _) =
+        write_revision_files(&journal, &[], dir, round as u64, hash, bytes).expect("floor writes");
     let target = dir.join("state.yaml");
     atomic::exchange(dir, &temp, &target).unwrap();
     let _ = std::fs::remove_file(&temp);
@@ -136,7 +138,12 @@ fn floor_commit(dir: &Path, bytes: &[u8], round: usize) {
     let entry = LogEntry::new(Timestamp::now(), "bench", "floor");
     activity::append(&dir.join("log.yaml"), &[entry]).unwrap();
     if round > 2 {
-        for old in journal.entries().unwrap().iter().filter(|e| e.revision + 2 < round as u64) {
+        for old in journal
+            .entries()
+            .unwrap()
+            .iter()
+            .filter(|e| e.revision + 2 < round as u64)
+        {
             let _ = std::fs::remove_file(&old.path);
         }
     }

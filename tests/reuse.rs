@@ -13,7 +13,10 @@ struct Lcg(u64);
 
 impl Lcg {
     fn next(&mut self, bound: usize) -> usize {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((self.0 >> 33) % bound as u64) as usize
     }
 }
@@ -22,9 +25,15 @@ fn check(repo: &Repo, store: &Store, step: &str) {
     let bytes = std::fs::read(repo.state_path()).unwrap();
     let decoded = document::decode(&bytes).unwrap_or_else(|f| panic!("{step}: {f:?}"));
     let rewritten = document::emit(&decoded.state, 0);
-    assert!(rewritten.as_bytes() == bytes.as_slice(), "{step}: copied task text differs from a full rewrite");
+    assert!(
+        rewritten.as_bytes() == bytes.as_slice(),
+        "{step}: copied task text differs from a full rewrite"
+    );
     let snapshot = store.snapshot().unwrap();
-    assert_eq!(snapshot.state, decoded.state, "{step}: the cache holds another state");
+    assert_eq!(
+        snapshot.state, decoded.state,
+        "{step}: the cache holds another state"
+    );
     assert!(!snapshot.pending_hand_edit, "{step}");
 }
 
@@ -55,15 +64,22 @@ fn copied_task_texts_always_equal_a_full_rewrite() {
                         // Edit one task: a field, and a history event with a multi-line detail.
                         let id = tx.state.tasks[pick % n].id.clone();
                         let task = tx.state.task_mut(&id).unwrap();
-                        task.description = Some(format!("edited at step {step}:\n  with \"quotes\" and a tab\t"));
+                        task.description = Some(format!(
+                            "edited at step {step}:\n  with \"quotes\" and a tab\t"
+                        ));
                         let mut extra = liza::blackboard::node::Extra::default();
-                        extra.insert("detail", liza::blackboard::node::Node::str("line 1\nline 2\n\n"));
-                        task.history.get_or_insert_with(Vec::new).push(HistoryEvent {
-                            time: tx.now,
-                            event: "note_added".into(),
-                            agent: Some("human".into()),
-                            extra,
-                        });
+                        extra.insert(
+                            "detail",
+                            liza::blackboard::node::Node::str("line 1\nline 2\n\n"),
+                        );
+                        task.history
+                            .get_or_insert_with(Vec::new)
+                            .push(HistoryEvent {
+                                time: tx.now,
+                                event: "note_added".into(),
+                                agent: Some("human".into()),
+                                extra,
+                            });
                     }
                     1 => {
                         added += 1;
@@ -71,7 +87,14 @@ fn copied_task_texts_always_equal_a_full_rewrite() {
                         let mut task = Task::new(id.clone(), TaskStatus::Draft);
                         task.description = Some("added".into());
                         tx.state.tasks.push_task(task);
-                        tx.state.sprint.scope.as_mut().unwrap().planned.get_or_insert_with(Vec::new).push(id);
+                        tx.state
+                            .sprint
+                            .scope
+                            .as_mut()
+                            .unwrap()
+                            .planned
+                            .get_or_insert_with(Vec::new)
+                            .push(id);
                     }
                     2 => {
                         // Remove a DRAFT or ABANDONED task nothing refers to.
@@ -79,17 +102,22 @@ fn copied_task_texts_always_equal_a_full_rewrite() {
                             .state
                             .tasks
                             .iter()
-                            .filter(|t| matches!(t.status, TaskStatus::Draft | TaskStatus::Abandoned))
+                            .filter(|t| {
+                                matches!(t.status, TaskStatus::Draft | TaskStatus::Abandoned)
+                            })
                             .map(|t| t.id.clone())
                             .filter(|id| {
                                 !tx.state.tasks.iter().any(|t| {
-                                    t.depends_on().contains(id) || t.superseded_by.as_ref().is_some_and(|s| s.contains(id))
+                                    t.depends_on().contains(id)
+                                        || t.superseded_by.as_ref().is_some_and(|s| s.contains(id))
                                 })
                             })
                             .collect();
                         if let Some(id) = removable.get(pick % removable.len().max(1)) {
                             tx.state.tasks.retain(|t| &t.id != id);
-                            if let Some(planned) = tx.state.sprint.scope.as_mut().unwrap().planned.as_mut() {
+                            if let Some(planned) =
+                                tx.state.sprint.scope.as_mut().unwrap().planned.as_mut()
+                            {
                                 planned.retain(|p| p != id);
                             }
                         }

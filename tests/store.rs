@@ -277,7 +277,12 @@ fn cache_files(repo: &Repo) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(repo.liza_dir())
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with("state.cache."))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("state.cache.")
+        })
         .collect()
 }
 
@@ -303,7 +308,9 @@ fn the_parse_cache_is_an_optimisation_only() {
     let cache = cache_files(&repo).remove(0);
     let text = std::fs::read_to_string(&cache).unwrap();
     std::fs::write(&cache, text.replace("three", "TAMPERED")).unwrap();
-    let edited = repo.state_text().replace("message: three", "message: three!");
+    let edited = repo
+        .state_text()
+        .replace("message: three", "message: three!");
     std::fs::write(repo.state_path(), edited).unwrap();
     let v = repo.state_json();
     assert_eq!(v["revision"], 4);

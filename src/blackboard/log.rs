@@ -277,6 +277,12 @@ impl Finding {
 /// Appends `entries`, one `write` each, then fsyncs. A torn final item left by a crash
 /// is cut off first.
 pub fn append(path: &Path, entries: &[LogEntry]) -> io::Result<()> {
+    append_unsynced(path, entries)?.sync_all()
+}
+
+/// Appends `entries` like [`append`] but leaves the fsync to the caller (the store does
+/// it after releasing the lock), returning the file to sync.
+pub fn append_unsynced(path: &Path, entries: &[LogEntry]) -> io::Result<File> {
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
@@ -293,7 +299,7 @@ pub fn append(path: &Path, entries: &[LogEntry]) -> io::Result<()> {
         }
         file.write_all(line.as_bytes())?;
     }
-    file.sync_all()
+    Ok(file)
 }
 
 fn repair_torn_tail(file: &mut File) -> io::Result<()> {

@@ -16,7 +16,7 @@ pub mod journal;
 pub mod lock;
 
 use std::collections::HashSet;
-use std::fs;
+use std::fs::{self, File};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -26,6 +26,7 @@ use self::cache::{ParseCache, TaskTexts};
 use self::hash::ContentHash;
 use self::journal::{Journal, JournalEntry};
 use self::lock::{LockFailure, StateLock};
+use super::codec::Emit;
 use super::document;
 use super::finding::Finding;
 use super::ids::Actor;
@@ -35,7 +36,6 @@ use super::model::State;
 use super::paths::LizaPaths;
 use super::summary;
 use super::timestamp::Timestamp;
-use super::codec::Emit;
 use super::validate::{ValidationEnv, validate};
 use super::yaml::{Emitter, ItemTexts};
 use crate::error::{Diagnostic, ErrorClass};
@@ -395,6 +395,11 @@ impl Store {
             tx.log,
         )?;
         drop(original);
+        // The new state is visible from the swap on; what only makes it durable (the
+        // directory and log fsyncs, journal pruning) waits outside the lock, before the
+        // command reports success.
+        drop(lock);
+        committed.durable.complete()?;
         Ok(Committed {
             value,
             revision: committed.revision,
@@ -518,7 +523,12 @@ impl Store {
         Ok(logged.is_none_or(|r| r < head.revision as i64))
     }
 
-    fn load_committed(&self, hash: ContentHash, bytes: Vec<u8>, journal: Vec<JournalEntry>) -> Result<Current, StoreError> {
+    fn load_committed(
+        &self,
+        hash: ContentHash,
+        bytes: Vec<u8>,
+        journal: Vec<JournalEntry>,
+    ) -> Result<Current, StoreError> {
         let bytes = match self.cache.load(hash, bytes) {
             Ok((state, texts)) => {
                 return Ok(Current {
@@ -602,10 +612,11 @@ impl Store {
         let mut entry = LogEntry::new(now, "human", "human_edit");
         entry.detail = Some(detail);
         let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        let journal = committed.durable.complete()?;
         Ok(Current {
             state,
             hash: committed.hash,
-            journal: committed.journal,
+            journal,
             texts: committed.texts,
         })
     }
@@ -662,13 +673,20 @@ impl Store {
         // three times.
         // For big blackboards the cache is serialised while the disk writes are waited for.
         let (written, encoded) = if bytes.len() < 512 * 1024 {
-            let written = write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
-            let encoded = self.cache.encode(hash, state, &task_spans, previous_json.as_ref(), timeout);
+            let written =
+                write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
+            let encoded =
+                self.cache
+                    .encode(hash, state, &task_spans, previous_json.as_ref(), timeout);
             (written, Ok(encoded))
         } else {
             std::thread::scope(|s| {
-                let encoded = s.spawn(|| self.cache.encode(hash, state, &task_spans, previous_json.as_ref(), timeout));
-                let written = write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
+                let encoded = s.spawn(|| {
+                    self.cache
+                        .encode(hash, state, &task_spans, previous_json.as_ref(), timeout)
+                });
+                let written =
+                    write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
                 (written, encoded.join())
             })
         };
@@ -689,27 +707,36 @@ impl Store {
         if swapped == atomic::Swapped::Previous {
             self.settle_swapped_out(&temp, read_hash, revision, &mut entries);
         }
-        atomic::fsync_dir(dir).map_err(io_err("sync", dir))?;
-        failpoint::hit("after-dirsync");
         if let Err(err) = self.cache.store(&encoded) {
             tracing::warn!(%err, "could not refresh the parse cache; the next command parses state.yaml");
         }
         failpoint::hit("after-cache");
-        let (keep_revisions, keep_bytes) = state.config.journal_keep();
-        let mut journal: Vec<JournalEntry> = journal.into_iter().filter(|e| e.revision < revision).collect();
-        journal.push(new_entry);
-        let journal = self.journal.prune(journal, keep_revisions, keep_bytes);
         let (wait, hold) = (millis(lock.waited), millis(lock.acquired.elapsed()));
         for e in &mut entries {
             e.revision = Some(revision as i64);
             e.lock_wait_ms = Some(wait);
             e.lock_hold_ms = Some(hold);
         }
-        if let Err(err) = activity::append(&self.paths.log(), &entries) {
-            // The transaction is committed; only its log entry is missing.
-            tracing::warn!(%err, "committed revision {revision} but could not append to log.yaml");
-        }
+        let log = match activity::append_unsynced(&self.paths.log(), &entries) {
+            Ok(file) => Some(file),
+            Err(err) => {
+                // The transaction is committed; only its log entry is missing.
+                tracing::warn!(%err, "committed revision {revision} but could not append to log.yaml");
+                None
+            }
+        };
         failpoint::hit("after-log");
+        let mut journal: Vec<JournalEntry> = journal
+            .into_iter()
+            .filter(|e| e.revision < revision)
+            .collect();
+        journal.push(new_entry);
+        let durable = Durability {
+            dir: dir.clone(),
+            log,
+            journal: Journal::new(self.journal.dir().to_path_buf()),
+            prune: (journal, state.config.journal_keep()),
+        };
         let texts = TaskTexts {
             yaml: ItemTexts {
                 text: bytes,
@@ -721,9 +748,9 @@ impl Store {
         Ok(CommitInfo {
             revision,
             hash,
-            journal,
             entries,
             texts: Some(texts),
+            durable,
         })
     }
 
@@ -832,6 +859,30 @@ impl Store {
 /// Prefix of the temp files of a commit (hidden, in `.liza/`).
 const TEMP_PREFIX: &str = ".state.yaml.";
 
+/// The end of a commit: fsync the directory (the swap) and the log, prune the journal.
+struct Durability {
+    dir: PathBuf,
+    log: Option<File>,
+    journal: Journal,
+    /// The journal after this commit, and its bound.
+    prune: (Vec<JournalEntry>, (u64, u64)),
+}
+
+impl Durability {
+    /// Returns the journal as it stands after pruning.
+    fn complete(self) -> Result<Vec<JournalEntry>, StoreError> {
+        atomic::fsync_dir(&self.dir).map_err(io_err("sync", &self.dir))?;
+        failpoint::hit("after-dirsync");
+        if let Some(log) = self.log
+            && let Err(err) = log.sync_all()
+        {
+            tracing::warn!(%err, "could not sync log.yaml; its last entry may be lost in a crash");
+        }
+        let (entries, (revisions, bytes)) = self.prune;
+        Ok(self.journal.prune(entries, revisions, bytes))
+    }
+}
+
 struct Current {
     state: State,
     hash: ContentHash,
@@ -844,7 +895,8 @@ struct Current {
 struct CommitInfo {
     revision: u64,
     hash: ContentHash,
-    journal: Vec<JournalEntry>,
+    /// What is left to make the commit durable; done after the lock is released.
+    durable: Durability,
     entries: Vec<LogEntry>,
     texts: Option<TaskTexts>,
 }
@@ -868,7 +920,8 @@ pub fn write_revision_files<'p>(
     let entry = journal
         .write(revision, hash, bytes, known)
         .map_err(|e| ("write the journal in", journal.dir(), e))?;
-    let temp = atomic::write_temp_synced(dir, TEMP_PREFIX, bytes).map_err(|e| ("write a temporary file in", dir, e))?;
+    let temp = atomic::write_temp_synced(dir, TEMP_PREFIX, bytes)
+        .map_err(|e| ("write a temporary file in", dir, e))?;
     Ok((temp, entry))
 }
 

@@ -513,9 +513,15 @@ mod tests {
         tasks.emit(&mut e);
         e.end_map();
         let (text, spans) = e.finish_with_items();
-        assert_eq!(text, "tasks:\n  - id: a\n    status: DRAFT\n  - id: b\n    status: DRAFT\n    marker: copied\n");
+        assert_eq!(
+            text,
+            "tasks:\n  - id: a\n    status: DRAFT\n  - id: b\n    status: DRAFT\n    marker: copied\n"
+        );
         assert_eq!(&text[spans[0].1.clone()], "  - id: a\n    status: DRAFT");
-        assert_eq!(&text[spans[1].1.clone()], "  - id: b\n    status: DRAFT\n    marker: copied");
+        assert_eq!(
+            &text[spans[1].1.clone()],
+            "  - id: b\n    status: DRAFT\n    marker: copied"
+        );
     }
 
     #[test]

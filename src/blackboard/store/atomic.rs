@@ -71,7 +71,13 @@ pub fn exchange(dir: &Path, temp: &Path, target: &Path) -> io::Result<Swapped> {
     let dir_fd = File::open(dir)?;
     // Names relative to the directory handle (the paths may be relative to the cwd).
     let (temp_name, target_name) = (file_name(temp)?, file_name(target)?);
-    match renameat2(&dir_fd, temp_name, &dir_fd, target_name, RenameFlags::RENAME_EXCHANGE) {
+    match renameat2(
+        &dir_fd,
+        temp_name,
+        &dir_fd,
+        target_name,
+        RenameFlags::RENAME_EXCHANGE,
+    ) {
         Ok(()) => Ok(Swapped::Previous),
         Err(Errno::ENOENT) if temp.exists() => {
             // The target does not exist: create it, refusing to overwrite one that

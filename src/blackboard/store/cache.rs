@@ -53,12 +53,17 @@ impl ParseCache {
     }
 
     fn path_for(&self, hash: ContentHash) -> PathBuf {
-        self.dir.join(format!("{PREFIX}{}{SUFFIX}", &hash.to_hex()[..32]))
+        self.dir
+            .join(format!("{PREFIX}{}{SUFFIX}", &hash.to_hex()[..32]))
     }
 
     /// The state for `hash` (the hash of `state_bytes`), with the texts of its tasks;
     /// `state_bytes` back when the cache does not have it.
-    pub fn load(&self, hash: ContentHash, state_bytes: Vec<u8>) -> Result<(State, TaskTexts), Vec<u8>> {
+    pub fn load(
+        &self,
+        hash: ContentHash,
+        state_bytes: Vec<u8>,
+    ) -> Result<(State, TaskTexts), Vec<u8>> {
         match self.read(hash, &state_bytes) {
             Some((state, mut texts)) => {
                 texts.yaml.text = state_bytes;
@@ -172,7 +177,11 @@ impl ParseCache {
 
     /// Writes an encoded cache and removes every other cache file.
     pub fn store(&self, encoded: &Encoded) -> io::Result<()> {
-        match fs::OpenOptions::new().write(true).create_new(true).open(&encoded.path) {
+        match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&encoded.path)
+        {
             Ok(mut file) => file.write_all(&encoded.bytes)?,
             // Same hash, same content.
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
@@ -211,7 +220,10 @@ fn parse_task_line(line: &[u8], offset: usize) -> Option<(Range<usize>, Range<us
     let first = line.iter().position(|b| *b == b' ')?;
     let second = first + 1 + line[first + 1..].iter().position(|b| *b == b' ')?;
     let start: usize = std::str::from_utf8(&line[..first]).ok()?.parse().ok()?;
-    let end: usize = std::str::from_utf8(&line[first + 1..second]).ok()?.parse().ok()?;
+    let end: usize = std::str::from_utf8(&line[first + 1..second])
+        .ok()?
+        .parse()
+        .ok()?;
     if start > end {
         return None;
     }
@@ -223,7 +235,11 @@ fn decode_tasks(bytes: &[u8], lines: &[(Range<usize>, Range<usize>)]) -> Option<
     let decode = |chunk: &[(Range<usize>, Range<usize>)]| -> Option<Vec<Arc<Task>>> {
         chunk
             .iter()
-            .map(|(_, json)| serde_json::from_slice::<Task>(&bytes[json.clone()]).ok().map(Arc::new))
+            .map(|(_, json)| {
+                serde_json::from_slice::<Task>(&bytes[json.clone()])
+                    .ok()
+                    .map(Arc::new)
+            })
             .collect()
     };
     // Threads pay off only for big blackboards: starting one costs about as much as
@@ -235,7 +251,10 @@ fn decode_tasks(bytes: &[u8], lines: &[(Range<usize>, Range<usize>)]) -> Option<
     }
     let per = lines.len().div_ceil(threads);
     std::thread::scope(|s| {
-        let handles: Vec<_> = lines.chunks(per).map(|chunk| s.spawn(move || decode(chunk))).collect();
+        let handles: Vec<_> = lines
+            .chunks(per)
+            .map(|chunk| s.spawn(move || decode(chunk)))
+            .collect();
         let mut tasks = Vec::with_capacity(lines.len());
         for h in handles {
             tasks.extend(h.join().ok()??);

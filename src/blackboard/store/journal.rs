@@ -72,7 +72,13 @@ impl Journal {
     /// Writes the entry for `revision` durably (file and directory fsynced). Entries at
     /// or above `revision` among `known` (the journal as the caller listed it: left by a
     /// transaction that crashed before its swap) are replaced.
-    pub fn write(&self, revision: u64, hash: ContentHash, bytes: &[u8], known: &[JournalEntry]) -> io::Result<JournalEntry> {
+    pub fn write(
+        &self,
+        revision: u64,
+        hash: ContentHash,
+        bytes: &[u8],
+        known: &[JournalEntry],
+    ) -> io::Result<JournalEntry> {
         let (entry, file) = self.create(revision, hash, bytes, known)?;
         Self::sync(&file, &self.dir)?;
         Ok(entry)
@@ -126,14 +132,22 @@ impl Journal {
 
     /// Keeps the newest entries within `max_revisions` and `max_bytes` (at least two, so
     /// the head and its predecessor are always there).
-    pub fn prune(&self, entries: Vec<JournalEntry>, max_revisions: u64, max_bytes: u64) -> Vec<JournalEntry> {
+    pub fn prune(
+        &self,
+        entries: Vec<JournalEntry>,
+        max_revisions: u64,
+        max_bytes: u64,
+    ) -> Vec<JournalEntry> {
         let mut kept = Vec::with_capacity(entries.len());
         let mut bytes = 0u64;
         for entry in entries.into_iter().rev() {
             bytes += entry.size;
             let count = kept.len() as u64 + 1;
             // A removal that fails leaves the entry listed: it is retried next time.
-            if count > 2 && (count > max_revisions || bytes > max_bytes) && fs::remove_file(&entry.path).is_ok() {
+            if count > 2
+                && (count > max_revisions || bytes > max_bytes)
+                && fs::remove_file(&entry.path).is_ok()
+            {
                 continue;
             }
             kept.push(entry);

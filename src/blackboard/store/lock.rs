@@ -125,7 +125,11 @@ fn write_owner(path: &Path) -> io::Result<()> {
     let mut record = text.into_bytes();
     record.resize(OWNER_RECORD - 1, b' ');
     record.push(b'\n');
-    let file = OpenOptions::new().write(true).create(true).truncate(false).open(path)?;
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
     file.write_all_at(&record, 0)
 }
 
@@ -149,7 +153,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("state.yaml.lock");
         let owner = dir.path().join("state.yaml.lock.owner");
-        let held = acquire(&lock, &owner, || Duration::from_secs(1)).ok().unwrap();
+        let held = acquire(&lock, &owner, || Duration::from_secs(1))
+            .ok()
+            .unwrap();
         match acquire(&lock, &owner, || Duration::from_millis(50)) {
             Err(LockFailure::TimedOut { holder }) => {
                 let holder = holder.unwrap();
@@ -171,10 +177,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let lock = dir.path().join("l");
         let owner = dir.path().join("o");
-        let held = acquire(&lock, &owner, || Duration::from_secs(1)).ok().unwrap();
+        let held = acquire(&lock, &owner, || Duration::from_secs(1))
+            .ok()
+            .unwrap();
         let (lock2, owner2) = (lock.clone(), owner.clone());
-        let waiter =
-            std::thread::spawn(move || acquire(&lock2, &owner2, || Duration::from_secs(30)).is_ok());
+        let waiter = std::thread::spawn(move || {
+            acquire(&lock2, &owner2, || Duration::from_secs(30)).is_ok()
+        });
         std::thread::sleep(Duration::from_millis(20));
         drop(held);
         assert!(waiter.join().unwrap());

@@ -91,7 +91,10 @@ impl Emitter {
         let reuse = self.reuse.as_ref()?;
         let span = reuse.spans.get(&key)?.clone();
         let text = std::str::from_utf8(reuse.text.get(span)?).ok()?;
-        let frame = self.stack.last_mut().expect("reuse_item() inside begin_seq()");
+        let frame = self
+            .stack
+            .last_mut()
+            .expect("reuse_item() inside begin_seq()");
         frame.first = false;
         if !self.out.is_empty() && !self.out.ends_with('\n') {
             self.out.push('\n');
@@ -223,7 +226,11 @@ impl Emitter {
         let inline = frame.first && frame.inline_first;
         frame.first = false;
         let indent = frame.indent;
-        let start = if inline { self.out.len() } else { self.pad(indent) };
+        let start = if inline {
+            self.out.len()
+        } else {
+            self.pad(indent)
+        };
         self.out.push_str("- ");
         self.slot = Slot::AfterDash;
         self.owner_indent = indent;
