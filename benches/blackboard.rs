@@ -318,8 +318,8 @@ fn main() {
     }
 
     println!(
-        "{:<6} {:<92} {:>10} {:>10}  {:<22} {}",
-        "id", "scenario", "median", "p95", "target", ""
+        "{:<6} {:<92} {:>10} {:>10}  {:<22} verdict",
+        "id", "scenario", "median", "p95", "target"
     );
     for row in &rows {
         println!(

@@ -155,7 +155,9 @@ fn refused_notes_leave_every_file_byte_identical() {
     let repo = Repo::initialized();
     assert_success(&repo.liza(&["note", "all", "first"]));
     let before = repo.files();
-    let cases: Vec<(Vec<&str>, Vec<(&str, &str)>, i32, &str)> = vec![
+    /// (arguments, environment, exit code, message)
+    type Case<'a> = (Vec<&'a str>, Vec<(&'a str, &'a str)>, i32, &'a str);
+    let cases: Vec<Case> = vec![
         (
             vec!["note", "t-nope", "x"],
             vec![],
@@ -323,4 +325,50 @@ fn validate_without_file_checks_this_repository() {
     std::fs::remove_file(repo.path().join("specs/vision.md")).unwrap();
     // The goal's spec is not a task spec: still valid.
     assert_success(&repo.liza(&["validate"]));
+}
+
+#[test]
+fn log_follow_prints_entries_as_they_are_appended() {
+    use std::io::{BufRead, BufReader};
+    use std::sync::mpsc;
+
+    let repo = Repo::initialized();
+    let mut child = repo
+        .command()
+        .args(["log", "--follow", "--task", "t-1"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    // Entries for other tasks are filtered out; ours appear as they are written. The
+    // follower may start after the first note: keep adding until one shows up.
+    let text = repo
+        .state_text()
+        .replace("tasks: []\n", "tasks:\n  - id: t-1\n    status: DRAFT\n");
+    std::fs::write(repo.state_path(), text).unwrap();
+    assert_success(&repo.liza(&["note", "all", "not this one"]));
+    let mut seen = None;
+    for round in 0..200 {
+        assert_success(&repo.liza(&["note", "t-1", &format!("followed {round}")]));
+        if let Ok(line) = rx.recv_timeout(std::time::Duration::from_millis(500)) {
+            seen = Some(line);
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let line = seen.expect("log --follow printed the new entry");
+    assert!(
+        line.contains("human_note") && line.contains("followed"),
+        "{line}"
+    );
+    assert!(!line.contains("not this one"));
 }

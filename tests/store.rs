@@ -379,7 +379,6 @@ fn unknown_keys_survive_rewrites_at_every_level() {
             "  integration_branch: integration\n",
             "  integration_branch: integration\n  my_setting: 3\n",
         )
-        .replace("    message: ", "    message: ")
         .replace(
             "  timeline:\n",
             "  timeline:\n    x-milestone: 2026-04-01\n",

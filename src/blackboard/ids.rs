@@ -244,7 +244,8 @@ mod tests {
     #[test]
     fn hostile_task_ids_are_refused() {
         let long = "x".repeat(65);
-        let cases: &[(&str, fn(&IdError) -> bool)] = &[
+        type Expect = fn(&IdError) -> bool;
+        let cases: &[(&str, Expect)] = &[
             ("", |e| matches!(e, IdError::Empty(_))),
             (&long, |e| matches!(e, IdError::TooLong(_))),
             ("../x", |e| matches!(e, IdError::BadCharacter(_))),

@@ -821,30 +821,32 @@ impl Store {
             .filter_map(Result::ok)
             .map(|e| e.path())
             .filter(|p| {
-                p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                    n.ends_with(".tmp")
-                        && (n.starts_with(TEMP_PREFIX) || n.starts_with("state.cache."))
-                })
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(".tmp") && n.starts_with(TEMP_PREFIX))
             })
             .collect();
         if leftovers.is_empty() {
             return Ok(());
         }
-        let committed: HashSet<ContentHash> = self
+        let entries = self
             .journal
             .entries()
-            .map_err(io_err("read", self.journal.dir()))?
+            .map_err(io_err("read", self.journal.dir()))?;
+        let committed: HashSet<ContentHash> = entries.iter().map(|e| e.hash).collect();
+        // A commit writes its journal entry in full before creating its temp file, so a
+        // temp file cut short by a kill is a prefix of one of the newest entries.
+        let newest: Vec<Vec<u8>> = entries
             .iter()
-            .map(|e| e.hash)
+            .rev()
+            .take(2)
+            .filter_map(|e| self.journal.read(e).ok())
             .collect();
         for path in leftovers {
-            let is_cache = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("state.cache."));
-            let known =
-                is_cache || fs::read(&path).is_ok_and(|b| committed.contains(&ContentHash::of(&b)));
-            if known {
+            let Ok(bytes) = fs::read(&path) else { continue };
+            let ours = committed.contains(&ContentHash::of(&bytes))
+                || newest.iter().any(|entry| entry.starts_with(&bytes));
+            if ours {
                 let _ = fs::remove_file(&path);
             } else {
                 let note = "liza found this file after an interrupted transaction; it was state.yaml \

@@ -10,8 +10,14 @@ use crate::ops::OpsError;
 pub struct CliError {
     pub class: ErrorClass,
     pub message: String,
-    pub causes: Vec<String>,
     pub hints: Vec<String>,
+    pub detail: Box<Detail>,
+}
+
+/// What an error may carry besides its message (boxed: errors travel by value).
+#[derive(Debug, Default)]
+pub struct Detail {
+    pub causes: Vec<String>,
     pub findings: Vec<Finding>,
     /// The file the findings are in, for `file:line:column` prefixes.
     pub file: Option<String>,
@@ -22,10 +28,8 @@ impl CliError {
         CliError {
             class,
             message,
-            causes: Vec::new(),
             hints: Vec::new(),
-            findings: Vec::new(),
-            file: None,
+            detail: Box::default(),
         }
     }
 
@@ -47,29 +51,23 @@ impl CliError {
     }
 
     fn from_diagnostic(err: &dyn Diagnostic) -> CliError {
-        let mut causes = Vec::new();
+        let mut out = CliError::new(err.class(), err.to_string());
         let mut source = err.source();
         while let Some(s) = source {
-            causes.push(s.to_string());
+            out.detail.causes.push(s.to_string());
             source = s.source();
         }
-        CliError {
-            class: err.class(),
-            message: err.to_string(),
-            causes,
-            hints: err.hints(),
-            findings: Vec::new(),
-            file: None,
-        }
+        out.hints = err.hints();
+        out
     }
 }
 
 impl From<StoreError> for CliError {
     fn from(err: StoreError) -> CliError {
         let mut out = CliError::from_diagnostic(&err);
-        out.findings = err.findings().to_vec();
+        out.detail.findings = err.findings().to_vec();
         if let StoreError::Invalid { path, .. } = &err {
-            out.file = Some(path.clone());
+            out.detail.file = Some(path.clone());
         }
         out
     }

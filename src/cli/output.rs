@@ -54,11 +54,11 @@ impl Output {
         } else {
             let mut stderr = std::io::stderr().lock();
             let _ = writeln!(stderr, "error: {}", err.message);
-            for cause in &err.causes {
+            for cause in &err.detail.causes {
                 let _ = writeln!(stderr, "caused by: {cause}");
             }
-            for f in &err.findings {
-                let _ = writeln!(stderr, "  {}", finding_line(err.file.as_deref(), f));
+            for f in &err.detail.findings {
+                let _ = writeln!(stderr, "  {}", finding_line(err.detail.file.as_deref(), f));
             }
             for hint in &err.hints {
                 let _ = writeln!(stderr, "hint: {hint}");
@@ -74,11 +74,11 @@ fn error_object(err: &CliError) -> Value {
         "message": err.message,
         "hint": if err.hints.is_empty() { Value::Null } else { Value::String(err.hints.join("\n")) },
     });
-    if !err.causes.is_empty() {
-        object["causes"] = json!(err.causes);
+    if !err.detail.causes.is_empty() {
+        object["causes"] = json!(err.detail.causes);
     }
-    if !err.findings.is_empty() {
-        object["findings"] = json!(err.findings);
+    if !err.detail.findings.is_empty() {
+        object["findings"] = json!(err.detail.findings);
     }
     object
 }

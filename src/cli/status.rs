@@ -282,7 +282,7 @@ fn lease_text(remaining: i64) -> String {
 }
 
 fn bar(done: usize, total: usize, width: usize) -> String {
-    let filled = if total == 0 { 0 } else { done * width / total };
+    let filled = (done * width).checked_div(total).unwrap_or(0);
     format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
 }
 

@@ -78,7 +78,7 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
             text.push('\n');
         }
         if errors == 0 {
-            let what = tasks.map_or_else(String::new, |n| format!(" ({n} tasks)"));
+            let what = tasks.map_or_else(String::new, |n| format!(" ({n} task{})", plural(n)));
             text.push_str(&format!("{shown} is valid{what}"));
             if warnings > 0 {
                 text.push_str(&format!(", {warnings} warning{}", plural(warnings)));

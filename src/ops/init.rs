@@ -35,10 +35,7 @@ pub struct InitOutcome {
 }
 
 pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
-    let root = match find_project_root(&req.cwd) {
-        Ok(root) => root,
-        Err(e) => return Err(e.into()),
-    };
+    let root = find_project_root(&req.cwd)?;
     let paths = LizaPaths::new(&root);
     if paths.dir.exists() {
         return Err(StoreError::AlreadyInitialized {

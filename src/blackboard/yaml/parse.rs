@@ -5,8 +5,6 @@
 //! parse of a 4 MB blackboard within the validate budget (P8) and gives every node its
 //! line and column for findings.
 
-use std::borrow::Cow;
-
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
 use super::scalar::{resolve_float, resolve_int, resolve_plain};
@@ -53,7 +51,7 @@ enum Frame {
 
 /// Parses exactly one YAML document.
 pub fn parse(text: &str) -> Result<Parsed, YamlError> {
-    let mut parser = Parser::new_from_str(text);
+    let parser = Parser::new_from_str(text);
     let mut stack: Vec<Frame> = Vec::new();
     let mut anchors: Vec<Option<Node>> = Vec::new();
     let mut root: Option<Node> = None;
@@ -61,8 +59,7 @@ pub fn parse(text: &str) -> Result<Parsed, YamlError> {
     let mut documents = 0usize;
     let mut nodes = 0usize;
 
-    loop {
-        let Some(next) = parser.next() else { break };
+    for next in parser {
         let (event, span) = next.map_err(|e| YamlError {
             message: e.info(),
             pos: Pos::new(e.marker().line().max(1) as u32, e.marker().col() as u32 + 1),
@@ -238,7 +235,7 @@ fn check_collection_tag(tag: Option<&Tag>, expected: &str, pos: Pos) -> Result<(
 }
 
 fn resolve_scalar(
-    text: &Cow<'_, str>,
+    text: &str,
     style: ScalarStyle,
     tag: Option<&Tag>,
     pos: Pos,
@@ -251,16 +248,12 @@ fn resolve_scalar(
         });
     };
     let wrong = |what: &str| YamlError {
-        message: format!(
-            "{:?} is not {what} but is tagged {}",
-            text.as_ref(),
-            tag.original()
-        ),
+        message: format!("{:?} is not {what} but is tagged {}", text, tag.original()),
         pos,
     };
     match tag.core_suffix() {
         Some("str") => Ok(Value::Str(text.to_string())),
-        Some("null") => match text.as_ref() {
+        Some("null") => match text {
             "" | "~" | "null" | "Null" | "NULL" => Ok(Value::Null),
             _ => Err(wrong("null")),
         },
