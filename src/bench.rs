@@ -8,11 +8,11 @@ use crate::blackboard::Timestamp;
 use crate::blackboard::codec::{IdMap, Number};
 use crate::blackboard::ids::{AgentId, Role, TaskId};
 use crate::blackboard::model::{
-    Agent, AgentStatus, AlignmentEvent, Anomaly, AnomalyType, CommitId, Config, Discovery,
-    DiscoverySeverity, Goal, GoalStatus, Handoff, HistoryEvent, HumanNote, Scope, Sprint,
-    SprintStatus, State, Task, TaskStatus, Timeline, Urgency,
+    Agent, AgentStatus, Anomaly, AnomalyType, CommitId, Discovery, DiscoverySeverity, Handoff,
+    HistoryEvent, HumanNote, State, Task, TaskStatus, Urgency,
 };
 use crate::blackboard::node::{Entry, Node, Pos, Value};
+use crate::ops::initial_state;
 
 /// Spec files the generated tasks refer to (relative to the project root).
 pub fn spec_files() -> Vec<String> {
@@ -184,92 +184,57 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
             },
         );
     }
-    State {
-        version: 1,
-        revision: Some(1),
-        goal: Goal {
-            id: "goal-1".into(),
-            description: "Add a --json flag to the report CLI".into(),
-            spec_ref: Some("specs/area-0.md".into()),
-            created: Some(start),
-            status: Some(GoalStatus::InProgress),
-            alignment_history: Some(vec![AlignmentEvent {
-                timestamp: start,
-                event: "initialization".into(),
-                summary: Some("Initial goal.".into()),
-                extra: Default::default(),
-            }]),
-            extra: Default::default(),
-        },
-        tasks: list.into_iter().collect(),
-        agents,
-        discovered: Some(vec![Discovery {
-            id: "disc-1".into(),
-            by: Some("coder-1".into()),
-            during: Some("task-0002".into()),
-            description: Some("The CSV writer has no tests".into()),
-            severity: Some(DiscoverySeverity::Low),
-            urgency: Some(Urgency::Deferred),
-            recommendation: Some("Add tests when touching it".into()),
-            created: Some(start),
-            converted_to_task: None,
-            extra: Default::default(),
-        }]),
-        handoff: Some(handoff),
-        human_notes: Some(vec![HumanNote {
-            id: "note-1".into(),
-            timestamp: Some(start),
-            message: "Prefer serde_json for the output".into(),
-            target: Some("all".into()),
-            seen_by: Some(vec!["planner-1".into()]),
-            extra: Default::default(),
-        }]),
-        anomalies: Some(vec![Anomaly {
-            timestamp: Some(start),
-            task: Some("task-0002".into()),
-            reporter: Some("coder-3".into()),
-            kind: AnomalyType::RetryLoop,
-            details: Some(Node::new(Value::Map(vec![
-                Entry {
-                    key: "count".into(),
-                    key_pos: Pos::UNKNOWN,
-                    value: Node::new(Value::Int(3)),
-                },
-                Entry {
-                    key: "error_pattern".into(),
-                    key_pos: Pos::UNKNOWN,
-                    value: Node::str("E0308 mismatched types"),
-                },
-            ]))),
-            seen_by: None,
-            extra: Default::default(),
-        }]),
-        spec_changes: Some(Vec::new()),
-        sprint: Sprint {
-            id: "sprint-1".into(),
-            goal_ref: Some("goal-1".into()),
-            scope: Some(Scope {
-                planned: Some(planned),
-                stretch: Some(Vec::new()),
-                extra: Default::default(),
-            }),
-            timeline: Some(Timeline {
-                started: Some(start),
-                ..Default::default()
-            }),
-            status: SprintStatus::InProgress,
-            metrics: None,
-            retrospective: None,
-            extra: Default::default(),
-        },
-        circuit_breaker: None,
-        archived: None,
-        config: Config {
-            integration_branch: Some("integration".into()),
-            ..Default::default()
-        },
+    let mut state = initial_state(
+        "Add a --json flag to the report CLI",
+        "specs/area-0.md",
+        "integration",
+        start,
+    );
+    state.revision = Some(1);
+    state.tasks = list.into_iter().collect();
+    state.agents = agents;
+    state.discovered = Some(vec![Discovery {
+        id: "disc-1".into(),
+        by: Some("coder-1".into()),
+        during: Some("task-0002".into()),
+        description: Some("The CSV writer has no tests".into()),
+        severity: Some(DiscoverySeverity::Low),
+        urgency: Some(Urgency::Deferred),
+        recommendation: Some("Add tests when touching it".into()),
+        created: Some(start),
+        converted_to_task: None,
         extra: Default::default(),
+    }]);
+    state.handoff = Some(handoff);
+    state.human_notes = Some(vec![HumanNote {
+        id: "note-1".into(),
+        timestamp: Some(start),
+        message: "Prefer serde_json for the output".into(),
+        target: Some("all".into()),
+        seen_by: Some(vec!["planner-1".into()]),
+        extra: Default::default(),
+    }]);
+    let detail = |key: &str, value: Node| Entry {
+        key: key.into(),
+        key_pos: Pos::UNKNOWN,
+        value,
+    };
+    state.anomalies = Some(vec![Anomaly {
+        timestamp: Some(start),
+        task: Some("task-0002".into()),
+        reporter: Some("coder-3".into()),
+        kind: AnomalyType::RetryLoop,
+        details: Some(Node::new(Value::Map(vec![
+            detail("count", Node::new(Value::Int(3))),
+            detail("error_pattern", Node::str("E0308 mismatched types")),
+        ]))),
+        seen_by: None,
+        extra: Default::default(),
+    }]);
+    if let Some(scope) = state.sprint.scope.as_mut() {
+        scope.planned = Some(planned);
     }
+    state
 }
 
 /// Adds history events until the task is about `target` bytes of YAML.

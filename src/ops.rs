@@ -5,7 +5,7 @@ mod init;
 mod note;
 mod project;
 
-pub use init::{InitOutcome, InitRequest, init};
+pub use init::{InitOutcome, InitRequest, init, initial_state};
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env};
 

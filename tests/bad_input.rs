@@ -221,7 +221,7 @@ proptest! {
     /// blackboard: cut, spliced, bytes flipped).
     #[test]
     fn the_loader_never_panics(cut in 0usize..3000, splice in "\\PC{0,12}", flip in 0usize..3000, byte in any::<u8>()) {
-        let base = include_str!("fixtures/mid-sprint.yaml").as_bytes();
+        let base = common::MID_SPRINT.as_bytes();
         let mut text = base[..cut.min(base.len())].to_vec();
         text.extend_from_slice(splice.as_bytes());
         text.extend_from_slice(&base[cut.min(base.len())..]);

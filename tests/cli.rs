@@ -244,19 +244,8 @@ fn commands_without_a_blackboard_exit_4_with_a_hint() {
 #[test]
 fn status_show_and_log_render_the_blackboard() {
     let repo = Repo::initialized();
-    // A realistic mid-sprint state, adopted by hand.
-    let text = include_str!("fixtures/mid-sprint.yaml").replace("revision: 41", "revision: 1");
-    std::fs::write(repo.state_path(), &text).unwrap();
-    for wt in [
-        "t-claimed",
-        "t-review",
-        "t-rejected",
-        "t-approved",
-        "t-intfail",
-        "t-fix",
-    ] {
-        std::fs::create_dir_all(repo.path().join(".worktrees").join(wt)).unwrap();
-    }
+    // A realistic mid-sprint state, written by hand.
+    repo.write_mid_sprint();
     let out = repo.liza(&["status"]);
     assert_success(&out);
     let text_out = stdout(&out);

@@ -11,17 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{Repo, assert_success};
-
-const STEPS: &[&str] = &[
-    "after-lock",
-    "after-journal",
-    "after-temp",
-    "after-swap",
-    "after-dirsync",
-    "after-cache",
-    "during-log",
-    "after-log",
-];
+use liza::blackboard::store::failpoint::STEPS;
 
 struct Invariants {
     last_revision: u64,

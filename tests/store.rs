@@ -46,18 +46,7 @@ fn a_valid_hand_edit_is_committed_as_human_edit() {
 #[test]
 fn editing_task_fields_is_summarised_per_task() {
     let repo = Repo::initialized();
-    let mid = include_str!("fixtures/mid-sprint.yaml").replace("revision: 41", "revision: 1");
-    std::fs::write(repo.state_path(), &mid).unwrap();
-    for wt in [
-        "t-claimed",
-        "t-review",
-        "t-rejected",
-        "t-approved",
-        "t-intfail",
-        "t-fix",
-    ] {
-        std::fs::create_dir_all(repo.path().join(".worktrees").join(wt)).unwrap();
-    }
+    repo.write_mid_sprint();
     note(&repo, "adopt");
     let edited = repo
         .state_text()

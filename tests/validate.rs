@@ -6,18 +6,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{LIZA, assert_exit, json, stdout};
+use common::{LIZA, MID_SPRINT, MID_SPRINT_WORKTREES, assert_exit, json, stdout};
 
-const MID_SPRINT: &str = include_str!("fixtures/mid-sprint.yaml");
 const BASH_STYLE: &str = include_str!("fixtures/bash-style.yaml");
-const WORKTREES: &[&str] = &[
-    "t-claimed",
-    "t-review",
-    "t-rejected",
-    "t-approved",
-    "t-intfail",
-    "t-fix",
-];
 
 /// A project directory (not a git repository) holding `.liza/state.yaml`.
 fn project(state: &str) -> tempfile::TempDir {
@@ -25,7 +16,7 @@ fn project(state: &str) -> tempfile::TempDir {
     std::fs::create_dir_all(dir.path().join(".liza")).unwrap();
     std::fs::create_dir_all(dir.path().join("specs")).unwrap();
     std::fs::write(dir.path().join("specs/vision.md"), "# Vision\n").unwrap();
-    for wt in WORKTREES {
+    for wt in MID_SPRINT_WORKTREES {
         std::fs::create_dir_all(dir.path().join(".worktrees").join(wt)).unwrap();
     }
     std::fs::create_dir_all(dir.path().join(".worktrees/render-json")).unwrap();

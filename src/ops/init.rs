@@ -127,7 +127,8 @@ fn resolve_spec(root: &Path, cwd: &Path, spec: Option<&Path>) -> Result<String, 
     Ok(relative.to_string_lossy().into_owned())
 }
 
-fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -> State {
+/// The state `liza init` writes: the goal, an empty first sprint, the integration branch.
+pub fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -> State {
     State {
         version: 1,
         revision: None,

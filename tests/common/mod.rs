@@ -9,6 +9,19 @@ use std::process::{Command, Output};
 
 pub const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
+/// A valid mid-sprint blackboard with all 11 task statuses.
+pub const MID_SPRINT: &str = include_str!("../fixtures/mid-sprint.yaml");
+
+/// The worktree directories [`MID_SPRINT`]'s tasks name.
+pub const MID_SPRINT_WORKTREES: &[&str] = &[
+    "t-claimed",
+    "t-review",
+    "t-rejected",
+    "t-approved",
+    "t-intfail",
+    "t-fix",
+];
+
 /// A temporary git repository with `specs/vision.md` committed.
 pub struct Repo {
     pub dir: tempfile::TempDir,
@@ -122,6 +135,16 @@ impl Repo {
                 .into_bytes(),
         );
         out
+    }
+
+    /// Writes the mid-sprint fixture (every task status) as state.yaml, by hand: the next
+    /// transaction adopts it. Creates the worktree directories its CLAIMED tasks need.
+    pub fn write_mid_sprint(&self) {
+        let text = MID_SPRINT.replace("revision: 41", "revision: 1");
+        std::fs::write(self.state_path(), text).unwrap();
+        for wt in MID_SPRINT_WORKTREES {
+            std::fs::create_dir_all(self.path().join(".worktrees").join(wt)).unwrap();
+        }
     }
 
     pub fn state_json(&self) -> serde_json::Value {

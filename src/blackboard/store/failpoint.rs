@@ -26,14 +26,14 @@ pub fn hit(step: &str) {
     }
 }
 
-/// The steps a transaction passes, in order (documented for the tests).
+/// The steps a transaction passes, in order (the last one after the lock is released).
 pub const STEPS: &[&str] = &[
     "after-lock",
     "after-journal",
     "after-temp",
     "after-swap",
-    "after-dirsync",
     "after-cache",
     "during-log",
     "after-log",
+    "after-dirsync",
 ];

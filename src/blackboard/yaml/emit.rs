@@ -162,27 +162,38 @@ impl Emitter {
 
     /// Writes a key the caller knows is a plain identifier (the model's field names).
     pub fn field(&mut self, key: &'static str) {
-        let frame = self.stack.last_mut().expect("field() inside begin_map()");
+        let (indent, _) = self.next_line();
+        self.out.push_str(key);
+        self.close_key(indent);
+    }
+
+    /// Starts the next key or item of the collection being written: a new line at its
+    /// indentation, unless it is the first one after a parent's dash. Returns the
+    /// indentation and where the line starts.
+    fn next_line(&mut self) -> (usize, usize) {
+        let frame = self
+            .stack
+            .last_mut()
+            .expect("inside begin_map() or begin_seq()");
         let inline = frame.first && frame.inline_first;
         frame.first = false;
         let indent = frame.indent;
-        if !inline {
-            self.pad(indent);
-        }
-        self.out.push_str(key);
+        let start = if inline {
+            self.out.len()
+        } else {
+            self.pad(indent)
+        };
+        (indent, start)
+    }
+
+    fn close_key(&mut self, indent: usize) {
         self.out.push(':');
         self.slot = Slot::AfterKey;
         self.owner_indent = indent;
     }
 
     pub fn key(&mut self, key: &str) {
-        let frame = self.stack.last_mut().expect("key() inside begin_map()");
-        let inline = frame.first && frame.inline_first;
-        frame.first = false;
-        let indent = frame.indent;
-        if !inline {
-            self.pad(indent);
-        }
+        let (indent, _) = self.next_line();
         if key.len() < 1000 && is_plain_safe(key) {
             self.out.push_str(key);
         } else if key.len() < 1000 {
@@ -193,9 +204,7 @@ impl Emitter {
             push_double_quoted(&mut self.out, key);
             self.pad(indent);
         }
-        self.out.push(':');
-        self.slot = Slot::AfterKey;
-        self.owner_indent = indent;
+        self.close_key(indent);
     }
 
     pub fn end_map(&mut self) {
@@ -222,15 +231,7 @@ impl Emitter {
 
     /// Starts the next item of the current sequence; returns where its line starts.
     pub fn item(&mut self) -> usize {
-        let frame = self.stack.last_mut().expect("item() inside begin_seq()");
-        let inline = frame.first && frame.inline_first;
-        frame.first = false;
-        let indent = frame.indent;
-        let start = if inline {
-            self.out.len()
-        } else {
-            self.pad(indent)
-        };
+        let (indent, start) = self.next_line();
         self.out.push_str("- ");
         self.slot = Slot::AfterDash;
         self.owner_indent = indent;
