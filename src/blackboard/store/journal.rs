@@ -161,6 +161,10 @@ impl Journal {
 mod tests {
     use super::*;
 
+    fn revisions(j: &Journal) -> Vec<u64> {
+        j.entries().unwrap().iter().map(|e| e.revision).collect()
+    }
+
     #[test]
     fn entries_come_back_in_revision_order_and_prune_keeps_the_newest() {
         let dir = tempfile::tempdir().unwrap();
@@ -171,31 +175,12 @@ mod tests {
             j.write(rev, ContentHash::of(&rev.to_le_bytes()), &bytes, &[])
                 .unwrap();
         }
-        let all = j.entries().unwrap();
-        assert_eq!(
-            all.iter().map(|e| e.revision).collect::<Vec<_>>(),
-            [1, 2, 3, 4, 5, 6]
-        );
-        j.prune(all, 4, u64::MAX);
-        assert_eq!(
-            j.entries()
-                .unwrap()
-                .iter()
-                .map(|e| e.revision)
-                .collect::<Vec<_>>(),
-            [3, 4, 5, 6]
-        );
-        let all = j.entries().unwrap();
-        let kept = j.prune(all, 100, 250);
+        assert_eq!(revisions(&j), [1, 2, 3, 4, 5, 6]);
+        j.prune(j.entries().unwrap(), 4, u64::MAX);
+        assert_eq!(revisions(&j), [3, 4, 5, 6]);
+        let kept = j.prune(j.entries().unwrap(), 100, 250);
         assert_eq!(kept.iter().map(|e| e.revision).collect::<Vec<_>>(), [5, 6]);
-        assert_eq!(
-            j.entries()
-                .unwrap()
-                .iter()
-                .map(|e| e.revision)
-                .collect::<Vec<_>>(),
-            [5, 6]
-        );
+        assert_eq!(revisions(&j), [5, 6]);
     }
 
     #[test]

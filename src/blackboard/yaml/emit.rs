@@ -145,9 +145,14 @@ impl Emitter {
 
     /// Starts a block mapping with `len` entries (`{}` when empty).
     pub fn begin_map(&mut self, len: usize) -> bool {
+        self.begin(len, "{}")
+    }
+
+    /// Opens a block collection, or writes `empty` inline when it has no entries.
+    fn begin(&mut self, len: usize, empty: &str) -> bool {
         if len == 0 {
             self.inline_prefix();
-            self.out.push_str("{}");
+            self.out.push_str(empty);
             self.slot = Slot::Done;
             return false;
         }
@@ -214,19 +219,7 @@ impl Emitter {
 
     /// Starts a block sequence with `len` items (`[]` when empty).
     pub fn begin_seq(&mut self, len: usize) -> bool {
-        if len == 0 {
-            self.inline_prefix();
-            self.out.push_str("[]");
-            self.slot = Slot::Done;
-            return false;
-        }
-        let frame = Frame {
-            indent: self.child_indent(),
-            inline_first: self.slot == Slot::AfterDash,
-            first: true,
-        };
-        self.stack.push(frame);
-        true
+        self.begin(len, "[]")
     }
 
     /// Starts the next item of the current sequence; returns where its line starts.
