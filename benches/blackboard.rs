@@ -19,31 +19,48 @@ const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 struct Sample {
     median: Duration,
     p95: Duration,
+    /// Median of the 20 KB fsync floor sampled between the runs: disks of shared
+    /// machines drift by several times within minutes, so each row says what it ran on.
+    floor: Duration,
 }
 
+/// Runs `f` `n` times after a warm-up, sampling the fsync floor after each run.
 fn measure(n: usize, mut f: impl FnMut()) -> Sample {
-    // One warm-up run: page cache, binary loaded.
     f();
-    let mut times: Vec<Duration> = (0..n)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
+    let mut times = Vec::with_capacity(n);
+    let mut floors = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        f();
+        times.push(t.elapsed());
+        floors.push(floor_once());
+    }
+    sample_of(&mut times, &mut floors)
+}
+
+fn sample_of(times: &mut [Duration], floors: &mut [Duration]) -> Sample {
     times.sort();
+    floors.sort();
     Sample {
         median: times[times.len() / 2],
         p95: times[(times.len() * 95 / 100).min(times.len() - 1)],
+        floor: floors.get(floors.len() / 2).copied().unwrap_or_default(),
     }
 }
 
-fn sample_of(times: &mut [Duration]) -> Sample {
-    times.sort();
-    Sample {
-        median: times[times.len() / 2],
-        p95: times[(times.len() * 95 / 100).min(times.len() - 1)],
-    }
+/// One sample of the quality.md floor: write + fsync + rename + directory fsync of a
+/// 20 KB file.
+fn floor_once() -> Duration {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let dir = DIR
+        .get_or_init(|| tempfile::tempdir_in(bench_root()).unwrap())
+        .path();
+    let bytes = [b'x'; 20 * 1024];
+    let t = Instant::now();
+    let temp = atomic::write_temp_synced(dir, "f.", &bytes).unwrap();
+    std::fs::rename(&temp, dir.join("state.yaml")).unwrap();
+    atomic::fsync_dir(dir).unwrap();
+    t.elapsed()
 }
 
 /// CPU time (user + system) of this process so far.
@@ -149,17 +166,6 @@ fn floor_commit(dir: &Path, bytes: &[u8], round: usize) {
     }
 }
 
-/// The quality.md floor: write + fsync + rename + directory fsync of a 20 KB file.
-fn fsync_floor_20k(n: usize) -> Sample {
-    let dir = tempfile::tempdir_in(bench_root()).unwrap();
-    let bytes = vec![b'x'; 20 * 1024];
-    measure(n, || {
-        let temp = atomic::write_temp_synced(dir.path(), "f.", &bytes).unwrap();
-        std::fs::rename(&temp, dir.path().join("state.yaml")).unwrap();
-        atomic::fsync_dir(dir.path()).unwrap();
-    })
-}
-
 struct Row {
     id: &'static str,
     scenario: String,
@@ -177,7 +183,9 @@ fn main() {
     let n = |full: usize| if quick { (full / 4).max(5) } else { full };
     let mut rows: Vec<Row> = Vec::new();
 
-    let floor = fsync_floor_20k(n(60));
+    let floor = measure(n(60), || {
+        floor_once();
+    });
     println!(
         "fsync floor (write + fsync + rename + dir fsync, 20 KB): median {:.2} ms, p95 {:.2} ms\n",
         ms(floor.median),
@@ -230,6 +238,7 @@ fn main() {
         let mut k = 0;
         let mut tx_times = Vec::new();
         let mut floor_times = Vec::new();
+        let mut floors_20k = Vec::new();
         let mut tx_cpu = Duration::ZERO;
         for _ in 0..=samples {
             k += 1;
@@ -255,9 +264,10 @@ fn main() {
             let t = Instant::now();
             floor_commit(floor_dir.path(), &bytes, k);
             floor_times.push(t.elapsed());
+            floors_20k.push(floor_once());
         }
-        let tx = sample_of(&mut tx_times[1..].to_vec());
-        let same_writes = sample_of(&mut floor_times[1..].to_vec());
+        let tx = sample_of(&mut tx_times[1..].to_vec(), &mut floors_20k);
+        let same_writes = sample_of(&mut floor_times[1..].to_vec(), &mut Vec::new());
         let ratio = tx.median.as_secs_f64() / same_writes.median.as_secs_f64();
         rows.push(Row {
             id: if tasks == 50 { "P3" } else { "slope" },
@@ -318,16 +328,22 @@ fn main() {
     }
 
     println!(
-        "{:<6} {:<92} {:>10} {:>10}  {:<22} verdict",
-        "id", "scenario", "median", "p95", "target"
+        "{:<6} {:<92} {:>10} {:>10} {:>8}  {:<22} verdict",
+        "id", "scenario", "median", "p95", "floor", "target"
     );
     for row in &rows {
+        let floor = if row.sample.floor.is_zero() {
+            "-".to_owned()
+        } else {
+            format!("{:.2}ms", ms(row.sample.floor))
+        };
         println!(
-            "{:<6} {:<92} {:>8.2}ms {:>8.2}ms  {:<22} {}",
+            "{:<6} {:<92} {:>8.2}ms {:>8.2}ms {:>8}  {:<22} {}",
             row.id,
             row.scenario,
             ms(row.sample.median),
             ms(row.sample.p95),
+            floor,
             row.target,
             row.verdict
         );
@@ -339,6 +355,7 @@ fn main() {
 fn contention(p: &Path) -> Row {
     let store = Store::open(p).unwrap();
     let start = store.snapshot().unwrap().state.revision();
+    let mut floors: Vec<Duration> = (0..10).map(|_| floor_once()).collect();
     let t = Instant::now();
     let workers: Vec<_> = (0..16)
         .map(|w| {
@@ -364,9 +381,10 @@ fn contention(p: &Path) -> Row {
             end - start,
             if exact { "exact" } else { "LOST UPDATES" }
         ),
-        sample: Sample {
-            median: elapsed / 1600,
-            p95: elapsed / 1600,
+        sample: {
+            floors.extend((0..10).map(|_| floor_once()));
+            let mut per = [elapsed / 1600];
+            sample_of(&mut per, &mut floors)
         },
         target: "≥ 150/s, exact +1600".into(),
         verdict: verdict(rate >= 150.0 && exact),
