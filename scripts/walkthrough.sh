@@ -5,8 +5,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
-cargo build --release --quiet --manifest-path "$root/Cargo.toml"
-liza="$root/target/release/liza"
+cargo build --quiet --manifest-path "$root/Cargo.toml"
+liza="$root/target/debug/liza"
 dir="$(mktemp -d "${TMPDIR:-/tmp}/liza-walkthrough.XXXXXX")"
 step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 

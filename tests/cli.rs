@@ -263,6 +263,9 @@ fn status_show_and_log_render_the_blackboard() {
     assert_eq!(v["sprint"]["counts"]["CLAIMED"], 2);
     assert_eq!(v["agents"][1]["id"], "coder-2");
     assert!(v["agents"][1]["lease_remaining_s"].as_i64().unwrap() > 0);
+    // Timestamps are RFC 3339 text in --json output.
+    assert_eq!(v["agents"][1]["lease_expires"], "2099-01-01T00:00:00Z");
+    assert_eq!(v["sprint"]["started"], "2026-03-01T09:00:00Z");
 
     // The next transaction records the edit.
     assert_success(&repo.liza(&["note", "t-claimed", "please add tests"]));
@@ -301,6 +304,7 @@ fn status_show_and_log_render_the_blackboard() {
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("human_note") && lines[0].contains("note-2: please add tests"));
     let log = repo.log();
+    assert!(log[1]["timestamp"].as_str().unwrap().ends_with('Z'));
     assert_eq!(log[1]["action"], "human_edit");
     assert_eq!(log[1]["revision"], 2);
 }

@@ -23,7 +23,10 @@ use super::yaml::{self, is_flow_plain_safe};
 /// lock timings, plus anything else an entry carries.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogEntry {
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::blackboard::timestamp::rfc3339::option"
+    )]
     pub timestamp: Option<Timestamp>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,

@@ -147,6 +147,23 @@ impl fmt::Debug for Timestamp {
     }
 }
 
+/// Serde helpers for output meant for people and scripts (`--json`): RFC 3339 text.
+/// (The model's own serde form, used by the parse cache, is the integer.)
+pub mod rfc3339 {
+    use super::Timestamp;
+
+    pub fn serialize<S: serde::Serializer>(ts: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(ts)
+    }
+
+    pub fn option<S: serde::Serializer>(ts: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
+        match ts {
+            Some(ts) => s.collect_str(ts),
+            None => s.serialize_none(),
+        }
+    }
+}
+
 /// Renders a duration in seconds the way people read ages: `45s`, `3m`, `2h05m`, `3d4h`.
 pub fn human_duration(seconds: i64) -> String {
     let sign = if seconds < 0 { "-" } else { "" };

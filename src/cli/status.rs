@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
 use crate::blackboard::model::{PlanApproval, State, TaskStatus};
-use crate::blackboard::timestamp::human_duration;
+use crate::blackboard::timestamp::{human_duration, rfc3339};
 use crate::blackboard::{LizaPaths, Snapshot, Timestamp};
 use crate::ops::Project;
 
@@ -53,6 +53,7 @@ pub struct GoalLine {
 pub struct SprintLine {
     pub id: String,
     pub status: String,
+    #[serde(serialize_with = "rfc3339::option")]
     pub started: Option<Timestamp>,
     pub counts: BTreeMap<String, usize>,
     pub planned: usize,
@@ -66,6 +67,7 @@ pub struct AgentLine {
     pub role: String,
     pub status: String,
     pub task: Option<String>,
+    #[serde(serialize_with = "rfc3339::option")]
     pub lease_expires: Option<Timestamp>,
     /// Seconds until the effective lease expires (negative: expired).
     pub lease_remaining_s: Option<i64>,
