@@ -142,3 +142,44 @@ fn copied_task_texts_always_equal_a_full_rewrite() {
         check(&repo, &store, &format!("step {step} (op {op})"));
     }
 }
+
+#[test]
+fn a_process_reuses_its_last_commit_only_while_state_yaml_is_unchanged() {
+    let repo = Repo::initialized();
+    let store = Store::open(repo.path()).unwrap();
+    let add_note = |text: &str| {
+        store
+            .transact(&Actor::Human, |tx| {
+                tx.state.human_notes.get_or_insert_with(Vec::new).push(
+                    liza::blackboard::model::HumanNote {
+                        id: format!("note-{text}"),
+                        timestamp: Some(tx.now),
+                        message: text.into(),
+                        target: Some("all".into()),
+                        seen_by: None,
+                        extra: Default::default(),
+                    },
+                );
+                Ok::<_, String>(())
+            })
+            .unwrap()
+    };
+    add_note("first");
+    // Another process commits meanwhile; this process must not build on its own memory.
+    assert_success(&repo.liza(&["note", "all", "from another process"]));
+    add_note("second");
+    // And a hand edit is seen as well.
+    let edited = repo
+        .state_text()
+        .replace("message: second", "message: second, edited");
+    std::fs::write(repo.state_path(), edited).unwrap();
+    add_note("third");
+    let text = repo.state_text();
+    for message in ["first", "from another process", "second, edited", "third"] {
+        assert!(
+            text.contains(&format!("message: {message}\n")),
+            "{message} lost:\n{text}"
+        );
+    }
+    check(&repo, &store, "after mixed writers");
+}

@@ -20,6 +20,7 @@ use std::fs::{self, File};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use self::cache::{ParseCache, TaskTexts};
@@ -229,6 +230,16 @@ pub struct Store {
     journal: Journal,
     cache: ParseCache,
     lock_timeout: Option<Duration>,
+    /// The last state this process committed, with its task texts: a long-running
+    /// process (a supervisor) reuses it when state.yaml still has those bytes, instead of
+    /// decoding the parse cache again.
+    last_commit: Mutex<Option<Memo>>,
+}
+
+struct Memo {
+    hash: ContentHash,
+    state: State,
+    texts: Option<TaskTexts>,
 }
 
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
@@ -258,6 +269,7 @@ impl Store {
             cache: ParseCache::new(paths.dir.clone()),
             paths,
             lock_timeout: None,
+            last_commit: Mutex::new(None),
         }
     }
 
@@ -395,6 +407,7 @@ impl Store {
             tx.log,
         )?;
         drop(original);
+        self.remember(committed.hash, state, committed.texts);
         // The new state is visible from the swap on; what only makes it durable (the
         // directory and log fsyncs, journal pruning) waits outside the lock, before the
         // command reports success.
@@ -523,12 +536,36 @@ impl Store {
         Ok(logged.is_none_or(|r| r < head.revision as i64))
     }
 
+    /// Keeps the state just committed for the next transaction of this process.
+    fn remember(&self, hash: ContentHash, state: State, texts: Option<TaskTexts>) {
+        if let Ok(mut memo) = self.last_commit.lock() {
+            *memo = Some(Memo { hash, state, texts });
+        }
+    }
+
+    /// The state this process last committed, if state.yaml still holds its bytes.
+    fn recall(&self, hash: ContentHash) -> Option<(State, Option<TaskTexts>)> {
+        let mut memo = self.last_commit.lock().ok()?;
+        if memo.as_ref().is_some_and(|m| m.hash == hash) {
+            return memo.take().map(|m| (m.state, m.texts));
+        }
+        None
+    }
+
     fn load_committed(
         &self,
         hash: ContentHash,
         bytes: Vec<u8>,
         journal: Vec<JournalEntry>,
     ) -> Result<Current, StoreError> {
+        if let Some((state, texts)) = self.recall(hash) {
+            return Ok(Current {
+                state,
+                hash,
+                journal,
+                texts,
+            });
+        }
         let bytes = match self.cache.load(hash, bytes) {
             Ok((state, texts)) => {
                 return Ok(Current {
