@@ -314,9 +314,10 @@ impl Store {
         let mut entry = entry;
         entry.revision = Some(1);
         activity::append(&p.log(), &[entry]).map_err(io_err("write", &p.log()))?;
-        let _ = staged
-            .cache
-            .store(&staged.cache.encode(hash, &mut state, &spans, None, timeout));
+        let _ = staged.cache.store(
+            &staged.cache.encode(hash, &mut state, &spans, None, timeout),
+            hash,
+        );
         atomic::fsync_dir(&p.dir).map_err(io_err("sync", &p.dir))?;
         let staging_path = staging.keep();
         match atomic::rename_noreplace(root, &staging_path, &paths.dir) {
@@ -648,7 +649,12 @@ impl Store {
         state.revision = Some(base as i64);
         let mut entry = LogEntry::new(now, "human", "human_edit");
         entry.detail = Some(detail);
+        let head_hash = head.map(|h| h.hash);
         let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        if let Some(replaced) = head_hash {
+            // The cache of the revision the edit was made on.
+            self.cache.remove(replaced);
+        }
         let journal = committed.durable.complete()?;
         Ok(Current {
             state,
@@ -744,7 +750,7 @@ impl Store {
         if swapped == atomic::Swapped::Previous {
             self.settle_swapped_out(&temp, read_hash, revision, &mut entries);
         }
-        if let Err(err) = self.cache.store(&encoded) {
+        if let Err(err) = self.cache.store(&encoded, read_hash) {
             tracing::warn!(%err, "could not refresh the parse cache; the next command parses state.yaml");
         }
         failpoint::hit("after-cache");
@@ -851,18 +857,31 @@ impl Store {
 
     /// Removes temp files a crashed transaction left behind. A swapped-out file whose
     /// bytes are not a committed revision may be a human's save: it is kept.
+    /// Lists `.liza/` once per transaction and removes what a crashed transaction left
+    /// behind: temp files and extra cache files (each commit replaces its one cache).
     fn clean_leftovers(&self) -> Result<(), StoreError> {
         let dir = &self.paths.dir;
         let read = fs::read_dir(dir).map_err(io_err("read", dir))?;
-        let leftovers: Vec<PathBuf> = read
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.ends_with(".tmp") && n.starts_with(TEMP_PREFIX))
-            })
-            .collect();
+        let mut leftovers = Vec::new();
+        let mut caches = Vec::new();
+        for entry in read.filter_map(Result::ok) {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if name.ends_with(".tmp") && name.starts_with(TEMP_PREFIX) {
+                leftovers.push(entry.path());
+            } else if ParseCache::is_cache_file(name) {
+                caches.push(entry.path());
+            }
+        }
+        if caches.len() > 1 {
+            let newest = caches
+                .iter()
+                .max_by_key(|p| fs::metadata(p).and_then(|m| m.modified()).ok())
+                .cloned();
+            for stray in caches.iter().filter(|p| Some(*p) != newest.as_ref()) {
+                let _ = fs::remove_file(stray);
+            }
+        }
         if leftovers.is_empty() {
             return Ok(());
         }

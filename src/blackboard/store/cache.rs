@@ -120,11 +120,7 @@ impl ParseCache {
     fn files(&self) -> io::Result<Vec<PathBuf>> {
         Ok(fs::read_dir(&self.dir)?
             .filter_map(Result::ok)
-            .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(PREFIX) && n.ends_with(SUFFIX))
-            })
+            .filter(|e| e.file_name().to_str().is_some_and(Self::is_cache_file))
             .map(|e| e.path())
             .collect())
     }
@@ -176,7 +172,9 @@ impl ParseCache {
     }
 
     /// Writes an encoded cache and removes every other cache file.
-    pub fn store(&self, encoded: &Encoded) -> io::Result<()> {
+    /// Writes an encoded cache and removes the one of `previous` (the state the commit
+    /// replaced). Strays left by crashes are removed by the store's cleanup.
+    pub fn store(&self, encoded: &Encoded, previous: ContentHash) -> io::Result<()> {
         match fs::OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -187,12 +185,21 @@ impl ParseCache {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e),
         }
-        for old in self.files()? {
-            if old != encoded.path {
-                let _ = fs::remove_file(old);
-            }
+        let old = self.path_for(previous);
+        if old != encoded.path {
+            let _ = fs::remove_file(old);
         }
         Ok(())
+    }
+
+    /// Removes the cache of `hash`, if any.
+    pub fn remove(&self, hash: ContentHash) {
+        let _ = fs::remove_file(self.path_for(hash));
+    }
+
+    /// Whether a file name in `.liza/` is a parse cache file.
+    pub fn is_cache_file(name: &str) -> bool {
+        name.starts_with(PREFIX) && name.ends_with(SUFFIX)
     }
 }
 
