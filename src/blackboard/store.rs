@@ -960,7 +960,7 @@ struct CommitInfo {
 }
 
 /// The durable writes of a new revision before its swap, with no parsing or logic: the
-/// journal entry (file and directory fsynced), then the temp file in `dir` (fsynced).
+/// journal entry (fsynced, see [`Journal::write`]), then the temp file in `dir` (fsynced).
 /// Returns the temp file. Also the benchmark's floor.
 ///
 /// The journal entry comes first so that state.yaml always equals some entry, and a temp
