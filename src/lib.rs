@@ -25,7 +25,7 @@
 //! - [`ops`]: application operations.
 //! - [`watch`]: directory watching.
 //! - [`cli`]: the `liza` command line.
-//! - [`bench`]: generated blackboards for the benchmark and tests.
+//! - [`mod@bench`]: generated blackboards for the benchmark and tests.
 
 pub mod bench;
 pub mod blackboard;

@@ -6,7 +6,7 @@
 //! any decoding finding cannot be used by a transaction (it is not representable).
 //!
 //! Records (structs with known keys plus preserved unknown keys) are described once with
-//! [`record!`]; enums with [`yaml_enum!`].
+//! `record!`; enums with `yaml_enum!`.
 
 use std::fmt;
 use std::marker::PhantomData;

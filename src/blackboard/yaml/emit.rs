@@ -236,7 +236,7 @@ impl Emitter {
         self.slot = Slot::Done;
     }
 
-    /// Writes `[a, b]` for items the caller checked with [`is_flow_plain_safe`].
+    /// Writes `[a, b]` for items the caller checked are plain-safe in flow context.
     pub fn flow_seq<'a>(&mut self, items: impl Iterator<Item = &'a str>) {
         self.inline_prefix();
         self.out.push('[');
