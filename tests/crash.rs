@@ -10,7 +10,7 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{Repo, assert_success};
+use common::{Lcg, Repo, assert_success};
 use liza::blackboard::store::failpoint::STEPS;
 
 struct Invariants {
@@ -98,19 +98,6 @@ fn a_crash_at_every_step_loses_nothing_acknowledged() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-/// A small deterministic generator for kill delays.
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, bound: u64) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (self.0 >> 33) % bound
-    }
-}
-
 #[test]
 fn random_sigkills_under_load_lose_nothing_acknowledged() {
     let repo = Arc::new(Repo::initialized());
@@ -131,7 +118,7 @@ fn random_sigkills_under_load_lose_nothing_acknowledged() {
                     .stderr(Stdio::null())
                     .spawn()
                     .unwrap();
-                std::thread::sleep(Duration::from_micros(rng.next(12_000)));
+                std::thread::sleep(Duration::from_micros(rng.next(12_000) as u64));
                 let _ = child.kill();
                 let status = child.wait().unwrap();
                 if status.success() {

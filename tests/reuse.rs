@@ -4,22 +4,10 @@
 
 mod common;
 
-use common::{Repo, assert_success};
+use common::{Lcg, Repo, assert_success};
 use liza::blackboard::document;
 use liza::blackboard::model::{HistoryEvent, Task, TaskStatus};
 use liza::blackboard::{Actor, Store, TaskId};
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self, bound: usize) -> usize {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        ((self.0 >> 33) % bound as u64) as usize
-    }
-}
 
 fn check(repo: &Repo, store: &Store, step: &str) {
     let bytes = std::fs::read(repo.state_path()).unwrap();

@@ -182,6 +182,20 @@ fn collect(dir: &Path, prefix: &str, out: &mut BTreeMap<String, Vec<u8>>) {
     }
 }
 
+/// A small deterministic pseudo-random generator (no dependency, same sequence each run).
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next number below `bound`.
+    pub fn next(&mut self, bound: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % bound as u64) as usize
+    }
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
