@@ -328,3 +328,24 @@ fn recent_alarms(path: &Path, n: usize) -> Vec<String> {
         .map(|l| (*l).to_owned())
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackboard::document;
+    use crate::blackboard::store::hash::ContentHash;
+
+    #[test]
+    fn the_status_of_a_mid_sprint_board_reads_well() {
+        let text = include_str!("../../tests/fixtures/mid-sprint.yaml");
+        let state = document::decode(text.as_bytes()).unwrap().state;
+        let snapshot = Snapshot {
+            state,
+            hash: ContentHash::of(text.as_bytes()),
+            pending_hand_edit: false,
+        };
+        let paths = LizaPaths::new(std::path::Path::new("/nonexistent"));
+        let now = Timestamp::parse("2026-03-01T12:30:00Z").unwrap();
+        insta::assert_snapshot!(Report::new(&snapshot, &paths, now).render());
+    }
+}
