@@ -10,6 +10,7 @@ pub mod codec;
 pub mod document;
 pub mod finding;
 pub mod ids;
+pub mod liveness;
 pub mod log;
 pub mod metrics;
 pub mod model;

@@ -2,15 +2,22 @@
 //! `cmd_<name>` that calls an operation and renders its result (human text or `--json`).
 //! Only this module and the binaries print.
 
+mod agents;
 mod error;
 mod exit;
 mod init;
 mod log;
+mod moves;
 mod note;
 mod output;
+mod planning;
+mod report;
+mod reports;
 mod show;
+mod sprint;
 pub mod status;
 mod validate;
+mod work;
 
 use clap::{Parser, Subcommand};
 
@@ -48,6 +55,77 @@ enum Command {
     Log(log::LogArgs),
     /// Leave a note for one task's agents, or for all (`all`).
     Note(note::NoteArgs),
+
+    // Planner (and people).
+    /// Add a DRAFT task.
+    AddTask(planning::AddTaskArgs),
+    /// Add several tasks from a YAML file, all or nothing.
+    AddTasks(planning::AddTasksArgs),
+    /// Change a DRAFT, UNCLAIMED or BLOCKED task.
+    AmendTask(planning::AmendTaskArgs),
+    /// DRAFT → UNCLAIMED through the planner's gates.
+    FinalizeTask(planning::FinalizeArgs),
+    /// BLOCKED → UNCLAIMED.
+    Unblock(moves::UnblockArgs),
+    /// Give a task back for another coder (its worktree is saved to the attic).
+    Reassign(moves::ReassignArgs),
+    /// Replace a task by new ones that name it in --supersedes.
+    Rescope(moves::RescopeArgs),
+    /// Kill a task.
+    Abandon(moves::AbandonArgs),
+    /// Convert, defer or reject a discovery.
+    #[command(subcommand)]
+    Discovery(reports::DiscoveryCommand),
+    /// Declare the goal met.
+    #[command(subcommand)]
+    Goal(sprint::GoalCommand),
+    /// Open the next sprint.
+    #[command(subcommand)]
+    Sprint(sprint::SprintCommand),
+    /// Sprint → CHECKPOINT: supervisors finish their step and wait.
+    Checkpoint(sprint::CheckpointArgs),
+
+    // Coder.
+    /// CLAIMED → READY_FOR_REVIEW after the submit-time checks.
+    SubmitForReview(work::SubmitArgs),
+    /// CLAIMED → BLOCKED with questions for the planner.
+    Block(work::BlockArgs),
+    /// Hand the task over to a fresh run (context exhaustion).
+    Handoff(work::HandoffArgs),
+
+    // Reviewer.
+    /// Approve or reject the submitted commit.
+    SubmitVerdict(work::VerdictArgs),
+
+    // Anyone.
+    /// Record a discovery.
+    Discover(reports::DiscoverArgs),
+    /// Record an anomaly.
+    Anomaly(reports::AnomalyArgs),
+
+    // Supervisor-only (people and scripts on the CLI).
+    /// Register an agent; prints its generation.
+    Register(agents::RegisterArgs),
+    /// Renew an agent's leases (a liveness record, not a state.yaml rewrite).
+    Heartbeat(agents::HeartbeatArgs),
+    /// Remove an agent entry (only its registered generation).
+    Unregister(agents::UnregisterArgs),
+    /// Claim a task for a coder (creates its worktree).
+    ClaimTask(agents::ClaimArgs),
+    /// Claim a submitted task for a reviewer.
+    ClaimReview(agents::ClaimArgs),
+
+    // Operator.
+    /// Release a coder's or reviewer's claim.
+    ReleaseClaim(moves::ReleaseArgs),
+    /// Release every expired review claim.
+    ClearStale,
+    /// Supervisors start no new runs until `liza resume`.
+    Pause,
+    /// Continue after pause or checkpoint.
+    Resume(sprint::ResumeArgs),
+    /// Stop the sprint (and with --goal the goal); supervisors exit.
+    Abort(sprint::AbortArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -67,6 +145,34 @@ pub fn run() -> i32 {
         Command::Show(args) => show::cmd_show(args, &out),
         Command::Log(args) => log::cmd_log(args, &out),
         Command::Note(args) => note::cmd_note(args, &out),
+        Command::AddTask(args) => planning::cmd_add_task(args, &out),
+        Command::AddTasks(args) => planning::cmd_add_tasks(args, &out),
+        Command::AmendTask(args) => planning::cmd_amend_task(args, &out),
+        Command::FinalizeTask(args) => planning::cmd_finalize(args, &out),
+        Command::Unblock(args) => moves::cmd_unblock(args, &out),
+        Command::Reassign(args) => moves::cmd_reassign(args, &out),
+        Command::Rescope(args) => moves::cmd_rescope(args, &out),
+        Command::Abandon(args) => moves::cmd_abandon(args, &out),
+        Command::Discovery(command) => reports::cmd_discovery(command, &out),
+        Command::Goal(command) => sprint::cmd_goal(command, &out),
+        Command::Sprint(command) => sprint::cmd_sprint(command, &out),
+        Command::Checkpoint(args) => sprint::cmd_checkpoint(args, &out),
+        Command::SubmitForReview(args) => work::cmd_submit(args, &out),
+        Command::Block(args) => work::cmd_block(args, &out),
+        Command::Handoff(args) => work::cmd_handoff(args, &out),
+        Command::SubmitVerdict(args) => work::cmd_verdict(args, &out),
+        Command::Discover(args) => reports::cmd_discover(args, &out),
+        Command::Anomaly(args) => reports::cmd_anomaly(args, &out),
+        Command::Register(args) => agents::cmd_register(args, &out),
+        Command::Heartbeat(args) => agents::cmd_heartbeat(args, &out),
+        Command::Unregister(args) => agents::cmd_unregister(args, &out),
+        Command::ClaimTask(args) => agents::cmd_claim_task(args, &out),
+        Command::ClaimReview(args) => agents::cmd_claim_review(args, &out),
+        Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
+        Command::ClearStale => moves::cmd_clear_stale(&out),
+        Command::Pause => sprint::cmd_pause(&out),
+        Command::Resume(args) => sprint::cmd_resume(args, &out),
+        Command::Abort(args) => sprint::cmd_abort(args, &out),
     };
     match result {
         Ok(code) => code,

@@ -4,9 +4,11 @@
 
 mod discover;
 mod repo;
+mod worktree;
 
 pub use discover::find_project_root;
 pub use repo::Repo;
+pub use worktree::{SavedWork, blob_id, dirty_files, head_of, task_branch, worktree_dir};
 
 use std::path::PathBuf;
 
@@ -34,6 +36,8 @@ pub enum GitError {
         #[source]
         source: git2::Error,
     },
+    #[error("{path} is still there after its removal")]
+    RemovalNotVerified { path: PathBuf },
     #[error("cannot {action} {path}")]
     Io {
         action: &'static str,

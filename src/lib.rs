@@ -22,6 +22,7 @@
 //!
 //! - [`blackboard`]: model, YAML, validation, store, activity log.
 //! - [`git`]: the one git wrapper.
+//! - [`lifecycle`]: the transition table and the pure state machines.
 //! - [`ops`]: application operations.
 //! - [`watch`]: directory watching.
 //! - [`cli`]: the `liza` command line.
@@ -32,5 +33,6 @@ pub mod blackboard;
 pub mod cli;
 pub mod error;
 pub mod git;
+pub mod lifecycle;
 pub mod ops;
 pub mod watch;

@@ -1,17 +1,35 @@
 //! Application operations: each combines the store, (later) the lifecycle rules and git
 //! into one implementation shared by the CLI, the supervisor and the built-in agent.
 
+mod agents;
+mod authority;
+mod claim;
 mod init;
+mod moves;
 mod note;
 mod project;
+mod reports;
+mod sprint;
+mod task_lock;
+mod tasks;
+mod work;
 
+pub use agents::{Heartbeat, heartbeat, mint_generation, register, unregister};
+pub use authority::{Authority, Transition, authorize, dry_run, supervisor_only, transition};
+pub use claim::{Claimed, claim_for, claim_review, claim_task};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
+pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env};
+pub use reports::{DiscoveryDecision, anomaly, discover, discovery, log_add};
+pub use sprint::{abort, checkpoint, goal_complete, pause, resume, sprint_next};
+pub use tasks::{add_tasks, amend_task, finalize_tasks, spec_facts};
+pub use work::{block, handoff, submit_for_review, submit_verdict};
 
 use crate::blackboard::{IdError, StoreError, TxError};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::GitError;
+use crate::lifecycle::Refusal;
 
 /// Why an operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -29,6 +47,19 @@ pub enum OpsError {
     NoProject { cwd: String },
     #[error("LIZA_AGENT_ID is set to an invalid id")]
     BadIdentity(#[source] IdError),
+    /// The operation had nothing to change (e.g. `clear-stale` with no stale claim); no
+    /// transaction was committed.
+    #[error("nothing to do")]
+    Nothing,
+}
+
+impl From<Refusal> for OpsError {
+    fn from(r: Refusal) -> Self {
+        OpsError::Refused {
+            message: r.to_string(),
+            hint: Some(r.hint),
+        }
+    }
 }
 
 impl OpsError {
@@ -54,7 +85,9 @@ impl Diagnostic for OpsError {
         match self {
             OpsError::Store(e) => e.class(),
             OpsError::Git(e) => e.class(),
-            OpsError::Refused { .. } | OpsError::BadIdentity(_) => ErrorClass::Refused,
+            OpsError::Refused { .. } | OpsError::BadIdentity(_) | OpsError::Nothing => {
+                ErrorClass::Refused
+            }
             OpsError::NoProject { .. } => ErrorClass::Blackboard,
         }
     }
@@ -67,6 +100,7 @@ impl Diagnostic for OpsError {
             OpsError::NoProject { .. } => {
                 vec!["cd into the project's repository, or run `liza init \"<goal>\"` there".into()]
             }
+            OpsError::Nothing => Vec::new(),
             OpsError::BadIdentity(_) => vec![
                 "agents get their identity from their supervisor; unset LIZA_AGENT_ID to act as a person".into(),
             ],

@@ -84,6 +84,9 @@ pub fn check(bytes: &[u8], env: &mut ValidationEnv<'_>) -> Checked {
     let decode_failed = !findings.is_empty();
     if let Some(state) = &state {
         env.undecoded_task_ids = raw_task_ids(&root);
+        if let Some(records) = &env.live_records {
+            env.live_leases = records.agent_leases(state);
+        }
         for mut f in validate(state, env) {
             let pos = f.path.locate(&root);
             f = f.at(pos);

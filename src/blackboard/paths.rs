@@ -48,6 +48,21 @@ impl LizaPaths {
         self.dir.join("rejected")
     }
 
+    /// Liveness records written by heartbeats.
+    pub fn live(&self) -> PathBuf {
+        self.dir.join("live")
+    }
+
+    /// Spec texts tasks were finalized against, by git blob id.
+    pub fn specs(&self) -> PathBuf {
+        self.dir.join("specs")
+    }
+
+    /// Control files (presence is what counts).
+    pub fn control(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
     pub fn alerts(&self) -> PathBuf {
         self.dir.join("alerts.log")
     }

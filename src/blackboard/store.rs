@@ -31,6 +31,7 @@ use super::codec::Emit;
 use super::document;
 use super::finding::Finding;
 use super::ids::Actor;
+use super::liveness;
 use super::log::{self as activity, LogEntry, millis};
 use super::metrics;
 use super::model::State;
@@ -353,6 +354,8 @@ impl Store {
             .journal
             .entries()
             .map_err(io_err("read", self.journal.dir()))?;
+        let mut state = state;
+        liveness::fold(&mut state, &liveness::read_all(&self.paths.live()));
         Ok(Snapshot {
             state,
             hash,
@@ -375,8 +378,12 @@ impl Store {
         // touches is cloned (a new address) and one it leaves alone keeps its address:
         // that is how the commit knows which task texts it may copy.
         let original = current.state.tasks.clone();
+        let mut state = current.state;
+        // Heartbeats renewed leases in liveness records; this commit makes them part of
+        // the state (blackboard.md *Liveness*).
+        liveness::fold(&mut state, &liveness::read_all(&self.paths.live()));
         let mut tx = Tx {
-            state: current.state,
+            state,
             now: Timestamp::now(),
             actor: actor.clone(),
             log: Vec::new(),

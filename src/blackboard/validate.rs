@@ -30,6 +30,9 @@ pub struct ValidationEnv<'a> {
     pub undecoded_task_ids: HashSet<String>,
     /// Leases renewed by heartbeats (liveness records), by agent, when known.
     pub live_leases: HashMap<AgentId, Timestamp>,
+    /// Liveness records read beside the file, turned into `live_leases` once the state
+    /// they belong to is decoded.
+    pub live_records: Option<crate::blackboard::liveness::LiveRecords>,
     /// Filesystem answers already looked up (many tasks share a spec file, and the store
     /// validates twice per transaction).
     seen_paths: RefCell<HashMap<(String, bool), bool>>,
@@ -43,6 +46,7 @@ impl<'a> ValidationEnv<'a> {
             now,
             undecoded_task_ids: HashSet::new(),
             live_leases: HashMap::new(),
+            live_records: None,
             seen_paths: RefCell::new(HashMap::new()),
         }
     }

@@ -11,7 +11,10 @@ use crate::ops::Project;
 use crate::watch::DirWatch;
 
 #[derive(clap::Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct LogArgs {
+    #[command(subcommand)]
+    command: Option<LogCommand>,
     /// Only entries about this task.
     #[arg(long, value_name = "ID")]
     task: Option<String>,
@@ -20,7 +23,31 @@ pub struct LogArgs {
     follow: bool,
 }
 
+#[derive(clap::Subcommand)]
+enum LogCommand {
+    /// Append an entry to the activity log.
+    Add {
+        #[arg(long)]
+        action: String,
+        #[arg(long)]
+        detail: String,
+        #[arg(long)]
+        task: Option<String>,
+    },
+}
+
 pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
+    if let Some(LogCommand::Add {
+        action,
+        detail,
+        task,
+    }) = args.command
+    {
+        let task = task.as_deref().map(super::report::task_id).transpose()?;
+        let (project, actor) = super::report::context()?;
+        let done = crate::ops::log_add(&project, &actor, &action, &detail, task.as_ref())?;
+        return super::report::show(out, &done, |_| format!("logged {action}"));
+    }
     let project = Project::discover(&current_dir()?)?;
     let path = project.store.paths().log();
     let bytes = match std::fs::read(&path) {

@@ -59,6 +59,10 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
     })?;
     let mut env = ValidationEnv::new(Some(&root), Timestamp::now());
     env.skip_spec_check |= args.skip_spec_check || skip_spec_check_from_env();
+    // Heartbeats renew leases in liveness records beside the file: effective leases.
+    env.live_records = file
+        .parent()
+        .map(|dir| crate::blackboard::liveness::read_all(&dir.join("live")));
     let checked = document::check(&bytes, &mut env);
     let errors = checked.errors().count();
     let warnings = checked.findings.len() - errors;

@@ -7,10 +7,10 @@ use std::path::Path;
 use super::GitError;
 
 pub struct Repo {
-    inner: git2::Repository,
+    pub(super) inner: git2::Repository,
 }
 
-fn git2_err(action: impl Into<String>) -> impl FnOnce(git2::Error) -> GitError {
+pub(super) fn git2_err(action: impl Into<String>) -> impl FnOnce(git2::Error) -> GitError {
     let action = action.into();
     move |source| GitError::Git2 { action, source }
 }

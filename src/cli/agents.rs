@@ -1,0 +1,96 @@
+//! Supervisor-only commands, for people and scripts: `register`, `heartbeat`,
+//! `unregister`, `claim-task`, `claim-review` (refused when an agent identity is set).
+
+use super::output::Output;
+use super::report::{agent_id, context, show, task_id};
+use super::{CliError, EXIT_OK};
+use crate::lifecycle::Registration;
+use crate::ops;
+
+#[derive(clap::Args)]
+pub struct RegisterArgs {
+    agent: String,
+    /// The backend name recorded in the entry.
+    #[arg(long)]
+    cli: Option<String>,
+}
+
+pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
+    let id = agent_id(&args.agent)?;
+    let (project, actor) = context()?;
+    let info = Registration {
+        pid: Some(i64::from(std::process::id())),
+        terminal: std::env::var("TMUX_PANE")
+            .ok()
+            .or_else(|| std::env::var("TERM").ok()),
+        cli: args.cli,
+        identity: None,
+    };
+    let done = ops::register(&project, &actor, &id, &info)?;
+    if out.json {
+        return show(out, &done, |_| String::new());
+    }
+    // The generation alone on stdout, so scripts can capture it.
+    println!("{}", done.value);
+    Ok(EXIT_OK)
+}
+
+#[derive(clap::Args)]
+pub struct HeartbeatArgs {
+    agent: String,
+    /// The generation to renew (default: the registered one).
+    #[arg(long)]
+    generation: Option<String>,
+    /// Process group of the agent process now running.
+    #[arg(long)]
+    pgid: Option<i64>,
+}
+
+pub fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError> {
+    let id = agent_id(&args.agent)?;
+    let (project, actor) = context()?;
+    let beat = ops::heartbeat(&project, &actor, &id, args.generation.as_deref(), args.pgid)?;
+    out.ok(serde_json::to_value(&beat).unwrap_or_default(), || {
+        format!("{id} lease until {}\n", beat.lease_expires)
+    });
+    Ok(EXIT_OK)
+}
+
+#[derive(clap::Args)]
+pub struct UnregisterArgs {
+    agent: String,
+    /// Only if this generation is the registered one.
+    #[arg(long)]
+    generation: Option<String>,
+}
+
+pub fn cmd_unregister(args: UnregisterArgs, out: &Output) -> Result<i32, CliError> {
+    let id = agent_id(&args.agent)?;
+    let (project, actor) = context()?;
+    let done = ops::unregister(&project, &actor, &id, args.generation.as_deref())?;
+    show(out, &done, |_| format!("{id} unregistered"))
+}
+
+#[derive(clap::Args)]
+pub struct ClaimArgs {
+    task: String,
+    agent: String,
+}
+
+pub fn cmd_claim_task(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
+    let id = task_id(&args.task)?;
+    let agent = agent_id(&args.agent)?;
+    let (project, actor) = context()?;
+    let done = ops::claim_task(&project, &actor, &id, &agent)?;
+    show(out, &done, |c| {
+        format!("{} {} by {} in {}", c.event, c.task, c.agent, c.worktree)
+    })
+}
+
+pub fn cmd_claim_review(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
+    let id = task_id(&args.task)?;
+    let agent = agent_id(&args.agent)?;
+    let (project, actor) = context()?;
+    let done = ops::claim_review(&project, &actor, &id, &agent)?;
+    show(out, &done, |_| format!("review of {id} claimed by {agent}"))
+}

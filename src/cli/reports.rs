@@ -1,0 +1,100 @@
+//! `discover`, `anomaly`, `discovery convert|defer|reject`.
+
+use super::CliError;
+use super::output::Output;
+use super::report::{context, show, task_id};
+use crate::ops::{self, DiscoveryDecision};
+
+#[derive(clap::Args)]
+pub struct DiscoverArgs {
+    #[arg(long)]
+    task: String,
+    #[arg(long = "desc")]
+    description: String,
+    /// critical, high, medium or low.
+    #[arg(long)]
+    severity: String,
+    /// immediate or deferred (default).
+    #[arg(long)]
+    urgency: Option<String>,
+    #[arg(long)]
+    recommendation: Option<String>,
+}
+
+pub fn cmd_discover(args: DiscoverArgs, out: &Output) -> Result<i32, CliError> {
+    let id = task_id(&args.task)?;
+    let (project, actor) = context()?;
+    let done = ops::discover(
+        &project,
+        &actor,
+        &id,
+        &args.description,
+        &args.severity,
+        args.urgency.as_deref(),
+        args.recommendation.as_deref(),
+    )?;
+    show(out, &done, |disc| format!("{disc} recorded"))
+}
+
+#[derive(clap::Args)]
+pub struct AnomalyArgs {
+    /// One of the 13 anomaly types (retry_loop, trade_off, spec_ambiguity, ...).
+    #[arg(long = "type")]
+    kind: String,
+    #[arg(long)]
+    task: String,
+    /// key=value, repeated; each type has required keys.
+    #[arg(long = "detail")]
+    details: Vec<String>,
+}
+
+pub fn cmd_anomaly(args: AnomalyArgs, out: &Output) -> Result<i32, CliError> {
+    let id = task_id(&args.task)?;
+    let (project, actor) = context()?;
+    let done = ops::anomaly(&project, &actor, &args.kind, &id, &args.details)?;
+    show(out, &done, |_| {
+        format!("{} anomaly recorded on {id}", args.kind)
+    })
+}
+
+#[derive(clap::Subcommand)]
+pub enum DiscoveryCommand {
+    /// The discovery became a task.
+    Convert {
+        discovery: String,
+        #[arg(long)]
+        task: String,
+    },
+    /// Keep it for later.
+    Defer {
+        discovery: String,
+        #[arg(long)]
+        reason: String,
+    },
+    /// Not worth doing.
+    Reject {
+        discovery: String,
+        #[arg(long)]
+        reason: String,
+    },
+}
+
+pub fn cmd_discovery(command: DiscoveryCommand, out: &Output) -> Result<i32, CliError> {
+    let (project, actor) = context()?;
+    let (disc, decision) = match command {
+        DiscoveryCommand::Convert { discovery, task } => (
+            discovery,
+            DiscoveryDecision::Convert {
+                task: task_id(&task)?,
+            },
+        ),
+        DiscoveryCommand::Defer { discovery, reason } => {
+            (discovery, DiscoveryDecision::Defer { reason })
+        }
+        DiscoveryCommand::Reject { discovery, reason } => {
+            (discovery, DiscoveryDecision::Reject { reason })
+        }
+    };
+    let done = ops::discovery(&project, &actor, &disc, &decision)?;
+    show(out, &done, |_| String::new())
+}

@@ -1,0 +1,88 @@
+//! `goal complete`, `sprint next`, `pause`, `resume`, `abort`, `checkpoint`.
+
+use super::CliError;
+use super::output::Output;
+use super::report::{context, show};
+use crate::ops;
+
+#[derive(clap::Subcommand)]
+pub enum GoalCommand {
+    /// Declare the goal met (every task terminal).
+    Complete,
+}
+
+#[derive(clap::Subcommand)]
+pub enum SprintCommand {
+    /// Open the next sprint after a completed one.
+    Next,
+}
+
+#[derive(clap::Args)]
+pub struct CheckpointArgs {
+    #[arg(long)]
+    message: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct ResumeArgs {
+    /// CONTINUE, ADJUST_SPECS, REPLAN, PIVOT or STOP, recorded in sprint.retrospective.
+    #[arg(long)]
+    decision: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct AbortArgs {
+    /// Abort the goal too.
+    #[arg(long)]
+    goal: bool,
+}
+
+pub fn cmd_goal(command: GoalCommand, out: &Output) -> Result<i32, CliError> {
+    let (project, actor) = context()?;
+    match command {
+        GoalCommand::Complete => show(out, &ops::goal_complete(&project, &actor)?, |_| {
+            "goal completed".into()
+        }),
+    }
+}
+
+pub fn cmd_sprint(command: SprintCommand, out: &Output) -> Result<i32, CliError> {
+    let (project, actor) = context()?;
+    match command {
+        SprintCommand::Next => show(out, &ops::sprint_next(&project, &actor)?, |id| {
+            format!("sprint {id} started")
+        }),
+    }
+}
+
+pub fn cmd_checkpoint(args: CheckpointArgs, out: &Output) -> Result<i32, CliError> {
+    let (project, actor) = context()?;
+    show(
+        out,
+        &ops::checkpoint(&project, &actor, args.message.as_deref())?,
+        |_| "sprint at checkpoint; `liza resume` continues".into(),
+    )
+}
+
+pub fn cmd_pause(out: &Output) -> Result<i32, CliError> {
+    let (project, actor) = context()?;
+    show(out, &ops::pause(&project, &actor)?, |_| {
+        "paused: no new agent runs until `liza resume`".into()
+    })
+}
+
+pub fn cmd_resume(args: ResumeArgs, out: &Output) -> Result<i32, CliError> {
+    let (project, actor) = context()?;
+    show(
+        out,
+        &ops::resume(&project, &actor, args.decision.as_deref())?,
+        |_| "resumed".into(),
+    )
+}
+
+pub fn cmd_abort(args: AbortArgs, out: &Output) -> Result<i32, CliError> {
+    let (project, actor) = context()?;
+    show(out, &ops::abort(&project, &actor, args.goal)?, |_| {
+        "aborted: supervisors stop".into()
+    })
+}

@@ -1,0 +1,335 @@
+//! Task worktrees (git.md *Layout*, *Nothing in a worktree is ever deleted*, *Claim-time
+//! worktree handling*, *Submit-time checks*): `.worktrees/<task>` on branch `task/<task>`;
+//! WIP commits and `liza/attic/<task>-<n>` archives before any removal; verified removal;
+//! the facts submit-time checks need.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::GitError;
+use super::repo::{Repo, git2_err};
+use crate::blackboard::TaskId;
+
+/// What saving a worktree before its removal kept.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct SavedWork {
+    /// The WIP commit made of uncommitted files, if there were any.
+    pub wip_commit: Option<String>,
+    /// The attic branch the task branch was archived to, if it held unmerged commits.
+    pub attic: Option<String>,
+    /// A leftover directory that was not a git worktree, moved aside.
+    pub moved_dir: Option<String>,
+}
+
+pub fn task_branch(id: &TaskId) -> String {
+    format!("task/{id}")
+}
+
+pub fn worktree_dir(root: &Path, id: &TaskId) -> PathBuf {
+    root.join(".worktrees").join(id.as_str())
+}
+
+fn signature() -> Result<git2::Signature<'static>, GitError> {
+    git2::Signature::now("liza", "liza@localhost").map_err(git2_err("make the liza signature"))
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> GitError {
+    let path = path.to_path_buf();
+    move |source| GitError::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+impl Repo {
+    /// Whether `.worktrees/<id>` exists as a registered git worktree.
+    pub fn worktree_present(&self, root: &Path, id: &TaskId) -> bool {
+        worktree_dir(root, id).join(".git").exists()
+            && self
+                .inner
+                .find_worktree(id.as_str())
+                .is_ok_and(|w| w.validate().is_ok())
+    }
+
+    /// Creates `.worktrees/<id>` on a new branch `task/<id>` at `base`. A leftover
+    /// branch or directory is archived or moved aside first, never deleted.
+    pub fn create_task_worktree(
+        &self,
+        root: &Path,
+        id: &TaskId,
+        base: &str,
+        integration: &str,
+        reason: &str,
+    ) -> Result<SavedWork, GitError> {
+        let saved = self.retire_worktree(root, id, reason, integration)?;
+        let oid = git2::Oid::from_str(base).map_err(git2_err(format!("read commit {base}")))?;
+        let commit = self
+            .inner
+            .find_commit(oid)
+            .map_err(git2_err(format!("find commit {base}")))?;
+        let branch = self
+            .inner
+            .branch(&task_branch(id), &commit, false)
+            .map_err(git2_err(format!("create branch {}", task_branch(id))))?;
+        self.add_worktree(root, id, branch.get())?;
+        Ok(saved)
+    }
+
+    /// Recreates a missing worktree from its task branch (the commits are on the branch).
+    pub fn recreate_task_worktree(&self, root: &Path, id: &TaskId) -> Result<(), GitError> {
+        if self.worktree_present(root, id) {
+            return Ok(());
+        }
+        self.move_leftover_dir(root, id)?;
+        self.prune_stale_entry(id)?;
+        let branch = self
+            .inner
+            .find_branch(&task_branch(id), git2::BranchType::Local)
+            .map_err(git2_err(format!(
+                "find branch {} to recreate the worktree",
+                task_branch(id)
+            )))?;
+        self.add_worktree(root, id, branch.get())
+    }
+
+    fn add_worktree(
+        &self,
+        root: &Path,
+        id: &TaskId,
+        reference: &git2::Reference<'_>,
+    ) -> Result<(), GitError> {
+        let parent = root.join(".worktrees");
+        fs::create_dir_all(&parent).map_err(io("create", &parent))?;
+        self.prune_stale_entry(id)?;
+        let mut options = git2::WorktreeAddOptions::new();
+        options.reference(Some(reference));
+        self.inner
+            .worktree(id.as_str(), &worktree_dir(root, id), Some(&options))
+            .map_err(git2_err(format!("create worktree .worktrees/{id}")))?;
+        Ok(())
+    }
+
+    /// Drops git's record of a worktree whose directory is gone.
+    fn prune_stale_entry(&self, id: &TaskId) -> Result<(), GitError> {
+        if let Ok(wt) = self.inner.find_worktree(id.as_str())
+            && wt.validate().is_err()
+        {
+            wt.prune(Some(
+                git2::WorktreePruneOptions::new().valid(true).locked(true),
+            ))
+            .map_err(git2_err(format!("prune the stale worktree entry {id}")))?;
+        }
+        Ok(())
+    }
+
+    /// A directory at `.worktrees/<id>` that is not a working git worktree is moved to
+    /// `.worktrees/_attic/<id>-<n>` (it may hold someone's files).
+    fn move_leftover_dir(&self, root: &Path, id: &TaskId) -> Result<Option<String>, GitError> {
+        let dir = worktree_dir(root, id);
+        if !dir.exists() || self.worktree_present(root, id) {
+            return Ok(None);
+        }
+        let attic = root.join(".worktrees").join("_attic");
+        fs::create_dir_all(&attic).map_err(io("create", &attic))?;
+        let target = (1..)
+            .map(|n| attic.join(format!("{id}-{n}")))
+            .find(|p| !p.exists())
+            .expect("an unused name exists");
+        fs::rename(&dir, &target).map_err(io("move aside", &dir))?;
+        Ok(Some(
+            target
+                .strip_prefix(root)
+                .unwrap_or(&target)
+                .display()
+                .to_string(),
+        ))
+    }
+
+    /// Saves everything in the task's worktree and removes it: WIP commit of uncommitted
+    /// files, archive of the branch if it has commits not on `integration`, removal
+    /// verified, task branch deleted (its commits are on integration or in the attic).
+    pub fn retire_worktree(
+        &self,
+        root: &Path,
+        id: &TaskId,
+        reason: &str,
+        integration: &str,
+    ) -> Result<SavedWork, GitError> {
+        let mut saved = SavedWork {
+            moved_dir: self.move_leftover_dir(root, id)?,
+            ..SavedWork::default()
+        };
+        if self.worktree_present(root, id) {
+            saved.wip_commit = self.commit_wip(&worktree_dir(root, id), reason)?;
+        }
+        saved.attic = self.archive_branch(id, integration)?;
+        self.remove_worktree(root, id)?;
+        if self.branch_tip(&task_branch(id))?.is_some() {
+            self.delete_branch(&task_branch(id))?;
+        }
+        Ok(saved)
+    }
+
+    /// Commits modified, staged and untracked non-ignored files of `worktree` as
+    /// `WIP: saved by liza before <reason>`; `None` when it was clean.
+    pub fn commit_wip(&self, worktree: &Path, reason: &str) -> Result<Option<String>, GitError> {
+        if dirty_files(worktree)?.is_empty() {
+            return Ok(None);
+        }
+        let repo = git2::Repository::open(worktree)
+            .map_err(git2_err(format!("open worktree {}", worktree.display())))?;
+        let mut index = repo.index().map_err(git2_err("read the worktree index"))?;
+        index
+            .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
+            .map_err(git2_err("stage the worktree's files"))?;
+        index
+            .update_all(["*"], None)
+            .map_err(git2_err("stage deleted files"))?;
+        index
+            .write()
+            .map_err(git2_err("write the worktree index"))?;
+        let tree_id = index.write_tree().map_err(git2_err("write the WIP tree"))?;
+        let tree = repo
+            .find_tree(tree_id)
+            .map_err(git2_err("read the WIP tree"))?;
+        let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+        let sig = signature()?;
+        let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+        let oid = repo
+            .commit(
+                Some("HEAD"),
+                &sig,
+                &sig,
+                &format!("WIP: saved by liza before {reason}"),
+                &tree,
+                &parents,
+            )
+            .map_err(git2_err("commit the WIP"))?;
+        Ok(Some(oid.to_string()))
+    }
+
+    /// Archives `task/<id>` as `liza/attic/<id>-<n>` when it holds commits not on
+    /// `integration`; returns the attic branch.
+    pub fn archive_branch(
+        &self,
+        id: &TaskId,
+        integration: &str,
+    ) -> Result<Option<String>, GitError> {
+        let Some(tip) = self.branch_tip(&task_branch(id))? else {
+            return Ok(None);
+        };
+        if let Some(integration_tip) = self.branch_tip(integration)?
+            && self.is_ancestor(&tip, &integration_tip)?
+        {
+            return Ok(None);
+        }
+        let name = (1..)
+            .map(|n| format!("liza/attic/{id}-{n}"))
+            .find(|n| self.branch_tip(n).ok().flatten().is_none())
+            .expect("an unused attic name exists");
+        self.create_branch(&name, &tip)?;
+        Ok(Some(name))
+    }
+
+    /// Removes `.worktrees/<id>` and git's record of it, and verifies both are gone.
+    pub fn remove_worktree(&self, root: &Path, id: &TaskId) -> Result<(), GitError> {
+        let dir = worktree_dir(root, id);
+        if let Ok(wt) = self.inner.find_worktree(id.as_str()) {
+            wt.prune(Some(
+                git2::WorktreePruneOptions::new()
+                    .valid(true)
+                    .locked(true)
+                    .working_tree(true),
+            ))
+            .map_err(git2_err(format!("remove worktree .worktrees/{id}")))?;
+        }
+        if dir.exists() {
+            // Only a registered worktree (whose files were just committed) reaches here.
+            fs::remove_dir_all(&dir).map_err(io("remove", &dir))?;
+        }
+        if dir.exists() || self.inner.find_worktree(id.as_str()).is_ok() {
+            return Err(GitError::RemovalNotVerified { path: dir });
+        }
+        Ok(())
+    }
+
+    /// Whether `ancestor` is `descendant` or one of its ancestors.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
+        let a =
+            git2::Oid::from_str(ancestor).map_err(git2_err(format!("read commit {ancestor}")))?;
+        let d = git2::Oid::from_str(descendant)
+            .map_err(git2_err(format!("read commit {descendant}")))?;
+        if a == d {
+            return Ok(true);
+        }
+        self.inner
+            .graph_descendant_of(d, a)
+            .map_err(git2_err("compare commits"))
+    }
+
+    /// Files changed between two commits (both sides of renames).
+    pub fn changed_files(&self, base: &str, head: &str) -> Result<Vec<String>, GitError> {
+        let tree = |spec: &str| -> Result<git2::Tree<'_>, GitError> {
+            let oid = git2::Oid::from_str(spec).map_err(git2_err(format!("read commit {spec}")))?;
+            self.inner
+                .find_commit(oid)
+                .and_then(|c| c.tree())
+                .map_err(git2_err(format!("read the tree of {spec}")))
+        };
+        let diff = self
+            .inner
+            .diff_tree_to_tree(Some(&tree(base)?), Some(&tree(head)?), None)
+            .map_err(git2_err("diff the task's commits"))?;
+        let mut files: Vec<String> = Vec::new();
+        for delta in diff.deltas() {
+            for file in [delta.old_file(), delta.new_file()] {
+                if let Some(p) = file.path().and_then(Path::to_str)
+                    && !files.iter().any(|f| f == p)
+                {
+                    files.push(p.to_owned());
+                }
+            }
+        }
+        Ok(files)
+    }
+}
+
+/// The HEAD commit of the checkout at `worktree`.
+pub fn head_of(worktree: &Path) -> Result<String, GitError> {
+    let repo = git2::Repository::open(worktree).map_err(|_| GitError::NotARepository {
+        path: worktree.to_path_buf(),
+    })?;
+    let head = repo.head().map_err(|_| GitError::UnbornHead)?;
+    head.peel_to_commit()
+        .map(|c| c.id().to_string())
+        .map_err(git2_err("read HEAD"))
+}
+
+/// Staged, unstaged and untracked non-ignored files of the checkout at `worktree`.
+pub fn dirty_files(worktree: &Path) -> Result<Vec<String>, GitError> {
+    let repo = git2::Repository::open(worktree).map_err(|_| GitError::NotARepository {
+        path: worktree.to_path_buf(),
+    })?;
+    let mut options = git2::StatusOptions::new();
+    options
+        .include_untracked(true)
+        .recurse_untracked_dirs(true)
+        .include_ignored(false)
+        .exclude_submodules(true);
+    let statuses = repo
+        .statuses(Some(&mut options))
+        .map_err(git2_err("read the worktree status"))?;
+    Ok(statuses
+        .iter()
+        .filter(|s| !s.status().is_empty() && !s.status().contains(git2::Status::IGNORED))
+        .filter_map(|s| s.path().map(str::to_owned))
+        .collect())
+}
+
+/// The git blob id of a file's contents (`git hash-object`).
+pub fn blob_id(path: &Path) -> Result<String, GitError> {
+    git2::Oid::hash_file(git2::ObjectType::Blob, path)
+        .map(|o| o.to_string())
+        .map_err(git2_err(format!("hash {}", path.display())))
+}

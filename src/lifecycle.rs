@@ -1,0 +1,46 @@
+//! The task, agent, sprint and goal state machines of lifecycle.md: one transition table
+//! ([`table`]) as data, plus pure functions over the in-memory [`State`] — no I/O, no
+//! clock (the caller passes `now`), no git (the caller passes what git said). Every path
+//! that changes a task's status — CLI commands, the supervisor, the built-in agent, the
+//! hand-edit reconciler — goes through these functions, so each rule lives here once.
+//!
+//! Contract of every transition function: it checks all its guards before it changes
+//! anything, so a refusal leaves the state exactly as it was; on success it sets
+//! `status_changed_at`, appends the history event of its row and returns the log entries
+//! ([`Outcome`]) for the store to append.
+//!
+//! [`State`]: crate::blackboard::State
+
+pub mod agents;
+pub mod claims;
+pub mod context;
+pub mod planner_moves;
+pub mod planning;
+pub mod refusal;
+pub mod sprint;
+pub mod table;
+pub mod text_rules;
+pub mod work;
+pub mod work_done;
+
+pub use agents::{Registration, check_generation, register, unregister};
+pub use claims::{
+    ClaimKind, WorktreePlan, claim, claim_review, clear_stale, plan_claim, release_review,
+    worktree_path,
+};
+pub use context::{Event, Outcome, Who};
+pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
+pub use planning::{
+    Amendment, NewTask, SpecFacts, add_task, add_tasks, amend_task, finalize, spec_file,
+};
+pub use refusal::Refusal;
+pub use sprint::{abort, checkpoint, complete_if_done, goal_complete, resume, sprint_next};
+pub use table::{Command, Kind};
+pub use work::{Candidate, ReviewWork, WorkClass, coder_work, reviewer_work};
+pub use work_done::{
+    BlockCause, SubmitFacts, Verdict, block, handoff, integration_failed, merged, submit, verdict,
+    void_verdict,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,459 @@
+//! Claims: a coder's claim on a task (first claim, re-claim after rejection, resume,
+//! takeover, integration fix) and a reviewer's claim on a submitted task, with their
+//! release. A claim is planned from a snapshot (so the caller can prepare the worktree
+//! outside the lock) and applied under the lock, where it is planned again: if the plan
+//! changed meanwhile, the claim is refused and the caller undoes its preparation.
+
+use crate::blackboard::model::{AgentStatus, CommitId, State, Task, TaskStatus};
+use crate::blackboard::{AgentId, Role, TaskId, Timestamp};
+
+use super::context::{
+    Outcome, Who, expired, history, release_agent, set_agent, set_status, task, task_mut, text,
+};
+use super::refusal::Refusal;
+use super::table::{Command, row};
+
+/// Which claim row applies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimKind {
+    /// UNCLAIMED → CLAIMED.
+    Fresh,
+    /// REJECTED → CLAIMED by the same coder.
+    Reclaim,
+    /// The coder's own CLAIMED task after a restart: the lease is renewed.
+    Resume,
+    /// REJECTED → CLAIMED by another coder (the assignee is gone).
+    TakeOverRejected { previous: AgentId },
+    /// CLAIMED → CLAIMED by another coder (the lease expired).
+    TakeOverExpired { previous: AgentId },
+    /// INTEGRATION_FAILED → CLAIMED.
+    IntegrationFix,
+}
+
+/// What the worktree needs before the claim is committed (git.md, *Claim-time worktree
+/// handling*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WorktreePlan {
+    /// Create fresh from the integration tip (archiving any leftover branch first).
+    Fresh,
+    /// Keep it; recreate it from the task branch if it is missing.
+    Keep,
+    /// Archive the previous coder's branch if it has unmerged commits, then create fresh.
+    ArchiveThenFresh,
+}
+
+impl ClaimKind {
+    fn command(&self) -> Command {
+        match self {
+            ClaimKind::Fresh => Command::ClaimTask,
+            ClaimKind::Reclaim => Command::ReclaimSameCoder,
+            ClaimKind::Resume => Command::ResumeSameCoder,
+            ClaimKind::TakeOverRejected { .. } => Command::TakeOverRejected,
+            ClaimKind::TakeOverExpired { .. } => Command::TakeOverExpired,
+            ClaimKind::IntegrationFix => Command::ClaimIntegrationFix,
+        }
+    }
+
+    pub fn worktree(&self) -> WorktreePlan {
+        match self {
+            ClaimKind::Fresh => WorktreePlan::Fresh,
+            ClaimKind::Reclaim | ClaimKind::Resume | ClaimKind::IntegrationFix => {
+                WorktreePlan::Keep
+            }
+            ClaimKind::TakeOverRejected { .. } | ClaimKind::TakeOverExpired { .. } => {
+                WorktreePlan::ArchiveThenFresh
+            }
+        }
+    }
+}
+
+/// `.worktrees/<id>`, relative to the project root.
+pub fn worktree_path(id: &TaskId) -> String {
+    format!(".worktrees/{id}")
+}
+
+/// Statuses in which a task counts as the assignee's active task (validation rule 5).
+pub fn is_active(status: TaskStatus) -> bool {
+    matches!(
+        status,
+        TaskStatus::Claimed | TaskStatus::ReadyForReview | TaskStatus::Rejected
+    )
+}
+
+/// The task another of `agent`'s claims is on, if any.
+pub fn other_active_task<'s>(
+    state: &'s State,
+    agent: &AgentId,
+    except: &TaskId,
+) -> Option<&'s Task> {
+    state
+        .tasks
+        .iter()
+        .map(|t| &**t)
+        .find(|t| &t.id != except && t.assigned_to.as_ref() == Some(agent) && is_active(t.status))
+}
+
+/// Whether the assignee's effective lease on `task` has run out: the task lease while
+/// CLAIMED, the agent's registration lease while the task waits on it (REJECTED).
+pub fn assignee_lease_expired(state: &State, task: &Task, now: Timestamp) -> bool {
+    let Some(assignee) = &task.assigned_to else {
+        return true;
+    };
+    match task.status {
+        TaskStatus::Claimed => expired(task.lease_expires, now),
+        _ => state
+            .agents
+            .get(assignee)
+            .is_none_or(|a| expired(a.lease_expires, now)),
+    }
+}
+
+fn registered(state: &State, agent: &AgentId, role: Role) -> Result<(), Refusal> {
+    match state.agents.get(agent) {
+        Some(a) if a.role == role => Ok(()),
+        Some(a) => Err(Refusal::new(
+            "registered-role",
+            format!("{agent} is registered as {}, not {}", a.role, role),
+            "agent ids encode their role: coder-N, code-reviewer-N, planner-N",
+        )),
+        None => Err(Refusal::new(
+            "registered",
+            format!("{agent} is not registered"),
+            format!(
+                "register it first: `liza register {agent}` (its supervisor does this at start)"
+            ),
+        )),
+    }
+}
+
+/// Which claim `agent` would make on `id`, with every guard of its row checked.
+pub fn plan_claim(
+    state: &State,
+    id: &TaskId,
+    agent: &AgentId,
+    now: Timestamp,
+) -> Result<ClaimKind, Refusal> {
+    let t = task(state, id)?;
+    if agent.role() != Role::Coder {
+        return Err(Refusal::new(
+            "claim-coder",
+            format!("{agent} is not a coder; only coders claim tasks"),
+            "reviewers use claim-review",
+        ));
+    }
+    registered(state, agent, Role::Coder)?;
+    let same = t.assigned_to.as_ref() == Some(agent);
+    let kind = match t.status {
+        TaskStatus::Unclaimed => ClaimKind::Fresh,
+        TaskStatus::Rejected if same => ClaimKind::Reclaim,
+        TaskStatus::Claimed if same => ClaimKind::Resume,
+        TaskStatus::Rejected | TaskStatus::Claimed => {
+            let previous = t.assigned_to.clone();
+            if !assignee_lease_expired(state, t, now) {
+                return Err(Refusal::new(
+                    "claimed-by-other",
+                    format!(
+                        "task {id} is {} by {} whose lease is live{}",
+                        t.status.as_str(),
+                        previous.as_ref().map_or("nobody", AgentId::as_str),
+                        t.lease_expires
+                            .map(|l| format!(" until {l}"))
+                            .unwrap_or_default()
+                    ),
+                    "take another task; it becomes available when that lease expires",
+                ));
+            }
+            match (t.status, previous) {
+                (TaskStatus::Rejected, Some(previous)) => ClaimKind::TakeOverRejected { previous },
+                (_, Some(previous)) => ClaimKind::TakeOverExpired { previous },
+                _ => ClaimKind::Fresh,
+            }
+        }
+        TaskStatus::IntegrationFailed => ClaimKind::IntegrationFix,
+        other => {
+            return Err(
+                match row(
+                    Command::ClaimTask,
+                    Some(other),
+                    super::table::Kind::Supervisor,
+                ) {
+                    Err(refusal) => refusal,
+                    Ok(_) => Refusal::new(
+                        "no-such-transition",
+                        format!("task {id} is {}", other.as_str()),
+                        "check it with `liza show`",
+                    ),
+                },
+            );
+        }
+    };
+    row(
+        kind.command(),
+        Some(t.status),
+        super::table::Kind::Supervisor,
+    )?;
+    if kind == ClaimKind::Fresh
+        && let Some(dep) = t
+            .depends_on()
+            .iter()
+            .find(|d| !state.dependency_satisfied(d))
+    {
+        return Err(Refusal::new(
+            "dependencies-satisfied",
+            format!("task {id} waits on {dep}, which is not merged (or superseded by merged work)"),
+            "claim it once its dependencies are merged",
+        ));
+    }
+    if let Some(other) = other_active_task(state, agent, id) {
+        return Err(Refusal::new(
+            "one-task-per-coder",
+            format!(
+                "{agent} already holds task {} ({})",
+                other.id,
+                other.status.as_str()
+            ),
+            "a coder works on one task at a time",
+        ));
+    }
+    if !matches!(kind, ClaimKind::Resume | ClaimKind::Reclaim) {
+        let failed = t.failed_by.as_deref().unwrap_or(&[]);
+        if failed.contains(agent) {
+            return Err(Refusal::new(
+                "failed-by",
+                format!("{agent} already failed task {id}"),
+                "another coder must take it, or the planner rescopes it",
+            ));
+        }
+        if failed.len() >= 2 {
+            return Err(Refusal::new(
+                "hypothesis-exhaustion",
+                format!(
+                    "task {id} was failed by {} coders; its framing is presumed wrong",
+                    failed.len()
+                ),
+                "the planner must rescope, split or abandon it",
+            ));
+        }
+    }
+    Ok(kind)
+}
+
+/// Applies a claim planned earlier. `base` is the integration tip the fresh worktree was
+/// created from (required for a fresh worktree).
+pub fn claim(
+    state: &mut State,
+    id: &TaskId,
+    agent: &AgentId,
+    planned: &ClaimKind,
+    base: Option<&CommitId>,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let kind = plan_claim(state, id, agent, now)?;
+    if &kind != planned {
+        return Err(Refusal::new(
+            "claim-changed",
+            format!("task {id} changed while its worktree was prepared"),
+            "try the next task",
+        ));
+    }
+    let fresh = kind.worktree() != WorktreePlan::Keep;
+    if fresh && base.is_none() {
+        return Err(Refusal::new(
+            "claim-base",
+            format!("a fresh claim of {id} needs the integration tip it starts from"),
+            "this is a bug in the caller",
+        ));
+    }
+    let lease = now.plus_seconds(state.config.lease_duration());
+    let row = row(
+        kind.command(),
+        Some(task(state, id)?.status),
+        super::table::Kind::Supervisor,
+    )?;
+    let t = task_mut(state, id);
+    t.lease_expires = Some(lease);
+    let mut fields = Vec::new();
+    match &kind {
+        ClaimKind::TakeOverRejected { previous } | ClaimKind::TakeOverExpired { previous } => {
+            fields.push(("previous_assignee", text(previous.to_string())));
+        }
+        _ => {}
+    }
+    if kind == ClaimKind::IntegrationFix && t.assigned_to.as_ref() != Some(agent) {
+        t.iteration = Some(0);
+        if let Some(previous) = &t.assigned_to {
+            fields.push(("previous_assignee", text(previous.to_string())));
+        }
+    }
+    let previous = t.assigned_to.replace(agent.clone());
+    t.worktree = Some(worktree_path(id));
+    if fresh {
+        t.base_commit = base.cloned();
+        t.iteration = Some(0);
+        t.review_cycles_current = Some(0);
+        t.review_commit = None;
+        t.handoff_pending = None;
+    }
+    if kind == ClaimKind::IntegrationFix {
+        t.integration_fix = Some(true);
+    }
+    if let Some(to) = row.to {
+        set_status(t, to, now);
+    }
+    history(t, now, row.event, agent.as_str(), &fields);
+    if previous.as_ref() != Some(agent) {
+        release_agent(state, previous.as_ref(), id);
+    }
+    set_agent(state, agent, AgentStatus::Working, Some(id));
+    let mut outcome = Outcome::default();
+    let detail = match &kind {
+        ClaimKind::TakeOverRejected { previous } | ClaimKind::TakeOverExpired { previous } => {
+            Some(format!("from {previous}"))
+        }
+        _ => base.map(|b| format!("base {b}")),
+    };
+    outcome.event(row.event, agent.as_str(), Some(id), detail);
+    Ok(outcome)
+}
+
+/// `claim-review`: a registered reviewer, not the author, claims a submitted task with
+/// no live review lease.
+pub fn claim_review(
+    state: &mut State,
+    id: &TaskId,
+    reviewer: &AgentId,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    let row = row(
+        Command::ClaimReview,
+        Some(t.status),
+        super::table::Kind::Supervisor,
+    )?;
+    if reviewer.role() != Role::CodeReviewer {
+        return Err(Refusal::new(
+            "claim-reviewer",
+            format!("{reviewer} is not a code reviewer"),
+            "only code-reviewer-N agents review",
+        ));
+    }
+    registered(state, reviewer, Role::CodeReviewer)?;
+    if t.assigned_to.as_ref() == Some(reviewer) {
+        return Err(Refusal::new(
+            "not-author",
+            format!("{reviewer} wrote task {id} and may not review it"),
+            "another reviewer takes it",
+        ));
+    }
+    if let Some(holder) = &t.reviewing_by
+        && !expired(t.review_lease_expires, now)
+    {
+        return Err(Refusal::new(
+            "review-lease-live",
+            format!(
+                "task {id} is being reviewed by {holder} (lease until {})",
+                t.review_lease_expires
+                    .map(|l| l.to_string())
+                    .unwrap_or_default()
+            ),
+            "review another task",
+        ));
+    }
+    if let Some(other) = state.tasks.iter().find(|o| {
+        &o.id != id
+            && o.reviewing_by.as_ref() == Some(reviewer)
+            && o.status == TaskStatus::ReadyForReview
+            && !expired(o.review_lease_expires, now)
+    }) {
+        return Err(Refusal::new(
+            "one-review-per-reviewer",
+            format!("{reviewer} is already reviewing task {}", other.id),
+            "finish that review first",
+        ));
+    }
+    let lease = now.plus_seconds(state.config.lease_duration());
+    let mut outcome = Outcome::default();
+    let t = task_mut(state, id);
+    let stale = t.reviewing_by.take();
+    if let Some(stale) = &stale {
+        history(t, now, "review_lease_expired", stale.as_str(), &[]);
+        outcome.event("review_lease_expired", stale.as_str(), Some(id), None);
+    }
+    t.reviewing_by = Some(reviewer.clone());
+    t.review_lease_expires = Some(lease);
+    history(t, now, row.event, reviewer.as_str(), &[]);
+    release_agent(state, stale.as_ref(), id);
+    set_agent(state, reviewer, AgentStatus::Reviewing, Some(id));
+    outcome.event(row.event, reviewer.as_str(), Some(id), None);
+    Ok(outcome)
+}
+
+/// Releases a review claim: `release-claim --role reviewer` (expired lease, or `force`
+/// by a person) and `clear-stale` (expired leases only).
+pub fn release_review(
+    state: &mut State,
+    who: &Who,
+    id: &TaskId,
+    force: bool,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    let row = row(Command::ReleaseReview, Some(t.status), who.kind())?;
+    let Some(holder) = t.reviewing_by.clone() else {
+        return Err(Refusal::new(
+            "review-claimed",
+            format!("task {id} has no review claim to release"),
+            "nothing to do",
+        ));
+    };
+    if !expired(t.review_lease_expires, now) && !(force && *who == Who::Human) {
+        return Err(Refusal::new(
+            "review-lease-expired",
+            format!(
+                "{holder}'s review lease on {id} is live until {}",
+                t.review_lease_expires
+                    .map(|l| l.to_string())
+                    .unwrap_or_default()
+            ),
+            "wait for it to expire, or pass --force to take the claim away",
+        ));
+    }
+    let t = task_mut(state, id);
+    t.reviewing_by = None;
+    t.review_lease_expires = None;
+    history(
+        t,
+        now,
+        row.event,
+        &who.name(),
+        &[("reviewer", text(holder.to_string()))],
+    );
+    release_agent(state, Some(&holder), id);
+    let mut outcome = Outcome::default();
+    outcome.event(
+        row.event,
+        &who.name(),
+        Some(id),
+        Some(format!("from {holder}")),
+    );
+    Ok(outcome)
+}
+
+/// `clear-stale`: releases every review claim whose lease expired.
+pub fn clear_stale(state: &mut State, who: &Who, now: Timestamp) -> Result<Outcome, Refusal> {
+    let stale: Vec<TaskId> = state
+        .tasks
+        .iter()
+        .filter(|t| {
+            t.status == TaskStatus::ReadyForReview
+                && t.reviewing_by.is_some()
+                && expired(t.review_lease_expires, now)
+        })
+        .map(|t| t.id.clone())
+        .collect();
+    let mut outcome = Outcome::default();
+    for id in stale {
+        outcome.merge(release_review(state, who, &id, false, now)?);
+    }
+    Ok(outcome)
+}

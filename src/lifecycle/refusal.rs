@@ -1,0 +1,20 @@
+//! Why a lifecycle operation was refused: the rule, what was wrong, what to do instead.
+
+/// A refused operation. `rule` names the rule of lifecycle.md (or git.md) that refused it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message} [{rule}]")]
+pub struct Refusal {
+    pub rule: &'static str,
+    pub message: String,
+    pub hint: String,
+}
+
+impl Refusal {
+    pub fn new(rule: &'static str, message: impl Into<String>, hint: impl Into<String>) -> Refusal {
+        Refusal {
+            rule,
+            message: message.into(),
+            hint: hint.into(),
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! The sprint and goal machines (lifecycle.md *Sprint and goal*).
+
+use crate::blackboard::model::{GoalStatus, Scope, Sprint, SprintStatus, State, Timeline};
+use crate::blackboard::node::{Entry, Node, Value};
+use crate::blackboard::{TaskId, Timestamp};
+
+use super::context::{Outcome, Who};
+use super::refusal::Refusal;
+use super::table::Kind;
+
+/// The decisions `liza resume --decision` records.
+pub const DECISIONS: &[&str] = &["CONTINUE", "ADJUST_SPECS", "REPLAN", "PIVOT", "STOP"];
+
+fn planner_or_human(who: &Who, what: &str) -> Result<(), Refusal> {
+    match who.kind() {
+        Kind::Planner | Kind::Human => Ok(()),
+        _ => Err(Refusal::new(
+            "permission",
+            format!("only the planner or a person may {what}"),
+            "see operations.md, Commands",
+        )),
+    }
+}
+
+fn human(who: &Who, what: &str) -> Result<(), Refusal> {
+    match who.kind() {
+        Kind::Human => Ok(()),
+        _ => Err(Refusal::new(
+            "permission",
+            format!("only a person may {what}"),
+            "unset LIZA_AGENT_ID to act as a person",
+        )),
+    }
+}
+
+fn is_done(state: &State, id: &TaskId) -> bool {
+    match state.task(id) {
+        Some(t) => t.status.is_terminal(),
+        None => state
+            .archived
+            .as_ref()
+            .and_then(|a| a.get(id))
+            .is_some_and(|a| a.status.is_terminal()),
+    }
+}
+
+fn timeline(sprint: &mut Sprint) -> &mut Timeline {
+    sprint.timeline.get_or_insert_with(Timeline::default)
+}
+
+/// IN_PROGRESS → COMPLETED when every planned task is terminal; called by every
+/// transaction that moves a task, so the one that finishes the last planned task
+/// completes the sprint.
+pub fn complete_if_done(state: &mut State, now: Timestamp) -> Option<Outcome> {
+    let planned = state.sprint.planned();
+    if state.sprint.status != SprintStatus::InProgress
+        || planned.is_empty()
+        || !planned.iter().all(|id| is_done(state, id))
+    {
+        return None;
+    }
+    state.sprint.status = SprintStatus::Completed;
+    timeline(&mut state.sprint).ended = Some(now);
+    let mut outcome = Outcome::default();
+    let detail = format!(
+        "{}: {} planned tasks terminal",
+        state.sprint.id,
+        state.sprint.planned().len()
+    );
+    outcome.event("sprint_completed", "liza", None, Some(detail));
+    Some(outcome)
+}
+
+/// `checkpoint`: IN_PROGRESS → CHECKPOINT (supervisors finish their step and wait).
+pub fn checkpoint(
+    state: &mut State,
+    who: &Who,
+    message: Option<&str>,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    planner_or_human(who, "checkpoint the sprint")?;
+    if state.sprint.status != SprintStatus::InProgress {
+        return Err(Refusal::new(
+            "sprint-status",
+            format!(
+                "the sprint is {}, not IN_PROGRESS",
+                state.sprint.status.as_str()
+            ),
+            "only a running sprint takes a checkpoint",
+        ));
+    }
+    state.sprint.status = SprintStatus::Checkpoint;
+    timeline(&mut state.sprint).checkpoint_at = Some(now);
+    let mut outcome = Outcome::default();
+    outcome.event("checkpoint", &who.name(), None, message.map(str::to_owned));
+    Ok(outcome)
+}
+
+/// `resume [--decision D]`: CHECKPOINT → IN_PROGRESS, the decision recorded in
+/// `sprint.retrospective`. Resuming a sprint that is only paused changes no status.
+pub fn resume(
+    state: &mut State,
+    who: &Who,
+    decision: Option<&str>,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    human(who, "resume the sprint")?;
+    if let Some(d) = decision
+        && !DECISIONS.contains(&d)
+    {
+        return Err(Refusal::new(
+            "resume-decision",
+            format!("decision {d:?} is not one of {}", DECISIONS.join(", ")),
+            "choose one of the checkpoint decisions",
+        ));
+    }
+    match state.sprint.status {
+        SprintStatus::Checkpoint => {
+            state.sprint.status = SprintStatus::InProgress;
+            timeline(&mut state.sprint).checkpoint_at = None;
+        }
+        SprintStatus::InProgress => {}
+        other => {
+            return Err(Refusal::new(
+                "sprint-status",
+                format!("the sprint is {}", other.as_str()),
+                "a completed or aborted sprint is followed by `liza sprint next`",
+            ));
+        }
+    }
+    if let Some(d) = decision {
+        record_decision(&mut state.sprint, d, &who.name(), now);
+    }
+    let mut outcome = Outcome::default();
+    outcome.event("resumed", &who.name(), None, decision.map(str::to_owned));
+    Ok(outcome)
+}
+
+fn record_decision(sprint: &mut Sprint, decision: &str, by: &str, now: Timestamp) {
+    let item = Node::new(Value::Map(vec![
+        entry("timestamp", Node::str(now.to_string())),
+        entry("decision", Node::str(decision)),
+        entry("by", Node::str(by)),
+    ]));
+    let retro = sprint
+        .retrospective
+        .get_or_insert_with(|| Node::new(Value::Map(Vec::new())));
+    if !matches!(retro.value, Value::Map(_)) {
+        // Keep whatever a person wrote there, under `notes`.
+        let old = std::mem::replace(retro, Node::new(Value::Map(Vec::new())));
+        if let Value::Map(entries) = &mut retro.value {
+            entries.push(entry("notes", old));
+        }
+    }
+    if let Value::Map(entries) = &mut retro.value {
+        match entries.iter_mut().find(|e| e.key == "decisions") {
+            Some(Entry {
+                value:
+                    Node {
+                        value: Value::Seq(items),
+                        ..
+                    },
+                ..
+            }) => items.push(item),
+            Some(e) => e.value = Node::new(Value::Seq(vec![e.value.clone(), item])),
+            None => entries.push(entry("decisions", Node::new(Value::Seq(vec![item])))),
+        }
+    }
+}
+
+fn entry(key: &str, value: Node) -> Entry {
+    Entry {
+        key: key.to_owned(),
+        value,
+        key_pos: Default::default(),
+    }
+}
+
+/// `abort [--goal]`: the sprint (and the goal) → ABORTED; every supervisor exits.
+pub fn abort(state: &mut State, who: &Who, goal: bool, now: Timestamp) -> Result<Outcome, Refusal> {
+    human(who, "abort")?;
+    if !matches!(
+        state.sprint.status,
+        SprintStatus::InProgress | SprintStatus::Checkpoint
+    ) && !goal
+    {
+        return Err(Refusal::new(
+            "sprint-status",
+            format!("the sprint is already {}", state.sprint.status.as_str()),
+            "nothing is running",
+        ));
+    }
+    if matches!(
+        state.sprint.status,
+        SprintStatus::InProgress | SprintStatus::Checkpoint
+    ) {
+        state.sprint.status = SprintStatus::Aborted;
+        timeline(&mut state.sprint).ended = Some(now);
+    }
+    if goal {
+        if state
+            .goal
+            .status
+            .is_some_and(|s| s != GoalStatus::InProgress)
+        {
+            return Err(Refusal::new(
+                "goal-status",
+                "the goal is not IN_PROGRESS",
+                "nothing to abort",
+            ));
+        }
+        state.goal.status = Some(GoalStatus::Aborted);
+    }
+    let mut outcome = Outcome::default();
+    outcome.event(
+        if goal {
+            "goal_aborted"
+        } else {
+            "sprint_aborted"
+        },
+        &who.name(),
+        None,
+        None,
+    );
+    Ok(outcome)
+}
+
+/// `goal complete`: the planner (or a person) declares the goal met; every live task must
+/// be terminal.
+pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Outcome, Refusal> {
+    planner_or_human(who, "complete the goal")?;
+    if state
+        .goal
+        .status
+        .is_some_and(|s| s != GoalStatus::InProgress)
+    {
+        return Err(Refusal::new(
+            "goal-status",
+            format!(
+                "the goal is {}",
+                state.goal.status.map_or("", |s| s.as_str())
+            ),
+            "only a goal in progress is completed",
+        ));
+    }
+    let open: Vec<&str> = state
+        .tasks
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .map(|t| t.id.as_str())
+        .collect();
+    if !open.is_empty() {
+        return Err(Refusal::new(
+            "goal-open-tasks",
+            format!("tasks are still open: {}", open.join(", ")),
+            "finish, rescope or abandon them first",
+        ));
+    }
+    state.goal.status = Some(GoalStatus::Completed);
+    if matches!(
+        state.sprint.status,
+        SprintStatus::InProgress | SprintStatus::Checkpoint
+    ) {
+        state.sprint.status = SprintStatus::Completed;
+        timeline(&mut state.sprint).ended = Some(now);
+    }
+    let mut outcome = Outcome::default();
+    outcome.event(
+        "goal_completed",
+        &who.name(),
+        None,
+        Some(state.goal.id.clone()),
+    );
+    Ok(outcome)
+}
+
+/// `sprint next`: after a completed sprint, a new one with an empty scope; the previous
+/// sprint's record is kept under `past_sprints`.
+pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outcome, Refusal> {
+    planner_or_human(who, "open the next sprint")?;
+    if state.sprint.status != SprintStatus::Completed {
+        return Err(Refusal::new(
+            "sprint-status",
+            format!(
+                "the sprint is {}, not COMPLETED",
+                state.sprint.status.as_str()
+            ),
+            "the next sprint opens after every planned task is terminal",
+        ));
+    }
+    if state
+        .goal
+        .status
+        .is_some_and(|s| s != GoalStatus::InProgress)
+    {
+        return Err(Refusal::new(
+            "goal-status",
+            "the goal is no longer in progress",
+            "start a new goal with a new blackboard",
+        ));
+    }
+    let next_id = next_sprint_id(&state.sprint.id);
+    let previous = std::mem::replace(
+        &mut state.sprint,
+        Sprint {
+            id: next_id.clone(),
+            goal_ref: Some(state.goal.id.clone()),
+            scope: Some(Scope {
+                planned: Some(Vec::new()),
+                stretch: Some(Vec::new()),
+                extra: Default::default(),
+            }),
+            timeline: Some(Timeline {
+                started: Some(now),
+                ..Timeline::default()
+            }),
+            status: SprintStatus::InProgress,
+            metrics: None,
+            retrospective: None,
+            extra: Default::default(),
+        },
+    );
+    let summary = Node::new(Value::Map(vec![
+        entry("id", Node::str(previous.id.clone())),
+        entry("status", Node::str(previous.status.as_str())),
+        entry(
+            "planned",
+            Node::new(Value::Seq(
+                previous
+                    .planned()
+                    .iter()
+                    .map(|t| Node::str(t.as_str()))
+                    .collect(),
+            )),
+        ),
+        entry(
+            "started",
+            previous
+                .timeline
+                .as_ref()
+                .and_then(|t| t.started)
+                .map_or(Node::new(Value::Null), |t| Node::str(t.to_string())),
+        ),
+        entry(
+            "ended",
+            previous
+                .timeline
+                .as_ref()
+                .and_then(|t| t.ended)
+                .map_or(Node::new(Value::Null), |t| Node::str(t.to_string())),
+        ),
+    ]));
+    let past = state.extra.0.iter_mut().find(|e| e.key == "past_sprints");
+    match past {
+        Some(Entry {
+            value: Node {
+                value: Value::Seq(items),
+                ..
+            },
+            ..
+        }) => items.push(summary),
+        _ => {
+            state.extra.0.retain(|e| e.key != "past_sprints");
+            state
+                .extra
+                .0
+                .push(entry("past_sprints", Node::new(Value::Seq(vec![summary]))));
+        }
+    }
+    let mut outcome = Outcome::default();
+    outcome.event(
+        "sprint_started",
+        &who.name(),
+        None,
+        Some(format!("{next_id} after {}", previous.id)),
+    );
+    Ok(outcome)
+}
+
+fn next_sprint_id(id: &str) -> String {
+    match id.rsplit_once('-') {
+        Some((stem, n)) if n.parse::<u64>().is_ok() => {
+            format!("{stem}-{}", n.parse::<u64>().unwrap_or(0) + 1)
+        }
+        _ => format!("{id}-2"),
+    }
+}

@@ -1,0 +1,151 @@
+//! Agent registration: `register` (mints the generation), `heartbeat` (a liveness record;
+//! never a state.yaml rewrite), `unregister` (only the registered generation).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Authority, OpsError, Project, Transition, supervisor_only, transition};
+use crate::blackboard::liveness::{self, LiveRecord};
+use crate::blackboard::model::TaskStatus;
+use crate::blackboard::{Actor, AgentId, StoreError, Timestamp};
+use crate::lifecycle::{self, Registration};
+
+/// A fresh fencing token: 16 hex digits from the process, the clock and a counter.
+pub fn mint_generation() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&std::process::id().to_le_bytes());
+    hasher.update(&nanos.to_le_bytes());
+    hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    hasher.update(&(&hasher as *const _ as usize).to_le_bytes());
+    hasher.finalize().to_hex()[..16].to_owned()
+}
+
+fn live_io(project: &Project, source: std::io::Error) -> OpsError {
+    OpsError::Store(StoreError::Io {
+        action: "write",
+        path: project.store.paths().live().display().to_string(),
+        source,
+    })
+}
+
+/// `register <agent-id>`: returns the generation.
+pub fn register(
+    project: &Project,
+    actor: &Actor,
+    id: &AgentId,
+    info: &Registration,
+) -> Result<Transition<String>, OpsError> {
+    supervisor_only(actor, "register")?;
+    let generation = mint_generation();
+    let done = transition(
+        &project.store,
+        actor,
+        Authority::Supervisor,
+        |state, _who, now| {
+            Ok((
+                lifecycle::register(state, id, id.role(), &generation, info, now)?,
+                generation.clone(),
+            ))
+        },
+    )?;
+    // Records of earlier generations are dead: they never count again.
+    liveness::remove_all(&project.store.paths().live(), id).map_err(|e| live_io(project, e))?;
+    Ok(done)
+}
+
+/// The record a heartbeat writes.
+#[derive(Debug, serde::Serialize)]
+pub struct Heartbeat {
+    pub generation: String,
+    pub lease_expires: String,
+    pub task_lease_expires: Option<String>,
+    pub review_lease_expires: Option<String>,
+}
+
+/// `heartbeat <agent-id> [--generation G] [--pgid P]`: renews the agent's leases in its
+/// liveness record, without the state lock.
+pub fn heartbeat(
+    project: &Project,
+    actor: &Actor,
+    id: &AgentId,
+    generation: Option<&str>,
+    pgid: Option<i64>,
+) -> Result<Heartbeat, OpsError> {
+    supervisor_only(actor, "heartbeat")?;
+    let state = project.store.snapshot()?.state;
+    let agent = state.agents.get(id).ok_or_else(|| {
+        OpsError::refused(
+            format!("{id} is not registered [registered]"),
+            format!("register it first: `liza register {id}`"),
+        )
+    })?;
+    let registered = agent.generation.clone().ok_or_else(|| {
+        OpsError::refused(
+            format!("{id} has no generation; it was registered by another tool [agent-generation]"),
+            format!("register it again with `liza register {id}`"),
+        )
+    })?;
+    lifecycle::check_generation(
+        id,
+        Some(&registered),
+        Some(generation.unwrap_or(&registered)),
+    )?;
+    let now = Timestamp::now();
+    let lease = now.plus_seconds(state.config.lease_duration());
+    let task_lease = state
+        .tasks
+        .iter()
+        .any(|t| t.assigned_to.as_ref() == Some(id) && t.status == TaskStatus::Claimed)
+        .then_some(lease);
+    let review_lease = state
+        .tasks
+        .iter()
+        .any(|t| t.reviewing_by.as_ref() == Some(id) && t.status == TaskStatus::ReadyForReview)
+        .then_some(lease);
+    let record = LiveRecord {
+        generation: registered.clone(),
+        heartbeat: now,
+        lease_expires: lease,
+        task_lease_expires: task_lease,
+        review_lease_expires: review_lease,
+        host: nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok()),
+        pgid,
+        extra: Default::default(),
+    };
+    liveness::write(&project.store.paths().live(), id, &record).map_err(|e| live_io(project, e))?;
+    Ok(Heartbeat {
+        generation: registered,
+        lease_expires: lease.to_string(),
+        task_lease_expires: task_lease.map(|l| l.to_string()),
+        review_lease_expires: review_lease.map(|l| l.to_string()),
+    })
+}
+
+/// `unregister <agent-id> [--generation G]`.
+pub fn unregister(
+    project: &Project,
+    actor: &Actor,
+    id: &AgentId,
+    generation: Option<&str>,
+) -> Result<Transition<()>, OpsError> {
+    supervisor_only(actor, "unregister")?;
+    let done = transition(
+        &project.store,
+        actor,
+        Authority::Supervisor,
+        |state, _who, _now| {
+            let presented = generation
+                .map(str::to_owned)
+                .or_else(|| state.agents.get(id).and_then(|a| a.generation.clone()));
+            Ok((lifecycle::unregister(state, id, presented.as_deref())?, ()))
+        },
+    )?;
+    liveness::remove_all(&project.store.paths().live(), id).map_err(|e| live_io(project, e))?;
+    Ok(done)
+}

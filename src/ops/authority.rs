@@ -1,0 +1,157 @@
+//! Who may act, checked where it counts: under the state lock, against the registered
+//! agent entry (id, generation, role), and — for people — against the process groups of
+//! running agents (an agent must not act without its identity). Every lifecycle change
+//! runs through [`transition`], which also completes the sprint when the change finished
+//! it and writes the log entries.
+
+use super::OpsError;
+use crate::blackboard::liveness::{self, LiveRecords};
+use crate::blackboard::{Actor, State, Store, Timestamp};
+use crate::lifecycle::{self, Outcome, Refusal, Who};
+
+/// How the caller's authority is established.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Authority {
+    /// The caller acts as itself: an agent (verified id, generation, role) or a person.
+    Caller,
+    /// A supervisor-only operation run by a person or script on the CLI (agents refused
+    /// before this point), or by `liza-agent` in-process.
+    Supervisor,
+}
+
+/// A committed lifecycle change.
+#[derive(Debug)]
+pub struct Transition<R> {
+    pub value: R,
+    pub outcome: Outcome,
+    pub revision: u64,
+}
+
+/// Refuses supervisor-only commands when an agent identity is set (lifecycle.md *Actors
+/// and permissions*).
+pub fn supervisor_only(actor: &Actor, command: &str) -> Result<(), OpsError> {
+    if let Actor::Agent { id, .. } = actor {
+        return Err(OpsError::refused(
+            format!(
+                "{command} is performed by supervisors; it is refused when an agent identity is set ({id}) [supervisor-only]"
+            ),
+            "agents report through submit-for-review, block, handoff and submit-verdict; unset LIZA_AGENT_ID to run it as a person",
+        ));
+    }
+    Ok(())
+}
+
+/// Facts about the calling process read before the transaction (no I/O under the lock
+/// beyond the store's own).
+pub struct CallerFacts {
+    records: LiveRecords,
+    pgid: i64,
+}
+
+impl CallerFacts {
+    pub fn read(store: &Store) -> CallerFacts {
+        CallerFacts {
+            records: liveness::read_all(&store.paths().live()),
+            pgid: i64::from(nix::unistd::getpgrp().as_raw()),
+        }
+    }
+}
+
+/// Establishes `Who` for `actor` against `state`.
+pub fn authorize(
+    state: &State,
+    actor: &Actor,
+    authority: Authority,
+    facts: &CallerFacts,
+    now: Timestamp,
+) -> Result<Who, Refusal> {
+    match actor {
+        Actor::Agent { id, generation } => {
+            let Some(agent) = state.agents.get(id) else {
+                return Err(Refusal::new(
+                    "registered",
+                    format!("{id} is not registered"),
+                    "agents act only while their supervisor keeps them registered",
+                ));
+            };
+            lifecycle::check_generation(id, agent.generation.as_deref(), generation.as_deref())?;
+            if agent.role != id.role() {
+                return Err(Refusal::new(
+                    "agent-role",
+                    format!("{id} is registered with role {}", agent.role),
+                    "fix the agent entry",
+                ));
+            }
+            Ok(match authority {
+                Authority::Caller => Who::Agent(id.clone()),
+                Authority::Supervisor => Who::Supervisor,
+            })
+        }
+        Actor::Human => {
+            if let Some(agent) = facts.records.agent_with_pgid(state, facts.pgid, now) {
+                return Err(Refusal::new(
+                    "agent-identity",
+                    format!(
+                        "agents act under their own identity: this command runs inside {agent}'s process group without LIZA_AGENT_ID"
+                    ),
+                    "the agent must use the LIZA_AGENT_ID and LIZA_AGENT_GENERATION its supervisor exported",
+                ));
+            }
+            Ok(match authority {
+                Authority::Caller => Who::Human,
+                Authority::Supervisor => Who::Supervisor,
+            })
+        }
+    }
+}
+
+/// Runs `change` as one transaction: authority checked under the lock, the change
+/// applied, the sprint completed if this change finished it, log entries written.
+pub fn transition<R>(
+    store: &Store,
+    actor: &Actor,
+    authority: Authority,
+    change: impl FnOnce(&mut State, &Who, Timestamp) -> Result<(Outcome, R), Refusal>,
+) -> Result<Transition<R>, OpsError> {
+    let facts = CallerFacts::read(store);
+    let committed = store.transact(actor, |tx| {
+        let who = authorize(&tx.state, actor, authority, &facts, tx.now).map_err(OpsError::from)?;
+        let (mut outcome, value) = change(&mut tx.state, &who, tx.now).map_err(OpsError::from)?;
+        if let Some(done) = lifecycle::complete_if_done(&mut tx.state, tx.now) {
+            outcome.merge(done);
+        }
+        if outcome.events.is_empty() {
+            return Err(OpsError::Nothing);
+        }
+        for event in &outcome.events {
+            let entry = tx.log(&event.action);
+            entry.agent = Some(event.agent.clone());
+            entry.task = event.task.as_ref().map(ToString::to_string);
+            entry.detail = event.detail.clone();
+        }
+        Ok((outcome, value))
+    })?;
+    let (outcome, value) = committed.value;
+    Ok(Transition {
+        value,
+        outcome,
+        revision: committed.revision,
+    })
+}
+
+/// Runs `change` on a copy of a snapshot, to find out before slow work (git) whether the
+/// transaction would be refused. The real transaction checks again.
+pub fn dry_run(
+    store: &Store,
+    actor: &Actor,
+    authority: Authority,
+    change: impl FnOnce(&mut State, &Who, Timestamp) -> Result<Outcome, Refusal>,
+) -> Result<State, OpsError> {
+    let facts = CallerFacts::read(store);
+    let snapshot = store.snapshot()?;
+    let now = Timestamp::now();
+    let mut state = snapshot.state;
+    let who = authorize(&state, actor, authority, &facts, now)?;
+    change(&mut state, &who, now)?;
+    Ok(state)
+}

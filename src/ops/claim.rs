@@ -1,0 +1,247 @@
+//! `claim-task` and `claim-review`. A task claim is multi-phase (style.md): plan it on a
+//! snapshot, prepare the worktree outside the state lock (under the task lock), then
+//! re-check and commit under the state lock — and undo the worktree if that fails.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::authority::CallerFacts;
+use super::task_lock::TaskLock;
+use super::{Authority, OpsError, Project, Transition, authorize, supervisor_only, transition};
+use crate::blackboard::liveness;
+use crate::blackboard::model::{CommandSpec, CommitId};
+use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
+use crate::git::{Repo, SavedWork, worktree_dir};
+use crate::lifecycle::{self, ClaimKind, WorktreePlan};
+
+/// A committed task claim.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Claimed {
+    pub task: TaskId,
+    pub agent: AgentId,
+    pub event: String,
+    pub worktree: String,
+    pub base_commit: Option<String>,
+    pub saved: SavedWork,
+}
+
+/// `claim-task <task> <agent>` on the CLI: people and scripts only.
+pub fn claim_task(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    agent: &AgentId,
+) -> Result<Transition<Claimed>, OpsError> {
+    supervisor_only(actor, "claim-task")?;
+    claim_for(project, actor, id, agent)
+}
+
+/// The claim itself, as the supervisor performs it for `agent`.
+pub fn claim_for(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    agent: &AgentId,
+) -> Result<Transition<Claimed>, OpsError> {
+    let _task_lock = TaskLock::try_acquire(&project.store, id)?;
+    let snapshot = project.store.snapshot()?;
+    let now = Timestamp::now();
+    authorize(
+        &snapshot.state,
+        actor,
+        Authority::Supervisor,
+        &CallerFacts::read(&project.store),
+        now,
+    )?;
+    let kind = lifecycle::plan_claim(&snapshot.state, id, agent, now)?;
+    let repo = Repo::open(&project.root)?;
+    let integration = snapshot.state.config.integration_branch().to_owned();
+    let mut saved = SavedWork::default();
+    let mut base = None;
+    match kind.worktree() {
+        WorktreePlan::Fresh | WorktreePlan::ArchiveThenFresh => {
+            if let ClaimKind::TakeOverExpired { previous } = &kind {
+                stop_previous_owner(project, &snapshot.state, previous);
+            }
+            let tip = repo.branch_tip(&integration)?.ok_or_else(|| {
+                OpsError::refused(
+                    format!("the integration branch {integration} does not exist"),
+                    format!("create it: git branch {integration} <base>"),
+                )
+            })?;
+            let reason = match &kind {
+                ClaimKind::Fresh => "a fresh claim".to_owned(),
+                _ => format!("{agent} took the task over"),
+            };
+            saved = repo.create_task_worktree(&project.root, id, &tip, &integration, &reason)?;
+            base = CommitId::parse(&tip);
+        }
+        WorktreePlan::Keep => repo.recreate_task_worktree(&project.root, id)?,
+    }
+    let fresh = base.is_some();
+    if fresh
+        && let Some(cmd) = &snapshot.state.config.post_worktree_cmd
+        && let Err(e) = run_post_worktree(cmd, &worktree_dir(&project.root, id))
+    {
+        undo(&repo, project, id, &integration);
+        return Err(e);
+    }
+    let result = transition(
+        &project.store,
+        actor,
+        Authority::Supervisor,
+        |state, _who, now| {
+            let mut outcome = lifecycle::claim(state, id, agent, &kind, base.as_ref(), now)?;
+            if saved.attic.is_some() || saved.wip_commit.is_some() || saved.moved_dir.is_some() {
+                outcome.event(
+                    "worktree_archived",
+                    agent.as_str(),
+                    Some(id),
+                    Some(describe(&saved)),
+                );
+            }
+            let event = outcome
+                .events
+                .first()
+                .map(|e| e.action.clone())
+                .unwrap_or_default();
+            Ok((outcome, event))
+        },
+    );
+    match result {
+        Ok(done) => Ok(Transition {
+            value: Claimed {
+                task: id.clone(),
+                agent: agent.clone(),
+                event: done.value,
+                worktree: lifecycle::worktree_path(id),
+                base_commit: base.map(|b| b.to_string()),
+                saved,
+            },
+            outcome: done.outcome,
+            revision: done.revision,
+        }),
+        Err(e) => {
+            if fresh {
+                undo(&repo, project, id, &integration);
+            }
+            Err(e)
+        }
+    }
+}
+
+/// Describes saved work for a log entry.
+pub fn describe(saved: &SavedWork) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = &saved.wip_commit {
+        parts.push(format!("WIP commit {c}"));
+    }
+    if let Some(a) = &saved.attic {
+        parts.push(format!("archived to {a}"));
+    }
+    if let Some(d) = &saved.moved_dir {
+        parts.push(format!("leftover directory moved to {d}"));
+    }
+    parts.join("; ")
+}
+
+/// Removes a worktree this claim created (it holds nothing but the base commit).
+fn undo(repo: &Repo, project: &Project, id: &TaskId, integration: &str) {
+    if let Err(e) = repo.retire_worktree(&project.root, id, "an abandoned claim", integration) {
+        tracing::warn!(task = %id, error = %e, "could not remove the worktree of a failed claim");
+    }
+}
+
+/// Stops the previous owner's agent process group when it runs on this host (its lease
+/// expired, so its supervisor is gone or stuck; the agent must not keep writing).
+fn stop_previous_owner(project: &Project, state: &State, previous: &AgentId) {
+    let records = liveness::read_all(&project.store.paths().live());
+    let Some(record) = records.current(state, previous) else {
+        return;
+    };
+    let (Some(pgid), Some(host)) = (record.pgid, record.host.as_deref()) else {
+        return;
+    };
+    let here = nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok());
+    if here.as_deref() != Some(host) || pgid <= 1 {
+        return;
+    }
+    let Ok(raw) = i32::try_from(pgid) else { return };
+    let group = nix::unistd::Pid::from_raw(raw);
+    if nix::sys::signal::killpg(group, None).is_ok() {
+        let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGTERM);
+        tracing::info!(agent = %previous, pgid, "stopped the previous owner's process group");
+    }
+}
+
+/// Runs `post_worktree_cmd` in a new worktree (argv, or `sh -c` for the user's own string),
+/// in its own process group, killed after 300 s.
+fn run_post_worktree(cmd: &CommandSpec, dir: &Path) -> Result<(), OpsError> {
+    let mut command = match cmd {
+        CommandSpec::Argv(argv) if !argv.is_empty() => {
+            let mut c = Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+        CommandSpec::Argv(_) => return Ok(()),
+        CommandSpec::Shell(text) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(text);
+            c
+        }
+    };
+    use std::os::unix::process::CommandExt;
+    command
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let fail = |what: String| {
+        OpsError::refused(
+            format!("post_worktree_cmd {what}; the claim was undone [post-worktree-cmd]"),
+            "fix config.post_worktree_cmd, or remove it",
+        )
+    };
+    let mut child = command
+        .spawn()
+        .map_err(|e| fail(format!("could not start: {e}")))?;
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => return Err(fail(format!("failed ({status})"))),
+            Ok(None) if Instant::now() > deadline => {
+                if let Ok(pid) = i32::try_from(child.id()) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
+                let _ = child.wait();
+                return Err(fail("timed out after 300 s".into()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(fail(format!("could not be waited for: {e}"))),
+        }
+    }
+}
+
+/// `claim-review <task> <reviewer>` on the CLI: people and scripts only.
+pub fn claim_review(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    reviewer: &AgentId,
+) -> Result<Transition<()>, OpsError> {
+    supervisor_only(actor, "claim-review")?;
+    transition(
+        &project.store,
+        actor,
+        Authority::Supervisor,
+        |state, _who, now| Ok((lifecycle::claim_review(state, id, reviewer, now)?, ())),
+    )
+}

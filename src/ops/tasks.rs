@@ -1,0 +1,179 @@
+//! Planning operations: `add-task`, `add-tasks --file`, `amend-task`, `finalize-task`.
+
+use std::collections::HashMap;
+use std::path::{Component, Path};
+
+use super::{Authority, OpsError, Project, Transition, transition};
+use crate::blackboard::model::TaskStatus;
+use crate::blackboard::{Actor, TaskId};
+use crate::git::blob_id;
+use crate::lifecycle::{self, Amendment, NewTask, Outcome, SpecFacts, spec_file};
+
+/// What finalizing needs to know about a spec reference, read from the project root.
+pub fn spec_facts(root: &Path, spec_ref: Option<&str>) -> SpecFacts {
+    let Some(spec_ref) = spec_ref else {
+        return SpecFacts {
+            exists: false,
+            blob: None,
+        };
+    };
+    let relative = Path::new(spec_file(spec_ref));
+    let inside = relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+    let path = root.join(relative);
+    if !inside || !path.is_file() {
+        return SpecFacts {
+            exists: false,
+            blob: None,
+        };
+    }
+    SpecFacts {
+        exists: true,
+        blob: blob_id(&path).ok(),
+    }
+}
+
+/// Keeps the spec text each task was finalized against under `.liza/specs/<blob>`.
+fn keep_spec_texts(project: &Project, specs: &HashMap<String, SpecFacts>) {
+    let dir = project.store.paths().specs();
+    for (spec_ref, facts) in specs {
+        let Some(blob) = &facts.blob else { continue };
+        let target = dir.join(blob);
+        if target.exists() {
+            continue;
+        }
+        let source = project.root.join(spec_file(spec_ref));
+        if std::fs::create_dir_all(&dir).is_ok()
+            && let Err(e) = std::fs::copy(&source, &target)
+        {
+            tracing::warn!(spec = %source.display(), error = %e, "could not keep the spec text");
+        }
+    }
+}
+
+fn facts_for<'a>(
+    project: &Project,
+    refs: impl Iterator<Item = &'a str>,
+) -> HashMap<String, SpecFacts> {
+    refs.map(|r| (r.to_owned(), spec_facts(&project.root, Some(r))))
+        .collect()
+}
+
+/// `add-task` / `add-tasks`: all or nothing; items with `finalize` are finalized in the
+/// same transaction.
+pub fn add_tasks(
+    project: &Project,
+    actor: &Actor,
+    tasks: &[NewTask],
+) -> Result<Transition<Vec<TaskId>>, OpsError> {
+    let specs = facts_for(
+        project,
+        tasks
+            .iter()
+            .filter(|t| t.finalize)
+            .filter_map(|t| t.spec_ref.as_deref()),
+    );
+    let done = transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| {
+            let mut outcome = lifecycle::add_tasks(state, who, tasks, now)?;
+            let mut ids = Vec::new();
+            for new in tasks {
+                let id = TaskId::parse(new.id.trim())
+                    .map_err(|e| lifecycle::Refusal::new("task-id", e.to_string(), "fix the id"))?;
+                if new.finalize {
+                    let facts = new
+                        .spec_ref
+                        .as_deref()
+                        .and_then(|r| specs.get(r))
+                        .cloned()
+                        .unwrap_or(SpecFacts {
+                            exists: false,
+                            blob: None,
+                        });
+                    outcome.merge(lifecycle::finalize(state, who, &id, &facts, now)?);
+                }
+                ids.push(id);
+            }
+            Ok((outcome, ids))
+        },
+    )?;
+    keep_spec_texts(project, &specs);
+    Ok(done)
+}
+
+/// `amend-task`.
+pub fn amend_task(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    change: &Amendment,
+) -> Result<Transition<()>, OpsError> {
+    transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| Ok((lifecycle::amend_task(state, who, id, change, now)?, ())),
+    )
+}
+
+/// `finalize-task <ids> | --all`: all or nothing.
+pub fn finalize_tasks(
+    project: &Project,
+    actor: &Actor,
+    ids: &[TaskId],
+    all: bool,
+) -> Result<Transition<Vec<TaskId>>, OpsError> {
+    let snapshot = project.store.snapshot()?;
+    let chosen: Vec<TaskId> = if all {
+        snapshot
+            .state
+            .tasks
+            .iter()
+            .filter(|t| t.status == TaskStatus::Draft)
+            .map(|t| t.id.clone())
+            .collect()
+    } else {
+        ids.to_vec()
+    };
+    if chosen.is_empty() {
+        return Err(OpsError::refused(
+            "there is no DRAFT task to finalize",
+            "add tasks with `liza add-task` first",
+        ));
+    }
+    let specs = facts_for(
+        project,
+        chosen
+            .iter()
+            .filter_map(|id| snapshot.state.task(id))
+            .filter_map(|t| t.spec_ref.as_deref()),
+    );
+    let done = transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| {
+            let mut outcome = Outcome::default();
+            for id in &chosen {
+                let spec_ref = state.task(id).and_then(|t| t.spec_ref.clone());
+                // A spec_ref amended since the snapshot is looked up again by the next try.
+                let facts = spec_ref
+                    .as_deref()
+                    .and_then(|r| specs.get(r))
+                    .cloned()
+                    .unwrap_or(SpecFacts {
+                        exists: false,
+                        blob: None,
+                    });
+                outcome.merge(lifecycle::finalize(state, who, id, &facts, now)?);
+            }
+            Ok((outcome, chosen.clone()))
+        },
+    )?;
+    keep_spec_texts(project, &specs);
+    Ok(done)
+}

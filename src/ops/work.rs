@@ -1,0 +1,137 @@
+//! The coder's and reviewer's reports: `submit-for-review` (with git's submit-time facts
+//! gathered outside the lock), `submit-verdict`, `block`, `handoff`.
+
+use super::{Authority, OpsError, Project, Transition, transition};
+use crate::blackboard::model::CommitId;
+use crate::blackboard::{Actor, TaskId};
+use crate::git::{Repo, dirty_files, head_of, worktree_dir};
+use crate::lifecycle::{self, BlockCause, SubmitFacts, Verdict};
+
+/// `submit-for-review <task> [SHA]`.
+pub fn submit_for_review(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    sha: Option<&str>,
+) -> Result<Transition<String>, OpsError> {
+    if let Some(sha) = sha
+        && CommitId::parse(sha).is_none()
+    {
+        return Err(OpsError::refused(
+            format!("{sha:?} is not a commit SHA [submit-head]"),
+            "give the full SHA of the worktree's HEAD, or omit it",
+        ));
+    }
+    let snapshot = project.store.snapshot()?;
+    let task = snapshot.state.task(id).ok_or_else(|| {
+        OpsError::refused(
+            format!("there is no task {id} [task-exists]"),
+            "list the tasks with `liza status`",
+        )
+    })?;
+    let dir = worktree_dir(&project.root, id);
+    if !dir.join(".git").exists() {
+        return Err(OpsError::refused(
+            format!("task {id} has no worktree at .worktrees/{id} [worktree]"),
+            "the supervisor recreates it when the task is claimed again",
+        ));
+    }
+    let repo = Repo::open(&project.root)?;
+    let head = head_of(&dir)?;
+    let base = match &task.base_commit {
+        Some(b) => b.to_string(),
+        None => repo
+            .branch_tip(snapshot.state.config.integration_branch())?
+            .unwrap_or_else(|| head.clone()),
+    };
+    let facts = SubmitFacts {
+        head: CommitId::parse(&head).expect("git SHAs are hex"),
+        dirty: dirty_files(&dir)?,
+        changed: repo.changed_files(&base, &head)?,
+        descends_from_base: repo.is_ancestor(&base, &head)?,
+    };
+    transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| {
+            Ok((
+                lifecycle::submit(state, who, id, sha, &facts, now)?,
+                head.clone(),
+            ))
+        },
+    )
+}
+
+/// `submit-verdict <task> approve|reject --commit SHA [--reason R]`.
+pub fn submit_verdict(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    verdict: &Verdict,
+    commit: &str,
+) -> Result<Transition<()>, OpsError> {
+    transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| {
+            Ok((
+                lifecycle::verdict(state, who, id, verdict, commit, now)?,
+                (),
+            ))
+        },
+    )
+}
+
+/// `block <task> --reason R --question Q… [--attempted A…]` by the coder.
+pub fn block(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    reason: &str,
+    questions: &[String],
+    attempted: &[String],
+) -> Result<Transition<()>, OpsError> {
+    transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| {
+            Ok((
+                lifecycle::block(
+                    state,
+                    who,
+                    id,
+                    reason,
+                    questions,
+                    attempted,
+                    BlockCause::Agent,
+                    now,
+                )?,
+                (),
+            ))
+        },
+    )
+}
+
+/// `handoff <task> --summary S --next-action N`.
+pub fn handoff(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    summary: &str,
+    next_action: &str,
+) -> Result<Transition<()>, OpsError> {
+    transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| {
+            Ok((
+                lifecycle::handoff(state, who, id, summary, next_action, now)?,
+                (),
+            ))
+        },
+    )
+}
