@@ -406,7 +406,7 @@ pub fn release_review(
             "nothing to do",
         ));
     };
-    if !expired(t.review_lease_expires, now) && !(force && *who == Who::Human) {
+    if !(expired(t.review_lease_expires, now) || (force && *who == Who::Human)) {
         return Err(Refusal::new(
             "review-lease-expired",
             format!(

@@ -331,6 +331,25 @@ pub fn row(
         .iter()
         .find(|r| r.command == command)
         .expect("every command has a row");
+    if !row.actors.contains(&kind) {
+        let who: Vec<String> = row.actors.iter().map(|k| k.name().to_owned()).collect();
+        return Err(Refusal::new(
+            "permission",
+            format!(
+                "{} may not run {}: only {} may",
+                kind.name(),
+                command.name(),
+                who.join(" or ")
+            ),
+            match kind {
+                Kind::Human => {
+                    "supervisors do this for their agents; a person uses release-claim, reassign, abandon or a hand edit"
+                }
+                Kind::Supervisor => "this step is an agent's own decision",
+                _ => "agents act only within their role (operations.md, Commands)",
+            },
+        ));
+    }
     if let Some(from) = from {
         if from.is_terminal() {
             return Err(Refusal::new(
@@ -364,25 +383,6 @@ pub fn row(
                 "check the task with `liza show <task>`",
             ));
         }
-    }
-    if !row.actors.contains(&kind) {
-        let who: Vec<String> = row.actors.iter().map(|k| k.name().to_owned()).collect();
-        return Err(Refusal::new(
-            "permission",
-            format!(
-                "{} may not run {}: only {} may",
-                kind.name(),
-                command.name(),
-                who.join(" or ")
-            ),
-            match kind {
-                Kind::Human => {
-                    "supervisors do this for their agents; a person uses release-claim, reassign, abandon or a hand edit"
-                }
-                Kind::Supervisor => "this step is an agent's own decision",
-                _ => "agents act only within their role (operations.md, Commands)",
-            },
-        ));
     }
     Ok(row)
 }

@@ -1510,7 +1510,7 @@ mod property {
             0 => {
                 let deps: Vec<&str> = Vec::new();
                 let mut n = new_task(tid.as_str(), &deps);
-                if t > 0 && a % 2 == 0 {
+                if t > 0 && a.is_multiple_of(2) {
                     n.depends_on = vec![format!("t{}", t - 1)];
                 }
                 add_task(s, &planner(), &n, now).map(drop)
@@ -1544,8 +1544,8 @@ mod property {
             8 => merged(s, &tid, &CommitId::parse(HEAD).unwrap(), "", now).map(drop),
             9 => integration_failed(s, &tid, FailureKind::Tests, &[], Some(".liza/x.log"), now)
                 .map(drop),
-            10 => reassign(s, &planner(), &tid, "another try", a % 2 == 0, now).map(drop),
-            11 => unblock(s, &Who::Human, &tid, "clarified", a % 2 == 0, now).map(drop),
+            10 => reassign(s, &planner(), &tid, "another try", a.is_multiple_of(2), now).map(drop),
+            11 => unblock(s, &Who::Human, &tid, "clarified", a.is_multiple_of(2), now).map(drop),
             12 => {
                 let rid = format!("r{t}x{a}");
                 let mut n = new_task(&rid, &[]);
@@ -1562,9 +1562,16 @@ mod property {
                 .map(drop)
             }
             13 => abandon(s, &planner(), &tid, "not needed", now).map(drop),
-            14 => release_review(s, &Who::Human, &tid, a % 2 == 0, now).map(drop),
-            15 => planner_moves::release_coder(s, &Who::Human, &tid, "stuck", a % 2 == 0, now)
-                .map(drop),
+            14 => release_review(s, &Who::Human, &tid, a.is_multiple_of(2), now).map(drop),
+            15 => planner_moves::release_coder(
+                s,
+                &Who::Human,
+                &tid,
+                "stuck",
+                a.is_multiple_of(2),
+                now,
+            )
+            .map(drop),
             16 => void_verdict(s, &tid, "boundary", now).map(drop),
             17 => {
                 w.later(121);
@@ -1604,14 +1611,14 @@ mod property {
             }
             Some((S::ReadyForReview, false)) => 4,
             Some((S::ReadyForReview, true)) => {
-                if a % 3 == 0 {
+                if a.is_multiple_of(3) {
                     6
                 } else {
                     5
                 }
             }
             Some((S::Approved, _)) => {
-                if a % 3 == 0 {
+                if a.is_multiple_of(3) {
                     9
                 } else {
                     8

@@ -81,17 +81,21 @@ fn class_of(state: &State, t: &Task, agent: &AgentId, now: Timestamp) -> Option<
     Some(class)
 }
 
+/// A candidate with its sort keys: class, priority, tasks waiting on it (more first),
+/// creation time, id.
+type Ranked<'a> = (
+    WorkClass,
+    i64,
+    std::cmp::Reverse<usize>,
+    Option<Timestamp>,
+    &'a TaskId,
+);
+
 /// The tasks coder `agent` may take, best first: by class, then priority (1 first), then
 /// the number of tasks waiting on it (more first), then creation time.
 pub fn coder_work(state: &State, agent: &AgentId, now: Timestamp) -> Vec<Candidate> {
     let waiting = waiting_counts(state);
-    let mut found: Vec<(
-        WorkClass,
-        i64,
-        std::cmp::Reverse<usize>,
-        Option<Timestamp>,
-        &TaskId,
-    )> = state
+    let mut found: Vec<Ranked<'_>> = state
         .tasks
         .iter()
         .filter_map(|t| {

@@ -29,7 +29,7 @@ pub struct SubmitFacts {
     pub descends_from_base: bool,
 }
 
-fn caller_agent<'w>(who: &'w Who) -> Result<&'w AgentId, Refusal> {
+fn caller_agent(who: &Who) -> Result<&AgentId, Refusal> {
     match who {
         Who::Agent(id) => Ok(id),
         _ => Err(Refusal::new(
@@ -454,6 +454,10 @@ pub enum BlockCause {
 }
 
 /// `block`: CLAIMED → BLOCKED with a reason and 1–3 questions for the planner.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "each is a field of the block row; callers name them at the call site"
+)]
 pub fn block(
     state: &mut State,
     who: &Who,

@@ -1,9 +1,10 @@
 //! The coder's and reviewer's reports: `submit-for-review` (with git's submit-time facts
 //! gathered outside the lock), `submit-verdict`, `block`, `handoff`.
 
-use super::{Authority, OpsError, Project, Transition, transition};
+use super::authority::CallerFacts;
+use super::{Authority, OpsError, Project, Transition, authorize, transition};
 use crate::blackboard::model::CommitId;
-use crate::blackboard::{Actor, TaskId};
+use crate::blackboard::{Actor, TaskId, Timestamp};
 use crate::git::{Repo, dirty_files, head_of, worktree_dir};
 use crate::lifecycle::{self, BlockCause, SubmitFacts, Verdict};
 
@@ -29,6 +30,19 @@ pub fn submit_for_review(
             "list the tasks with `liza status`",
         )
     })?;
+    // Permission and status first: a caller who may not submit learns that, not git facts.
+    let who = authorize(
+        &snapshot.state,
+        actor,
+        Authority::Caller,
+        &CallerFacts::read(&project.store),
+        Timestamp::now(),
+    )?;
+    lifecycle::table::row(
+        lifecycle::Command::SubmitForReview,
+        Some(task.status),
+        who.kind(),
+    )?;
     let dir = worktree_dir(&project.root, id);
     if !dir.join(".git").exists() {
         return Err(OpsError::refused(

@@ -94,6 +94,19 @@ impl Repo {
         String::from_utf8(out.stdout).unwrap()
     }
 
+    /// git in another directory of this repository (a worktree).
+    pub fn git_in(&self, dir: &Path, args: &[&str]) -> String {
+        let mut cmd = Command::new("git");
+        self.env(&mut cmd);
+        let out = cmd.args(args).current_dir(dir).output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
     /// A `liza` command in this repository with a hermetic environment.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(LIZA);

@@ -1,0 +1,653 @@
+//! The task lifecycle end to end, with the real `liza` binary and real git: a scripted
+//! sprint, claim races between processes, identity and generation checks, hostile ids.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+const SPEC: &str = "specs/vision.md";
+
+fn add(repo: &Repo, id: &str, deps: &str) {
+    let mut args = vec![
+        "add-task",
+        "--id",
+        id,
+        "--desc",
+        "Implement part of the report flag",
+        "--spec",
+        SPEC,
+        "--done",
+        "report --json prints a totals key",
+        "--scope",
+        "the report command",
+        "--finalize",
+    ];
+    if !deps.is_empty() {
+        args.extend(["--depends", deps]);
+    }
+    assert_success(&repo.liza(&args));
+}
+
+fn register(repo: &Repo, agent: &str) -> String {
+    let out = repo.liza(&["register", agent]);
+    assert_success(&out);
+    stdout(&out).trim().to_owned()
+}
+
+fn as_agent<'a>(agent: &'a str, generation: &'a str) -> [(&'a str, &'a str); 2] {
+    [
+        ("LIZA_AGENT_ID", agent),
+        ("LIZA_AGENT_GENERATION", generation),
+    ]
+}
+
+/// state.yaml as the model's JSON (field names as in the file).
+fn model(repo: &Repo) -> serde_json::Value {
+    let store = liza::blackboard::Store::open(repo.path()).unwrap();
+    serde_json::to_value(store.snapshot().unwrap().state).unwrap()
+}
+
+fn status(repo: &Repo, task: &str) -> String {
+    let state = model(repo);
+    state["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == task)
+        .unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn assert_valid(repo: &Repo) {
+    let out = repo.liza(&["validate"]);
+    assert_success(&out);
+}
+
+/// A refused command exits 1 and leaves every file byte-identical.
+fn assert_refused(repo: &Repo, env: &[(&str, &str)], args: &[&str], says: &str) {
+    let before = repo.files();
+    let out = repo.liza_env(env, args);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains(says),
+        "{args:?}: expected {says:?} in {}",
+        stderr(&out)
+    );
+    assert_eq!(before, repo.files(), "{args:?} changed files");
+}
+
+fn commit_in(repo: &Repo, worktree: &Path, file: &str, text: &str) -> String {
+    std::fs::write(worktree.join(file), text).unwrap();
+    repo.git_in(worktree, &["add", "-A"]);
+    repo.git_in(worktree, &["commit", "-q", "-m", &format!("edit {file}")]);
+    repo.git_in(worktree, &["rev-parse", "HEAD"])
+        .trim()
+        .to_owned()
+}
+
+/// The end-to-end sprint of the issue, with only `liza` and `git`.
+#[test]
+fn a_scripted_sprint_runs_every_transition_through_the_cli() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    add(&repo, "t-2", "");
+    add(&repo, "t-3", "t-2");
+    assert_valid(&repo);
+    let c1 = register(&repo, "coder-1");
+    let c2 = register(&repo, "coder-2");
+    let r1 = register(&repo, "code-reviewer-1");
+
+    // t-1: claim, submit refused while dirty and when nothing was committed, reject, fix, approve.
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let wt = repo.path().join(".worktrees/t-1");
+    assert!(wt.join("specs/vision.md").exists());
+    assert_refused(
+        &repo,
+        &as_agent("coder-1", &c1),
+        &["submit-for-review", "t-1"],
+        "nothing was committed",
+    );
+    std::fs::write(wt.join("report.txt"), "draft").unwrap();
+    assert_refused(
+        &repo,
+        &as_agent("coder-1", &c1),
+        &["submit-for-review", "t-1"],
+        "uncommitted files: report.txt",
+    );
+    repo.git_in(&wt, &["add", "-A"]);
+    repo.git_in(&wt, &["commit", "-q", "-m", "first try"]);
+    let first = repo.git_in(&wt, &["rev-parse", "HEAD"]).trim().to_owned();
+    assert_success(&repo.liza_env(&as_agent("coder-1", &c1), &["submit-for-review", "t-1"]));
+    assert_success(&repo.liza(&["claim-review", "t-1", "code-reviewer-1"]));
+    assert_refused(
+        &repo,
+        &as_agent("code-reviewer-1", &r1),
+        &[
+            "submit-verdict",
+            "t-1",
+            "reject",
+            "--commit",
+            &first,
+            "--reason",
+            "wrong",
+        ],
+        "path:line",
+    );
+    assert_success(&repo.liza_env(
+        &as_agent("code-reviewer-1", &r1),
+        &[
+            "submit-verdict",
+            "t-1",
+            "reject",
+            "--commit",
+            &first,
+            "--reason",
+            "report.txt:1 is a draft",
+        ],
+    ));
+    assert_eq!(status(&repo, "t-1"), "REJECTED");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let fixed = commit_in(&repo, &wt, "report.txt", "final");
+    assert_success(&repo.liza_env(
+        &as_agent("coder-1", &c1),
+        &["submit-for-review", "t-1", &fixed],
+    ));
+    assert_success(&repo.liza(&["claim-review", "t-1", "code-reviewer-1"]));
+    assert_success(&repo.liza_env(
+        &as_agent("code-reviewer-1", &r1),
+        &["submit-verdict", "t-1", "approve", "--commit", &fixed],
+    ));
+    assert_eq!(status(&repo, "t-1"), "APPROVED");
+    assert_valid(&repo);
+
+    // t-2: claimed, blocked, rescoped into t-2a; t-3 waits until t-2a is merged.
+    assert_refused(
+        &repo,
+        &[],
+        &["claim-task", "t-3", "coder-2"],
+        "waits on t-2",
+    );
+    assert_success(&repo.liza(&["claim-task", "t-2", "coder-2"]));
+    assert_success(&repo.liza_env(
+        &as_agent("coder-2", &c2),
+        &[
+            "block",
+            "t-2",
+            "--reason",
+            "the format is unspecified",
+            "--question",
+            "JSON or CSV?",
+        ],
+    ));
+    let mut args = vec![
+        "add-task",
+        "--id",
+        "t-2a",
+        "--desc",
+        "Implement the JSON output only",
+        "--spec",
+        SPEC,
+        "--done",
+        "report --json prints a totals key",
+        "--scope",
+        "json",
+        "--supersedes",
+        "t-2",
+        "--finalize",
+    ];
+    assert_success(&repo.liza(&args));
+    args.clear();
+    assert_success(&repo.liza(&[
+        "rescope",
+        "t-2",
+        "--into",
+        "t-2a",
+        "--reason",
+        "the output format was never decided",
+    ]));
+    assert_eq!(status(&repo, "t-2"), "SUPERSEDED");
+    assert_refused(
+        &repo,
+        &[],
+        &["claim-task", "t-3", "coder-2"],
+        "waits on t-2",
+    );
+    assert_valid(&repo);
+    mark_merged(&repo, "t-1");
+    assert_success(&repo.liza(&["claim-task", "t-2a", "coder-2"]));
+    let wt2 = repo.path().join(".worktrees/t-2a");
+    let head = commit_in(&repo, &wt2, "json.txt", "{}");
+    assert_success(&repo.liza_env(&as_agent("coder-2", &c2), &["submit-for-review", "t-2a"]));
+    assert_success(&repo.liza(&["claim-review", "t-2a", "code-reviewer-1"]));
+    assert_success(&repo.liza_env(
+        &as_agent("code-reviewer-1", &r1),
+        &["submit-verdict", "t-2a", "approve", "--commit", &head],
+    ));
+    mark_merged(&repo, "t-2a");
+    assert_valid(&repo);
+
+    // t-3: claimed by coder-1, whose lease expires; coder-2 takes it over and the
+    // uncommitted file is preserved in an attic branch.
+    assert_success(&repo.liza(&["claim-task", "t-3", "coder-1"]));
+    let wt3 = repo.path().join(".worktrees/t-3");
+    std::fs::write(wt3.join("unsaved.txt"), "work in progress").unwrap();
+    expire_lease(&repo, "t-3");
+    assert_success(&repo.liza(&["claim-task", "t-3", "coder-2"]));
+    let attic = repo.git(&[
+        "branch",
+        "--list",
+        "liza/attic/t-3-*",
+        "--format=%(refname:short)",
+    ]);
+    let attic = attic.trim();
+    assert_eq!(attic, "liza/attic/t-3-1");
+    assert_eq!(
+        repo.git(&["show", &format!("{attic}:unsaved.txt")]),
+        "work in progress"
+    );
+    assert!(
+        !wt3.join("unsaved.txt").exists(),
+        "the new coder starts fresh"
+    );
+    assert_valid(&repo);
+
+    // Every event is in the histories and the log.
+    let state = model(&repo);
+    let events = |id: &str| -> Vec<String> {
+        state["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap()["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["event"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        events("t-1"),
+        [
+            "created",
+            "finalized",
+            "claimed",
+            "ready_for_review",
+            "review_claimed",
+            "rejected",
+            "reclaimed_after_rejection",
+            "ready_for_review",
+            "review_claimed",
+            "approved",
+            "merged"
+        ]
+    );
+    assert_eq!(
+        events("t-2"),
+        ["created", "finalized", "claimed", "blocked", "superseded"]
+    );
+    assert_eq!(
+        events("t-3"),
+        [
+            "created",
+            "finalized",
+            "claimed",
+            "lease_expired_reassigned"
+        ]
+    );
+    let actions: Vec<String> = repo
+        .log()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap().to_owned())
+        .collect();
+    for action in [
+        "created",
+        "finalized",
+        "claimed",
+        "ready_for_review",
+        "review_claimed",
+        "rejected",
+        "reclaimed_after_rejection",
+        "approved",
+        "blocked",
+        "superseded",
+        "lease_expired_reassigned",
+        "worktree_archived",
+        "agent_registered",
+    ] {
+        assert!(
+            actions.iter().any(|a| a == action),
+            "log lacks {action}: {actions:?}"
+        );
+    }
+}
+
+/// Until the merge pipeline lands: APPROVED → MERGED through the store, as it will do.
+fn mark_merged(repo: &Repo, task: &str) {
+    let store = liza::blackboard::Store::open(repo.path()).unwrap();
+    let id = liza::blackboard::TaskId::parse(task).unwrap();
+    let sha = liza::blackboard::model::CommitId::parse(&"a".repeat(40)).unwrap();
+    store
+        .transact(&liza::blackboard::Actor::Human, |tx| {
+            let outcome = liza::lifecycle::merged(&mut tx.state, &id, &sha, "test", tx.now)?;
+            for e in outcome.events {
+                tx.log(&e.action).task = e.task.map(|t| t.to_string());
+            }
+            Ok::<_, liza::lifecycle::Refusal>(())
+        })
+        .unwrap();
+    let dir = repo.path().join(".worktrees").join(task);
+    if dir.exists() {
+        repo.git(&["worktree", "remove", "--force", dir.to_str().unwrap()]);
+    }
+}
+
+/// Moves a task's lease (and its coder's) into the past, by a transaction.
+fn expire_lease(repo: &Repo, task: &str) {
+    let store = liza::blackboard::Store::open(repo.path()).unwrap();
+    let id = liza::blackboard::TaskId::parse(task).unwrap();
+    store
+        .transact(&liza::blackboard::Actor::Human, |tx| {
+            let past = tx.now.plus_seconds(-1);
+            let t = tx.state.task_mut(&id).unwrap();
+            t.lease_expires = Some(past);
+            tx.log("test_expire").task = Some(task.to_owned());
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn eight_claimers_race_for_twenty_tasks_and_each_task_is_claimed_once() {
+    let repo = Repo::initialized();
+    let tasks: Vec<String> = (1..=20).map(|i| format!("t-{i}")).collect();
+    let file: String = tasks.iter().map(|t| format!("- {{id: {t}, desc: Implement {t}, spec: {SPEC}, done: report --json prints a totals key, scope: report, finalize: true}}\n")).collect();
+    std::fs::write(repo.path().join("tasks.yaml"), file).unwrap();
+    assert_success(&repo.liza(&["add-tasks", "--file", "tasks.yaml"]));
+    for c in 1..=8 {
+        register(&repo, &format!("coder-{c}"));
+    }
+    let handles: Vec<_> = (1..=8)
+        .map(|c| {
+            let mut cmds: Vec<std::process::Command> = Vec::new();
+            for k in 0..20 {
+                let task = format!("t-{}", (k + c * 3) % 20 + 1);
+                let mut cmd = repo.command();
+                cmd.args(["claim-task", &task, &format!("coder-{c}")]);
+                cmds.push(cmd);
+            }
+            std::thread::spawn(move || {
+                for mut cmd in cmds {
+                    if cmd.output().unwrap().status.success() {
+                        return 1;
+                    }
+                }
+                0
+            })
+        })
+        .collect();
+    let claimed: i32 = handles.into_iter().map(|h| h.join().unwrap()).sum();
+    assert_eq!(claimed, 8, "each coder claims exactly one task");
+    let state = model(&repo);
+    let owners: Vec<String> = state["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] == "CLAIMED")
+        .map(|t| t["assigned_to"].as_str().unwrap().to_owned())
+        .collect();
+    let mut distinct = owners.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(
+        (owners.len(), distinct.len()),
+        (8, 8),
+        "no task twice, no agent with two"
+    );
+    let claims = repo
+        .log()
+        .iter()
+        .filter(|e| e["action"] == "claimed")
+        .count();
+    assert_eq!(claims, 8);
+    let worktrees = std::fs::read_dir(repo.path().join(".worktrees"))
+        .unwrap()
+        .count();
+    assert_eq!(worktrees, 8, "a refused claim leaves no worktree behind");
+    assert_valid(&repo);
+}
+
+#[test]
+fn two_reviewers_racing_for_one_review_get_one_claim() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let c1 = register(&repo, "coder-1");
+    register(&repo, "code-reviewer-1");
+    register(&repo, "code-reviewer-2");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    commit_in(&repo, &repo.path().join(".worktrees/t-1"), "a.txt", "a");
+    assert_success(&repo.liza_env(&as_agent("coder-1", &c1), &["submit-for-review", "t-1"]));
+    let children: Vec<_> = ["code-reviewer-1", "code-reviewer-2"]
+        .iter()
+        .map(|r| {
+            repo.command()
+                .args(["claim-review", "t-1", r])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let wins = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap().status.success())
+        .filter(|ok| *ok)
+        .count();
+    assert_eq!(wins, 1);
+    assert_eq!(
+        repo.log()
+            .iter()
+            .filter(|e| e["action"] == "review_claimed")
+            .count(),
+        1
+    );
+}
+
+#[test]
+fn a_verdict_from_a_stale_generation_or_another_reviewer_is_refused() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let c1 = register(&repo, "coder-1");
+    let old = register(&repo, "code-reviewer-1");
+    let r2 = register(&repo, "code-reviewer-2");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let head = commit_in(&repo, &repo.path().join(".worktrees/t-1"), "a.txt", "a");
+    assert_success(&repo.liza_env(&as_agent("coder-1", &c1), &["submit-for-review", "t-1"]));
+    assert_success(&repo.liza(&["claim-review", "t-1", "code-reviewer-1"]));
+    let approve = [
+        "submit-verdict",
+        "t-1",
+        "approve",
+        "--commit",
+        head.as_str(),
+    ];
+    assert_refused(
+        &repo,
+        &as_agent("code-reviewer-2", &r2),
+        &approve,
+        "only from the reviewer that claimed it",
+    );
+    assert_refused(&repo, &[], &approve, "only a code reviewer may");
+    // The reviewer is registered again: the old process's generation is stale.
+    assert_success(&repo.liza(&["unregister", "code-reviewer-1"]));
+    let new = register(&repo, "code-reviewer-1");
+    assert_ne!(old, new);
+    assert_refused(
+        &repo,
+        &as_agent("code-reviewer-1", &old),
+        &approve,
+        "stale agent generation",
+    );
+    assert_refused(
+        &repo,
+        &as_agent("code-reviewer-1", &old),
+        &["unregister", "code-reviewer-1"],
+        "supervisor",
+    );
+    assert_refused(
+        &repo,
+        &[],
+        &["unregister", "code-reviewer-1", "--generation", &old],
+        "stale agent generation",
+    );
+}
+
+#[test]
+fn a_command_without_identity_from_an_agents_process_group_is_refused() {
+    let repo = Repo::initialized();
+    register(&repo, "coder-1");
+    // The liza commands below run in this test's process group: record it as the agent's.
+    let pgid = nix::unistd::getpgrp().as_raw().to_string();
+    assert_success(&repo.liza(&["heartbeat", "coder-1", "--pgid", &pgid]));
+    let args = [
+        "add-task",
+        "--id",
+        "t-1",
+        "--desc",
+        "d",
+        "--spec",
+        SPEC,
+        "--done",
+        "report --json prints totals",
+        "--scope",
+        "s",
+    ];
+    assert_refused(&repo, &[], &args, "agents act under their own identity");
+    // Once the agent runs in another process group, the same command is a person's.
+    assert_success(&repo.liza(&["heartbeat", "coder-1", "--pgid", "999999"]));
+    assert_success(&repo.liza(&args));
+}
+
+#[test]
+fn registration_collides_with_a_live_agent_and_changes_nothing() {
+    let repo = Repo::initialized();
+    register(&repo, "coder-1");
+    assert_refused(
+        &repo,
+        &[],
+        &["register", "coder-1"],
+        "COLLISION: coder-1 already registered until",
+    );
+    assert_refused(
+        &repo,
+        &as_agent("coder-1", "x"),
+        &["register", "coder-2"],
+        "refused when an agent identity is set",
+    );
+}
+
+#[test]
+fn hostile_ids_are_refused_before_touching_a_path_or_ref() {
+    let repo = Repo::initialized();
+    register(&repo, "coder-1");
+    for bad in [
+        "../x", "a/b", "-rf", "x.lock", "all", "tab\tid", "nl\nid", "é", ".hidden",
+    ] {
+        assert_refused(&repo, &[], &["claim-task", "--", bad, "coder-1"], "task id");
+        assert_refused(
+            &repo,
+            &[],
+            &[
+                "add-task",
+                &format!("--id={bad}"),
+                "--desc",
+                "d",
+                "--spec",
+                SPEC,
+                "--done",
+                "a b c",
+                "--scope",
+                "s",
+            ],
+            "task id",
+        );
+        assert_refused(
+            &repo,
+            &[],
+            &["abandon", "--reason", "r", "--", bad],
+            "task id",
+        );
+    }
+    for bad in ["coder", "coder1", "my-coder-1", "../coder-1", "coder-1/x"] {
+        assert_refused(&repo, &[], &["register", bad], "does not match");
+        assert_refused(&repo, &[], &["claim-task", "t-1", bad], "does not match");
+    }
+    assert!(
+        !repo.path().join(".worktrees").exists()
+            || std::fs::read_dir(repo.path().join(".worktrees"))
+                .unwrap()
+                .count()
+                == 0
+    );
+}
+
+#[test]
+fn agents_act_only_within_their_role() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let c1 = register(&repo, "coder-1");
+    let coder = as_agent("coder-1", &c1);
+    assert_refused(
+        &repo,
+        &coder,
+        &[
+            "add-task",
+            "--id",
+            "t-9",
+            "--desc",
+            "d",
+            "--spec",
+            SPEC,
+            "--done",
+            "report prints totals ok",
+            "--scope",
+            "s",
+        ],
+        "a coder may not run add-task",
+    );
+    assert_refused(
+        &repo,
+        &coder,
+        &["abandon", "t-1", "--reason", "mine now"],
+        "a coder may not run abandon",
+    );
+    assert_refused(
+        &repo,
+        &coder,
+        &["claim-task", "t-1", "coder-1"],
+        "supervisor-only",
+    );
+    assert_refused(
+        &repo,
+        &coder,
+        &["goal", "complete"],
+        "only the planner or a person",
+    );
+    assert_refused(
+        &repo,
+        &coder,
+        &["release-claim", "t-1", "--reason", "x"],
+        "for people",
+    );
+    let p1 = register(&repo, "planner-1");
+    assert_refused(
+        &repo,
+        &as_agent("planner-1", &p1),
+        &["submit-for-review", "t-1"],
+        "the planner may not run submit-for-review",
+    );
+}
