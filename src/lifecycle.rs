@@ -14,6 +14,7 @@
 pub mod agents;
 pub mod claims;
 pub mod context;
+pub mod limits;
 pub mod planner_moves;
 pub mod planning;
 pub mod refusal;
@@ -29,6 +30,7 @@ pub use claims::{
     worktree_path,
 };
 pub use context::{Event, Outcome, Who};
+pub use limits::{RunStart, iteration_limit, start_run};
 pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
 pub use planning::{
     Amendment, NewTask, SpecFacts, add_task, add_tasks, amend_task, finalize, spec_file,

@@ -651,3 +651,349 @@ fn agents_act_only_within_their_role() {
         "the planner may not run submit-for-review",
     );
 }
+
+/// Sets a config value through the store, as a person's edit would.
+fn configure(repo: &Repo, change: impl FnOnce(&mut liza::blackboard::model::Config)) {
+    let store = liza::blackboard::Store::open(repo.path()).unwrap();
+    store
+        .transact(&liza::blackboard::Actor::Human, |tx| {
+            change(&mut tx.state.config);
+            tx.log("test_config");
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+}
+
+#[test]
+fn heartbeats_renew_leases_without_rewriting_state_and_the_next_transaction_folds_them() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    register(&repo, "coder-1");
+    register(&repo, "coder-2");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    expire_lease(&repo, "t-1");
+    let before = repo.files();
+    assert_success(&repo.liza(&["heartbeat", "coder-1"]));
+    assert_eq!(
+        before,
+        repo.files(),
+        "a heartbeat never rewrites state.yaml or the log"
+    );
+    // The effective lease (from the liveness record) keeps the task from other coders.
+    assert_refused(
+        &repo,
+        &[],
+        &["claim-task", "t-1", "coder-2"],
+        "whose lease is live",
+    );
+    let text = std::fs::read_to_string(repo.liza_dir().join("state.yaml")).unwrap();
+    assert_success(&repo.liza(&["note", "all", "fold the records"]));
+    assert_ne!(text, repo.state_text());
+    // Read the file itself (snapshots would fold the records in on their own).
+    let written = liza::blackboard::document::decode(repo.state_text().as_bytes())
+        .unwrap()
+        .state;
+    let lease = written.tasks[0].lease_expires.unwrap();
+    assert!(
+        lease > liza::blackboard::Timestamp::now(),
+        "the record's lease is in state.yaml now"
+    );
+    // A heartbeat for a generation that is not the registered one is refused.
+    assert_refused(
+        &repo,
+        &[],
+        &["heartbeat", "coder-1", "--generation", "0000"],
+        "stale agent generation",
+    );
+}
+
+#[test]
+fn a_takeover_stops_the_previous_owners_agent_process_group() {
+    use std::os::unix::process::CommandExt;
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let generation = register(&repo, "coder-1");
+    register(&repo, "coder-2");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let mut agent = std::process::Command::new("sleep")
+        .arg("60")
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    // The supervisor's last heartbeat, long ago, named the agent's process group.
+    let host = nix::unistd::gethostname().unwrap().into_string().unwrap();
+    let past = liza::blackboard::Timestamp::now().plus_seconds(-300);
+    let record = liza::blackboard::liveness::LiveRecord {
+        generation,
+        heartbeat: past,
+        lease_expires: past,
+        task_lease_expires: Some(past),
+        review_lease_expires: None,
+        host: Some(host),
+        pgid: Some(i64::from(agent.id())),
+        extra: Default::default(),
+    };
+    let id = liza::blackboard::AgentId::parse("coder-1").unwrap();
+    liza::blackboard::liveness::write(&repo.liza_dir().join("live"), &id, &record).unwrap();
+    expire_lease(&repo, "t-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-2"]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = agent.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the old agent was not stopped"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!status.success(), "stopped by a signal");
+}
+
+#[test]
+fn a_failing_post_worktree_cmd_aborts_the_claim_cleanly() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    register(&repo, "coder-1");
+    configure(&repo, |c| {
+        c.post_worktree_cmd = Some(liza::blackboard::model::CommandSpec::Argv(vec![
+            "false".into(),
+        ]))
+    });
+    assert_refused(
+        &repo,
+        &[],
+        &["claim-task", "t-1", "coder-1"],
+        "post_worktree_cmd failed",
+    );
+    configure(&repo, |c| {
+        c.post_worktree_cmd = Some(liza::blackboard::model::CommandSpec::Shell(
+            "echo ready > .ready".into(),
+        ))
+    });
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    assert!(repo.path().join(".worktrees/t-1/.ready").exists());
+}
+
+#[test]
+fn abandon_saves_committed_and_uncommitted_work_in_the_attic_before_removing_the_worktree() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    register(&repo, "coder-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let wt = repo.path().join(".worktrees/t-1");
+    commit_in(&repo, &wt, "done.txt", "committed");
+    std::fs::write(wt.join("wip.txt"), "not yet committed").unwrap();
+    std::fs::remove_file(wt.join("specs/vision.md")).unwrap();
+    assert_success(&repo.liza(&["abandon", "t-1", "--reason", "the goal changed"]));
+    assert!(!wt.exists());
+    assert!(!repo.git(&["worktree", "list"]).contains(".worktrees/t-1"));
+    assert_eq!(
+        repo.git(&["show", "liza/attic/t-1-1:done.txt"]),
+        "committed"
+    );
+    assert_eq!(
+        repo.git(&["show", "liza/attic/t-1-1:wip.txt"]),
+        "not yet committed"
+    );
+    assert!(
+        repo.git(&["log", "-1", "--format=%s", "liza/attic/t-1-1"])
+            .starts_with("WIP: saved by liza before abandon")
+    );
+    assert!(
+        repo.git(&["ls-tree", "-r", "--name-only", "liza/attic/t-1-1"])
+            .lines()
+            .all(|l| l != "specs/vision.md"),
+        "deletions are saved too"
+    );
+    assert_eq!(status(&repo, "t-1"), "ABANDONED");
+    assert_valid(&repo);
+}
+
+#[test]
+fn add_tasks_is_all_or_nothing_and_finalize_keeps_the_spec_text() {
+    let repo = Repo::initialized();
+    let file = repo.path().join("tasks.yaml");
+    std::fs::write(&file, format!("- {{id: a, desc: Implement a, spec: {SPEC}, done: report prints a totals key, scope: s}}\n- {{id: b, desc: Implement b, spec: {SPEC}, done: report prints a totals key, scope: s, depends: [nope]}}\n")).unwrap();
+    assert_refused(
+        &repo,
+        &[],
+        &["add-tasks", "--file", "tasks.yaml"],
+        "depends on nope",
+    );
+    std::fs::write(&file, "- {id: a, desc: x, colour: red}\n").unwrap();
+    assert_refused(
+        &repo,
+        &[],
+        &["add-tasks", "--file", "tasks.yaml"],
+        "tasks.yaml:1:3",
+    );
+    std::fs::write(&file, format!("- {{id: a, desc: Implement a, spec: {SPEC}, done: report prints a totals key, scope: s}}\n- {{id: b, desc: Implement b, spec: {SPEC}, done: report prints a totals key, scope: s, depends: [a]}}\n")).unwrap();
+    assert_success(&repo.liza(&["add-tasks", "--file", "tasks.yaml"]));
+    assert_success(&repo.liza(&["finalize-task", "--all"]));
+    let blob = repo.git(&["hash-object", SPEC]).trim().to_owned();
+    let state = model(&repo);
+    assert_eq!(state["tasks"][0]["spec_hash"], blob.as_str());
+    assert_eq!(
+        std::fs::read_to_string(repo.liza_dir().join("specs").join(&blob)).unwrap(),
+        std::fs::read_to_string(repo.path().join(SPEC)).unwrap()
+    );
+    assert_refused(&repo, &[], &["finalize-task", "--all"], "no DRAFT task");
+    // The gates: a spec file that does not exist.
+    assert_refused(
+        &repo,
+        &[],
+        &[
+            "add-task",
+            "--id",
+            "c",
+            "--desc",
+            "d",
+            "--spec",
+            "specs/missing.md",
+            "--done",
+            "report prints a totals key",
+            "--scope",
+            "s",
+        ],
+        "spec file specs/missing.md does not exist",
+    );
+}
+
+#[test]
+fn discoveries_anomalies_and_log_entries() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let c1 = register(&repo, "coder-1");
+    let coder = as_agent("coder-1", &c1);
+    let out = repo.liza_env(
+        &coder,
+        &[
+            "--json",
+            "discover",
+            "--task",
+            "t-1",
+            "--desc",
+            "the parser drops BOMs",
+            "--severity",
+            "high",
+            "--urgency",
+            "immediate",
+        ],
+    );
+    assert_success(&out);
+    assert_eq!(json(&out)["result"]["value"], "disc-1");
+    assert_refused(
+        &repo,
+        &coder,
+        &[
+            "discover",
+            "--task",
+            "t-1",
+            "--desc",
+            "x",
+            "--severity",
+            "huge",
+        ],
+        "severity",
+    );
+    assert_refused(
+        &repo,
+        &coder,
+        &[
+            "anomaly",
+            "--type",
+            "retry_loop",
+            "--task",
+            "t-1",
+            "--detail",
+            "count=3",
+        ],
+        "error_pattern",
+    );
+    assert_success(&repo.liza_env(
+        &coder,
+        &[
+            "anomaly",
+            "--type",
+            "retry_loop",
+            "--task",
+            "t-1",
+            "--detail",
+            "count=3",
+            "--detail",
+            "error_pattern=timeout",
+        ],
+    ));
+    assert_success(&repo.liza_env(
+        &coder,
+        &[
+            "log", "add", "--action", "test_run", "--detail", "3 passed", "--task", "t-1",
+        ],
+    ));
+    assert_refused(
+        &repo,
+        &coder,
+        &["discovery", "convert", "disc-1", "--task", "t-1"],
+        "may not decide",
+    );
+    assert_success(&repo.liza(&["discovery", "convert", "disc-1", "--task", "t-1"]));
+    assert_refused(
+        &repo,
+        &[],
+        &["discovery", "reject", "disc-1", "--reason", "late"],
+        "already converted",
+    );
+    let state = model(&repo);
+    assert_eq!(state["discovered"][0]["converted_to_task"], "t-1");
+    assert_eq!(state["anomalies"][0]["details"]["count"], 3);
+    let log = repo.log();
+    let entry = log.iter().find(|e| e["action"] == "test_run").unwrap();
+    assert_eq!(
+        (entry["agent"].as_str(), entry["task"].as_str()),
+        (Some("coder-1"), Some("t-1"))
+    );
+    assert_valid(&repo);
+}
+
+#[test]
+fn sprint_controls_and_the_transaction_that_completes_the_sprint() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let dir = repo.liza_dir();
+    assert_success(&repo.liza(&["checkpoint", "--message", "look at the plan"]));
+    assert!(
+        std::fs::read_to_string(dir.join("CHECKPOINT"))
+            .unwrap()
+            .contains("look at the plan")
+    );
+    assert_eq!(model(&repo)["sprint"]["status"], "CHECKPOINT");
+    assert_refused(&repo, &[], &["resume", "--decision", "MAYBE"], "not one of");
+    assert_success(&repo.liza(&["resume", "--decision", "CONTINUE"]));
+    assert!(!dir.join("CHECKPOINT").exists());
+    assert_eq!(
+        model(&repo)["sprint"]["retrospective"]["decisions"][0]["decision"],
+        "CONTINUE"
+    );
+    assert_success(&repo.liza(&["pause"]));
+    assert!(dir.join("PAUSE").exists());
+    assert_success(&repo.liza(&["resume"]));
+    assert!(!dir.join("PAUSE").exists());
+    assert_refused(&repo, &[], &["sprint", "next"], "not COMPLETED");
+    assert_success(&repo.liza(&["abandon", "t-1", "--reason", "replaced by a better plan"]));
+    assert_eq!(
+        model(&repo)["sprint"]["status"],
+        "COMPLETED",
+        "the last planned task became terminal"
+    );
+    assert!(repo.log().iter().any(|e| e["action"] == "sprint_completed"));
+    assert_success(&repo.liza(&["sprint", "next"]));
+    assert_eq!(model(&repo)["sprint"]["id"], "sprint-2");
+    assert_success(&repo.liza(&["abort"]));
+    assert!(dir.join("ABORT").exists());
+    assert_eq!(model(&repo)["sprint"]["status"], "ABORTED");
+    assert_success(&repo.liza(&["goal", "complete"]));
+    assert_eq!(model(&repo)["goal"]["status"], "COMPLETED");
+    assert_valid(&repo);
+}

@@ -935,6 +935,44 @@ fn handoff_marks_the_task_and_the_agent() {
     assert_eq!(work[0].class, WorkClass::Handoff);
 }
 
+// ----- limits
+
+#[test]
+fn runs_count_iterations_until_the_limit_blocks_the_task() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    w.s.task_mut(&id("t-1")).unwrap().max_iterations = Some(2);
+    let c1 = agent("coder-1");
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::Launch { iteration: 1 }
+    );
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::Launch { iteration: 2 }
+    );
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::LimitReached { limit: 2 }
+    );
+    let t = w.task("t-1");
+    assert_eq!(t.status, S::Blocked);
+    assert_eq!(
+        t.blocked_reason.as_deref(),
+        Some("Max iterations (2) reached without approval")
+    );
+    assert_eq!(t.failed_by.as_deref(), Some(&[c1.clone()][..]));
+    assert_eq!(t.usage.as_ref().and_then(|u| u.agent_runs), Some(2));
+    assert_eq!(w.s.agents.get(&c1).unwrap().iterations_total, Some(2));
+    assert_eq!(
+        w.refused(|s, n| start_run(s, &id("t-1"), &c1, n)),
+        "run-claimed"
+    );
+    w.s.config.max_coder_iterations = Some(7);
+    w.claimed("t-2", 2);
+    assert_eq!(iteration_limit(&w.s, &id("t-2")), 7);
+}
+
 // ----- merge outcomes
 
 #[test]
