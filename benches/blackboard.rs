@@ -1,6 +1,6 @@
 //! The blackboard benchmark: prints the quality.md table for P1, P2, P3, P4, P8 and P10
-//! on generated 50 / 300 / 1000-task blackboards, with the fsync floor measured in the
-//! same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
+//! on generated 50 / 300 / 1000-task blackboards, plus the lifecycle's `claim-task` and
+//! `submit-for-review` (L1, L2), with the fsync floor measured in the same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
 //! `LIZA_BENCH_QUICK=1` takes fewer samples.
 
 use std::path::Path;
@@ -322,6 +322,9 @@ fn main() {
             sample: status,
         });
 
+        if tasks <= 300 {
+            rows.extend(lifecycle(p, samples, &label, tasks == 50));
+        }
         if tasks == 50 {
             rows.push(contention(p));
         }
@@ -349,6 +352,89 @@ fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(bench_root());
+}
+
+/// `claim-task` (with the worktree created from the integration tip) and
+/// `submit-for-review` (with git's submit-time checks), whole process: `samples` fresh
+/// tasks, each claimed by its own registered coder; the commit in each worktree is made
+/// outside the timing.
+fn lifecycle(p: &Path, samples: usize, label: &str, reference: bool) -> Vec<Row> {
+    let count = samples + 1;
+    let file: String = (0..count)
+        .map(|i| format!("- {{id: bench-{i}, desc: Implement bench {i}, spec: specs/vision.md, done: bench {i} prints its number, scope: bench, finalize: true}}\n"))
+        .collect();
+    std::fs::write(p.join("bench-tasks.yaml"), file).unwrap();
+    liza(p, &["add-tasks", "--file", "bench-tasks.yaml"]);
+    let mut generations = Vec::new();
+    for i in 0..count {
+        let out = Command::new(LIZA)
+            .args(["register", &format!("coder-{}", 500 + i)])
+            .current_dir(p)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "register: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        generations.push(String::from_utf8(out.stdout).unwrap().trim().to_owned());
+    }
+    let mut i = 0;
+    let claim = measure(samples, || {
+        liza(
+            p,
+            &[
+                "claim-task",
+                &format!("bench-{i}"),
+                &format!("coder-{}", 500 + i),
+            ],
+        );
+        i += 1;
+    });
+    let mut floors = Vec::new();
+    let mut times = Vec::new();
+    for (i, generation) in generations.iter().enumerate() {
+        let wt = p.join(format!(".worktrees/bench-{i}"));
+        std::fs::write(wt.join("bench.txt"), format!("{i}\n")).unwrap();
+        git(&wt, &["add", "-A"]);
+        git(&wt, &["commit", "-q", "-m", "bench"]);
+        let t = Instant::now();
+        let out = Command::new(LIZA)
+            .args(["submit-for-review", &format!("bench-{i}")])
+            .current_dir(p)
+            .env("LIZA_AGENT_ID", format!("coder-{}", 500 + i))
+            .env("LIZA_AGENT_GENERATION", generation)
+            .output()
+            .unwrap();
+        let elapsed = t.elapsed();
+        assert!(
+            out.status.success(),
+            "submit: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        if i > 0 {
+            times.push(elapsed);
+            floors.push(floor_once());
+        }
+    }
+    let submit = sample_of(&mut times, &mut floors);
+    let id = if reference { "L1" } else { "slope" };
+    vec![
+        Row {
+            id,
+            scenario: format!("liza claim-task with worktree creation (whole process), {label}"),
+            target: "-".into(),
+            verdict: "-".into(),
+            sample: claim,
+        },
+        Row {
+            id: if reference { "L2" } else { "slope" },
+            scenario: format!("liza submit-for-review with git checks (whole process), {label}"),
+            target: "-".into(),
+            verdict: "-".into(),
+            sample: submit,
+        },
+    ]
 }
 
 /// P4: 16 processes × 100 transitions on the 50-task blackboard.

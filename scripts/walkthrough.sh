@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# A tour of the blackboard core in a throw-away repository: init, notes, status, show,
-# log, validate, a hand edit recorded as such, a broken hand edit refused and repaired.
+# A tour of liza in a throw-away repository: init, notes, a hand edit recorded as such, a
+# broken hand edit refused and repaired, then a task's whole lifecycle with real git
+# worktrees — the planner's gates, a claim, a refused dirty submit, a rejection citing
+# path:line, the rework and the approval — as a supervisor and its agents would drive it.
 # Until `liza demo` exists, this is the most complete real workflow.
 set -euo pipefail
 
@@ -50,6 +52,53 @@ step liza validate
 step "sed -i 's/status: FINISHED/status: DRAFT/' .liza/state.yaml   # fixed"
 sed -i 's/status: FINISHED/status: DRAFT/' .liza/state.yaml
 "$liza" validate
+
+export GIT_AUTHOR_NAME=coder GIT_AUTHOR_EMAIL=coder@example.com
+export GIT_COMMITTER_NAME=coder GIT_COMMITTER_EMAIL=coder@example.com
+
+step liza finalize-task parse-flag   # refused by the planner's gates
+"$liza" finalize-task parse-flag || echo "(exit $? — nothing was written)"
+
+step liza amend-task parse-flag --spec specs/vision.md --done "report --json prints a totals key" --scope "the option parser"
+"$liza" amend-task parse-flag --spec specs/vision.md --done "report --json prints a totals key" --scope "the option parser"
+"$liza" finalize-task parse-flag
+
+step "liza register coder-1; liza register code-reviewer-1   # what liza-agent does at start"
+coder_gen="$("$liza" register coder-1)"
+reviewer_gen="$("$liza" register code-reviewer-1)"
+echo "coder-1 generation $coder_gen, code-reviewer-1 generation $reviewer_gen"
+
+step liza claim-task parse-flag coder-1
+"$liza" claim-task parse-flag coder-1
+git worktree list
+
+as_coder() { LIZA_AGENT_ID=coder-1 LIZA_AGENT_GENERATION="$coder_gen" "$liza" "$@"; }
+as_reviewer() { LIZA_AGENT_ID=code-reviewer-1 LIZA_AGENT_GENERATION="$reviewer_gen" "$liza" "$@"; }
+
+step "cd .worktrees/parse-flag; write report.txt; liza submit-for-review parse-flag   # dirty: refused"
+cd .worktrees/parse-flag
+printf 'json: todo\n' > report.txt
+as_coder submit-for-review parse-flag || echo "(exit $? — commit first)"
+git add -A && git commit -q -m "Parse --json"
+as_coder submit-for-review parse-flag
+cd "$dir"
+
+step "liza claim-review parse-flag code-reviewer-1; reject citing path:line"
+"$liza" claim-review parse-flag code-reviewer-1
+head="$(git -C .worktrees/parse-flag rev-parse HEAD)"
+as_reviewer submit-verdict parse-flag reject --commit "$head" --reason "report.txt:1 still says todo"
+
+step "the same coder re-claims, fixes, submits; the reviewer approves"
+"$liza" claim-task parse-flag coder-1
+printf 'json: {"totals": 1}\n' > .worktrees/parse-flag/report.txt
+git -C .worktrees/parse-flag commit -q -am "Print totals"
+as_coder submit-for-review parse-flag
+"$liza" claim-review parse-flag code-reviewer-1
+head="$(git -C .worktrees/parse-flag rev-parse HEAD)"
+as_reviewer submit-verdict parse-flag approve --commit "$head"
+
+step liza show parse-flag
+"$liza" show parse-flag
 
 step liza log
 "$liza" log

@@ -15,8 +15,20 @@
 //!   take lock-free snapshots; the atomic swap makes every read whole.
 //! - **Hand edits.** A state.yaml whose bytes are not the last committed revision was
 //!   edited outside liza; the next transaction reconciles it first.
-//! - **Operations.** [`ops`] combines the store with git so the CLI, the supervisor and the
-//!   built-in agent share one implementation of each operation; [`cli`] renders them.
+//! - **The lifecycle.** [`lifecycle`] holds the transition table as data and one pure
+//!   function per row (guards first, then effects, history event and log entries), the
+//!   claimability order, limits, registration and the sprint and goal machines.
+//! - **Leases.** Registration, task and review leases last `lease_duration`; heartbeats
+//!   renew them in liveness records (`.liza/live/`), never in state.yaml; readers use the
+//!   later of the two, and each transaction folds the records in. Every agent write
+//!   presents its id and `generation` (a fencing token minted at registration).
+//! - **Worktrees.** A claimed task works in `.worktrees/<id>` on `task/<id>`, created from
+//!   the integration tip outside the state lock; before any worktree is removed or
+//!   replaced its uncommitted files become a WIP commit and unmerged commits an attic
+//!   branch, so nothing in a worktree is ever deleted.
+//! - **Operations.** [`ops`] combines the store, the lifecycle and git so the CLI, the
+//!   supervisor and the built-in agent share one implementation of each operation; [`cli`]
+//!   renders them.
 //!
 //! ## Modules
 //!

@@ -1,5 +1,8 @@
-//! Application operations: each combines the store, (later) the lifecycle rules and git
-//! into one implementation shared by the CLI, the supervisor and the built-in agent.
+//! Application operations: each combines the store, the lifecycle rules and git into one
+//! implementation shared by the CLI, the supervisor and the built-in agent. Lifecycle
+//! changes run through [`transition`] (authority checked under the lock, sprint
+//! completion, log entries); operations with git work check on a snapshot, do the git
+//! work outside the state lock, then re-check and commit.
 
 mod agents;
 mod authority;

@@ -109,7 +109,7 @@ fn render(e: &LogEntry, json: bool) -> String {
         .map_or_else(|| "-".repeat(20), |t| t.to_string());
     let rev = e.revision.map_or_else(|| "-".into(), |r| format!("r{r}"));
     format!(
-        "{ts}  {rev:<6} {:<16} {:<18} {:<12} {}",
+        "{ts}  {rev:<6} {:<16} {:<26} {:<12} {}",
         e.agent.as_deref().unwrap_or("-"),
         e.action,
         e.task.as_deref().unwrap_or("-"),

@@ -23,9 +23,9 @@ pub enum ClaimKind {
     /// The coder's own CLAIMED task after a restart: the lease is renewed.
     Resume,
     /// REJECTED → CLAIMED by another coder (the assignee is gone).
-    TakeOverRejected { previous: AgentId },
+    TakeOverRejected { previous: Option<AgentId> },
     /// CLAIMED → CLAIMED by another coder (the lease expired).
-    TakeOverExpired { previous: AgentId },
+    TakeOverExpired { previous: Option<AgentId> },
     /// INTEGRATION_FAILED → CLAIMED.
     IntegrationFix,
 }
@@ -163,10 +163,10 @@ pub fn plan_claim(
                     "take another task; it becomes available when that lease expires",
                 ));
             }
-            match (t.status, previous) {
-                (TaskStatus::Rejected, Some(previous)) => ClaimKind::TakeOverRejected { previous },
-                (_, Some(previous)) => ClaimKind::TakeOverExpired { previous },
-                _ => ClaimKind::Fresh,
+            if t.status == TaskStatus::Rejected {
+                ClaimKind::TakeOverRejected { previous }
+            } else {
+                ClaimKind::TakeOverExpired { previous }
             }
         }
         TaskStatus::IntegrationFailed => ClaimKind::IntegrationFix,
@@ -274,7 +274,12 @@ pub fn claim(
     t.lease_expires = Some(lease);
     let mut fields = Vec::new();
     match &kind {
-        ClaimKind::TakeOverRejected { previous } | ClaimKind::TakeOverExpired { previous } => {
+        ClaimKind::TakeOverRejected {
+            previous: Some(previous),
+        }
+        | ClaimKind::TakeOverExpired {
+            previous: Some(previous),
+        } => {
             fields.push(("previous_assignee", text(previous.to_string())));
         }
         _ => {}
@@ -307,9 +312,12 @@ pub fn claim(
     set_agent(state, agent, AgentStatus::Working, Some(id));
     let mut outcome = Outcome::default();
     let detail = match &kind {
-        ClaimKind::TakeOverRejected { previous } | ClaimKind::TakeOverExpired { previous } => {
-            Some(format!("from {previous}"))
+        ClaimKind::TakeOverRejected {
+            previous: Some(previous),
         }
+        | ClaimKind::TakeOverExpired {
+            previous: Some(previous),
+        } => Some(format!("from {previous}")),
         _ => base.map(|b| format!("base {b}")),
     };
     outcome.event(row.event, agent.as_str(), Some(id), detail);

@@ -50,6 +50,34 @@ fn release_all(state: &mut State, agents: &[AgentId], id: &TaskId) {
     }
 }
 
+/// Where a move that takes the task out of its assignee's hands leads.
+struct Move<'a> {
+    to: TaskStatus,
+    event: &'a str,
+    reason: String,
+    reset_review_cycles: bool,
+    extra: Vec<(&'a str, Value)>,
+}
+
+/// The common end of such a move: unassign, new status, history event (reason, previous
+/// assignee, extra fields), agents released, log entry.
+fn take_back(state: &mut State, who: &Who, id: &TaskId, m: Move<'_>, now: Timestamp) -> Outcome {
+    let t = task_mut(state, id);
+    let previous = t.assigned_to.clone();
+    let released = unassign(t, m.reset_review_cycles);
+    set_status(t, m.to, now);
+    let mut fields = vec![("reason", text(m.reason.clone()))];
+    if let Some(p) = &previous {
+        fields.push(("previous_assignee", text(p.to_string())));
+    }
+    fields.extend(m.extra);
+    history(t, now, m.event, &who.name(), &fields);
+    release_all(state, &released, id);
+    let mut outcome = Outcome::default();
+    outcome.event(m.event, &who.name(), Some(id), Some(m.reason));
+    outcome
+}
+
 /// `reassign`: back to UNCLAIMED for another coder (CLAIMED only when its lease expired, or
 /// by a person with `force`).
 pub fn reassign(
@@ -80,19 +108,19 @@ pub fn reassign(
             "wait for the lease to expire; a person may pass --force",
         ));
     }
-    let previous = t.assigned_to.clone();
-    let t = task_mut(state, id);
-    let released = unassign(t, true);
-    set_status(t, TaskStatus::Unclaimed, now);
-    let mut fields = vec![("reason", text(reason.clone()))];
-    if let Some(p) = &previous {
-        fields.push(("previous_assignee", text(p.to_string())));
-    }
-    history(t, now, row.event, &who.name(), &fields);
-    release_all(state, &released, id);
-    let mut outcome = Outcome::default();
-    outcome.event(row.event, &who.name(), Some(id), Some(reason));
-    Ok(outcome)
+    Ok(take_back(
+        state,
+        who,
+        id,
+        Move {
+            to: TaskStatus::Unclaimed,
+            event: row.event,
+            reason,
+            reset_review_cycles: true,
+            extra: Vec::new(),
+        },
+        now,
+    ))
 }
 
 /// `unblock`: BLOCKED → UNCLAIMED, optionally resetting the review cycles.
@@ -107,23 +135,15 @@ pub fn unblock(
     let t = task(state, id)?;
     let row = row(Command::Unblock, Some(t.status), who.kind())?;
     let reason = required_text(reason, "the reason", "say what was clarified")?;
-    let t = task_mut(state, id);
-    let released = unassign(t, reset_review_cycles);
-    set_status(t, TaskStatus::Unclaimed, now);
-    history(
-        t,
-        now,
-        row.event,
-        &who.name(),
-        &[
-            ("reason", text(reason.clone())),
-            ("reset_review_cycles", Value::Bool(reset_review_cycles)),
-        ],
-    );
-    release_all(state, &released, id);
-    let mut outcome = Outcome::default();
-    outcome.event(row.event, &who.name(), Some(id), Some(reason));
-    Ok(outcome)
+    let extra = vec![("reset_review_cycles", Value::Bool(reset_review_cycles))];
+    let m = Move {
+        to: TaskStatus::Unclaimed,
+        event: row.event,
+        reason,
+        reset_review_cycles,
+        extra,
+    };
+    Ok(take_back(state, who, id, m, now))
 }
 
 /// `release-claim --role coder`: a person takes an expired (or, with `force`, any) claim
@@ -150,19 +170,19 @@ pub fn release_coder(
             "wait for it to expire, or pass --force",
         ));
     }
-    let previous = t.assigned_to.clone();
-    let t = task_mut(state, id);
-    let released = unassign(t, true);
-    set_status(t, TaskStatus::Unclaimed, now);
-    let mut fields = vec![("reason", text(reason.clone()))];
-    if let Some(p) = &previous {
-        fields.push(("previous_assignee", text(p.to_string())));
-    }
-    history(t, now, row.event, &who.name(), &fields);
-    release_all(state, &released, id);
-    let mut outcome = Outcome::default();
-    outcome.event(row.event, &who.name(), Some(id), Some(reason));
-    Ok(outcome)
+    Ok(take_back(
+        state,
+        who,
+        id,
+        Move {
+            to: TaskStatus::Unclaimed,
+            event: row.event,
+            reason,
+            reset_review_cycles: true,
+            extra: Vec::new(),
+        },
+        now,
+    ))
 }
 
 /// `rescope`: the task is replaced by new DRAFT/UNCLAIMED tasks that name it in
@@ -295,18 +315,19 @@ pub fn abandon(
     let t = task(state, id)?;
     let row = row(Command::Abandon, Some(t.status), who.kind())?;
     let reason = required_text(reason, "the reason", "say why the task is abandoned")?;
-    let t = task_mut(state, id);
-    let released = unassign(t, true);
-    set_status(t, TaskStatus::Abandoned, now);
-    history(
-        t,
+    let mut outcome = take_back(
+        state,
+        who,
+        id,
+        Move {
+            to: TaskStatus::Abandoned,
+            event: row.event,
+            reason,
+            reset_review_cycles: true,
+            extra: Vec::new(),
+        },
         now,
-        row.event,
-        &who.name(),
-        &[("reason", text(reason.clone()))],
     );
-    release_all(state, &released, id);
-    let mut outcome = Outcome::default();
     let dependents: Vec<String> = state
         .tasks
         .iter()
@@ -319,6 +340,5 @@ pub fn abandon(
             dependents.join(", ")
         ));
     }
-    outcome.event(row.event, &who.name(), Some(id), Some(reason));
     Ok(outcome)
 }

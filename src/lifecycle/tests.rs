@@ -1742,7 +1742,7 @@ mod property {
         let op = proptest::sample::select(pool);
         let strategy = proptest::collection::vec((op, 0usize..3, 0usize..6), 1..80);
         let mut runner = TestRunner::new(Config {
-            cases: 256,
+            cases: 512,
             ..Config::default()
         });
         runner.run(&strategy, |ops| run(&ops)).unwrap();

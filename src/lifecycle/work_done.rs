@@ -407,6 +407,14 @@ pub fn void_verdict(
     let row = row(Command::VoidVerdict, Some(t.status), Kind::Supervisor)?;
     let was_rejection = t.status == TaskStatus::Rejected;
     let reviewer = t.approved_by.clone();
+    // After an approval its author may have claimed other work; a coder holds one active
+    // task, so the task goes back to review without it (a later rejection is then any
+    // coder's to take).
+    let author_moved_on = t
+        .assigned_to
+        .as_ref()
+        .and_then(|a| super::claims::other_active_task(state, a, id))
+        .map(|other| other.id.clone());
     let t = task_mut(state, id);
     t.approved_by = None;
     t.rejection_reason = None;
@@ -414,8 +422,16 @@ pub fn void_verdict(
         t.review_cycles_current = Some((t.review_cycles_current.unwrap_or(1) - 1).max(0));
         t.review_cycles_total = Some((t.review_cycles_total.unwrap_or(1) - 1).max(0));
     }
+    let mut fields = vec![("reason", text(why))];
+    if let Some(other) = &author_moved_on {
+        if let Some(author) = t.assigned_to.take() {
+            fields.push(("previous_assignee", text(author.to_string())));
+        }
+        t.worktree = None;
+        fields.push(("author_now_on", text(other.to_string())));
+    }
     set_status(t, TaskStatus::ReadyForReview, now);
-    history(t, now, row.event, "liza", &[("reason", text(why))]);
+    history(t, now, row.event, "liza", &fields);
     push_anomaly(
         state,
         id,

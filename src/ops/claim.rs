@@ -61,7 +61,10 @@ pub fn claim_for(
     let mut base = None;
     match kind.worktree() {
         WorktreePlan::Fresh | WorktreePlan::ArchiveThenFresh => {
-            if let ClaimKind::TakeOverExpired { previous } = &kind {
+            if let ClaimKind::TakeOverExpired {
+                previous: Some(previous),
+            } = &kind
+            {
                 stop_previous_owner(project, &snapshot.state, previous);
             }
             let tip = repo.branch_tip(&integration)?.ok_or_else(|| {
