@@ -231,9 +231,9 @@ pub struct Store {
     journal: Journal,
     cache: ParseCache,
     lock_timeout: Option<Duration>,
-    /// The last state this process committed, with its task texts: a long-running
-    /// process (a supervisor) reuses it when state.yaml still has those bytes, instead of
-    /// decoding the parse cache again.
+    /// The last state this process committed or read through the parse cache, with its
+    /// task texts: the next transaction (of a supervisor, or of a command that read a
+    /// snapshot first) reuses it when state.yaml still has those bytes.
     last_commit: Mutex<Option<Memo>>,
 }
 
@@ -346,9 +346,16 @@ impl Store {
             Err(e) => return Err(io_err("read", &path)(e)),
         };
         let hash = ContentHash::of(&bytes);
-        let state = match self.cache.load(hash, bytes) {
-            Ok((state, _)) => state,
-            Err(bytes) => document::decode(&bytes).map_err(|f| self.invalid(f))?.state,
+        let state = match self.peek(hash) {
+            Some(state) => state,
+            None => match self.cache.load(hash, bytes) {
+                Ok((state, texts)) => {
+                    // A command that reads, then transacts (claim, submit) decodes once.
+                    self.remember(hash, state.clone(), Some(texts));
+                    state
+                }
+                Err(bytes) => document::decode(&bytes).map_err(|f| self.invalid(f))?.state,
+            },
         };
         let entries = self
             .journal
@@ -549,6 +556,14 @@ impl Store {
         if let Ok(mut memo) = self.last_commit.lock() {
             *memo = Some(Memo { hash, state, texts });
         }
+    }
+
+    /// A copy of the remembered state, if it has `hash` (tasks are shared, so it is cheap).
+    fn peek(&self, hash: ContentHash) -> Option<State> {
+        let memo = self.last_commit.lock().ok()?;
+        memo.as_ref()
+            .filter(|m| m.hash == hash)
+            .map(|m| m.state.clone())
     }
 
     /// The state this process last committed, if state.yaml still holds its bytes.
