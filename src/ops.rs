@@ -19,7 +19,7 @@ mod work;
 
 pub use agents::{Heartbeat, heartbeat, mint_generation, register, unregister};
 pub use authority::{Authority, Transition, authorize, dry_run, supervisor_only, transition};
-pub use claim::{Claimed, claim_for, claim_review, claim_task};
+pub use claim::{Claimed, ReviewClaim, claim_for, claim_review, claim_task};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
 pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};

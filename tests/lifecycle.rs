@@ -997,3 +997,30 @@ fn sprint_controls_and_the_transaction_that_completes_the_sprint() {
     assert_eq!(model(&repo)["goal"]["status"], "COMPLETED");
     assert_valid(&repo);
 }
+
+#[test]
+fn a_review_of_a_task_whose_spec_changed_since_it_was_finalized_logs_spec_changed() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let c1 = register(&repo, "coder-1");
+    register(&repo, "code-reviewer-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    commit_in(&repo, &repo.path().join(".worktrees/t-1"), "a.txt", "a");
+    assert_success(&repo.liza_env(&as_agent("coder-1", &c1), &["submit-for-review", "t-1"]));
+    std::fs::write(repo.path().join(SPEC), "# Vision\n\nNow with CSV too.\n").unwrap();
+    let out = repo.liza(&["--json", "claim-review", "t-1", "code-reviewer-1"]);
+    assert_success(&out);
+    assert!(json(&out)["result"]["value"]["spec_changed"].is_array());
+    let state = model(&repo);
+    let anomaly = state["anomalies"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        (anomaly["kind"].as_str(), anomaly["task"].as_str()),
+        (Some("spec_changed"), Some("t-1"))
+    );
+    assert!(repo.log().iter().any(|e| e["action"] == "spec_changed"));
+}

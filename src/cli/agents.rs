@@ -92,5 +92,10 @@ pub fn cmd_claim_review(args: ClaimArgs, out: &Output) -> Result<i32, CliError> 
     let agent = agent_id(&args.agent)?;
     let (project, actor) = context()?;
     let done = ops::claim_review(&project, &actor, &id, &agent)?;
-    show(out, &done, |_| format!("review of {id} claimed by {agent}"))
+    show(out, &done, |claim| match &claim.spec_changed {
+        Some((then, now)) => format!(
+            "review of {id} claimed by {agent}; its spec changed since it was finalized ({then} → {now})"
+        ),
+        None => format!("review of {id} claimed by {agent}"),
+    })
 }

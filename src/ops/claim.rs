@@ -10,9 +10,12 @@ use super::authority::CallerFacts;
 use super::task_lock::TaskLock;
 use super::{Authority, OpsError, Project, Transition, authorize, supervisor_only, transition};
 use crate::blackboard::liveness;
+use crate::blackboard::model::AnomalyType;
 use crate::blackboard::model::{CommandSpec, CommitId};
 use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
 use crate::git::{Repo, SavedWork, worktree_dir};
+use crate::lifecycle::context::text;
+use crate::lifecycle::work_done::push_anomaly;
 use crate::lifecycle::{self, ClaimKind, WorktreePlan};
 
 /// A committed task claim.
@@ -233,18 +236,66 @@ fn run_post_worktree(cmd: &CommandSpec, dir: &Path) -> Result<(), OpsError> {
     }
 }
 
+/// A committed review claim; `spec_changed` holds the spec's blob ids (at finalize, now)
+/// when the spec file changed since the task was finalized (spec currency: the review
+/// prompt shows the diff, and a `spec_changed` anomaly is logged).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReviewClaim {
+    pub spec_changed: Option<(String, String)>,
+}
+
 /// `claim-review <task> <reviewer>` on the CLI: people and scripts only.
 pub fn claim_review(
     project: &Project,
     actor: &Actor,
     id: &TaskId,
     reviewer: &AgentId,
-) -> Result<Transition<()>, OpsError> {
+) -> Result<Transition<ReviewClaim>, OpsError> {
     supervisor_only(actor, "claim-review")?;
+    let spec_ref = project
+        .store
+        .snapshot()?
+        .state
+        .task(id)
+        .and_then(|t| t.spec_ref.clone());
+    let current = super::tasks::spec_facts(&project.root, spec_ref.as_deref());
     transition(
         &project.store,
         actor,
         Authority::Supervisor,
-        |state, _who, now| Ok((lifecycle::claim_review(state, id, reviewer, now)?, ())),
+        |state, _who, now| {
+            let mut outcome = lifecycle::claim_review(state, id, reviewer, now)?;
+            let task = state.task(id);
+            let finalized = task.and_then(|t| t.spec_hash.clone());
+            let mut spec_changed = None;
+            if let (Some(then), Some(blob)) = (finalized, current.blob.clone())
+                && then != blob
+                && task.is_some_and(|t| t.spec_ref == spec_ref)
+            {
+                let spec = lifecycle::spec_file(spec_ref.as_deref().unwrap_or("")).to_owned();
+                push_anomaly(
+                    state,
+                    id,
+                    "liza",
+                    AnomalyType::SpecChanged,
+                    &[
+                        ("spec", text(spec.clone())),
+                        ("finalized_blob", text(then.clone())),
+                        ("current_blob", text(blob.clone())),
+                    ],
+                    now,
+                );
+                outcome.event(
+                    "spec_changed",
+                    "liza",
+                    Some(id),
+                    Some(format!(
+                        "{spec} changed since the task was finalized ({then} → {blob})"
+                    )),
+                );
+                spec_changed = Some((then, blob));
+            }
+            Ok((outcome, ReviewClaim { spec_changed }))
+        },
     )
 }
