@@ -1024,3 +1024,81 @@ fn a_review_of_a_task_whose_spec_changed_since_it_was_finalized_logs_spec_change
     );
     assert!(repo.log().iter().any(|e| e["action"] == "spec_changed"));
 }
+
+#[test]
+fn validate_counts_heartbeats_in_effective_leases() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    register(&repo, "coder-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let store = liza::blackboard::Store::open(repo.path()).unwrap();
+    let agent = liza::blackboard::AgentId::parse("coder-1").unwrap();
+    store
+        .transact(&liza::blackboard::Actor::Human, |tx| {
+            let past = tx.now.plus_seconds(-600);
+            tx.state.agents.get_mut(&agent).unwrap().lease_expires = Some(past);
+            tx.log("test_expire");
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+    let lease_warnings = |repo: &Repo| {
+        let out = repo.liza(&["--json", "validate"]);
+        json(&out)["result"]["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["message"].as_str().unwrap_or("").contains("lease"))
+            .count()
+    };
+    assert_eq!(
+        lease_warnings(&repo),
+        1,
+        "a WORKING agent whose lease expired"
+    );
+    assert_success(&repo.liza(&["heartbeat", "coder-1"]));
+    assert_eq!(lease_warnings(&repo), 0, "the liveness record renews it");
+}
+
+#[test]
+fn handoff_then_a_person_releases_the_claim_with_the_work_saved() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let c1 = register(&repo, "coder-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    std::fs::write(repo.path().join(".worktrees/t-1/notes.txt"), "half done").unwrap();
+    assert_success(&repo.liza_env(
+        &as_agent("coder-1", &c1),
+        &[
+            "handoff",
+            "t-1",
+            "--summary",
+            "parser half done",
+            "--next-action",
+            "finish the flag",
+        ],
+    ));
+    let state = model(&repo);
+    assert_eq!(state["agents"]["coder-1"]["status"], "HANDOFF");
+    assert_eq!(state["handoff"]["t-1"]["next_action"], "finish the flag");
+    assert_refused(
+        &repo,
+        &[],
+        &["release-claim", "t-1", "--role", "both", "--reason", "x"],
+        "is live",
+    );
+    assert_success(&repo.liza(&[
+        "release-claim",
+        "t-1",
+        "--role",
+        "both",
+        "--force",
+        "--reason",
+        "coder stuck",
+    ]));
+    assert_eq!(status(&repo, "t-1"), "UNCLAIMED");
+    assert_eq!(
+        repo.git(&["show", "liza/attic/t-1-1:notes.txt"]),
+        "half done"
+    );
+    assert_valid(&repo);
+}

@@ -1,6 +1,7 @@
 //! `liza note`: a person leaves a note for one task's agents or for all.
 
 use super::OpsError;
+use super::authority::{Authority, CallerFacts, authorize};
 use crate::blackboard::model::HumanNote;
 use crate::blackboard::{Actor, Store, TaskId};
 
@@ -41,7 +42,9 @@ pub fn note(
             )
         })?)
     };
+    let facts = CallerFacts::read(store);
     let committed = store.transact(actor, |tx| {
+        authorize(&tx.state, actor, Authority::Caller, &facts, tx.now).map_err(OpsError::from)?;
         if let Some(task) = &task
             && !tx.state.task_exists(task)
         {
