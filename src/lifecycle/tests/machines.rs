@@ -1,0 +1,192 @@
+//! Registration, the sprint and goal machines, claimability and ordering.
+
+use super::*;
+
+// ----- registration
+
+#[test]
+fn registration_collision_and_generations() {
+    let mut w = W::new();
+    let c1 = agent("coder-1");
+    let rule = w.refused(|s, n| register(s, &c1, Role::Coder, "new", &Registration::default(), n));
+    assert_eq!(rule, "collision");
+    assert_eq!(
+        w.refused(|s, n| register(
+            s,
+            &agent("coder-5"),
+            Role::Planner,
+            "x",
+            &Registration::default(),
+            n
+        )),
+        "agent-role"
+    );
+    w.later(121);
+    w.ok(|s, n| register(s, &c1, Role::Coder, "new", &Registration::default(), n));
+    assert_eq!(
+        w.s.agents.get(&c1).unwrap().generation.as_deref(),
+        Some("new")
+    );
+    assert_eq!(
+        w.refused(|s, _| unregister(s, &c1, Some("old"))),
+        "stale-generation"
+    );
+    w.ok(|s, _| unregister(s, &c1, Some("new")));
+    assert!(w.s.agents.get(&c1).is_none());
+    assert_eq!(
+        check_generation(&c1, Some("a"), None).unwrap_err().rule,
+        "agent-generation"
+    );
+    assert!(
+        check_generation(&c1, None, None).is_ok(),
+        "entries of the original tooling have no generation"
+    );
+}
+
+#[test]
+fn a_restarted_reviewer_drops_its_stale_review_claims() {
+    let mut w = W::new();
+    w.in_review("t-1", 1, 1);
+    w.later(121);
+    w.ok(|s, n| {
+        register(
+            s,
+            &agent("code-reviewer-1"),
+            Role::CodeReviewer,
+            "again",
+            &Registration::default(),
+            n,
+        )
+    });
+    assert_eq!(w.task("t-1").reviewing_by, None);
+}
+
+// ----- sprint and goal
+
+#[test]
+fn the_transaction_that_finishes_the_last_planned_task_completes_the_sprint() {
+    let mut w = W::new();
+    w.merged("t-1");
+    w.blocked("t-2");
+    assert!(
+        complete_if_done(&mut w.s, w.now).is_none(),
+        "BLOCKED is not terminal"
+    );
+    w.ok(|s, n| abandon(s, &planner(), &id("t-2"), "dropped", n));
+    assert!(complete_if_done(&mut w.s, w.now).is_some());
+    assert_eq!(w.s.sprint.status, SprintStatus::Completed);
+    w.ok(|s, n| sprint_next(s, &planner(), n));
+    assert_eq!(
+        (w.s.sprint.id.as_str(), w.s.sprint.status),
+        ("sprint-2", SprintStatus::InProgress)
+    );
+    assert!(w.s.sprint.planned().is_empty());
+    w.ok(|s, n| goal_complete(s, &planner(), n));
+    assert_eq!(w.s.goal.status, Some(GoalStatus::Completed));
+}
+
+#[test]
+fn sprint_controls() {
+    let mut w = W::new();
+    w.unclaimed("t-1", &[]);
+    assert_eq!(
+        w.refused(|s, n| sprint_next(s, &planner(), n)),
+        "sprint-status"
+    );
+    assert_eq!(
+        w.refused(|s, n| goal_complete(s, &planner(), n)),
+        "goal-open-tasks"
+    );
+    assert_eq!(
+        w.refused(|s, n| checkpoint(s, &coder(1), None, n)),
+        "permission"
+    );
+    w.ok(|s, n| checkpoint(s, &planner(), Some("review the plan"), n));
+    assert_eq!(w.s.sprint.status, SprintStatus::Checkpoint);
+    assert_eq!(
+        w.refused(|s, n| resume(s, &planner(), None, n)),
+        "permission"
+    );
+    assert_eq!(
+        w.refused(|s, n| resume(s, &Who::Human, Some("MAYBE"), n)),
+        "resume-decision"
+    );
+    w.ok(|s, n| resume(s, &Who::Human, Some("REPLAN"), n));
+    assert_eq!(w.s.sprint.status, SprintStatus::InProgress);
+    assert!(format!("{:?}", w.s.sprint.retrospective).contains("REPLAN"));
+    w.ok(|s, n| abort(s, &Who::Human, true, n));
+    assert_eq!(
+        (w.s.sprint.status, w.s.goal.status),
+        (SprintStatus::Aborted, Some(GoalStatus::Aborted))
+    );
+}
+
+// ----- claimability and ordering
+
+#[test]
+fn coder_work_follows_the_six_classes_then_priority_dependents_and_age() {
+    let mut w = W::new();
+    w.unclaimed("low", &[]);
+    w.s.task_mut(&id("low")).unwrap().priority = Some(5);
+    w.later(1);
+    w.unclaimed("hub", &[]);
+    w.later(1);
+    w.unclaimed("leaf", &[]);
+    w.add("waits", &["hub"]);
+    w.failed_integration("fix");
+    w.s.task_mut(&id("fix")).unwrap().assigned_to = Some(agent("coder-3"));
+    w.claimed("mine", 2);
+    let order: Vec<(WorkClass, String)> = coder_work(&w.s, &agent("coder-2"), w.now)
+        .into_iter()
+        .map(|c| (c.class, c.task.to_string()))
+        .collect();
+    assert_eq!(
+        order,
+        [
+            (WorkClass::OwnClaimed, "mine".into()),
+            (WorkClass::IntegrationFix, "fix".into()),
+            (WorkClass::Unclaimed, "hub".into()),
+            (WorkClass::Unclaimed, "leaf".into()),
+            (WorkClass::Unclaimed, "low".into()),
+        ]
+    );
+    w.s.task_mut(&id("hub")).unwrap().failed_by = Some(vec![agent("coder-1")]);
+    let for_c1: Vec<String> = coder_work(&w.s, &agent("coder-1"), w.now)
+        .into_iter()
+        .map(|c| c.task.to_string())
+        .collect();
+    assert!(!for_c1.contains(&"hub".to_owned()), "the caller failed it");
+    w.later(121);
+    let expired = coder_work(&w.s, &agent("coder-1"), w.now);
+    assert!(
+        expired
+            .iter()
+            .any(|c| c.class == WorkClass::Expired && c.task == id("mine"))
+    );
+}
+
+#[test]
+fn reviewer_work_merges_its_approvals_first_then_reviews_oldest_first() {
+    let mut w = W::new();
+    w.approved("a");
+    w.s.task_mut(&id("a")).unwrap().assigned_to = None;
+    w.s.agents.get_mut(&agent("coder-1")).unwrap().current_task = None;
+    w.submitted("b", 2);
+    w.later(5);
+    w.submitted("c", 3);
+    let work = reviewer_work(&w.s, &agent("code-reviewer-1"), w.now);
+    assert_eq!(
+        work,
+        [
+            ReviewWork::Merge(id("a")),
+            ReviewWork::Review(id("b")),
+            ReviewWork::Review(id("c"))
+        ]
+    );
+    let other = reviewer_work(&w.s, &agent("code-reviewer-2"), w.now);
+    assert_eq!(
+        other[0],
+        ReviewWork::Review(id("b")),
+        "another reviewer's live approval is theirs to merge"
+    );
+}

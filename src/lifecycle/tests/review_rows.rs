@@ -1,0 +1,319 @@
+//! Rows of reviewing, blocking, handing off, limits and merge outcomes.
+
+use super::*;
+
+// ----- claim review, verdicts
+
+#[test]
+fn claim_review_guards() {
+    let mut w = W::new();
+    w.in_review("t-1", 1, 1);
+    assert_eq!(w.task("t-1").reviewing_by, Some(agent("code-reviewer-1")));
+    assert_eq!(
+        w.refused(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), n)),
+        "review-lease-live"
+    );
+    assert_eq!(
+        w.refused(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-7"), n)),
+        "registered"
+    );
+    assert_eq!(
+        w.refused(|s, n| claim_review(s, &id("t-1"), &agent("coder-1"), n)),
+        "claim-reviewer"
+    );
+    w.submitted("t-2", 2);
+    assert_eq!(
+        w.refused(|s, n| claim_review(s, &id("t-2"), &agent("code-reviewer-1"), n)),
+        "one-review-per-reviewer"
+    );
+    w.later(121);
+    w.ok(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), n));
+    assert!(w.events("t-1").contains(&"review_lease_expired".to_owned()));
+    w.claimed("t-3", 3);
+    assert_eq!(
+        w.refused(|s, n| claim_review(s, &id("t-3"), &agent("code-reviewer-1"), n)),
+        "no-such-transition"
+    );
+}
+
+#[test]
+fn approve_by_the_claiming_reviewer_for_the_submitted_commit() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.approved_by.clone(), t.reviewing_by.clone()),
+        (S::Approved, Some(agent("code-reviewer-1")), None)
+    );
+}
+
+#[test]
+fn verdict_guards() {
+    let mut w = W::new();
+    w.in_review("t-1", 1, 1);
+    let t1 = id("t-1");
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(2), &t1, &Verdict::Approve, HEAD, n)),
+        "verdict-claim"
+    );
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &Who::Human, &t1, &Verdict::Approve, HEAD, n)),
+        "permission"
+    );
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &t1, &Verdict::Approve, BASE, n)),
+        "verdict-commit"
+    );
+    let vague = Verdict::Reject {
+        reason: "the tests fail".into(),
+    };
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &t1, &vague, HEAD, n)),
+        "rejection-cites"
+    );
+    w.claimed("t-2", 2);
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &id("t-2"), &Verdict::Approve, HEAD, n)),
+        "forbidden-transition"
+    );
+}
+
+#[test]
+fn reject_counts_cycles_and_wakes_the_coder() {
+    let mut w = W::new();
+    w.rejected("t-1");
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.review_cycles_current, t.review_cycles_total),
+        (S::Rejected, Some(1), Some(1))
+    );
+    assert!(
+        t.rejection_reason
+            .as_deref()
+            .unwrap()
+            .contains("src/report.rs:42")
+    );
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &id("t-1"), &Verdict::Approve, HEAD, n)),
+        "forbidden-transition"
+    );
+}
+
+#[test]
+fn the_last_allowed_rejection_blocks_the_task_as_a_review_deadlock() {
+    let mut w = W::new();
+    w.s.config.max_review_cycles = Some(2);
+    w.rejected("t-1");
+    w.claim("t-1", 1);
+    w.ok(|s, n| submit(s, &coder(1), &id("t-1"), None, &facts(), n));
+    w.ok(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), n));
+    w.ok(|s, n| verdict(s, &reviewer(1), &id("t-1"), &reject(), HEAD, n));
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.blocked_reason.as_deref()),
+        (S::Blocked, Some("review_deadlock"))
+    );
+    assert_eq!(t.failed_by.as_deref(), Some(&[agent("coder-1")][..]));
+    assert!(!t.blocked_questions.as_ref().unwrap().is_empty());
+    assert_eq!(
+        w.s.anomalies().last().unwrap().kind,
+        AnomalyType::ReviewDeadlock
+    );
+}
+
+#[test]
+fn a_verdict_from_a_broken_boundary_is_voided() {
+    let mut w = W::new();
+    w.approved("t-1");
+    w.ok(|s, n| void_verdict(s, &id("t-1"), "reviewer changed the worktree", n));
+    assert_eq!(w.task("t-1").status, S::ReadyForReview);
+    w.s.task_mut(&id("t-1")).unwrap().reviewing_by = None;
+    w.ok(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), n));
+    w.ok(|s, n| verdict(s, &reviewer(1), &id("t-1"), &reject(), HEAD, n));
+    w.ok(|s, n| void_verdict(s, &id("t-1"), "again", n));
+    assert_eq!(w.task("t-1").review_cycles_current, Some(0));
+    w.claimed("t-2", 2);
+    assert_eq!(
+        w.refused(|s, n| void_verdict(s, &id("t-2"), "x", n)),
+        "no-such-transition"
+    );
+}
+
+// ----- block, handoff
+
+#[test]
+fn block_by_the_coder_and_by_the_supervisor() {
+    let mut w = W::new();
+    w.blocked("t-1");
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.failed_by.as_ref().map(Vec::len)),
+        (S::Blocked, Some(0)),
+        "a coder's own block blames nobody"
+    );
+    assert_eq!(
+        w.s.agents.get(&agent("coder-1")).unwrap().status,
+        AgentStatus::Idle
+    );
+    w.claimed("t-2", 2);
+    w.ok(|s, n| {
+        block(
+            s,
+            &Who::Supervisor,
+            &id("t-2"),
+            "Max iterations (10) reached without approval",
+            &["split it?".into()],
+            &[],
+            BlockCause::CoderFailure,
+            n,
+        )
+    });
+    assert_eq!(
+        w.task("t-2").failed_by.as_deref(),
+        Some(&[agent("coder-2")][..])
+    );
+    w.claimed("t-3", 3);
+    w.ok(|s, n| {
+        block(
+            s,
+            &Who::Supervisor,
+            &id("t-3"),
+            "usage limit",
+            &["wait?".into()],
+            &[],
+            BlockCause::Environment,
+            n,
+        )
+    });
+    assert_eq!(w.task("t-3").failed_by.as_ref().map(Vec::len), Some(0));
+}
+
+#[test]
+fn block_guards() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    let t1 = id("t-1");
+    assert_eq!(
+        w.refused(|s, n| block(s, &coder(1), &t1, "x", &[], &[], BlockCause::Agent, n)),
+        "block-questions"
+    );
+    let four: Vec<String> = (0..4).map(|i| format!("q{i}")).collect();
+    assert_eq!(
+        w.refused(|s, n| block(s, &coder(1), &t1, "x", &four, &[], BlockCause::Agent, n)),
+        "block-questions"
+    );
+    assert_eq!(
+        w.refused(|s, n| block(
+            s,
+            &coder(2),
+            &t1,
+            "x",
+            &["q".into()],
+            &[],
+            BlockCause::Agent,
+            n
+        )),
+        "block-assignee"
+    );
+    assert_eq!(
+        w.refused(|s, n| block(
+            s,
+            &Who::Human,
+            &t1,
+            "x",
+            &["q".into()],
+            &[],
+            BlockCause::Agent,
+            n
+        )),
+        "permission"
+    );
+    assert_eq!(
+        w.refused(|s, n| block(
+            s,
+            &coder(1),
+            &t1,
+            "x",
+            &["q".into()],
+            &[],
+            BlockCause::CoderFailure,
+            n
+        )),
+        "block-cause"
+    );
+}
+
+#[test]
+fn handoff_marks_the_task_and_the_agent() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    assert_eq!(
+        w.refused(|s, n| handoff(s, &coder(2), &id("t-1"), "did x", "do y", n)),
+        "handoff-assignee"
+    );
+    w.ok(|s, n| handoff(s, &coder(1), &id("t-1"), "did x", "do y", n));
+    assert_eq!(w.task("t-1").handoff_pending, Some(true));
+    assert_eq!(
+        w.s.agents.get(&agent("coder-1")).unwrap().status,
+        AgentStatus::Handoff
+    );
+    let work = coder_work(&w.s, &agent("coder-1"), w.now);
+    assert_eq!(work[0].class, WorkClass::Handoff);
+}
+
+// ----- limits
+
+#[test]
+fn runs_count_iterations_until_the_limit_blocks_the_task() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    w.s.task_mut(&id("t-1")).unwrap().max_iterations = Some(2);
+    let c1 = agent("coder-1");
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::Launch { iteration: 1 }
+    );
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::Launch { iteration: 2 }
+    );
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::LimitReached { limit: 2 }
+    );
+    let t = w.task("t-1");
+    assert_eq!(t.status, S::Blocked);
+    assert_eq!(
+        t.blocked_reason.as_deref(),
+        Some("Max iterations (2) reached without approval")
+    );
+    assert_eq!(t.failed_by.as_deref(), Some(&[c1.clone()][..]));
+    assert_eq!(t.usage.as_ref().and_then(|u| u.agent_runs), Some(2));
+    assert_eq!(w.s.agents.get(&c1).unwrap().iterations_total, Some(2));
+    assert_eq!(
+        w.refused(|s, n| start_run(s, &id("t-1"), &c1, n)),
+        "run-claimed"
+    );
+    w.s.config.max_coder_iterations = Some(7);
+    w.claimed("t-2", 2);
+    assert_eq!(iteration_limit(&w.s, &id("t-2")), 7);
+}
+
+// ----- merge outcomes
+
+#[test]
+fn merged_and_integration_failed() {
+    let mut w = W::new();
+    w.merged("t-1");
+    let t = w.task("t-1");
+    assert_eq!((t.status, t.worktree.clone()), (S::Merged, None));
+    w.failed_integration("t-2");
+    let failure = w.task("t-2").integration_failure.clone().unwrap();
+    assert_eq!(failure.paths, Some(vec!["a.txt".to_owned()]));
+    w.claimed("t-3", 3);
+    let sha = CommitId::parse(HEAD).unwrap();
+    assert_eq!(
+        w.refused(|s, n| merged(s, &id("t-3"), &sha, "", n)),
+        "forbidden-transition"
+    );
+}
