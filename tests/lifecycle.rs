@@ -536,6 +536,16 @@ fn a_command_without_identity_from_an_agents_process_group_is_refused() {
 fn registration_collides_with_a_live_agent_and_changes_nothing() {
     let repo = Repo::initialized();
     register(&repo, "coder-1");
+    let out = repo.liza(&["--json", "register", "coder-2"]);
+    assert_success(&out);
+    let generation = json(&out)["result"]["generation"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        model(&repo)["agents"]["coder-2"]["generation"],
+        generation.as_str()
+    );
     assert_refused(
         &repo,
         &[],

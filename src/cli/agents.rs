@@ -28,7 +28,14 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
     };
     let done = ops::register(&project, &actor, &id, &info)?;
     if out.json {
-        return show(out, &done, |_| String::new());
+        // operations.md: `--json` → `result.generation`.
+        let result = serde_json::json!({
+            "generation": done.value,
+            "revision": done.revision,
+            "events": done.outcome.events,
+        });
+        out.ok(result, String::new);
+        return Ok(EXIT_OK);
     }
     // The generation alone on stdout, so scripts can capture it.
     println!("{}", done.value);
