@@ -59,6 +59,19 @@ struct Move<'a> {
     extra: Vec<(&'a str, Value)>,
 }
 
+impl<'a> Move<'a> {
+    /// A move that resets the review cycles and records no extra fields.
+    fn back(to: TaskStatus, event: &'a str, reason: String) -> Move<'a> {
+        Move {
+            to,
+            event,
+            reason,
+            reset_review_cycles: true,
+            extra: Vec::new(),
+        }
+    }
+}
+
 /// The common end of such a move: unassign, new status, history event (reason, previous
 /// assignee, extra fields), agents released, log entry.
 fn take_back(state: &mut State, who: &Who, id: &TaskId, m: Move<'_>, now: Timestamp) -> Outcome {
@@ -112,13 +125,7 @@ pub fn reassign(
         state,
         who,
         id,
-        Move {
-            to: TaskStatus::Unclaimed,
-            event: row.event,
-            reason,
-            reset_review_cycles: true,
-            extra: Vec::new(),
-        },
+        Move::back(TaskStatus::Unclaimed, row.event, reason),
         now,
     ))
 }
@@ -174,13 +181,7 @@ pub fn release_coder(
         state,
         who,
         id,
-        Move {
-            to: TaskStatus::Unclaimed,
-            event: row.event,
-            reason,
-            reset_review_cycles: true,
-            extra: Vec::new(),
-        },
+        Move::back(TaskStatus::Unclaimed, row.event, reason),
         now,
     ))
 }
@@ -319,13 +320,7 @@ pub fn abandon(
         state,
         who,
         id,
-        Move {
-            to: TaskStatus::Abandoned,
-            event: row.event,
-            reason,
-            reset_review_cycles: true,
-            extra: Vec::new(),
-        },
+        Move::back(TaskStatus::Abandoned, row.event, reason),
         now,
     );
     let dependents: Vec<String> = state

@@ -1,6 +1,6 @@
 //! The sprint and goal machines (lifecycle.md *Sprint and goal*).
 
-use crate::blackboard::model::{GoalStatus, Scope, Sprint, SprintStatus, State, Timeline};
+use crate::blackboard::model::{GoalStatus, Sprint, SprintStatus, State, Timeline};
 use crate::blackboard::node::{Entry, Node, Value};
 use crate::blackboard::{TaskId, Timestamp};
 
@@ -302,23 +302,7 @@ pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outco
     let next_id = next_sprint_id(&state.sprint.id);
     let previous = std::mem::replace(
         &mut state.sprint,
-        Sprint {
-            id: next_id.clone(),
-            goal_ref: Some(state.goal.id.clone()),
-            scope: Some(Scope {
-                planned: Some(Vec::new()),
-                stretch: Some(Vec::new()),
-                extra: Default::default(),
-            }),
-            timeline: Some(Timeline {
-                started: Some(now),
-                ..Timeline::default()
-            }),
-            status: SprintStatus::InProgress,
-            metrics: None,
-            retrospective: None,
-            extra: Default::default(),
-        },
+        Sprint::start(next_id.clone(), &state.goal.id, now),
     );
     let summary = Node::new(Value::Map(vec![
         entry("id", Node::str(previous.id.clone())),

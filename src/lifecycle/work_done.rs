@@ -329,10 +329,7 @@ fn review_deadlock(
         format!("Should the spec be clarified about the last rejection: {last}?"),
     ]);
     if let Some(coder) = &coder {
-        let failed = t.failed_by.get_or_insert_with(Vec::new);
-        if !failed.contains(coder) {
-            failed.push(coder.clone());
-        }
+        add_failed_by(t, coder);
     }
     t.lease_expires = None;
     set_status(t, TaskStatus::Blocked, now);
@@ -363,6 +360,14 @@ fn review_deadlock(
         Some(format!("review_deadlock after {cycles} rejections")),
     );
     Ok(outcome)
+}
+
+/// Adds `coder` to the task's `failed_by` (distinct ids).
+fn add_failed_by(t: &mut crate::blackboard::model::Task, coder: &AgentId) {
+    let failed = t.failed_by.get_or_insert_with(Vec::new);
+    if !failed.contains(coder) {
+        failed.push(coder.clone());
+    }
 }
 
 /// Appends an anomaly `{timestamp, task, reporter, type, details}`.
@@ -532,10 +537,7 @@ pub fn block(
     if cause == BlockCause::CoderFailure
         && let Some(coder) = &coder
     {
-        let failed = t.failed_by.get_or_insert_with(Vec::new);
-        if !failed.contains(coder) {
-            failed.push(coder.clone());
-        }
+        add_failed_by(t, coder);
     }
     t.lease_expires = None;
     set_status(t, TaskStatus::Blocked, now);

@@ -5,9 +5,7 @@ use std::path::{Path, PathBuf};
 use super::OpsError;
 use crate::blackboard::codec::IdMap;
 use crate::blackboard::log::LogEntry;
-use crate::blackboard::model::{
-    AlignmentEvent, Config, Goal, GoalStatus, Scope, Sprint, SprintStatus, State, Timeline,
-};
+use crate::blackboard::model::{AlignmentEvent, Config, Goal, GoalStatus, Sprint, State};
 use crate::blackboard::{LizaPaths, Store, StoreError, Timestamp};
 use crate::git::{GitError, Repo, find_project_root};
 
@@ -153,23 +151,7 @@ pub fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -
         human_notes: Some(Vec::new()),
         anomalies: Some(Vec::new()),
         spec_changes: Some(Vec::new()),
-        sprint: Sprint {
-            id: "sprint-1".into(),
-            goal_ref: Some("goal-1".into()),
-            scope: Some(Scope {
-                planned: Some(Vec::new()),
-                stretch: Some(Vec::new()),
-                extra: Default::default(),
-            }),
-            timeline: Some(Timeline {
-                started: Some(now),
-                ..Default::default()
-            }),
-            status: SprintStatus::InProgress,
-            metrics: None,
-            retrospective: None,
-            extra: Default::default(),
-        },
+        sprint: Sprint::start("sprint-1".into(), "goal-1", now),
         circuit_breaker: None,
         archived: None,
         config: Config {

@@ -165,6 +165,27 @@ record!(Sprint {
 });
 
 impl Sprint {
+    /// A sprint starting `now` for goal `goal_ref`, with an empty scope.
+    pub fn start(id: String, goal_ref: &str, now: Timestamp) -> Sprint {
+        Sprint {
+            id,
+            goal_ref: Some(goal_ref.to_owned()),
+            scope: Some(Scope {
+                planned: Some(Vec::new()),
+                stretch: Some(Vec::new()),
+                extra: Extra::default(),
+            }),
+            timeline: Some(Timeline {
+                started: Some(now),
+                ..Timeline::default()
+            }),
+            status: SprintStatus::InProgress,
+            metrics: None,
+            retrospective: None,
+            extra: Extra::default(),
+        }
+    }
+
     pub fn planned(&self) -> &[TaskId] {
         self.scope
             .as_ref()
