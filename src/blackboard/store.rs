@@ -377,6 +377,9 @@ impl Store {
         actor: &Actor,
         change: impl FnOnce(&mut Tx) -> Result<R, E>,
     ) -> Result<Committed<R>, TxError<E>> {
+        // Liveness records are read before the lock (a heartbeat written meanwhile is
+        // folded by the next transaction): the lock is held for the state alone.
+        let live = liveness::read_all(&self.paths.live());
         let lock = self.lock()?;
         failpoint::hit("after-lock");
         self.clean_leftovers()?;
@@ -388,7 +391,7 @@ impl Store {
         let mut state = current.state;
         // Heartbeats renewed leases in liveness records; this commit makes them part of
         // the state (blackboard.md *Liveness*).
-        liveness::fold(&mut state, &liveness::read_all(&self.paths.live()));
+        liveness::fold(&mut state, &live);
         let mut tx = Tx {
             state,
             now: Timestamp::now(),
