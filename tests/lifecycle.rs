@@ -346,19 +346,29 @@ fn mark_merged(repo: &Repo, task: &str) {
     }
 }
 
-/// Moves a task's lease (and its coder's) into the past, by a transaction.
-fn expire_lease(repo: &Repo, task: &str) {
+/// Changes the state through the store (test set-up a person could do by hand), logged
+/// as `action`.
+fn edit_state(
+    repo: &Repo,
+    action: &str,
+    change: impl FnOnce(&mut liza::blackboard::State, liza::blackboard::Timestamp),
+) {
     let store = liza::blackboard::Store::open(repo.path()).unwrap();
-    let id = liza::blackboard::TaskId::parse(task).unwrap();
     store
         .transact(&liza::blackboard::Actor::Human, |tx| {
-            let past = tx.now.plus_seconds(-1);
-            let t = tx.state.task_mut(&id).unwrap();
-            t.lease_expires = Some(past);
-            tx.log("test_expire").task = Some(task.to_owned());
+            change(&mut tx.state, tx.now);
+            tx.log(action);
             Ok::<_, ()>(())
         })
         .unwrap();
+}
+
+/// Moves a task's lease into the past.
+fn expire_lease(repo: &Repo, task: &str) {
+    let id = liza::blackboard::TaskId::parse(task).unwrap();
+    edit_state(repo, "test_expire", |state, now| {
+        state.task_mut(&id).unwrap().lease_expires = Some(now.plus_seconds(-1));
+    });
 }
 
 #[test]
@@ -664,14 +674,7 @@ fn agents_act_only_within_their_role() {
 
 /// Sets a config value through the store, as a person's edit would.
 fn configure(repo: &Repo, change: impl FnOnce(&mut liza::blackboard::model::Config)) {
-    let store = liza::blackboard::Store::open(repo.path()).unwrap();
-    store
-        .transact(&liza::blackboard::Actor::Human, |tx| {
-            change(&mut tx.state.config);
-            tx.log("test_config");
-            Ok::<_, ()>(())
-        })
-        .unwrap();
+    edit_state(repo, "test_config", |state, _| change(&mut state.config));
 }
 
 #[test]
@@ -1041,16 +1044,10 @@ fn validate_counts_heartbeats_in_effective_leases() {
     add(&repo, "t-1", "");
     register(&repo, "coder-1");
     assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
-    let store = liza::blackboard::Store::open(repo.path()).unwrap();
     let agent = liza::blackboard::AgentId::parse("coder-1").unwrap();
-    store
-        .transact(&liza::blackboard::Actor::Human, |tx| {
-            let past = tx.now.plus_seconds(-600);
-            tx.state.agents.get_mut(&agent).unwrap().lease_expires = Some(past);
-            tx.log("test_expire");
-            Ok::<_, ()>(())
-        })
-        .unwrap();
+    edit_state(&repo, "test_expire", |state, now| {
+        state.agents.get_mut(&agent).unwrap().lease_expires = Some(now.plus_seconds(-600));
+    });
     let lease_warnings = |repo: &Repo| {
         let out = repo.liza(&["--json", "validate"]);
         json(&out)["result"]["findings"]
