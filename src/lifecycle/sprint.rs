@@ -33,6 +33,22 @@ fn human(who: &Who, what: &str) -> Result<(), Refusal> {
     }
 }
 
+/// Refuses unless the sprint is in `expected`.
+fn require_sprint(state: &State, expected: SprintStatus, hint: &str) -> Result<(), Refusal> {
+    if state.sprint.status == expected {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        "sprint-status",
+        format!(
+            "the sprint is {}, not {}",
+            state.sprint.status.as_str(),
+            expected.as_str()
+        ),
+        hint,
+    ))
+}
+
 fn is_done(state: &State, id: &TaskId) -> bool {
     match state.task(id) {
         Some(t) => t.status.is_terminal(),
@@ -79,16 +95,11 @@ pub fn checkpoint(
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     planner_or_human(who, "checkpoint the sprint")?;
-    if state.sprint.status != SprintStatus::InProgress {
-        return Err(Refusal::new(
-            "sprint-status",
-            format!(
-                "the sprint is {}, not IN_PROGRESS",
-                state.sprint.status.as_str()
-            ),
-            "only a running sprint takes a checkpoint",
-        ));
-    }
+    require_sprint(
+        state,
+        SprintStatus::InProgress,
+        "only a running sprint takes a checkpoint",
+    )?;
     state.sprint.status = SprintStatus::Checkpoint;
     timeline(&mut state.sprint).checkpoint_at = Some(now);
     let mut outcome = Outcome::default();
@@ -278,16 +289,11 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
 /// sprint's record is kept under `past_sprints`.
 pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outcome, Refusal> {
     planner_or_human(who, "open the next sprint")?;
-    if state.sprint.status != SprintStatus::Completed {
-        return Err(Refusal::new(
-            "sprint-status",
-            format!(
-                "the sprint is {}, not COMPLETED",
-                state.sprint.status.as_str()
-            ),
-            "the next sprint opens after every planned task is terminal",
-        ));
-    }
+    require_sprint(
+        state,
+        SprintStatus::Completed,
+        "the next sprint opens after every planned task is terminal",
+    )?;
     if state
         .goal
         .status
