@@ -5,12 +5,15 @@
 mod agents;
 mod error;
 mod exit;
+mod gc;
 mod init;
 mod log;
+mod merge;
 mod moves;
 mod note;
 mod output;
 mod planning;
+mod progress;
 mod report;
 mod reports;
 mod show;
@@ -114,6 +117,8 @@ enum Command {
     ClaimTask(agents::ClaimArgs),
     /// Claim a submitted task for a reviewer.
     ClaimReview(agents::ClaimArgs),
+    /// Merge an APPROVED task into the integration branch (checks, then publish).
+    Merge(merge::MergeArgs),
 
     // Operator.
     /// Release a coder's or reviewer's claim.
@@ -126,6 +131,8 @@ enum Command {
     Resume(sprint::ResumeArgs),
     /// Stop the sprint (and with --goal the goal); supervisors exit.
     Abort(sprint::AbortArgs),
+    /// List orphaned task worktrees and branches; --apply saves and removes them.
+    Gc(gc::GcArgs),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -168,11 +175,13 @@ pub fn run() -> i32 {
         Command::Unregister(args) => agents::cmd_unregister(args, &out),
         Command::ClaimTask(args) => agents::cmd_claim_task(args, &out),
         Command::ClaimReview(args) => agents::cmd_claim_review(args, &out),
+        Command::Merge(args) => merge::cmd_merge(args, &out),
         Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
         Command::ClearStale => moves::cmd_clear_stale(&out),
         Command::Pause => sprint::cmd_pause(&out),
         Command::Resume(args) => sprint::cmd_resume(args, &out),
         Command::Abort(args) => sprint::cmd_abort(args, &out),
+        Command::Gc(args) => gc::cmd_gc(args, &out),
     };
     match result {
         Ok(code) => code,

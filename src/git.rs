@@ -1,12 +1,19 @@
 //! The one git wrapper. Nothing else in the crate touches git: repository discovery
 //! (from any subdirectory or worktree to the main checkout), refs and branches through
-//! `git2`, and the repository's exclude file.
+//! `git2`, task worktrees, merges into the integration branch and the integration
+//! worktree, and the repository's exclude file.
 
 mod discover;
+mod integration_worktree;
+mod inventory;
+mod merge;
 mod repo;
 mod worktree;
 
 pub use discover::find_project_root;
+pub use integration_worktree::{INTEGRATION_WORKTREE, integration_worktree_dir};
+pub use inventory::Inventory;
+pub use merge::{Candidate, Published, WorktreeMerge};
 pub use repo::Repo;
 pub use worktree::{SavedWork, blob_id, dirty_files, head_of, task_branch, worktree_dir};
 

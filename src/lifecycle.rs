@@ -15,6 +15,7 @@ pub mod agents;
 pub mod claims;
 pub mod context;
 pub mod limits;
+pub mod merging;
 pub mod planner_moves;
 pub mod planning;
 pub mod refusal;
@@ -29,8 +30,12 @@ pub use claims::{
     ClaimKind, WorktreePlan, claim, claim_review, clear_stale, plan_claim, release_review,
     worktree_path,
 };
-pub use context::{Event, Outcome, Who};
+pub use context::{Event, Field, Outcome, Who};
 pub use limits::{RunStart, iteration_limit, start_run};
+pub use merging::{
+    MergeFailure, MergeRecord, MergeStart, begin_merge, drop_merge_intent, integration_failed,
+    merged, set_merge_candidate,
+};
 pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
 pub use planning::{
     Amendment, NewTask, SpecFacts, add_task, add_tasks, amend_task, finalize, spec_file,
@@ -40,8 +45,7 @@ pub use sprint::{abort, checkpoint, complete_if_done, goal_complete, resume, spr
 pub use table::{Command, Kind};
 pub use work::{Candidate, ReviewWork, WorkClass, coder_work, reviewer_work};
 pub use work_done::{
-    BlockCause, SubmitFacts, Verdict, block, handoff, integration_failed, merged, submit, verdict,
-    void_verdict,
+    BlockCause, SubmitFacts, Verdict, block, handoff, submit, verdict, void_verdict,
 };
 
 #[cfg(test)]

@@ -7,7 +7,12 @@
 mod agents;
 mod authority;
 mod claim;
+mod command;
+mod gc;
 mod init;
+mod integration_lock;
+mod merge;
+mod merge_checks;
 mod moves;
 mod note;
 mod project;
@@ -19,8 +24,12 @@ mod work;
 
 pub use agents::{Heartbeat, heartbeat, mint_generation, register, unregister};
 pub use authority::{Authority, Transition, authorize, dry_run, supervisor_only, transition};
-pub use claim::{Claimed, ReviewClaim, claim_for, claim_review, claim_task};
+pub use claim::{
+    Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,
+};
+pub use gc::{GcReport, Orphan, gc};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
+pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, Recovery, merge, recover_merges};
 pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env};

@@ -3,91 +3,8 @@
 
 mod common;
 
-use std::path::Path;
-
+use common::team::*;
 use common::*;
-
-const SPEC: &str = "specs/vision.md";
-
-fn add(repo: &Repo, id: &str, deps: &str) {
-    let mut args = vec![
-        "add-task",
-        "--id",
-        id,
-        "--desc",
-        "Implement part of the report flag",
-        "--spec",
-        SPEC,
-        "--done",
-        "report --json prints a totals key",
-        "--scope",
-        "the report command",
-        "--finalize",
-    ];
-    if !deps.is_empty() {
-        args.extend(["--depends", deps]);
-    }
-    assert_success(&repo.liza(&args));
-}
-
-fn register(repo: &Repo, agent: &str) -> String {
-    let out = repo.liza(&["register", agent]);
-    assert_success(&out);
-    stdout(&out).trim().to_owned()
-}
-
-fn as_agent<'a>(agent: &'a str, generation: &'a str) -> [(&'a str, &'a str); 2] {
-    [
-        ("LIZA_AGENT_ID", agent),
-        ("LIZA_AGENT_GENERATION", generation),
-    ]
-}
-
-/// state.yaml as the model's JSON (field names as in the file).
-fn model(repo: &Repo) -> serde_json::Value {
-    let store = liza::blackboard::Store::open(repo.path()).unwrap();
-    serde_json::to_value(store.snapshot().unwrap().state).unwrap()
-}
-
-fn status(repo: &Repo, task: &str) -> String {
-    let state = model(repo);
-    state["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["id"] == task)
-        .unwrap()["status"]
-        .as_str()
-        .unwrap()
-        .to_owned()
-}
-
-fn assert_valid(repo: &Repo) {
-    let out = repo.liza(&["validate"]);
-    assert_success(&out);
-}
-
-/// A refused command exits 1 and leaves every file byte-identical.
-fn assert_refused(repo: &Repo, env: &[(&str, &str)], args: &[&str], says: &str) {
-    let before = repo.files();
-    let out = repo.liza_env(env, args);
-    assert_exit(&out, 1);
-    assert!(
-        stderr(&out).contains(says),
-        "{args:?}: expected {says:?} in {}",
-        stderr(&out)
-    );
-    assert_eq!(before, repo.files(), "{args:?} changed files");
-}
-
-fn commit_in(repo: &Repo, worktree: &Path, file: &str, text: &str) -> String {
-    std::fs::write(worktree.join(file), text).unwrap();
-    repo.git_in(worktree, &["add", "-A"]);
-    repo.git_in(worktree, &["commit", "-q", "-m", &format!("edit {file}")]);
-    repo.git_in(worktree, &["rev-parse", "HEAD"])
-        .trim()
-        .to_owned()
-}
 
 /// The end-to-end sprint of the issue, with only `liza` and `git`.
 #[test]
@@ -217,7 +134,7 @@ fn a_scripted_sprint_runs_every_transition_through_the_cli() {
         "waits on t-2",
     );
     assert_valid(&repo);
-    mark_merged(&repo, "t-1");
+    assert_success(&repo.liza(&["merge", "t-1"]));
     assert_success(&repo.liza(&["claim-task", "t-2a", "coder-2"]));
     let wt2 = repo.path().join(".worktrees/t-2a");
     let head = commit_in(&repo, &wt2, "json.txt", "{}");
@@ -227,7 +144,7 @@ fn a_scripted_sprint_runs_every_transition_through_the_cli() {
         &as_agent("code-reviewer-1", &r1),
         &["submit-verdict", "t-2a", "approve", "--commit", &head],
     ));
-    mark_merged(&repo, "t-2a");
+    assert_success(&repo.liza(&["merge", "t-2a"]));
     assert_valid(&repo);
 
     // t-3: claimed by coder-1, whose lease expires; coder-2 takes it over and the
@@ -324,51 +241,6 @@ fn a_scripted_sprint_runs_every_transition_through_the_cli() {
             "log lacks {action}: {actions:?}"
         );
     }
-}
-
-/// Until the merge pipeline lands: APPROVED → MERGED through the store, as it will do.
-fn mark_merged(repo: &Repo, task: &str) {
-    let store = liza::blackboard::Store::open(repo.path()).unwrap();
-    let id = liza::blackboard::TaskId::parse(task).unwrap();
-    let sha = liza::blackboard::model::CommitId::parse(&"a".repeat(40)).unwrap();
-    store
-        .transact(&liza::blackboard::Actor::Human, |tx| {
-            let outcome = liza::lifecycle::merged(&mut tx.state, &id, &sha, "test", tx.now)?;
-            for e in outcome.events {
-                tx.log(&e.action).task = e.task.map(|t| t.to_string());
-            }
-            Ok::<_, liza::lifecycle::Refusal>(())
-        })
-        .unwrap();
-    let dir = repo.path().join(".worktrees").join(task);
-    if dir.exists() {
-        repo.git(&["worktree", "remove", "--force", dir.to_str().unwrap()]);
-    }
-}
-
-/// Changes the state through the store (test set-up a person could do by hand), logged
-/// as `action`.
-fn edit_state(
-    repo: &Repo,
-    action: &str,
-    change: impl FnOnce(&mut liza::blackboard::State, liza::blackboard::Timestamp),
-) {
-    let store = liza::blackboard::Store::open(repo.path()).unwrap();
-    store
-        .transact(&liza::blackboard::Actor::Human, |tx| {
-            change(&mut tx.state, tx.now);
-            tx.log(action);
-            Ok::<_, ()>(())
-        })
-        .unwrap();
-}
-
-/// Moves a task's lease into the past.
-fn expire_lease(repo: &Repo, task: &str) {
-    let id = liza::blackboard::TaskId::parse(task).unwrap();
-    edit_state(repo, "test_expire", |state, now| {
-        state.task_mut(&id).unwrap().lease_expires = Some(now.plus_seconds(-1));
-    });
 }
 
 #[test]
@@ -670,11 +542,6 @@ fn agents_act_only_within_their_role() {
         &["submit-for-review", "t-1"],
         "the planner may not run submit-for-review",
     );
-}
-
-/// Sets a config value through the store, as a person's edit would.
-fn configure(repo: &Repo, change: impl FnOnce(&mut liza::blackboard::model::Config)) {
-    edit_state(repo, "test_config", |state, _| change(&mut state.config));
 }
 
 #[test]

@@ -90,7 +90,14 @@ pub fn cmd_claim_task(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     let done = ops::claim_task(&project, &actor, &id, &agent)?;
     show(out, &done, |c| {
-        format!("{} {} by {} in {}", c.event, c.task, c.agent, c.worktree)
+        let mut text = format!("{} {} by {} in {}", c.event, c.task, c.agent, c.worktree);
+        if !c.conflicts.is_empty() {
+            text.push_str(&format!(
+                "; the integration tip was merged in, with conflicts left to resolve in: {}",
+                c.conflicts.join(", ")
+            ));
+        }
+        text
     })
 }
 

@@ -41,6 +41,16 @@ pub fn context() -> Result<(Project, Actor), CliError> {
     Ok((project, actor))
 }
 
+/// The `--json` result of a committed transition.
+pub fn transition_json<T: serde::Serialize>(done: &Transition<T>) -> Value {
+    json!({
+        "revision": done.revision,
+        "events": done.outcome.events,
+        "warnings": done.outcome.warnings,
+        "value": serde_json::to_value(&done.value).unwrap_or(Value::Null),
+    })
+}
+
 /// Prints a committed transition: `human` and warnings as text, or the JSON envelope with
 /// `revision`, `events`, `warnings` and `value`.
 pub fn show<T: serde::Serialize>(
@@ -53,13 +63,7 @@ pub fn show<T: serde::Serialize>(
             eprintln!("warning: {w}");
         }
     }
-    let result = json!({
-        "revision": done.revision,
-        "events": done.outcome.events,
-        "warnings": done.outcome.warnings,
-        "value": serde_json::to_value(&done.value).unwrap_or(Value::Null),
-    });
-    out.ok(result, || {
+    out.ok(transition_json(done), || {
         let mut text = human(&done.value);
         if text.is_empty() {
             let events: Vec<String> = done

@@ -15,7 +15,29 @@ pub(super) fn git2_err(action: impl Into<String>) -> impl FnOnce(git2::Error) ->
     move |source| GitError::Git2 { action, source }
 }
 
+/// A full or abbreviated-to-full SHA as an object id.
+pub(super) fn oid(sha: &str) -> Result<git2::Oid, GitError> {
+    git2::Oid::from_str(sha).map_err(git2_err(format!("read commit {sha}")))
+}
+
+/// The signature of commits liza makes itself (WIP saves, merge commits).
+pub(super) fn signature() -> Result<git2::Signature<'static>, GitError> {
+    git2::Signature::now("liza", "liza@localhost").map_err(git2_err("make the liza signature"))
+}
+
 impl Repo {
+    /// The commit `sha` names.
+    pub(super) fn commit(&self, sha: &str) -> Result<git2::Commit<'_>, GitError> {
+        self.inner
+            .find_commit(oid(sha)?)
+            .map_err(git2_err(format!("find commit {sha}")))
+    }
+
+    /// Whether the object database holds commit `sha` (it may have been pruned).
+    pub fn has_commit(&self, sha: &str) -> bool {
+        self.commit(sha).is_ok()
+    }
+
     /// Opens the repository whose main checkout is `root`.
     pub fn open(root: &Path) -> Result<Repo, GitError> {
         let inner = git2::Repository::open(root).map_err(|_| GitError::NotARepository {
@@ -70,11 +92,7 @@ impl Repo {
                 name: name.to_owned(),
             });
         }
-        let oid = git2::Oid::from_str(commit).map_err(git2_err(format!("read commit {commit}")))?;
-        let commit = self
-            .inner
-            .find_commit(oid)
-            .map_err(git2_err(format!("find commit {oid}")))?;
+        let commit = self.commit(commit)?;
         self.inner
             .branch(name, &commit, false)
             .map_err(git2_err(format!("create branch {name}")))?;

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::GitError;
-use super::repo::{Repo, git2_err};
+use super::repo::{Repo, git2_err, oid, signature};
 use crate::blackboard::TaskId;
 
 /// What saving a worktree before its removal kept.
@@ -27,10 +27,6 @@ pub fn task_branch(id: &TaskId) -> String {
 
 pub fn worktree_dir(root: &Path, id: &TaskId) -> PathBuf {
     root.join(".worktrees").join(id.as_str())
-}
-
-fn signature() -> Result<git2::Signature<'static>, GitError> {
-    git2::Signature::now("liza", "liza@localhost").map_err(git2_err("make the liza signature"))
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> GitError {
@@ -63,11 +59,7 @@ impl Repo {
         reason: &str,
     ) -> Result<SavedWork, GitError> {
         let saved = self.retire_worktree(root, id, reason, integration)?;
-        let oid = git2::Oid::from_str(base).map_err(git2_err(format!("read commit {base}")))?;
-        let commit = self
-            .inner
-            .find_commit(oid)
-            .map_err(git2_err(format!("find commit {base}")))?;
+        let commit = self.commit(base)?;
         let branch = self
             .inner
             .branch(&task_branch(id), &commit, false)
@@ -256,10 +248,8 @@ impl Repo {
 
     /// Whether `ancestor` is `descendant` or one of its ancestors.
     pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool, GitError> {
-        let a =
-            git2::Oid::from_str(ancestor).map_err(git2_err(format!("read commit {ancestor}")))?;
-        let d = git2::Oid::from_str(descendant)
-            .map_err(git2_err(format!("read commit {descendant}")))?;
+        let a = oid(ancestor)?;
+        let d = oid(descendant)?;
         if a == d {
             return Ok(true);
         }
@@ -271,10 +261,8 @@ impl Repo {
     /// Files changed between two commits (both sides of renames).
     pub fn changed_files(&self, base: &str, head: &str) -> Result<Vec<String>, GitError> {
         let tree = |spec: &str| -> Result<git2::Tree<'_>, GitError> {
-            let oid = git2::Oid::from_str(spec).map_err(git2_err(format!("read commit {spec}")))?;
-            self.inner
-                .find_commit(oid)
-                .and_then(|c| c.tree())
+            self.commit(spec)?
+                .tree()
                 .map_err(git2_err(format!("read the tree of {spec}")))
         };
         let diff = self

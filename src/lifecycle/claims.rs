@@ -301,6 +301,11 @@ pub fn claim(
     }
     if kind == ClaimKind::IntegrationFix {
         t.integration_fix = Some(true);
+        // The supervisor merged this integration tip into the task branch: the task's
+        // own changes are measured from it from now on.
+        if let Some(base) = base {
+            t.base_commit = Some(base.clone());
+        }
     }
     if let Some(to) = row.to {
         set_status(t, to, now);

@@ -1,6 +1,8 @@
 //! What every transition shares: who acts, what it reports, and the small steps all
 //! rows take (status change with `status_changed_at`, a history event, freeing an agent).
 
+use std::collections::BTreeMap;
+
 use crate::blackboard::model::{AgentStatus, HistoryEvent, State, Task, TaskStatus};
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
@@ -50,6 +52,26 @@ pub struct Event {
     pub task: Option<TaskId>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Structured fields of the log entry beyond `detail` (e.g. `drift_commits`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub fields: BTreeMap<String, Field>,
+}
+
+/// A structured log field.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(untagged)]
+pub enum Field {
+    Int(i64),
+    Text(String),
+}
+
+impl Field {
+    pub fn value(&self) -> Value {
+        match self {
+            Field::Int(n) => Value::Int(*n),
+            Field::Text(s) => Value::Str(s.clone()),
+        }
+    }
 }
 
 /// What an operation did: the log entries to write and warnings for the caller.
@@ -73,7 +95,15 @@ impl Outcome {
             agent: agent.to_owned(),
             task: task.cloned(),
             detail,
+            fields: BTreeMap::new(),
         });
+    }
+
+    /// Adds a structured field to the last event.
+    pub fn field(&mut self, key: &str, value: Field) {
+        if let Some(last) = self.events.last_mut() {
+            last.fields.insert(key.to_owned(), value);
+        }
     }
 
     pub fn merge(&mut self, other: Outcome) {

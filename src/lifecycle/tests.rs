@@ -161,22 +161,31 @@ impl W {
 
     fn merged(&mut self, t: &str) {
         self.approved(t);
-        self.ok(|s, n| {
-            merged(
-                s,
-                &id(t),
-                &CommitId::parse(HEAD).unwrap(),
-                "fast-forward",
-                n,
-            )
-        });
+        self.ok(|s, n| merged(s, &id(t), &merge_record(), n));
     }
 
     fn failed_integration(&mut self, t: &str) {
         self.approved(t);
-        self.ok(|s, n| {
-            integration_failed(s, &id(t), FailureKind::Conflict, &["a.txt".into()], None, n)
-        });
+        self.ok(|s, n| integration_failed(s, &id(t), &conflict_in(&["a.txt"]), n));
+    }
+}
+
+/// A fast-forward merge to HEAD with two integration commits of drift.
+fn merge_record() -> MergeRecord {
+    MergeRecord {
+        commit: CommitId::parse(HEAD).unwrap(),
+        merge_type: "fast-forward".into(),
+        drift_commits: 2,
+        retries: 0,
+    }
+}
+
+fn conflict_in(paths: &[&str]) -> MergeFailure {
+    MergeFailure {
+        kind: FailureKind::Conflict,
+        paths: paths.iter().map(|p| (*p).to_owned()).collect(),
+        log: None,
+        reason: String::new(),
     }
 }
 

@@ -1,16 +1,15 @@
 //! Rows that report work: submit for review, verdicts (and the automatic review-deadlock
-//! block), voiding a verdict, block, handoff, and the merge outcomes.
+//! block), voiding a verdict, block and handoff.
 
 use crate::blackboard::model::{
-    AgentStatus, Anomaly, AnomalyType, CommitId, FailureKind, Handoff, IntegrationFailure, State,
-    TaskStatus,
+    AgentStatus, Anomaly, AnomalyType, CommitId, Handoff, State, TaskStatus,
 };
 use crate::blackboard::node::{Entry, Node, Value};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
 use super::context::{
     Outcome, Who, history, release_agent, required_text, set_agent, set_status, task, task_mut,
-    text, text_list,
+    text,
 };
 use super::refusal::Refusal;
 use super::table::{Command, Kind, row};
@@ -616,79 +615,5 @@ pub fn handoff(
     set_agent(state, agent, AgentStatus::Handoff, Some(id));
     let mut outcome = Outcome::default();
     outcome.event("handoff", agent.as_str(), Some(id), Some(summary));
-    Ok(outcome)
-}
-
-/// APPROVED → MERGED (the merge pipeline's last step).
-pub fn merged(
-    state: &mut State,
-    id: &TaskId,
-    merge_commit: &CommitId,
-    detail: &str,
-    now: Timestamp,
-) -> Result<Outcome, Refusal> {
-    let t = task(state, id)?;
-    let row = row(Command::Merge, Some(t.status), Kind::Supervisor)?;
-    let coder = t.assigned_to.clone();
-    let reviewer = t.approved_by.clone();
-    let t = task_mut(state, id);
-    t.merge_commit = Some(merge_commit.clone());
-    t.worktree = None;
-    t.merge_intent = None;
-    t.lease_expires = None;
-    t.integration_fix = None;
-    set_status(t, TaskStatus::Merged, now);
-    history(
-        t,
-        now,
-        row.event,
-        "liza",
-        &[("merge_commit", text(merge_commit.to_string()))],
-    );
-    release_agent(state, coder.as_ref(), id);
-    release_agent(state, reviewer.as_ref(), id);
-    let mut outcome = Outcome::default();
-    outcome.event(
-        row.event,
-        reviewer.as_ref().map_or("liza", AgentId::as_str),
-        Some(id),
-        Some(format!("{merge_commit} {detail}").trim().to_owned()),
-    );
-    Ok(outcome)
-}
-
-/// APPROVED → INTEGRATION_FAILED: a conflict or failing integration checks.
-pub fn integration_failed(
-    state: &mut State,
-    id: &TaskId,
-    kind: FailureKind,
-    paths: &[String],
-    log: Option<&str>,
-    now: Timestamp,
-) -> Result<Outcome, Refusal> {
-    let t = task(state, id)?;
-    let row = row(Command::IntegrationFailed, Some(t.status), Kind::Supervisor)?;
-    let t = task_mut(state, id);
-    t.integration_failure = Some(IntegrationFailure {
-        kind,
-        paths: (!paths.is_empty()).then(|| paths.to_vec()),
-        log: log.map(str::to_owned),
-        at: Some(now),
-        extra: Default::default(),
-    });
-    t.merge_intent = None;
-    set_status(t, TaskStatus::IntegrationFailed, now);
-    let mut fields = vec![("kind", text(kind.as_str()))];
-    if !paths.is_empty() {
-        fields.push(("paths", text_list(paths)));
-    }
-    history(t, now, row.event, "liza", &fields);
-    let mut outcome = Outcome::default();
-    outcome.event(
-        row.event,
-        "liza",
-        Some(id),
-        Some(format!("{}: {}", kind.as_str(), paths.join(", "))),
-    );
     Ok(outcome)
 }

@@ -6,6 +6,7 @@
 
 use super::OpsError;
 use crate::blackboard::liveness::{self, LiveRecords};
+use crate::blackboard::node::Node;
 use crate::blackboard::{Actor, State, Store, Timestamp};
 use crate::lifecycle::{self, Outcome, Refusal, Who};
 
@@ -128,6 +129,9 @@ pub fn transition<R>(
             entry.agent = Some(event.agent.clone());
             entry.task = event.task.as_ref().map(ToString::to_string);
             entry.detail = event.detail.clone();
+            for (key, value) in &event.fields {
+                entry.extra.insert(key, Node::new(value.value()));
+            }
         }
         Ok((outcome, value))
     })?;

@@ -3,17 +3,17 @@
 //! re-check and commit under the state lock — and undo the worktree if that fails.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::authority::CallerFacts;
+use super::command::{self, Bounded};
 use super::task_lock::TaskLock;
 use super::{Authority, OpsError, Project, Transition, authorize, supervisor_only, transition};
 use crate::blackboard::liveness;
 use crate::blackboard::model::AnomalyType;
 use crate::blackboard::model::{CommandSpec, CommitId};
 use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
-use crate::git::{Repo, SavedWork, worktree_dir};
+use crate::git::{Repo, SavedWork, WorktreeMerge, worktree_dir};
 use crate::lifecycle::context::text;
 use crate::lifecycle::work_done::push_anomaly;
 use crate::lifecycle::{self, ClaimKind, WorktreePlan};
@@ -27,6 +27,51 @@ pub struct Claimed {
     pub worktree: String,
     pub base_commit: Option<String>,
     pub saved: SavedWork,
+    /// For an integration fix: files left with conflict markers by the merge of the
+    /// integration tip into the task branch, for the coder to resolve and commit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicts: Vec<String>,
+}
+
+/// The worktree of an integration fix, brought up to the integration tip.
+struct IntegrationFix {
+    /// The integration tip merged in (the task's new base_commit).
+    tip: String,
+    /// The task branch's head before the merge, to undo it if the claim fails.
+    head: String,
+    wip_commit: Option<String>,
+    conflicts: Vec<String>,
+}
+
+/// INTEGRATION_FAILED → CLAIMED (lifecycle.md): before the coder runs, the current
+/// integration tip is merged into the task branch — committed when clean, conflicts left
+/// as markers for the coder. Uncommitted files are saved in a WIP commit first.
+fn prepare_integration_fix(
+    repo: &Repo,
+    project: &Project,
+    id: &TaskId,
+    integration: &str,
+) -> Result<IntegrationFix, OpsError> {
+    let dir = worktree_dir(&project.root, id);
+    let wip_commit = repo.commit_wip(&dir, "an integration fix")?;
+    let head = crate::git::head_of(&dir)?;
+    let tip = repo.branch_tip(integration)?.ok_or_else(|| {
+        OpsError::refused(
+            format!("the integration branch {integration} does not exist"),
+            format!("create it: git branch {integration} <base>"),
+        )
+    })?;
+    let message = format!("Merge {integration} into {}", crate::git::task_branch(id));
+    let conflicts = match repo.merge_into_worktree(&dir, &tip, &message)? {
+        WorktreeMerge::Conflicts { paths } => paths,
+        WorktreeMerge::UpToDate | WorktreeMerge::Committed { .. } => Vec::new(),
+    };
+    Ok(IntegrationFix {
+        tip,
+        head,
+        wip_commit,
+        conflicts,
+    })
 }
 
 /// `claim-task <task> <agent>` on the CLI: people and scripts only.
@@ -62,6 +107,7 @@ pub fn claim_for(
     let integration = snapshot.state.config.integration_branch().to_owned();
     let mut saved = SavedWork::default();
     let mut base = None;
+    let mut fix = None;
     match kind.worktree() {
         WorktreePlan::Fresh | WorktreePlan::ArchiveThenFresh => {
             if let ClaimKind::TakeOverExpired {
@@ -85,7 +131,13 @@ pub fn claim_for(
         }
         WorktreePlan::Keep => repo.recreate_task_worktree(&project.root, id)?,
     }
-    let fresh = base.is_some();
+    let fresh = kind.worktree() != WorktreePlan::Keep;
+    if kind == ClaimKind::IntegrationFix {
+        let prepared = prepare_integration_fix(&repo, project, id, &integration)?;
+        base = CommitId::parse(&prepared.tip);
+        saved.wip_commit = prepared.wip_commit.clone();
+        fix = Some(prepared);
+    }
     if fresh
         && let Some(cmd) = &snapshot.state.config.post_worktree_cmd
         && let Err(e) = run_post_worktree(cmd, &worktree_dir(&project.root, id))
@@ -124,6 +176,7 @@ pub fn claim_for(
                 worktree: lifecycle::worktree_path(id),
                 base_commit: base.map(|b| b.to_string()),
                 saved,
+                conflicts: fix.map(|f| f.conflicts).unwrap_or_default(),
             },
             outcome: done.outcome,
             revision: done.revision,
@@ -131,6 +184,11 @@ pub fn claim_for(
         Err(e) => {
             if fresh {
                 undo(&repo, project, id, &integration);
+            }
+            if let Some(fix) = &fix
+                && let Err(undo) = repo.reset_worktree(&worktree_dir(&project.root, id), &fix.head)
+            {
+                tracing::warn!(task = %id, error = %undo, "could not undo the integration merge of a failed claim");
             }
             Err(e)
         }
@@ -183,57 +241,28 @@ fn stop_previous_owner(project: &Project, state: &State, previous: &AgentId) {
     }
 }
 
-/// Runs `post_worktree_cmd` in a new worktree (argv, or `sh -c` for the user's own string),
-/// in its own process group, killed after 300 s.
+/// Runs `post_worktree_cmd` in a new worktree, killed with its process group after 300 s.
 fn run_post_worktree(cmd: &CommandSpec, dir: &Path) -> Result<(), OpsError> {
-    let mut command = match cmd {
-        CommandSpec::Argv(argv) if !argv.is_empty() => {
-            let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
-            c
-        }
-        CommandSpec::Argv(_) => return Ok(()),
-        CommandSpec::Shell(text) => {
-            let mut c = Command::new("sh");
-            c.arg("-c").arg(text);
-            c
-        }
+    let Some(argv) = command::argv(cmd) else {
+        return Ok(());
     };
-    use std::os::unix::process::CommandExt;
-    command
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0);
-    let fail = |what: String| {
-        OpsError::refused(
-            format!("post_worktree_cmd {what}; the claim was undone [post-worktree-cmd]"),
-            "fix config.post_worktree_cmd, or remove it",
-        )
+    let run = Bounded {
+        dir,
+        timeout: Duration::from_secs(300),
+        output: None,
+        env: &[],
     };
-    let mut child = command
-        .spawn()
-        .map_err(|e| fail(format!("could not start: {e}")))?;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => return Err(fail(format!("failed ({status})"))),
-            Ok(None) if Instant::now() > deadline => {
-                if let Ok(pid) = i32::try_from(child.id()) {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
-                let _ = child.wait();
-                return Err(fail("timed out after 300 s".into()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(fail(format!("could not be waited for: {e}"))),
-        }
+    let exit = run.run(&argv, |_| {});
+    if exit.success() {
+        return Ok(());
     }
+    Err(OpsError::refused(
+        format!(
+            "post_worktree_cmd failed: it {}; the claim was undone [post-worktree-cmd]",
+            exit.describe()
+        ),
+        "fix config.post_worktree_cmd, or remove it",
+    ))
 }
 
 /// A committed review claim; `spec_changed` holds the spec's blob ids (at finalize, now)

@@ -7,6 +7,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod team;
+
 pub const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
 /// A valid mid-sprint blackboard with all 11 task statuses.

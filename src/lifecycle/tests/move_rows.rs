@@ -314,9 +314,8 @@ fn forbidden_moves_name_their_rule() {
         "forbidden-transition"
     );
     w.claimed("c", 2);
-    let sha = CommitId::parse(HEAD).unwrap();
     assert_eq!(
-        w.refused(|s, n| merged(s, &id("c"), &sha, "", n)),
+        w.refused(|s, n| merged(s, &id("c"), &merge_record(), n)),
         "forbidden-transition"
     );
     assert_eq!(

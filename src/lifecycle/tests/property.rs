@@ -69,9 +69,15 @@ fn apply(w: &mut W, op: u8, t: usize, a: usize) -> Result<(), Refusal> {
             )
             .map(drop)
         }
-        8 => merged(s, &tid, &CommitId::parse(HEAD).unwrap(), "", now).map(drop),
+        8 => merged(s, &tid, &merge_record(), now).map(drop),
         9 => {
-            integration_failed(s, &tid, FailureKind::Tests, &[], Some(".liza/x.log"), now).map(drop)
+            let failure = MergeFailure {
+                kind: FailureKind::Tests,
+                paths: Vec::new(),
+                log: Some(".liza/x.log".into()),
+                reason: "scripts/integration-test.sh exited with status 1".into(),
+            };
+            integration_failed(s, &tid, &failure, now).map(drop)
         }
         10 => reassign(s, &planner(), &tid, "another try", a.is_multiple_of(2), now).map(drop),
         11 => unblock(s, &Who::Human, &tid, "clarified", a.is_multiple_of(2), now).map(drop),

@@ -311,9 +311,87 @@ fn merged_and_integration_failed() {
     let failure = w.task("t-2").integration_failure.clone().unwrap();
     assert_eq!(failure.paths, Some(vec!["a.txt".to_owned()]));
     w.claimed("t-3", 3);
-    let sha = CommitId::parse(HEAD).unwrap();
     assert_eq!(
-        w.refused(|s, n| merged(s, &id("t-3"), &sha, "", n)),
+        w.refused(|s, n| merged(s, &id("t-3"), &merge_record(), n)),
         "forbidden-transition"
     );
+}
+
+#[test]
+fn merged_records_the_merge_type_and_drift_in_history_and_log() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let outcome = w.ok(|s, n| merged(s, &id("t-1"), &merge_record(), n));
+    let event = &outcome.events[0];
+    assert_eq!(event.action, "merged");
+    assert_eq!(event.fields["drift_commits"], Field::Int(2));
+    assert_eq!(
+        event.fields["merge_type"],
+        Field::Text("fast-forward".into())
+    );
+    let last = w.task("t-1").history().last().unwrap().clone();
+    assert_eq!(last.event, "merged");
+    assert!(last.extra.get("drift_commits").is_some());
+    assert!(w.task("t-1").merge_intent.is_none());
+}
+
+#[test]
+fn merge_intent_is_recorded_updated_and_dropped_on_approved_tasks_only() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let tip = CommitId::parse(&"b".repeat(40)).unwrap();
+    let mut start = None;
+    w.ok(|s, n| {
+        let (outcome, facts) = begin_merge(s, &id("t-1"), &tip, n)?;
+        start = Some(facts);
+        Ok(outcome)
+    });
+    let start = start.unwrap();
+    let intent = w.task("t-1").merge_intent.clone().unwrap();
+    assert_eq!(intent.candidate, start.review_commit);
+    assert_eq!(intent.integration_tip, tip);
+    assert_eq!(w.task("t-1").status, S::Approved);
+
+    let candidate = CommitId::parse(&"c".repeat(40)).unwrap();
+    w.ok(|s, n| set_merge_candidate(s, &id("t-1"), &candidate, &tip, n));
+    assert_eq!(
+        w.task("t-1").merge_intent.clone().unwrap().candidate,
+        candidate
+    );
+    w.ok(|s, n| drop_merge_intent(s, &id("t-1"), "interrupted", n));
+    assert!(w.task("t-1").merge_intent.is_none());
+    assert_eq!(
+        w.refused(|s, n| drop_merge_intent(s, &id("t-1"), "again", n)),
+        "merge-intent"
+    );
+    assert_eq!(
+        w.refused(|s, n| set_merge_candidate(s, &id("t-1"), &candidate, &tip, n)),
+        "merge-intent"
+    );
+
+    w.claimed("t-2", 2);
+    assert_eq!(
+        w.refused(|s, n| begin_merge(s, &id("t-2"), &tip, n).map(|(o, _)| o)),
+        "forbidden-transition"
+    );
+}
+
+#[test]
+fn integration_failure_records_kind_paths_log_and_reason() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let failure = MergeFailure {
+        kind: FailureKind::Tests,
+        paths: Vec::new(),
+        log: Some(".liza/integration-test-t-1-x.log".into()),
+        reason: "scripts/integration-test.sh exited with status 1".into(),
+    };
+    w.ok(|s, n| integration_failed(s, &id("t-1"), &failure, n));
+    let t = w.task("t-1");
+    let record = t.integration_failure.clone().unwrap();
+    assert_eq!(record.kind, FailureKind::Tests);
+    assert_eq!(record.log.as_deref(), failure.log.as_deref());
+    assert!(record.extra.get("reason").is_some());
+    assert_eq!(t.status, S::IntegrationFailed);
+    assert!(t.worktree.is_some(), "the worktree is kept for the fix");
 }

@@ -1,0 +1,102 @@
+//! The integration worktree `.worktrees/_integration` (git.md *Layout*): owned by liza,
+//! detached at the merge candidate under test, never on a branch, so no checkout of the
+//! human's is ever switched to build or test a candidate.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::GitError;
+use super::repo::{Repo, git2_err, oid};
+
+/// The worktree's name in git and its directory under `.worktrees/` (task ids cannot
+/// start with `_`, so it never collides with a task).
+pub const INTEGRATION_WORKTREE: &str = "_integration";
+
+pub fn integration_worktree_dir(root: &Path) -> PathBuf {
+    root.join(".worktrees").join(INTEGRATION_WORKTREE)
+}
+
+impl Repo {
+    /// Checks out `commit` (detached) in the integration worktree, creating it if needed.
+    /// Files from an earlier candidate that are not ignored are removed; ignored build
+    /// output stays so incremental builds stay fast.
+    pub fn checkout_integration(&self, root: &Path, commit: &str) -> Result<PathBuf, GitError> {
+        let dir = integration_worktree_dir(root);
+        let valid = dir.join(".git").exists()
+            && self
+                .inner
+                .find_worktree(INTEGRATION_WORKTREE)
+                .is_ok_and(|w| w.validate().is_ok());
+        if !valid {
+            self.create_integration_worktree(&dir, commit)?;
+        }
+        let repo = git2::Repository::open(&dir).map_err(git2_err(format!(
+            "open the integration worktree {}",
+            dir.display()
+        )))?;
+        let target = repo
+            .find_commit(oid(commit)?)
+            .map_err(git2_err(format!("find commit {commit}")))?;
+        let mut checkout = git2::build::CheckoutBuilder::new();
+        checkout.force().remove_untracked(true);
+        repo.checkout_tree(target.as_object(), Some(&mut checkout))
+            .map_err(git2_err(format!(
+                "check out {commit} for the integration checks"
+            )))?;
+        repo.set_head_detached(target.id())
+            .map_err(git2_err("detach the integration worktree's HEAD"))?;
+        Ok(dir)
+    }
+
+    /// libgit2 adds worktrees on a branch only: add it on a short-lived branch, detach it,
+    /// delete the branch. A leftover directory is liza's own scratch space and is removed.
+    fn create_integration_worktree(&self, dir: &Path, commit: &str) -> Result<(), GitError> {
+        if let Ok(wt) = self.inner.find_worktree(INTEGRATION_WORKTREE) {
+            wt.prune(Some(
+                git2::WorktreePruneOptions::new()
+                    .valid(true)
+                    .locked(true)
+                    .working_tree(true),
+            ))
+            .map_err(git2_err("prune the old integration worktree"))?;
+        }
+        let io = |action: &'static str| {
+            let path = dir.to_path_buf();
+            move |source| GitError::Io {
+                action,
+                path,
+                source,
+            }
+        };
+        if dir.exists() {
+            fs::remove_dir_all(dir).map_err(io("remove"))?;
+        }
+        if let Some(parent) = dir.parent() {
+            fs::create_dir_all(parent).map_err(io("create"))?;
+        }
+        let target = oid(commit)?;
+        let temporary = "liza/integration-worktree";
+        if self.branch_tip(temporary)?.is_some() {
+            self.delete_branch(temporary)?;
+        }
+        self.create_branch(temporary, commit)?;
+        let branch = self
+            .inner
+            .find_branch(temporary, git2::BranchType::Local)
+            .map_err(git2_err(format!("find branch {temporary}")))?;
+        let mut options = git2::WorktreeAddOptions::new();
+        options.reference(Some(branch.get()));
+        let added = self
+            .inner
+            .worktree(INTEGRATION_WORKTREE, dir, Some(&options))
+            .map_err(git2_err("create the integration worktree"))
+            .and_then(|_| {
+                git2::Repository::open(dir)
+                    .and_then(|repo| repo.set_head_detached(target))
+                    .map_err(git2_err("detach the integration worktree's HEAD"))
+            });
+        drop(branch);
+        let deleted = self.delete_branch(temporary);
+        added.and(deleted)
+    }
+}

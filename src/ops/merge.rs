@@ -1,0 +1,656 @@
+//! `liza merge <task>` (git.md *Merge*): run by the reviewer's supervisor after approval,
+//! by people on the CLI. Under the integration lock for its whole length (merges run one
+//! after the other); the state lock only for the short transactions: record
+//! `merge_intent`, record the candidate, and MERGED or INTEGRATION_FAILED. The git work
+//! and the checks run outside it. Interrupted merges are recovered first.
+
+use serde::Serialize;
+
+use super::integration_lock::IntegrationLock;
+use super::merge_checks::{MergeChecks, Verdict};
+use super::task_lock::TaskLock;
+use super::{
+    Authority, OpsError, Project, Transition, claim::describe, dry_run, supervisor_only, transition,
+};
+use crate::blackboard::model::{CommitId, FailureKind, TaskStatus};
+use crate::blackboard::node::Value;
+use crate::blackboard::store::failpoint;
+use crate::blackboard::{Actor, TaskId};
+use crate::git::{Candidate, Published, Repo, SavedWork, integration_worktree_dir, task_branch};
+use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Outcome};
+
+/// How many times a merge goes back to build a new candidate when integration moved
+/// under it before it gives up.
+pub const PUBLISH_RETRIES: u32 = 3;
+
+/// What `liza merge` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct MergeReport {
+    pub task: TaskId,
+    #[serde(flatten)]
+    pub result: MergeResult,
+    /// Interrupted merges finished or dropped before this one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub recovered: Vec<Recovery>,
+    /// Files the task's worktree still held, saved before its removal.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved: Option<SavedWork>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status")]
+pub enum MergeResult {
+    #[serde(rename = "MERGED")]
+    Merged {
+        merge_commit: String,
+        merge_type: String,
+        drift_commits: u64,
+        retries: u32,
+    },
+    #[serde(rename = "INTEGRATION_FAILED")]
+    IntegrationFailed {
+        kind: String,
+        paths: Vec<String>,
+        log: Option<String>,
+        reason: String,
+    },
+}
+
+/// An interrupted merge found by the next merge (or a supervisor starting).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Recovery {
+    pub task: TaskId,
+    /// `finished` (integration already held the candidate: now MERGED) or `dropped`
+    /// (nothing was published: the task stays APPROVED and is merged again).
+    pub action: &'static str,
+    pub candidate: String,
+}
+
+/// The outcomes and last revision of the several transactions of one merge.
+#[derive(Default)]
+struct Committed {
+    outcome: Outcome,
+    revision: u64,
+}
+
+impl Committed {
+    fn add<R>(&mut self, done: Transition<R>) -> R {
+        self.outcome.merge(done.outcome);
+        self.revision = done.revision;
+        done.value
+    }
+}
+
+/// `merge <task>`: people and scripts on the CLI (agents refused), or the supervisor.
+pub fn merge(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Transition<MergeReport>, OpsError> {
+    supervisor_only(actor, "merge")?;
+    let placeholder = CommitId::parse(&"0".repeat(40)).expect("40 zeros are a commit id");
+    let probe = dry_run(&project.store, actor, Authority::Supervisor, |s, _, now| {
+        lifecycle::begin_merge(s, id, &placeholder, now).map(|(o, _)| o)
+    })?;
+    let integration = probe.config.integration_branch().to_owned();
+    let repo = Repo::open(&project.root)?;
+    refuse_checked_out(&repo, &integration)?;
+    let _task_lock = TaskLock::try_acquire(&project.store, id)?;
+    let mut lock = IntegrationLock::acquire(
+        &project.store,
+        id,
+        &integration_worktree_dir(&project.root),
+        progress,
+    )?;
+    let mut committed = Committed::default();
+    let recovered = recover_locked(
+        project,
+        actor,
+        &repo,
+        &integration,
+        Some(id),
+        &mut committed,
+    )?;
+    if let Some(done) = recovered
+        .iter()
+        .find(|r| &r.task == id && r.action == "finished")
+    {
+        let report = MergeReport {
+            task: id.clone(),
+            result: merged_result(project, id, &done.candidate)?,
+            recovered,
+            saved: None,
+        };
+        return Ok(finish(committed, report));
+    }
+    let tip = integration_tip(&repo, &integration)?;
+    let start = committed.add(transition(
+        &project.store,
+        actor,
+        Authority::Supervisor,
+        |state, _who, now| lifecycle::begin_merge(state, id, &commit_id(&tip)?, now),
+    )?);
+    let config = project.store.snapshot()?.state.config.clone();
+    let checks = config.checks.clone().unwrap_or_default();
+    let mut run = MergeRun {
+        project,
+        actor,
+        repo: &repo,
+        id,
+        integration: &integration,
+        start: &start,
+        checks: MergeChecks::new(&project.root, id, &start.allow_protected, &checks),
+        committed: &mut committed,
+    };
+    let ending = match run.attempt(tip, &mut lock, progress) {
+        Ok(ending) => ending,
+        Err(e) => {
+            let reason = format!("merge stopped: {e}");
+            if let Ok(done) = transition(
+                &project.store,
+                actor,
+                Authority::Supervisor,
+                |state, _who, now| Ok((lifecycle::drop_merge_intent(state, id, &reason, now)?, ())),
+            ) {
+                committed.add(done);
+            }
+            return Err(e);
+        }
+    };
+    let (result, saved) = run.record(ending)?;
+    drop(lock);
+    let report = MergeReport {
+        task: id.clone(),
+        result,
+        recovered,
+        saved,
+    };
+    Ok(finish(committed, report))
+}
+
+fn finish(committed: Committed, report: MergeReport) -> Transition<MergeReport> {
+    Transition {
+        value: report,
+        outcome: committed.outcome,
+        revision: committed.revision,
+    }
+}
+
+/// How the git side of a merge ended.
+enum Ending {
+    Published {
+        candidate: Candidate,
+        tip: String,
+        retries: u32,
+    },
+    Failed(MergeFailure),
+}
+
+struct MergeRun<'a> {
+    project: &'a Project,
+    actor: &'a Actor,
+    repo: &'a Repo,
+    id: &'a TaskId,
+    integration: &'a str,
+    start: &'a MergeStart,
+    checks: MergeChecks<'a>,
+    committed: &'a mut Committed,
+}
+
+impl MergeRun<'_> {
+    /// Steps 2–4: build the candidate, check it, publish it; back to building against
+    /// the new tip when integration moved meanwhile.
+    fn attempt(
+        &mut self,
+        mut tip: String,
+        lock: &mut IntegrationLock,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Ending, OpsError> {
+        let approved = self.approved_commit()?;
+        let message = format!(
+            "Merge {}: {}",
+            task_branch(self.id),
+            self.start.description.lines().next().unwrap_or("").trim()
+        );
+        let mut intent = (approved.clone(), tip.clone());
+        let mut retries = 0;
+        loop {
+            progress(&format!(
+                "merging {} onto {} ({})",
+                task_branch(self.id),
+                self.integration,
+                short(&tip)
+            ));
+            let candidate = self.repo.merge_candidate(&tip, &approved, &message)?;
+            let commit = match &candidate {
+                Candidate::Conflict { paths } => {
+                    return Ok(Ending::Failed(MergeFailure {
+                        kind: FailureKind::Conflict,
+                        paths: paths.clone(),
+                        log: None,
+                        reason: format!(
+                            "conflicts with {} in {}",
+                            self.integration,
+                            paths.join(", ")
+                        ),
+                    }));
+                }
+                Candidate::FastForward { commit }
+                | Candidate::MergeCommit { commit }
+                | Candidate::AlreadyMerged { commit } => commit.clone(),
+            };
+            if intent != (commit.clone(), tip.clone()) {
+                let done = transition(
+                    &self.project.store,
+                    self.actor,
+                    Authority::Supervisor,
+                    |state, _who, now| {
+                        let outcome = lifecycle::set_merge_candidate(
+                            state,
+                            self.id,
+                            &commit_id(&commit)?,
+                            &commit_id(&tip)?,
+                            now,
+                        )?;
+                        Ok((outcome, ()))
+                    },
+                )?;
+                self.committed.add(done);
+                intent = (commit.clone(), tip.clone());
+            }
+            if !matches!(candidate, Candidate::AlreadyMerged { .. })
+                && let Verdict::Failed { reason } =
+                    self.checks.run(self.repo, &tip, &commit, lock, progress)?
+            {
+                return Ok(Ending::Failed(MergeFailure {
+                    kind: FailureKind::Tests,
+                    paths: Vec::new(),
+                    log: self.checks.log_path().map(str::to_owned),
+                    reason,
+                }));
+            }
+            failpoint::hit("merge-before-publish");
+            let reason = format!("liza: merge {}", task_branch(self.id));
+            match self
+                .repo
+                .publish(self.integration, &tip, &commit, &reason)?
+            {
+                Published::Done => {
+                    failpoint::hit("merge-after-publish");
+                    return Ok(Ending::Published {
+                        candidate,
+                        tip,
+                        retries,
+                    });
+                }
+                Published::Moved { tip: moved } => {
+                    retries += 1;
+                    let Some(moved) = moved else {
+                        return Err(no_integration(self.integration));
+                    };
+                    if retries > PUBLISH_RETRIES {
+                        return Ok(Ending::Failed(MergeFailure {
+                            kind: FailureKind::Conflict,
+                            paths: Vec::new(),
+                            log: self.checks.log_path().map(str::to_owned),
+                            reason: format!(
+                                "{} moved {retries} times while the merge was checked; nothing was published",
+                                self.integration
+                            ),
+                        }));
+                    }
+                    progress(&format!(
+                        "{} moved to {} during the merge; merging again",
+                        self.integration,
+                        short(&moved)
+                    ));
+                    tip = moved;
+                }
+            }
+        }
+    }
+
+    /// The approved commit, after checking the task branch still points at it. A branch
+    /// deleted by hand is recreated at the approved commit (nothing was lost).
+    fn approved_commit(&mut self) -> Result<String, OpsError> {
+        let review = self.start.review_commit.as_str();
+        let branch = task_branch(self.id);
+        let approved = self.repo.resolve_commit(review).map_err(|_| {
+            OpsError::refused(
+                format!(
+                    "the approved commit {review} of task {} is not in the repository [review-commit]",
+                    self.id
+                ),
+                format!(
+                    "look for the work in {branch} or liza/attic/{}-*; reassign the task to redo it",
+                    self.id
+                ),
+            )
+        })?;
+        match self.repo.branch_tip(&branch)? {
+            Some(head) if head == approved => Ok(approved),
+            Some(head) => Err(OpsError::refused(
+                format!(
+                    "{branch} is at {} but the reviewer approved {}: commits made after the approval were not reviewed [branch-moved]",
+                    short(&head),
+                    short(&approved)
+                ),
+                format!(
+                    "to merge what was reviewed: git -C .worktrees/{} reset --keep {approved}; or send the task back for review",
+                    self.id
+                ),
+            )),
+            None => {
+                self.repo.create_branch(&branch, &approved)?;
+                self.committed.outcome.warnings.push(format!(
+                    "{branch} was missing; recreated it at the approved commit {}",
+                    short(&approved)
+                ));
+                Ok(approved)
+            }
+        }
+    }
+
+    /// Step 5: the worktree saved and removed, then MERGED — or INTEGRATION_FAILED with
+    /// the worktree kept.
+    fn record(&mut self, ending: Ending) -> Result<(MergeResult, Option<SavedWork>), OpsError> {
+        match ending {
+            Ending::Failed(failure) => {
+                let done = transition(
+                    &self.project.store,
+                    self.actor,
+                    Authority::Supervisor,
+                    |state, _who, now| {
+                        Ok((
+                            lifecycle::integration_failed(state, self.id, &failure, now)?,
+                            (),
+                        ))
+                    },
+                )?;
+                self.committed.add(done);
+                Ok((
+                    MergeResult::IntegrationFailed {
+                        kind: failure.kind.as_str().to_owned(),
+                        paths: failure.paths,
+                        log: failure.log,
+                        reason: failure.reason,
+                    },
+                    None,
+                ))
+            }
+            Ending::Published {
+                candidate,
+                tip,
+                retries,
+            } => {
+                let merge = MergeRecord {
+                    commit: commit_id(candidate.commit().unwrap_or(&tip))?,
+                    merge_type: candidate.merge_type().to_owned(),
+                    drift_commits: drift(self.repo, self.start.base_commit.as_ref(), &tip),
+                    retries,
+                };
+                let saved = finish_merged(
+                    self.project,
+                    self.actor,
+                    self.repo,
+                    self.integration,
+                    self.id,
+                    &merge,
+                    self.committed,
+                )?;
+                Ok((
+                    MergeResult::Merged {
+                        merge_commit: merge.commit.to_string(),
+                        merge_type: merge.merge_type,
+                        drift_commits: merge.drift_commits,
+                        retries,
+                    },
+                    saved,
+                ))
+            }
+        }
+    }
+}
+
+/// Saves and removes the merged task's worktree and branch (a failure to remove is a
+/// warning: the merge is published, and `liza gc` removes leftovers), then records MERGED.
+fn finish_merged(
+    project: &Project,
+    actor: &Actor,
+    repo: &Repo,
+    integration: &str,
+    id: &TaskId,
+    merge: &MergeRecord,
+    committed: &mut Committed,
+) -> Result<Option<SavedWork>, OpsError> {
+    let saved = match repo.retire_worktree(
+        &project.root,
+        id,
+        "its removal after the merge",
+        integration,
+    ) {
+        Ok(saved) => Some(saved).filter(|s| *s != SavedWork::default()),
+        Err(e) => {
+            committed.outcome.warnings.push(format!(
+                "the merged task's worktree was not removed ({e}); `liza gc --apply` removes it"
+            ));
+            None
+        }
+    };
+    let done = transition(
+        &project.store,
+        actor,
+        Authority::Supervisor,
+        |state, _who, now| {
+            let mut outcome = lifecycle::merged(state, id, merge, now)?;
+            if let Some(saved) = &saved {
+                outcome.event("worktree_archived", "liza", Some(id), Some(describe(saved)));
+            }
+            Ok((outcome, ()))
+        },
+    )?;
+    committed.add(done);
+    Ok(saved)
+}
+
+/// Recovers every interrupted merge (a `merge_intent` left by a process that died): the
+/// candidate is on integration → finish as MERGED; otherwise drop the intent. Takes the
+/// integration lock without waiting: if a merge is running, it recovers them itself.
+/// Run by supervisors when they start.
+pub fn recover_merges(project: &Project, actor: &Actor) -> Result<Vec<Recovery>, OpsError> {
+    supervisor_only(actor, "merge recovery")?;
+    let snapshot = project.store.snapshot()?;
+    if !snapshot
+        .state
+        .tasks
+        .iter()
+        .any(|t| t.merge_intent.is_some())
+    {
+        return Ok(Vec::new());
+    }
+    let integration = snapshot.state.config.integration_branch().to_owned();
+    let repo = Repo::open(&project.root)?;
+    let placeholder = TaskId::parse("recovery").expect("a valid id");
+    let Some(_lock) = IntegrationLock::try_acquire(
+        &project.store,
+        &placeholder,
+        &integration_worktree_dir(&project.root),
+    )?
+    else {
+        return Ok(Vec::new());
+    };
+    let mut committed = Committed::default();
+    recover_locked(project, actor, &repo, &integration, None, &mut committed)
+}
+
+/// Recovery under the integration lock the caller holds; `held` is the task whose task
+/// lock the caller holds already.
+fn recover_locked(
+    project: &Project,
+    actor: &Actor,
+    repo: &Repo,
+    integration: &str,
+    held: Option<&TaskId>,
+    committed: &mut Committed,
+) -> Result<Vec<Recovery>, OpsError> {
+    let snapshot = project.store.snapshot()?;
+    let mut recovered = Vec::new();
+    let interrupted: Vec<_> = snapshot
+        .state
+        .tasks
+        .iter()
+        .filter_map(|t| Some((t.clone(), t.merge_intent.clone()?)))
+        .collect();
+    for (task, intent) in interrupted {
+        let _task_lock = if held == Some(&task.id) {
+            None
+        } else {
+            match TaskLock::try_acquire(&project.store, &task.id) {
+                Ok(lock) => Some(lock),
+                Err(_) => continue,
+            }
+        };
+        let candidate = intent.candidate.to_string();
+        let published = task.status == TaskStatus::Approved
+            && match repo.branch_tip(integration)? {
+                Some(tip) => repo.has_commit(&candidate) && repo.is_ancestor(&candidate, &tip)?,
+                None => false,
+            };
+        if published {
+            let merge_type = if Some(&intent.candidate) == task.review_commit.as_ref() {
+                "fast-forward"
+            } else {
+                "merge-commit"
+            };
+            let merge = MergeRecord {
+                commit: intent.candidate.clone(),
+                merge_type: merge_type.to_owned(),
+                drift_commits: drift(
+                    repo,
+                    task.base_commit.as_ref(),
+                    intent.integration_tip.as_str(),
+                ),
+                retries: 0,
+            };
+            finish_merged(
+                project,
+                actor,
+                repo,
+                integration,
+                &task.id,
+                &merge,
+                committed,
+            )?;
+            recovered.push(Recovery {
+                task: task.id.clone(),
+                action: "finished",
+                candidate,
+            });
+        } else {
+            let reason = format!(
+                "interrupted merge: {integration} does not hold candidate {}; the merge starts over",
+                short(&candidate)
+            );
+            let done = transition(
+                &project.store,
+                actor,
+                Authority::Supervisor,
+                |state, _who, now| {
+                    Ok((
+                        lifecycle::drop_merge_intent(state, &task.id, &reason, now)?,
+                        (),
+                    ))
+                },
+            )?;
+            committed.add(done);
+            recovered.push(Recovery {
+                task: task.id.clone(),
+                action: "dropped",
+                candidate,
+            });
+        }
+    }
+    Ok(recovered)
+}
+
+/// The result of a merge that recovery finished.
+fn merged_result(project: &Project, id: &TaskId, candidate: &str) -> Result<MergeResult, OpsError> {
+    let snapshot = project.store.snapshot()?;
+    let history = snapshot
+        .state
+        .task(id)
+        .and_then(|t| t.history().last().cloned());
+    let text = |key: &str| {
+        history
+            .as_ref()
+            .and_then(|h| h.extra.get(key))
+            .and_then(|n| n.as_str().map(str::to_owned))
+    };
+    Ok(MergeResult::Merged {
+        merge_commit: candidate.to_owned(),
+        merge_type: text("merge_type").unwrap_or_default(),
+        drift_commits: history
+            .as_ref()
+            .and_then(|h| h.extra.get("drift_commits"))
+            .and_then(|n| match n.value {
+                Value::Int(n) => u64::try_from(n).ok(),
+                _ => None,
+            })
+            .unwrap_or(0),
+        retries: 0,
+    })
+}
+
+/// Integration commits since the task's base commit.
+fn drift(repo: &Repo, base: Option<&CommitId>, tip: &str) -> u64 {
+    base.and_then(|b| repo.resolve_commit(b.as_str()).ok())
+        .and_then(|b| repo.count_commits(&b, tip).ok())
+        .unwrap_or(0)
+}
+
+fn integration_tip(repo: &Repo, integration: &str) -> Result<String, OpsError> {
+    repo.branch_tip(integration)?
+        .ok_or_else(|| no_integration(integration))
+}
+
+fn no_integration(integration: &str) -> OpsError {
+    OpsError::refused(
+        format!("the integration branch {integration} does not exist [integration-branch]"),
+        format!(
+            "recreate it where it was (git reflog show {integration}), or set config.integration_branch"
+        ),
+    )
+}
+
+/// Moving the integration branch under a checkout that has it checked out would change
+/// that checkout's files and index — a person's, since liza's own are detached.
+fn refuse_checked_out(repo: &Repo, integration: &str) -> Result<(), OpsError> {
+    if let Some(path) = repo.checkouts_on_branch(integration).first() {
+        return Err(OpsError::refused(
+            format!(
+                "{integration} is checked out in {}; liza never moves a branch under someone's checkout [integration-checked-out]",
+                path.display()
+            ),
+            format!(
+                "switch that checkout to another branch (git -C {} switch main), then merge again",
+                path.display()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn commit_id(sha: &str) -> Result<CommitId, lifecycle::Refusal> {
+    CommitId::parse(sha).ok_or_else(|| {
+        lifecycle::Refusal::new(
+            "commit-id",
+            format!("git returned {sha:?}, which is not a commit id"),
+            "this is a bug; report it",
+        )
+    })
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}

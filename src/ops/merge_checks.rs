@@ -1,0 +1,209 @@
+//! The integration checks of a merge candidate (git.md *Merge* step 3), run in the
+//! integration worktree: `scripts/integration-test.sh` as it is at the integration tip
+//! (a task cannot change the test that judges it unless its `allow_protected` covers the
+//! script — then the reviewer saw the change and the candidate's version runs), then every
+//! `config.checks` entry with `on_merge: true`. All output goes to one log,
+//! `.liza/integration-test-<task>-<timestamp>.log`; the first failure stops the run.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::OpsError;
+use super::command::{self, Bounded};
+use super::integration_lock::IntegrationLock;
+use crate::blackboard::model::Check;
+use crate::blackboard::{StoreError, TaskId, Timestamp};
+use crate::git::Repo;
+use crate::lifecycle::text_rules::any_match;
+
+/// The project's integration test script, relative to the root.
+pub const INTEGRATION_SCRIPT: &str = "scripts/integration-test.sh";
+/// How long the integration script may run.
+pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(1800);
+/// How long a `config.checks` entry without its own `timeout` may run.
+pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The checks of one merge, sharing one log across publish retries.
+pub struct MergeChecks<'a> {
+    pub root: &'a Path,
+    pub task: &'a TaskId,
+    pub allow_protected: &'a [String],
+    pub checks: &'a [Check],
+    log: Option<(File, String)>,
+}
+
+/// How a candidate fared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Passed,
+    /// The first check that failed, and how.
+    Failed {
+        reason: String,
+    },
+}
+
+impl<'a> MergeChecks<'a> {
+    pub fn new(
+        root: &'a Path,
+        task: &'a TaskId,
+        allow_protected: &'a [String],
+        checks: &'a [Check],
+    ) -> MergeChecks<'a> {
+        MergeChecks {
+            root,
+            task,
+            allow_protected,
+            checks,
+            log: None,
+        }
+    }
+
+    /// The log written so far, relative to the project root.
+    pub fn log_path(&self) -> Option<&str> {
+        self.log.as_ref().map(|(_, p)| p.as_str())
+    }
+
+    /// Checks out `candidate` in the integration worktree and runs the checks there.
+    pub fn run(
+        &mut self,
+        repo: &Repo,
+        tip: &str,
+        candidate: &str,
+        lock: &mut IntegrationLock,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Verdict, OpsError> {
+        let mut steps: Vec<(String, Vec<String>, Duration)> = Vec::new();
+        let script_source = if any_match(self.allow_protected, INTEGRATION_SCRIPT) {
+            candidate
+        } else {
+            tip
+        };
+        let script = repo.file_at(script_source, INTEGRATION_SCRIPT)?;
+        for check in self.checks.iter().filter(|c| c.on_merge == Some(true)) {
+            if let Some(argv) = command::argv(&check.run) {
+                let timeout = check
+                    .timeout
+                    .and_then(|t| u64::try_from(t).ok())
+                    .map_or(DEFAULT_CHECK_TIMEOUT, Duration::from_secs);
+                steps.push((check.name.clone(), argv, timeout));
+            }
+        }
+        if script.is_none() && steps.is_empty() {
+            return Ok(Verdict::Passed);
+        }
+        progress(&format!(
+            "checking out {} for the integration checks",
+            short(candidate)
+        ));
+        let dir = repo.checkout_integration(self.root, candidate)?;
+        if let Some(script) = &script {
+            let path = install_script(&dir, script)?;
+            let argv = if script.starts_with(b"#!") {
+                vec![path.display().to_string()]
+            } else {
+                vec!["sh".into(), path.display().to_string()]
+            };
+            let name = format!("{INTEGRATION_SCRIPT} (as at {})", short(script_source));
+            steps.insert(0, (name, argv, SCRIPT_TIMEOUT));
+        }
+        self.open_log()?;
+        let env = [
+            ("LIZA_TASK", self.task.to_string()),
+            ("LIZA_CANDIDATE", candidate.to_owned()),
+            ("LIZA_INTEGRATION_TIP", tip.to_owned()),
+        ];
+        for (name, argv, timeout) in steps {
+            progress(&format!("running {name}"));
+            self.write_log(&format!("==> {name}: candidate {candidate} onto {tip}\n"))?;
+            let (file, _) = self.log.as_ref().expect("the log was opened above");
+            let run = Bounded {
+                dir: &dir,
+                timeout,
+                output: Some(file),
+                env: &env,
+            };
+            let started = Instant::now();
+            let exit = run.run(&argv, |pgid| lock.record_check(Some(pgid)));
+            lock.record_check(None);
+            self.write_log(&format!(
+                "==> {name} {} after {:.1} s\n\n",
+                exit.describe(),
+                started.elapsed().as_secs_f64()
+            ))?;
+            if !exit.success() {
+                return Ok(Verdict::Failed {
+                    reason: format!("{name} {}", exit.describe()),
+                });
+            }
+        }
+        Ok(Verdict::Passed)
+    }
+
+    fn open_log(&mut self) -> Result<(), OpsError> {
+        if self.log.is_some() {
+            return Ok(());
+        }
+        let stamp = Timestamp::now().to_string().replace(['-', ':'], "");
+        let dir = self.root.join(".liza");
+        let mut n = 1;
+        loop {
+            let suffix = if n == 1 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            let name = format!(".liza/integration-test-{}-{stamp}{suffix}.log", self.task);
+            let path = self.root.join(&name);
+            match OpenOptions::new().append(true).create_new(true).open(&path) {
+                Ok(file) => {
+                    self.log = Some((file, name));
+                    return Ok(());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => n += 1,
+                Err(source) => {
+                    return Err(OpsError::Store(StoreError::Io {
+                        action: "create the check log in",
+                        path: dir.display().to_string(),
+                        source,
+                    }));
+                }
+            }
+        }
+    }
+
+    fn write_log(&mut self, text: &str) -> Result<(), OpsError> {
+        let (file, name) = self.log.as_mut().expect("the log is open");
+        file.write_all(text.as_bytes()).map_err(|source| {
+            OpsError::Store(StoreError::Io {
+                action: "write",
+                path: name.clone(),
+                source,
+            })
+        })
+    }
+}
+
+/// Writes the script that judges the candidate over the candidate's own copy.
+fn install_script(dir: &Path, script: &[u8]) -> Result<PathBuf, OpsError> {
+    let path = dir.join(INTEGRATION_SCRIPT);
+    let io = |source| {
+        OpsError::Store(StoreError::Io {
+            action: "write",
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    if let Some(parent) = path.parent() {
+        fs::create_dir_all(parent).map_err(io)?;
+    }
+    fs::write(&path, script).map_err(io)?;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).map_err(io)?;
+    Ok(path)
+}
+
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
+}
