@@ -124,14 +124,35 @@ pub fn merge(
         };
         return Ok(finish(committed, report));
     }
+    // Step 2's branch check comes before the intent is recorded, so that a refusal
+    // leaves the blackboard untouched; it merges the approved commit, not the branch.
+    let snapshot = project.store.snapshot()?;
+    let review_commit = snapshot
+        .state
+        .task(id)
+        .and_then(|t| t.review_commit.clone());
+    let approved = match &review_commit {
+        Some(review) => approved_commit(&repo, id, review.as_str(), &mut committed)?,
+        None => String::new(),
+    };
     let tip = integration_tip(&repo, &integration)?;
     let start = committed.add(transition(
         &project.store,
         actor,
         Authority::Supervisor,
-        |state, _who, now| lifecycle::begin_merge(state, id, &commit_id(&tip)?, now),
+        |state, _who, now| {
+            let (outcome, start) = lifecycle::begin_merge(state, id, &commit_id(&tip)?, now)?;
+            if Some(&start.review_commit) != review_commit.as_ref() {
+                return Err(lifecycle::Refusal::new(
+                    "review-commit",
+                    format!("the review_commit of task {id} changed while the merge started"),
+                    "run `liza merge` again",
+                ));
+            }
+            Ok((outcome, start))
+        },
     )?);
-    let config = project.store.snapshot()?.state.config.clone();
+    let config = snapshot.state.config.clone();
     let checks = config.checks.clone().unwrap_or_default();
     let mut run = MergeRun {
         project,
@@ -140,6 +161,7 @@ pub fn merge(
         id,
         integration: &integration,
         start: &start,
+        approved,
         checks: MergeChecks::new(&project.root, id, &start.allow_protected, &checks),
         committed: &mut committed,
     };
@@ -194,6 +216,8 @@ struct MergeRun<'a> {
     id: &'a TaskId,
     integration: &'a str,
     start: &'a MergeStart,
+    /// The approved commit, full SHA.
+    approved: String,
     checks: MergeChecks<'a>,
     committed: &'a mut Committed,
 }
@@ -207,7 +231,7 @@ impl MergeRun<'_> {
         lock: &mut IntegrationLock,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Ending, OpsError> {
-        let approved = self.approved_commit()?;
+        let approved = self.approved.clone();
         let message = format!(
             "Merge {}: {}",
             task_branch(self.id),
@@ -311,47 +335,6 @@ impl MergeRun<'_> {
         }
     }
 
-    /// The approved commit, after checking the task branch still points at it. A branch
-    /// deleted by hand is recreated at the approved commit (nothing was lost).
-    fn approved_commit(&mut self) -> Result<String, OpsError> {
-        let review = self.start.review_commit.as_str();
-        let branch = task_branch(self.id);
-        let approved = self.repo.resolve_commit(review).map_err(|_| {
-            OpsError::refused(
-                format!(
-                    "the approved commit {review} of task {} is not in the repository [review-commit]",
-                    self.id
-                ),
-                format!(
-                    "look for the work in {branch} or liza/attic/{}-*; reassign the task to redo it",
-                    self.id
-                ),
-            )
-        })?;
-        match self.repo.branch_tip(&branch)? {
-            Some(head) if head == approved => Ok(approved),
-            Some(head) => Err(OpsError::refused(
-                format!(
-                    "{branch} is at {} but the reviewer approved {}: commits made after the approval were not reviewed [branch-moved]",
-                    short(&head),
-                    short(&approved)
-                ),
-                format!(
-                    "to merge what was reviewed: git -C .worktrees/{} reset --keep {approved}; or send the task back for review",
-                    self.id
-                ),
-            )),
-            None => {
-                self.repo.create_branch(&branch, &approved)?;
-                self.committed.outcome.warnings.push(format!(
-                    "{branch} was missing; recreated it at the approved commit {}",
-                    short(&approved)
-                ));
-                Ok(approved)
-            }
-        }
-    }
-
     /// Step 5: the worktree saved and removed, then MERGED — or INTEGRATION_FAILED with
     /// the worktree kept.
     fn record(&mut self, ending: Ending) -> Result<(MergeResult, Option<SavedWork>), OpsError> {
@@ -409,6 +392,51 @@ impl MergeRun<'_> {
                     saved,
                 ))
             }
+        }
+    }
+}
+
+/// The approved commit, after checking the task branch still points at it. A branch
+/// deleted by hand is recreated at the approved commit (nothing was lost).
+fn approved_commit(
+    repo: &Repo,
+    id: &TaskId,
+    review: &str,
+    committed: &mut Committed,
+) -> Result<String, OpsError> {
+    let branch = task_branch(id);
+    let approved = repo.resolve_commit(review).map_err(|_| {
+        OpsError::refused(
+            format!(
+                "the approved commit {review} of task {} is not in the repository [review-commit]",
+                id
+            ),
+            format!(
+                "look for the work in {branch} or liza/attic/{}-*; reassign the task to redo it",
+                id
+            ),
+        )
+    })?;
+    match repo.branch_tip(&branch)? {
+        Some(head) if head == approved => Ok(approved),
+        Some(head) => Err(OpsError::refused(
+            format!(
+                "{branch} is at {} but the reviewer approved {}: commits made after the approval were not reviewed [branch-moved]",
+                short(&head),
+                short(&approved)
+            ),
+            format!(
+                "to merge what was reviewed, keep the later commits on a branch (git branch <name> {head}), then git -C .worktrees/{} reset --keep {approved}",
+                id
+            ),
+        )),
+        None => {
+            repo.create_branch(&branch, &approved)?;
+            committed.outcome.warnings.push(format!(
+                "{branch} was missing; recreated it at the approved commit {}",
+                short(&approved)
+            ));
+            Ok(approved)
         }
     }
 }
