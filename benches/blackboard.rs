@@ -1,6 +1,6 @@
 //! The blackboard benchmark: prints the quality.md table for P1, P2, P3, P4, P8 and P10
 //! on generated 50 / 300 / 1000-task blackboards, plus the lifecycle's `claim-task` and
-//! `submit-for-review` (L1, L2), with the fsync floor measured in the same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
+//! `submit-for-review` (L1, L2) and `merge` (M1), with the fsync floor measured in the same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
 //! `LIZA_BENCH_QUICK=1` takes fewer samples.
 
 use std::path::Path;
@@ -398,7 +398,7 @@ fn lifecycle(p: &Path, samples: usize, label: &str, reference: bool) -> Vec<Row>
     let mut times = Vec::new();
     for (i, generation) in generations.iter().enumerate() {
         let wt = p.join(format!(".worktrees/bench-{i}"));
-        std::fs::write(wt.join("bench.txt"), format!("{i}\n")).unwrap();
+        std::fs::write(wt.join(format!("bench-{i}.txt")), format!("{i}\n")).unwrap();
         git(&wt, &["add", "-A"]);
         git(&wt, &["commit", "-q", "-m", "bench"]);
         let t = Instant::now();
@@ -421,6 +421,7 @@ fn lifecycle(p: &Path, samples: usize, label: &str, reference: bool) -> Vec<Row>
         }
     }
     let submit = sample_of(&mut times, &mut floors);
+    let merge = merges(p, count);
     let id = if reference { "L1" } else { "slope" };
     vec![
         Row {
@@ -437,7 +438,61 @@ fn lifecycle(p: &Path, samples: usize, label: &str, reference: bool) -> Vec<Row>
             verdict: "-".into(),
             sample: submit,
         },
+        Row {
+            id: if reference { "M1" } else { "slope" },
+            scenario: format!(
+                "liza merge of a one-file change, no checks, merge commit (whole process), {label}"
+            ),
+            target: "-".into(),
+            verdict: "-".into(),
+            sample: merge,
+        },
     ]
+}
+
+/// `merge` of each submitted bench task after a reviewer approved it (outside the
+/// timing): the first is a fast-forward and is not counted, the others merge commits.
+fn merges(p: &Path, count: usize) -> Sample {
+    let out = Command::new(LIZA)
+        .args(["register", "code-reviewer-900"])
+        .current_dir(p)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "register the reviewer");
+    let generation = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    let mut times = Vec::new();
+    let mut floors = Vec::new();
+    for i in 0..count {
+        let task = format!("bench-{i}");
+        let wt = p.join(format!(".worktrees/{task}"));
+        let head = Command::new("git")
+            .args(["rev-parse", "HEAD"])
+            .current_dir(&wt)
+            .output()
+            .unwrap();
+        let head = String::from_utf8(head.stdout).unwrap().trim().to_owned();
+        liza(p, &["claim-review", &task, "code-reviewer-900"]);
+        let out = Command::new(LIZA)
+            .args(["submit-verdict", &task, "approve", "--commit", &head])
+            .current_dir(p)
+            .env("LIZA_AGENT_ID", "code-reviewer-900")
+            .env("LIZA_AGENT_GENERATION", &generation)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "approve: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let t = Instant::now();
+        liza(p, &["merge", &task]);
+        let elapsed = t.elapsed();
+        if i > 0 {
+            times.push(elapsed);
+            floors.push(floor_once());
+        }
+    }
+    sample_of(&mut times, &mut floors)
 }
 
 /// P4: 16 processes × 100 transitions on the 50-task blackboard.

@@ -2,7 +2,9 @@
 # A tour of liza in a throw-away repository: init, notes, a hand edit recorded as such, a
 # broken hand edit refused and repaired, then a task's whole lifecycle with real git
 # worktrees — the planner's gates, a claim, a refused dirty submit, a rejection citing
-# path:line, the rework and the approval — as a supervisor and its agents would drive it.
+# path:line, the rework and the approval — as a supervisor and its agents would drive it;
+# then the merge into the integration branch with its integration test, a second task whose
+# merge conflicts, its integration fix by another coder, and `liza gc`.
 # Until `liza demo` exists, this is the most complete real workflow.
 set -euo pipefail
 
@@ -14,8 +16,11 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 
 cd "$dir"
 git init -q -b main
-git -c user.name=walkthrough -c user.email=walkthrough@example.com commit -q --allow-empty -m start
-mkdir specs && printf '# Vision\n\nA report CLI with a --json flag.\n' > specs/vision.md
+mkdir specs scripts && printf '# Vision\n\nA report CLI with a --json flag.\n' > specs/vision.md
+printf '#!/bin/sh\n# The integration test: every merge candidate must keep report.txt well-formed.\n! grep -q "<<<<<<<" report.txt 2>/dev/null\n' > scripts/integration-test.sh
+chmod +x scripts/integration-test.sh
+git add scripts/integration-test.sh
+git -c user.name=walkthrough -c user.email=walkthrough@example.com commit -q -m start
 
 step liza init "Add a --json flag to the report CLI"
 "$liza" init "Add a --json flag to the report CLI"
@@ -97,10 +102,44 @@ as_coder submit-for-review parse-flag
 head="$(git -C .worktrees/parse-flag rev-parse HEAD)"
 as_reviewer submit-verdict parse-flag approve --commit "$head"
 
-step liza show parse-flag
-"$liza" show parse-flag
+step "liza register coder-2; liza add-task totals ...; coder-2 claims it from the same base"
+coder2_gen="$("$liza" register coder-2)"
+as_coder2() { LIZA_AGENT_ID=coder-2 LIZA_AGENT_GENERATION="$coder2_gen" "$liza" "$@"; }
+"$liza" add-task --id totals --desc "Print the totals line" --spec specs/vision.md \
+  --done "report prints a totals line" --scope "the report printer" --finalize
+"$liza" claim-task totals coder-2
+printf 'totals: 1\n' > .worktrees/totals/report.txt
+git -C .worktrees/totals add -A && git -C .worktrees/totals commit -q -m "Totals line"
+as_coder2 submit-for-review totals
+"$liza" claim-review totals code-reviewer-1
+as_reviewer submit-verdict totals approve --commit "$(git -C .worktrees/totals rev-parse HEAD)"
+
+step "liza merge parse-flag   # what the reviewer's supervisor does after approval"
+"$liza" merge parse-flag
+git log --oneline integration
+
+step "liza merge totals   # both changed report.txt: INTEGRATION_FAILED, nothing published"
+"$liza" merge totals || echo "(exit $? — the task is INTEGRATION_FAILED, its worktree kept)"
+
+step "liza claim-task totals coder-1   # any coder fixes it; the integration tip is merged in"
+"$liza" claim-task totals coder-1
+cat .worktrees/totals/report.txt
+printf 'json: {"totals": 1}\ntotals: 1\n' > .worktrees/totals/report.txt
+git -C .worktrees/totals commit -q -am "Keep both lines"
+as_coder submit-for-review totals
+"$liza" claim-review totals code-reviewer-1
+as_reviewer submit-verdict totals approve --commit "$(git -C .worktrees/totals rev-parse HEAD)"
+"$liza" merge totals
+git log --oneline --graph integration
+git show integration:report.txt
+
+step liza show totals
+"$liza" show totals
+
+step "liza gc   # nothing is left behind"
+"$liza" gc
 
 step liza log
 "$liza" log
 
-printf '\nThe repository is in %s (look at .liza/state.yaml, .liza/log.yaml, .liza/journal/).\n' "$dir"
+printf '\nThe repository is in %s (look at .liza/state.yaml, .liza/log.yaml, .liza/journal/,\nthe integration test logs .liza/integration-test-*.log, and git log integration).\n' "$dir"

@@ -178,6 +178,17 @@ fn a_clean_fast_forward_publishes_the_approved_commit_and_leaves_the_main_checko
     let team = Team::new(None);
     let before = main_checkout(&team.repo);
     let head = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let files = team.repo.files();
+    let out = team
+        .repo
+        .liza_env(&team.env("code-reviewer-1"), &["merge", "t-1"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("[supervisor-only]"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files, team.repo.files(), "an agent's merge changes nothing");
     let (code, value) = team.merge("t-1");
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["status"], "MERGED");
@@ -294,7 +305,7 @@ fn a_conflict_fails_integration_and_an_integration_fix_resolves_it() {
     let wt = team.worktree("t-2");
     let marked = std::fs::read_to_string(wt.join("report.txt")).unwrap();
     assert!(
-        marked.contains("<<<<<<<") && marked.contains(">>>>>>>"),
+        marked.contains("<<<<<<<") && marked.contains(">>>>>>> integration"),
         "{marked}"
     );
 
@@ -814,5 +825,22 @@ fn gc_lists_orphans_then_saves_and_removes_them() {
         stdout(&out).contains("nothing to collect"),
         "{}",
         stdout(&out)
+    );
+}
+
+#[test]
+fn merging_a_task_that_is_not_approved_is_refused_and_changes_nothing() {
+    let team = Team::new(None);
+    team.work("t-1", "coder-1", &[("a.txt", "a\n")]);
+    let files = team.repo.files();
+    for (task, says) in [("t-1", "[forbidden-transition]"), ("t-9", "no task t-9")] {
+        let out = team.repo.liza(&["merge", task]);
+        assert_exit(&out, 1);
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
+    assert_eq!(files, team.repo.files());
+    assert!(
+        !team.repo.liza_dir().join("integration.lock").exists(),
+        "refused before any lock was taken"
     );
 }

@@ -206,6 +206,7 @@ impl Repo {
         &self,
         worktree: &Path,
         tip: &str,
+        tip_label: &str,
         message: &str,
     ) -> Result<WorktreeMerge, GitError> {
         let repo = git2::Repository::open(worktree)
@@ -222,7 +223,11 @@ impl Repo {
             .find_annotated_commit(oid(tip)?)
             .map_err(git2_err(format!("find commit {tip}")))?;
         let mut checkout = git2::build::CheckoutBuilder::new();
-        checkout.allow_conflicts(true).conflict_style_merge(true);
+        checkout
+            .allow_conflicts(true)
+            .conflict_style_merge(true)
+            .our_label("HEAD")
+            .their_label(tip_label);
         repo.merge(&[&theirs], None, Some(&mut checkout))
             .map_err(git2_err(format!("merge {tip} into {}", worktree.display())))?;
         let mut index = repo.index().map_err(git2_err("read the worktree index"))?;

@@ -62,7 +62,7 @@ fn prepare_integration_fix(
         )
     })?;
     let message = format!("Merge {integration} into {}", crate::git::task_branch(id));
-    let conflicts = match repo.merge_into_worktree(&dir, &tip, &message)? {
+    let conflicts = match repo.merge_into_worktree(&dir, &tip, integration, &message)? {
         WorktreeMerge::Conflicts { paths } => paths,
         WorktreeMerge::UpToDate | WorktreeMerge::Committed { .. } => Vec::new(),
     };
