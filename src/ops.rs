@@ -13,6 +13,7 @@ mod init;
 mod integration_lock;
 mod merge;
 mod merge_checks;
+mod merge_recovery;
 mod moves;
 mod note;
 mod project;
@@ -29,7 +30,8 @@ pub use claim::{
 };
 pub use gc::{GcReport, Orphan, gc};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
-pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, Recovery, merge, recover_merges};
+pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
+pub use merge_recovery::{Recovery, recover_merges};
 pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env};

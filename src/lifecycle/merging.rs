@@ -57,19 +57,7 @@ pub fn begin_merge(
         description: t.description.clone().unwrap_or_default(),
         allow_protected: t.allow_protected.clone().unwrap_or_default(),
     };
-    task_mut(state, id).merge_intent = Some(MergeIntent {
-        candidate: review_commit.clone(),
-        integration_tip: tip.clone(),
-        at: Some(now),
-        extra: Default::default(),
-    });
-    let mut outcome = Outcome::default();
-    outcome.event(
-        "merge_started",
-        "liza",
-        Some(id),
-        Some(format!("{review_commit} onto {tip}")),
-    );
+    let outcome = record_intent(state, id, "merge_started", &review_commit, tip, now);
     Ok((outcome, start))
 }
 
@@ -87,6 +75,24 @@ pub fn set_merge_candidate(
     if t.merge_intent.is_none() {
         return Err(no_intent(id));
     }
+    Ok(record_intent(
+        state,
+        id,
+        "merge_candidate",
+        candidate,
+        tip,
+        now,
+    ))
+}
+
+fn record_intent(
+    state: &mut State,
+    id: &TaskId,
+    event: &str,
+    candidate: &CommitId,
+    tip: &CommitId,
+    now: Timestamp,
+) -> Outcome {
     task_mut(state, id).merge_intent = Some(MergeIntent {
         candidate: candidate.clone(),
         integration_tip: tip.clone(),
@@ -95,12 +101,12 @@ pub fn set_merge_candidate(
     });
     let mut outcome = Outcome::default();
     outcome.event(
-        "merge_candidate",
+        event,
         "liza",
         Some(id),
         Some(format!("{candidate} onto {tip}")),
     );
-    Ok(outcome)
+    outcome
 }
 
 /// Clears an interrupted or refused merge's intent; the task stays APPROVED and the next

@@ -8,16 +8,16 @@ use serde::Serialize;
 
 use super::integration_lock::IntegrationLock;
 use super::merge_checks::{MergeChecks, Verdict};
+use super::merge_recovery::{Recovery, merged_result, recover_locked};
 use super::task_lock::TaskLock;
 use super::{
     Authority, OpsError, Project, Transition, claim::describe, dry_run, supervisor_only, transition,
 };
-use crate::blackboard::model::{CommitId, FailureKind, TaskStatus};
-use crate::blackboard::node::Value;
+use crate::blackboard::model::{CommitId, FailureKind};
 use crate::blackboard::store::failpoint;
-use crate::blackboard::{Actor, TaskId};
+use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::git::{Candidate, Published, Repo, SavedWork, integration_worktree_dir, task_branch};
-use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Outcome};
+use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Outcome, Refusal};
 
 /// How many times a merge goes back to build a new candidate when integration moved
 /// under it before it gives up.
@@ -56,28 +56,35 @@ pub enum MergeResult {
     },
 }
 
-/// An interrupted merge found by the next merge (or a supervisor starting).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Recovery {
-    pub task: TaskId,
-    /// `finished` (integration already held the candidate: now MERGED) or `dropped`
-    /// (nothing was published: the task stays APPROVED and is merged again).
-    pub action: &'static str,
-    pub candidate: String,
-}
-
 /// The outcomes and last revision of the several transactions of one merge.
 #[derive(Default)]
-struct Committed {
+pub(super) struct Committed {
     outcome: Outcome,
     revision: u64,
 }
 
 impl Committed {
-    fn add<R>(&mut self, done: Transition<R>) -> R {
+    pub(super) fn add<R>(&mut self, done: Transition<R>) -> R {
         self.outcome.merge(done.outcome);
         self.revision = done.revision;
         done.value
+    }
+
+    /// Commits one supervisor transaction of the merge and keeps its outcome.
+    pub(super) fn run(
+        &mut self,
+        project: &Project,
+        actor: &Actor,
+        change: impl FnOnce(&mut State, Timestamp) -> Result<Outcome, Refusal>,
+    ) -> Result<(), OpsError> {
+        let done = transition(
+            &project.store,
+            actor,
+            Authority::Supervisor,
+            |state, _who, now| Ok((change(state, now)?, ())),
+        )?;
+        self.add(done);
+        Ok(())
     }
 }
 
@@ -143,7 +150,7 @@ pub fn merge(
         |state, _who, now| {
             let (outcome, start) = lifecycle::begin_merge(state, id, &commit_id(&tip)?, now)?;
             if Some(&start.review_commit) != review_commit.as_ref() {
-                return Err(lifecycle::Refusal::new(
+                return Err(Refusal::new(
                     "review-commit",
                     format!("the review_commit of task {id} changed while the merge started"),
                     "run `liza merge` again",
@@ -169,13 +176,11 @@ pub fn merge(
         Ok(ending) => ending,
         Err(e) => {
             let reason = format!("merge stopped: {e}");
-            if let Ok(done) = transition(
-                &project.store,
-                actor,
-                Authority::Supervisor,
-                |state, _who, now| Ok((lifecycle::drop_merge_intent(state, id, &reason, now)?, ())),
-            ) {
-                committed.add(done);
+            let dropped = committed.run(project, actor, |state, now| {
+                lifecycle::drop_merge_intent(state, id, &reason, now)
+            });
+            if let Err(not_dropped) = dropped {
+                tracing::warn!(task = %id, error = %not_dropped, "could not drop the merge intent; the next merge recovers it");
             }
             return Err(e);
         }
@@ -265,22 +270,11 @@ impl MergeRun<'_> {
                 | Candidate::AlreadyMerged { commit } => commit.clone(),
             };
             if intent != (commit.clone(), tip.clone()) {
-                let done = transition(
-                    &self.project.store,
-                    self.actor,
-                    Authority::Supervisor,
-                    |state, _who, now| {
-                        let outcome = lifecycle::set_merge_candidate(
-                            state,
-                            self.id,
-                            &commit_id(&commit)?,
-                            &commit_id(&tip)?,
-                            now,
-                        )?;
-                        Ok((outcome, ()))
-                    },
-                )?;
-                self.committed.add(done);
+                let id = self.id;
+                self.committed.run(self.project, self.actor, |state, now| {
+                    let (candidate, tip) = (commit_id(&commit)?, commit_id(&tip)?);
+                    lifecycle::set_merge_candidate(state, id, &candidate, &tip, now)
+                })?;
                 intent = (commit.clone(), tip.clone());
             }
             if !matches!(candidate, Candidate::AlreadyMerged { .. })
@@ -340,18 +334,10 @@ impl MergeRun<'_> {
     fn record(&mut self, ending: Ending) -> Result<(MergeResult, Option<SavedWork>), OpsError> {
         match ending {
             Ending::Failed(failure) => {
-                let done = transition(
-                    &self.project.store,
-                    self.actor,
-                    Authority::Supervisor,
-                    |state, _who, now| {
-                        Ok((
-                            lifecycle::integration_failed(state, self.id, &failure, now)?,
-                            (),
-                        ))
-                    },
-                )?;
-                self.committed.add(done);
+                let id = self.id;
+                self.committed.run(self.project, self.actor, |state, now| {
+                    lifecycle::integration_failed(state, id, &failure, now)
+                })?;
                 Ok((
                     MergeResult::IntegrationFailed {
                         kind: failure.kind.as_str().to_owned(),
@@ -443,7 +429,7 @@ fn approved_commit(
 
 /// Saves and removes the merged task's worktree and branch (a failure to remove is a
 /// warning: the merge is published, and `liza gc` removes leftovers), then records MERGED.
-fn finish_merged(
+pub(super) fn finish_merged(
     project: &Project,
     actor: &Actor,
     repo: &Repo,
@@ -466,172 +452,18 @@ fn finish_merged(
             None
         }
     };
-    let done = transition(
-        &project.store,
-        actor,
-        Authority::Supervisor,
-        |state, _who, now| {
-            let mut outcome = lifecycle::merged(state, id, merge, now)?;
-            if let Some(saved) = &saved {
-                outcome.event("worktree_archived", "liza", Some(id), Some(describe(saved)));
-            }
-            Ok((outcome, ()))
-        },
-    )?;
-    committed.add(done);
+    committed.run(project, actor, |state, now| {
+        let mut outcome = lifecycle::merged(state, id, merge, now)?;
+        if let Some(saved) = &saved {
+            outcome.event("worktree_archived", "liza", Some(id), Some(describe(saved)));
+        }
+        Ok(outcome)
+    })?;
     Ok(saved)
 }
 
-/// Recovers every interrupted merge (a `merge_intent` left by a process that died): the
-/// candidate is on integration → finish as MERGED; otherwise drop the intent. Takes the
-/// integration lock without waiting: if a merge is running, it recovers them itself.
-/// Run by supervisors when they start.
-pub fn recover_merges(project: &Project, actor: &Actor) -> Result<Vec<Recovery>, OpsError> {
-    supervisor_only(actor, "merge recovery")?;
-    let snapshot = project.store.snapshot()?;
-    if !snapshot
-        .state
-        .tasks
-        .iter()
-        .any(|t| t.merge_intent.is_some())
-    {
-        return Ok(Vec::new());
-    }
-    let integration = snapshot.state.config.integration_branch().to_owned();
-    let repo = Repo::open(&project.root)?;
-    let placeholder = TaskId::parse("recovery").expect("a valid id");
-    let Some(_lock) = IntegrationLock::try_acquire(
-        &project.store,
-        &placeholder,
-        &integration_worktree_dir(&project.root),
-    )?
-    else {
-        return Ok(Vec::new());
-    };
-    let mut committed = Committed::default();
-    recover_locked(project, actor, &repo, &integration, None, &mut committed)
-}
-
-/// Recovery under the integration lock the caller holds; `held` is the task whose task
-/// lock the caller holds already.
-fn recover_locked(
-    project: &Project,
-    actor: &Actor,
-    repo: &Repo,
-    integration: &str,
-    held: Option<&TaskId>,
-    committed: &mut Committed,
-) -> Result<Vec<Recovery>, OpsError> {
-    let snapshot = project.store.snapshot()?;
-    let mut recovered = Vec::new();
-    let interrupted: Vec<_> = snapshot
-        .state
-        .tasks
-        .iter()
-        .filter_map(|t| Some((t.clone(), t.merge_intent.clone()?)))
-        .collect();
-    for (task, intent) in interrupted {
-        let _task_lock = if held == Some(&task.id) {
-            None
-        } else {
-            match TaskLock::try_acquire(&project.store, &task.id) {
-                Ok(lock) => Some(lock),
-                Err(_) => continue,
-            }
-        };
-        let candidate = intent.candidate.to_string();
-        let published = task.status == TaskStatus::Approved
-            && match repo.branch_tip(integration)? {
-                Some(tip) => repo.has_commit(&candidate) && repo.is_ancestor(&candidate, &tip)?,
-                None => false,
-            };
-        if published {
-            let merge_type = if Some(&intent.candidate) == task.review_commit.as_ref() {
-                "fast-forward"
-            } else {
-                "merge-commit"
-            };
-            let merge = MergeRecord {
-                commit: intent.candidate.clone(),
-                merge_type: merge_type.to_owned(),
-                drift_commits: drift(
-                    repo,
-                    task.base_commit.as_ref(),
-                    intent.integration_tip.as_str(),
-                ),
-                retries: 0,
-            };
-            finish_merged(
-                project,
-                actor,
-                repo,
-                integration,
-                &task.id,
-                &merge,
-                committed,
-            )?;
-            recovered.push(Recovery {
-                task: task.id.clone(),
-                action: "finished",
-                candidate,
-            });
-        } else {
-            let reason = format!(
-                "interrupted merge: {integration} does not hold candidate {}; the merge starts over",
-                short(&candidate)
-            );
-            let done = transition(
-                &project.store,
-                actor,
-                Authority::Supervisor,
-                |state, _who, now| {
-                    Ok((
-                        lifecycle::drop_merge_intent(state, &task.id, &reason, now)?,
-                        (),
-                    ))
-                },
-            )?;
-            committed.add(done);
-            recovered.push(Recovery {
-                task: task.id.clone(),
-                action: "dropped",
-                candidate,
-            });
-        }
-    }
-    Ok(recovered)
-}
-
-/// The result of a merge that recovery finished.
-fn merged_result(project: &Project, id: &TaskId, candidate: &str) -> Result<MergeResult, OpsError> {
-    let snapshot = project.store.snapshot()?;
-    let history = snapshot
-        .state
-        .task(id)
-        .and_then(|t| t.history().last().cloned());
-    let text = |key: &str| {
-        history
-            .as_ref()
-            .and_then(|h| h.extra.get(key))
-            .and_then(|n| n.as_str().map(str::to_owned))
-    };
-    Ok(MergeResult::Merged {
-        merge_commit: candidate.to_owned(),
-        merge_type: text("merge_type").unwrap_or_default(),
-        drift_commits: history
-            .as_ref()
-            .and_then(|h| h.extra.get("drift_commits"))
-            .and_then(|n| match n.value {
-                Value::Int(n) => u64::try_from(n).ok(),
-                _ => None,
-            })
-            .unwrap_or(0),
-        retries: 0,
-    })
-}
-
 /// Integration commits since the task's base commit.
-fn drift(repo: &Repo, base: Option<&CommitId>, tip: &str) -> u64 {
+pub(super) fn drift(repo: &Repo, base: Option<&CommitId>, tip: &str) -> u64 {
     base.and_then(|b| repo.resolve_commit(b.as_str()).ok())
         .and_then(|b| repo.count_commits(&b, tip).ok())
         .unwrap_or(0)
@@ -669,9 +501,9 @@ fn refuse_checked_out(repo: &Repo, integration: &str) -> Result<(), OpsError> {
     Ok(())
 }
 
-fn commit_id(sha: &str) -> Result<CommitId, lifecycle::Refusal> {
+fn commit_id(sha: &str) -> Result<CommitId, Refusal> {
     CommitId::parse(sha).ok_or_else(|| {
-        lifecycle::Refusal::new(
+        Refusal::new(
             "commit-id",
             format!("git returned {sha:?}, which is not a commit id"),
             "this is a bug; report it",
@@ -679,6 +511,6 @@ fn commit_id(sha: &str) -> Result<CommitId, lifecycle::Refusal> {
     })
 }
 
-fn short(sha: &str) -> &str {
+pub(super) fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
