@@ -13,6 +13,7 @@ use super::context::{
 };
 use super::refusal::Refusal;
 use super::table::{Command, Kind, row};
+use super::work_done::same_commit;
 
 /// What the merge needs to know about the task, read when its intent is recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,10 +36,12 @@ pub struct MergeRecord {
     pub retries: u32,
 }
 
-/// Records `merge_intent` on an APPROVED task before the merge's git work.
+/// Records `merge_intent` on an APPROVED task before the merge's git work: `approved` is
+/// its review_commit as git resolved it (full SHA), `tip` the integration tip.
 pub fn begin_merge(
     state: &mut State,
     id: &TaskId,
+    approved: &CommitId,
     tip: &CommitId,
     now: Timestamp,
 ) -> Result<(Outcome, MergeStart), Refusal> {
@@ -51,13 +54,20 @@ pub fn begin_merge(
             "a reviewer approves a specific commit; reassign the task or set review_commit by hand",
         ));
     };
+    if !same_commit(review_commit.as_str(), approved.as_str()) {
+        return Err(Refusal::new(
+            "review-commit",
+            format!("task {id} was approved at {review_commit}, not {approved}"),
+            "run `liza merge` again",
+        ));
+    }
     let start = MergeStart {
         review_commit: review_commit.clone(),
         base_commit: t.base_commit.clone(),
         description: t.description.clone().unwrap_or_default(),
         allow_protected: t.allow_protected.clone().unwrap_or_default(),
     };
-    let outcome = record_intent(state, id, "merge_started", &review_commit, tip, now);
+    let outcome = record_intent(state, id, "merge_started", approved, tip, now);
     Ok((outcome, start))
 }
 

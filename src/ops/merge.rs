@@ -98,7 +98,9 @@ pub fn merge(
     supervisor_only(actor, "merge")?;
     let placeholder = CommitId::parse(&"0".repeat(40)).expect("40 zeros are a commit id");
     let probe = dry_run(&project.store, actor, Authority::Supervisor, |s, _, now| {
-        lifecycle::begin_merge(s, id, &placeholder, now).map(|(o, _)| o)
+        let approved = s.task(id).and_then(|t| t.review_commit.clone());
+        let approved = approved.unwrap_or_else(|| placeholder.clone());
+        lifecycle::begin_merge(s, id, &approved, &placeholder, now).map(|(o, _)| o)
     })?;
     let integration = probe.config.integration_branch().to_owned();
     let repo = Repo::open(&project.root)?;
@@ -148,7 +150,8 @@ pub fn merge(
         actor,
         Authority::Supervisor,
         |state, _who, now| {
-            let (outcome, start) = lifecycle::begin_merge(state, id, &commit_id(&tip)?, now)?;
+            let (outcome, start) =
+                lifecycle::begin_merge(state, id, &commit_id(&approved)?, &commit_id(&tip)?, now)?;
             if Some(&start.review_commit) != review_commit.as_ref() {
                 return Err(Refusal::new(
                     "review-commit",

@@ -342,7 +342,8 @@ fn merge_intent_is_recorded_updated_and_dropped_on_approved_tasks_only() {
     let tip = CommitId::parse(&"b".repeat(40)).unwrap();
     let mut start = None;
     w.ok(|s, n| {
-        let (outcome, facts) = begin_merge(s, &id("t-1"), &tip, n)?;
+        let approved = s.task(&id("t-1")).unwrap().review_commit.clone().unwrap();
+        let (outcome, facts) = begin_merge(s, &id("t-1"), &approved, &tip, n)?;
         start = Some(facts);
         Ok(outcome)
     });
@@ -371,8 +372,14 @@ fn merge_intent_is_recorded_updated_and_dropped_on_approved_tasks_only() {
 
     w.claimed("t-2", 2);
     assert_eq!(
-        w.refused(|s, n| begin_merge(s, &id("t-2"), &tip, n).map(|(o, _)| o)),
+        w.refused(|s, n| begin_merge(s, &id("t-2"), &tip, &tip, n).map(|(o, _)| o)),
         "forbidden-transition"
+    );
+    w.approved("t-3");
+    assert_eq!(
+        w.refused(|s, n| begin_merge(s, &id("t-3"), &tip, &tip, n).map(|(o, _)| o)),
+        "review-commit",
+        "only the approved commit is merged"
     );
 }
 
