@@ -2,6 +2,7 @@
 //! `cmd_<name>` that calls an operation and renders its result (human text or `--json`).
 //! Only this module and the binaries print.
 
+mod agent;
 mod agents;
 mod error;
 mod exit;
@@ -119,6 +120,8 @@ enum Command {
     ClaimReview(agents::ClaimArgs),
     /// Merge an APPROVED task into the integration branch (checks, then publish).
     Merge(merge::MergeArgs),
+    /// Run the supervisor of one agent (coder, code-reviewer or planner).
+    Agent(agent::AgentArgs),
 
     // Operator.
     /// Release a coder's or reviewer's claim.
@@ -137,7 +140,11 @@ enum Command {
 
 /// Runs the command line and returns the process exit code.
 pub fn run() -> i32 {
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    run_with(std::env::args_os().collect())
+}
+
+/// Runs the command line `args` (program name first) and returns the exit code.
+pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
     let wants_json = args.iter().any(|a| a == "--json");
     let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
@@ -176,6 +183,7 @@ pub fn run() -> i32 {
         Command::ClaimTask(args) => agents::cmd_claim_task(args, &out),
         Command::ClaimReview(args) => agents::cmd_claim_review(args, &out),
         Command::Merge(args) => merge::cmd_merge(args, &out),
+        Command::Agent(args) => agent::cmd_agent(args, &out),
         Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
         Command::ClearStale => moves::cmd_clear_stale(&out),
         Command::Pause => sprint::cmd_pause(&out),

@@ -45,6 +45,7 @@
 //! - [`cli`]: the `liza` command line.
 //! - [`mod@bench`]: generated blackboards for the benchmark and tests.
 
+pub mod backend;
 pub mod bench;
 pub mod blackboard;
 pub mod cli;
@@ -52,4 +53,5 @@ pub mod error;
 pub mod git;
 pub mod lifecycle;
 pub mod ops;
+pub mod supervisor;
 pub mod watch;

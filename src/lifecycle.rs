@@ -17,6 +17,7 @@ pub mod context;
 pub mod limits;
 pub mod merging;
 pub mod planner_moves;
+pub mod planner_triggers;
 pub mod planning;
 pub mod refusal;
 pub mod sprint;
@@ -37,6 +38,7 @@ pub use merging::{
     merged, set_merge_candidate,
 };
 pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
+pub use planner_triggers::{Trigger, TriggerKind, acknowledge, planner_triggers};
 pub use planning::{
     Amendment, NewTask, SpecFacts, add_task, add_tasks, amend_task, finalize, spec_file,
 };

@@ -5,6 +5,7 @@
 //! work outside the state lock, then re-check and commit.
 
 mod agents;
+pub mod alarms;
 mod authority;
 mod claim;
 mod command;
@@ -19,6 +20,7 @@ mod note;
 mod project;
 mod reports;
 mod sprint;
+mod supervision;
 mod task_lock;
 mod tasks;
 mod work;
@@ -31,12 +33,16 @@ pub use claim::{
 pub use gc::{GcReport, Orphan, gc};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
 pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
+pub use merge_checks::run_review_checks;
 pub use merge_recovery::{Recovery, recover_merges};
 pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env};
 pub use reports::{DiscoveryDecision, anomaly, discover, discovery, log_add};
 pub use sprint::{abort, checkpoint, goal_complete, pause, resume, sprint_next};
+pub use supervision::{
+    acknowledge_triggers, release_review_claim, start_run, supervisor_block, void_verdict,
+};
 pub use tasks::{add_tasks, amend_task, finalize_tasks, spec_facts};
 pub use work::{block, handoff, submit_for_review, submit_verdict};
 

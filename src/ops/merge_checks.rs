@@ -207,3 +207,51 @@ fn install_script(dir: &Path, script: &[u8]) -> Result<PathBuf, OpsError> {
 fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
+
+/// Runs `checks` (the `on_review` ones) in `dir` and reports each result with the tail of
+/// its output, for the review prompt. Output goes to a temporary file outside the
+/// worktree, so the reviewer finds the worktree as the coder left it.
+pub fn run_review_checks(checks: &[Check], dir: &Path) -> String {
+    let mut report = Vec::new();
+    for check in checks {
+        let Some(argv) = command::argv(&check.run) else {
+            continue;
+        };
+        let timeout = check
+            .timeout
+            .and_then(|t| u64::try_from(t).ok())
+            .map_or(DEFAULT_CHECK_TIMEOUT, Duration::from_secs);
+        let Ok(mut output) = tempfile::tempfile() else {
+            report.push(format!("- {}: not run (no temporary file)", check.name));
+            continue;
+        };
+        let exit = Bounded {
+            dir,
+            timeout,
+            output: Some(&output),
+            env: &[],
+        }
+        .run(&argv, |_| {});
+        let mut text = String::new();
+        use std::io::{Read, Seek};
+        let _ = output
+            .rewind()
+            .and_then(|_| output.read_to_string(&mut text));
+        let tail: Vec<&str> = text.lines().rev().take(20).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        report.push(format!(
+            "- {}: {}\n{}",
+            check.name,
+            if exit.success() {
+                "passed".to_owned()
+            } else {
+                exit.describe()
+            },
+            tail.iter()
+                .map(|l| format!("    {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+    }
+    report.join("\n")
+}

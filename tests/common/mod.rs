@@ -111,7 +111,12 @@ impl Repo {
 
     /// A `liza` command in this repository with a hermetic environment.
     pub fn command(&self) -> Command {
-        let mut cmd = Command::new(LIZA);
+        self.command_for(LIZA)
+    }
+
+    /// `program` in this repository with the same hermetic environment.
+    pub fn command_for(&self, program: &str) -> Command {
+        let mut cmd = Command::new(program);
         self.env(&mut cmd);
         cmd.current_dir(self.path());
         cmd

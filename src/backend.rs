@@ -1,0 +1,274 @@
+//! Agent backends (supervisor.md *Backends*): what turns a prompt, a worktree and an
+//! environment into an agent process. The built-in CLI backends (`claude`, `codex`,
+//! `gemini`, `mistral`, `aider`, `opencode`) with arguments that let each work unattended
+//! inside its worktree, and the user's own from `config.agent_tools`. Always an argv
+//! vector; blackboard content reaches the agent only as the prompt (stdin, one argument,
+//! or a file), never through a shell.
+
+use std::path::{Path, PathBuf};
+
+use crate::blackboard::model::{Config, PromptMode};
+
+/// One resolved backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub name: String,
+    pub executable: String,
+    /// Arguments before the prompt; `{prompt_file}`, `{worktree}`, `{task_id}` are
+    /// replaced.
+    pub args: Vec<String>,
+    pub prompt: PromptMode,
+    /// Extra environment (e.g. the provider key a user backend needs).
+    pub env: Vec<(String, String)>,
+    /// Arguments for `-i` (interactive) runs, replacing `args`.
+    pub interactive_args: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("unknown agent backend {name:?}: not built in and not in config.agent_tools")]
+    Unknown { name: String },
+    #[error("the {name} backend needs `{executable}`, which is not on PATH")]
+    Missing { name: String, executable: String },
+    #[error("the builtin backend (liza's own agent) is not available in this version")]
+    BuiltinUnavailable,
+}
+
+impl BackendError {
+    pub fn hint(&self) -> String {
+        match self {
+            BackendError::Unknown { .. } => format!(
+                "use --cli with one of {}, or add it to config.agent_tools",
+                BUILT_IN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
+            ),
+            BackendError::Missing { executable, .. } => {
+                format!(
+                    "install {executable}, put it on PATH, or choose another backend with --cli"
+                )
+            }
+            BackendError::BuiltinUnavailable => "choose a CLI backend with --cli".into(),
+        }
+    }
+}
+
+/// name, executable, unattended arguments, how the prompt is passed.
+type BuiltIn = (
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    PromptMode,
+);
+
+/// The built-in CLI backends. The arguments follow each tool's documentation for
+/// non-interactive runs that may edit files and run commands (git, tests, `liza`) in the
+/// worktree without permission prompts; `config.agent_tools.<name>` overrides them.
+const BUILT_IN: &[BuiltIn] = &[
+    (
+        "claude",
+        "claude",
+        &[
+            "-p",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Bash,Edit,MultiEdit,Write,Read,Glob,Grep,LS",
+        ],
+        PromptMode::Stdin,
+    ),
+    (
+        "codex",
+        "codex",
+        &[
+            "exec",
+            "--sandbox",
+            "workspace-write",
+            "--cd",
+            "{worktree}",
+            "-",
+        ],
+        PromptMode::Stdin,
+    ),
+    ("gemini", "gemini", &["--yolo", "-p"], PromptMode::Stdin),
+    ("mistral", "vibe", &["-p"], PromptMode::Arg),
+    (
+        "aider",
+        "aider",
+        &["--yes-always", "--message-file", "{prompt_file}"],
+        PromptMode::File,
+    ),
+    ("opencode", "opencode", &["run"], PromptMode::Arg),
+];
+
+impl Backend {
+    /// The backend named `name`: the user's `config.agent_tools` first (so built-ins can
+    /// be overridden), then the built-in table.
+    pub fn resolve(name: &str, config: &Config) -> Result<Backend, BackendError> {
+        if let Some(tool) = config
+            .agent_tools
+            .as_ref()
+            .and_then(|tools| tools.get(&name.to_owned()))
+        {
+            return Ok(Backend {
+                name: name.to_owned(),
+                executable: tool.executable.clone(),
+                args: tool.args.clone().unwrap_or_default(),
+                prompt: tool.prompt.unwrap_or(PromptMode::Stdin),
+                env: tool.env.as_ref().map(|e| e.0.clone()).unwrap_or_default(),
+                interactive_args: tool.interactive_args.clone().unwrap_or_default(),
+            });
+        }
+        if name == "builtin" {
+            return Err(BackendError::BuiltinUnavailable);
+        }
+        let (_, executable, args, prompt) =
+            BUILT_IN
+                .iter()
+                .find(|b| b.0 == name)
+                .ok_or_else(|| BackendError::Unknown {
+                    name: name.to_owned(),
+                })?;
+        Ok(Backend {
+            name: name.to_owned(),
+            executable: (*executable).to_owned(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            prompt: *prompt,
+            env: Vec::new(),
+            interactive_args: Vec::new(),
+        })
+    }
+
+    /// The executable's path, if it can be run (an absolute or relative path that exists,
+    /// or a name found on `PATH`).
+    pub fn check_usable(&self) -> Result<PathBuf, BackendError> {
+        find_executable(&self.executable).ok_or_else(|| BackendError::Missing {
+            name: self.name.clone(),
+            executable: self.executable.clone(),
+        })
+    }
+
+    /// The argv and stdin of one run.
+    pub fn invocation(&self, run: &RunInput<'_>, interactive: bool) -> Invocation {
+        let fill = |arg: &str| {
+            arg.replace("{prompt_file}", &run.prompt_file.display().to_string())
+                .replace("{worktree}", &run.workdir.display().to_string())
+                .replace("{task_id}", run.task.unwrap_or(""))
+        };
+        let template = if interactive && !self.interactive_args.is_empty() {
+            &self.interactive_args
+        } else {
+            &self.args
+        };
+        let mut argv = vec![self.executable.clone()];
+        argv.extend(template.iter().map(|a| fill(a)));
+        let mut stdin = None;
+        if !interactive {
+            match self.prompt {
+                PromptMode::Stdin => stdin = Some(run.prompt.to_owned()),
+                PromptMode::Arg => argv.push(run.prompt.to_owned()),
+                PromptMode::File => {
+                    if !template.iter().any(|a| a.contains("{prompt_file}")) {
+                        argv.push(run.prompt_file.display().to_string());
+                    }
+                }
+            }
+        }
+        Invocation { argv, stdin }
+    }
+}
+
+/// What one run is given.
+pub struct RunInput<'a> {
+    pub prompt: &'a str,
+    pub prompt_file: &'a Path,
+    pub workdir: &'a Path,
+    pub task: Option<&'a str>,
+}
+
+/// An agent process to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub argv: Vec<String>,
+    pub stdin: Option<String>,
+}
+
+/// Looks `name` up like a shell would, without a shell.
+pub fn find_executable(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return runnable(&path).then_some(path);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| runnable(p))
+    })
+}
+
+/// Environment variables that hold secrets meant for liza itself (or a provider), removed
+/// from every agent's environment unless the backend's `env` lists them.
+pub fn is_secret(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "LIZA_LLM_API_KEY",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "MISTRAL_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OPENROUTER_API_KEY",
+    ];
+    EXACT.contains(&name) || (name.starts_with("LIZA_") && name.ends_with("_KEY"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run<'a>(file: &'a Path, dir: &'a Path) -> RunInput<'a> {
+        RunInput {
+            prompt: "do the task",
+            prompt_file: file,
+            workdir: dir,
+            task: Some("t-1"),
+        }
+    }
+
+    #[test]
+    fn built_in_backends_pass_the_prompt_their_way() {
+        let config = Config::default();
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        let claude = Backend::resolve("claude", &config).unwrap();
+        let inv = claude.invocation(&run(file, dir), false);
+        assert_eq!(inv.argv[..2], ["claude".to_owned(), "-p".to_owned()]);
+        assert_eq!(inv.stdin.as_deref(), Some("do the task"));
+        let mistral = Backend::resolve("mistral", &config).unwrap();
+        let inv = mistral.invocation(&run(file, dir), false);
+        assert_eq!(inv.argv.last().map(String::as_str), Some("do the task"));
+        assert!(inv.stdin.is_none());
+        let aider = Backend::resolve("aider", &config).unwrap();
+        let inv = aider.invocation(&run(file, dir), false);
+        assert!(inv.argv.contains(&"/p/prompt.md".to_owned()));
+        let codex = Backend::resolve("codex", &config).unwrap();
+        assert!(
+            codex
+                .invocation(&run(file, dir), false)
+                .argv
+                .contains(&"/w".to_owned())
+        );
+        assert!(matches!(
+            Backend::resolve("nope", &config),
+            Err(BackendError::Unknown { .. })
+        ));
+    }
+
+    #[test]
+    fn secrets_are_recognised() {
+        assert!(is_secret("LIZA_LLM_API_KEY"));
+        assert!(is_secret("OPENAI_API_KEY"));
+        assert!(!is_secret("PATH"));
+        assert!(!is_secret("LIZA_AGENT_ID"));
+    }
+}

@@ -1,0 +1,70 @@
+//! `liza agent <role>` / `liza-agent <role>` (supervisor.md): one process supervises one
+//! agent for its whole life — startup (identity, repository, backend, registration),
+//! heartbeats, finding and claiming work, preparing the worktree and the prompt, running
+//! the agent under watchdogs, classifying its exit, reconciling, merging what a reviewer
+//! approved, waking the planner only when there is something to decide.
+//!
+//! One dispatcher on a single-threaded tokio runtime: the agent process, the debounced
+//! watch of `.liza/`, timers and signals meet in `select!` loops; blocking work (store
+//! transactions, git, merges with their checks) runs on the blocking pool so heartbeats
+//! never stall.
+
+mod agent_process;
+mod coder;
+mod error;
+pub mod identity;
+mod planner;
+pub mod prompt;
+mod reviewer;
+mod run;
+mod session;
+mod wake;
+
+use std::sync::Arc;
+
+pub use error::SupervisorError;
+pub use session::Session;
+
+/// What the command line asked for.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// The role as typed (normalised at startup).
+    pub role: String,
+    /// `LIZA_AGENT_ID`, if set.
+    pub agent_id: Option<String>,
+    /// `--auto-id`: take the lowest free `<role>-N`.
+    pub auto_id: bool,
+    /// `TASK_ID`: the first candidate.
+    pub task: Option<String>,
+    /// `--cli NAME`.
+    pub cli: Option<String>,
+    /// `--identity ID` (built-in agent identities).
+    pub identity: Option<String>,
+    /// `-i`: run the agent CLI interactively.
+    pub interactive: bool,
+    /// `--once`: run the agent once, then exit.
+    pub once: bool,
+}
+
+/// Where the supervisor's own lines and the agent's output go (the terminal, in the CLI).
+pub trait Console: Send + Sync {
+    /// A line from the supervisor.
+    fn info(&self, line: &str);
+    /// A chunk of the agent's output.
+    fn agent_output(&self, chunk: &[u8]);
+}
+
+/// Runs a supervisor to its end; returns its exit code (0 done or aborted, 130/143 on
+/// signals) or the startup error.
+pub fn run(options: Options, console: Arc<dyn Console>) -> Result<i32, SupervisorError> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(SupervisorError::Runtime)?;
+    runtime.block_on(async move {
+        let mut session = Session::start(options, console).await?;
+        let result = session.serve().await;
+        session.finish().await;
+        result
+    })
+}

@@ -1,0 +1,199 @@
+//! One agent process (supervisor.md *Running the agent*): spawned from an argv vector in
+//! its own process group, the prompt on stdin when the backend takes it so, output
+//! streamed to the terminal and saved (secrets scrubbed, size-capped), progress noted on
+//! every output chunk; stopped with SIGTERM to the group, a grace period, then SIGKILL —
+//! and the group is killed after the agent exits so no grandchild outlives it.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::process::{Child, Command};
+
+use super::Console;
+use crate::backend::{Invocation, is_secret};
+
+/// How much of an agent's output is kept in its log file.
+const LOG_CAP: u64 = 8 * 1024 * 1024;
+/// How much of the output tail is kept in memory (usage-limit messages, diagnostics).
+const TAIL: usize = 16 * 1024;
+
+/// Shared between the output readers and the supervisor.
+#[derive(Default)]
+pub struct Activity {
+    pub last: Option<Instant>,
+    pub tail: String,
+}
+
+pub struct AgentProcess {
+    child: Child,
+    pub pgid: i32,
+    pub started: Instant,
+    pub activity: Arc<Mutex<Activity>>,
+}
+
+impl AgentProcess {
+    pub fn spawn(
+        invocation: &Invocation,
+        cwd: &Path,
+        env: &[(String, String)],
+        log: Option<File>,
+        console: Arc<dyn Console>,
+    ) -> std::io::Result<AgentProcess> {
+        let (program, args) = invocation
+            .argv
+            .split_first()
+            .ok_or_else(|| std::io::Error::other("empty agent command"))?;
+        let mut command = Command::new(program);
+        command.args(args).current_dir(cwd).process_group(0);
+        let mut secrets = Vec::new();
+        for (key, value) in std::env::vars() {
+            if is_secret(&key) && !env.iter().any(|(k, _)| *k == key) {
+                command.env_remove(&key);
+                if value.len() >= 8 {
+                    secrets.push(value);
+                }
+            }
+        }
+        command.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        command
+            .stdin(if invocation.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(false);
+        let mut child = command.spawn()?;
+        let pgid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .unwrap_or(0);
+        if let (Some(text), Some(mut stdin)) = (invocation.stdin.clone(), child.stdin.take()) {
+            tokio::spawn(async move {
+                let _ = stdin.write_all(text.as_bytes()).await;
+                let _ = stdin.shutdown().await;
+            });
+        }
+        let activity = Arc::new(Mutex::new(Activity {
+            last: Some(Instant::now()),
+            tail: String::new(),
+        }));
+        let log = Arc::new(Mutex::new((log, 0u64)));
+        let secrets = Arc::new(secrets);
+        if let Some(out) = child.stdout.take() {
+            pump(
+                out,
+                console.clone(),
+                activity.clone(),
+                log.clone(),
+                secrets.clone(),
+            );
+        }
+        if let Some(err) = child.stderr.take() {
+            pump(err, console, activity.clone(), log, secrets);
+        }
+        Ok(AgentProcess {
+            child,
+            pgid,
+            started: Instant::now(),
+            activity,
+        })
+    }
+
+    /// Waits for the agent to exit, then kills what is left of its group.
+    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        let status = self.child.wait().await;
+        self.kill_group(Signal::SIGKILL);
+        status
+    }
+
+    /// SIGTERM to the group, `grace`, then SIGKILL.
+    pub async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
+        self.kill_group(Signal::SIGTERM);
+        let status = match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(status) => status,
+            Err(_) => {
+                self.kill_group(Signal::SIGKILL);
+                self.child.wait().await
+            }
+        };
+        self.kill_group(Signal::SIGKILL);
+        status
+    }
+
+    fn kill_group(&self, signal: Signal) {
+        if self.pgid > 1 {
+            let _ = killpg(Pid::from_raw(self.pgid), signal);
+        }
+    }
+
+    /// When the agent last wrote output.
+    pub fn last_output(&self) -> Option<Instant> {
+        self.activity.lock().ok().and_then(|a| a.last)
+    }
+
+    pub fn output_tail(&self) -> String {
+        self.activity
+            .lock()
+            .map(|a| a.tail.clone())
+            .unwrap_or_default()
+    }
+}
+
+type SharedLog = Arc<Mutex<(Option<File>, u64)>>;
+
+fn pump(
+    mut reader: impl AsyncRead + Unpin + Send + 'static,
+    console: Arc<dyn Console>,
+    activity: Arc<Mutex<Activity>>,
+    log: SharedLog,
+    secrets: Arc<Vec<String>>,
+) {
+    tokio::spawn(async move {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            let n = match reader.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            let mut text = String::from_utf8_lossy(&buf[..n]).into_owned();
+            for secret in secrets.iter() {
+                if text.contains(secret.as_str()) {
+                    text = text.replace(secret.as_str(), "[redacted]");
+                }
+            }
+            console.agent_output(text.as_bytes());
+            if let Ok(mut a) = activity.lock() {
+                a.last = Some(Instant::now());
+                a.tail.push_str(&text);
+                if a.tail.len() > TAIL {
+                    let mut cut = a.tail.len() - TAIL;
+                    while !a.tail.is_char_boundary(cut) {
+                        cut += 1;
+                    }
+                    a.tail.drain(..cut);
+                }
+            }
+            if let Ok(mut guard) = log.lock() {
+                let (file, written) = &mut *guard;
+                if let Some(f) = file.as_mut()
+                    && *written < LOG_CAP
+                {
+                    let _ = f.write_all(text.as_bytes());
+                    *written += text.len() as u64;
+                    if *written >= LOG_CAP {
+                        let _ = f.write_all(b"\n[liza: output truncated at 8 MiB]\n");
+                    }
+                }
+            }
+        }
+    });
+}

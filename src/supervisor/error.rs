@@ -1,0 +1,59 @@
+//! Why a supervisor stopped, with the exit codes of supervisor.md: 1 identity,
+//! registration or configuration error; 4 no `.liza/` or a corrupt blackboard; 5 backend
+//! missing; 6 claims kept failing.
+
+use super::identity::IdentityError;
+use crate::backend::BackendError;
+use crate::error::{Diagnostic, ErrorClass};
+use crate::ops::OpsError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SupervisorError {
+    #[error(transparent)]
+    Identity(IdentityError),
+    #[error("no blackboard here: {0}")]
+    NoBlackboard(String),
+    #[error(transparent)]
+    Backend(BackendError),
+    #[error("registration refused: {0}")]
+    Registration(OpsError),
+    #[error("{0}")]
+    Ops(#[from] OpsError),
+    #[error("claims failed {count} times in a row (last: {last})")]
+    ClaimsFailing { count: u32, last: String },
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+impl SupervisorError {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            SupervisorError::Identity(_) | SupervisorError::Registration(_) => 1,
+            SupervisorError::NoBlackboard(_) => 4,
+            SupervisorError::Backend(BackendError::Missing { .. }) => 5,
+            SupervisorError::Backend(_) => 1,
+            SupervisorError::Ops(e) => match e.class() {
+                ErrorClass::Blackboard => 4,
+                ErrorClass::MissingProgram => 5,
+                _ => 1,
+            },
+            SupervisorError::ClaimsFailing { .. } => 6,
+            SupervisorError::Runtime(_) => 1,
+        }
+    }
+
+    pub fn hints(&self) -> Vec<String> {
+        match self {
+            SupervisorError::Identity(e) => vec![format!("e.g. {}", e.example())],
+            SupervisorError::NoBlackboard(_) => {
+                vec!["run `liza init \"<goal>\"` in the project's repository first".into()]
+            }
+            SupervisorError::Backend(e) => vec![e.hint()],
+            SupervisorError::Registration(e) | SupervisorError::Ops(e) => e.hints(),
+            SupervisorError::ClaimsFailing { .. } => vec![
+                "look at `liza log` and the lock holders; restart the supervisor when fixed".into(),
+            ],
+            SupervisorError::Runtime(_) => Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,278 @@
+//! The reviewer supervisor's pass: merge what it approved first (the merge pipeline), then
+//! claim a review, run the project's `on_review` checks on the review commit, prompt, run
+//! the reviewer, and reconcile: a run that changed the worktree voids its verdict; a run
+//! without a verdict releases the claim (an alarm after two).
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use super::SupervisorError;
+use super::prompt::{self, ReviewFacts};
+use super::run::{Boundaries, RunEnd, worktree_state};
+use super::session::{Session, Step};
+use crate::blackboard::model::{State, Task, TaskStatus};
+use crate::blackboard::{Actor, TaskId, Timestamp};
+use crate::error::{Diagnostic, ErrorClass};
+use crate::git::{Repo, worktree_dir};
+use crate::lifecycle::text_rules::any_match;
+use crate::lifecycle::{self, ReviewWork};
+use crate::ops::{self, MergeResult, alarms::Level};
+
+impl Session {
+    pub(super) async fn reviewer_step(&mut self, state: &State) -> Result<Step, SupervisorError> {
+        let now = Timestamp::now();
+        for work in lifecycle::reviewer_work(state, &self.agent, now) {
+            match work {
+                ReviewWork::Merge(task) => {
+                    if self.merge(&task).await {
+                        return Ok(Step::Worked);
+                    }
+                }
+                ReviewWork::Review(task) => {
+                    if let Some(at) = self.memory(&task).resume_at
+                        && at > Instant::now()
+                    {
+                        continue;
+                    }
+                    let (agent, id) = (self.agent.clone(), task.clone());
+                    let claimed = self
+                        .blocking(move |project| {
+                            ops::claim_review(project, &Actor::Human, &id, &agent)
+                        })
+                        .await;
+                    match claimed {
+                        Ok(_) => return self.review(&task).await,
+                        Err(e) if e.class() == ErrorClass::Refused => continue,
+                        Err(e) => {
+                            tracing::warn!(task = %task, error = %e, "review claim failed");
+                            continue;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Step::Idle)
+    }
+
+    /// Merges an approved task; `true` when the merge ran (MERGED or INTEGRATION_FAILED).
+    async fn merge(&mut self, task: &TaskId) -> bool {
+        let console = self.console.clone();
+        let id = task.clone();
+        let merged = self
+            .blocking(move |project| {
+                ops::merge(project, &Actor::Human, &id, &mut |line| {
+                    console.info(&format!("merge {id}: {line}"))
+                })
+            })
+            .await;
+        match merged {
+            Ok(done) => {
+                match &done.value.result {
+                    MergeResult::Merged {
+                        merge_commit,
+                        merge_type,
+                        ..
+                    } => self
+                        .console
+                        .info(&format!("{task}: MERGED ({merge_type} {merge_commit})")),
+                    MergeResult::IntegrationFailed { kind, reason, .. } => {
+                        self.console
+                            .info(&format!("{task}: INTEGRATION_FAILED ({kind}): {reason}"));
+                    }
+                }
+                true
+            }
+            Err(e) => {
+                self.console.info(&format!("merge of {task} not done: {e}"));
+                false
+            }
+        }
+    }
+
+    async fn review(&mut self, task: &TaskId) -> Result<Step, SupervisorError> {
+        let state = self.snapshot()?;
+        let Some(t) = state.task(task).cloned() else {
+            return Ok(Step::Worked);
+        };
+        let workdir = worktree_dir(&self.project.root, task);
+        if !workdir.exists() {
+            let id = task.clone();
+            let _ = self
+                .blocking(move |project| ops::release_review_claim(project, &id))
+                .await;
+            self.alarm(
+                Level::Error,
+                "WORKTREE_MISSING",
+                &format!("{task}: its worktree is missing; the review claim was released"),
+                &format!("worktree-missing:{task}:{}", state.revision.unwrap_or(0)),
+            );
+            self.memory(task).resume_at = Some(Instant::now() + Duration::from_secs(60));
+            return Ok(Step::Worked);
+        }
+        let facts = self.review_facts(&state, &t, &workdir).await;
+        let text = prompt::reviewer(
+            &state,
+            &self.project.root,
+            &self.agent,
+            &t,
+            &workdir,
+            &facts,
+        );
+        let file = prompt::save(
+            &self.project.store.paths().dir,
+            &self.agent,
+            task.as_str(),
+            &text,
+        )
+        .map_err(|e| {
+            SupervisorError::Ops(ops::OpsError::refused(
+                e.to_string(),
+                "check .liza/ is writable",
+            ))
+        })?;
+        self.console
+            .info(&format!("{}: reviewing {task}", self.agent));
+        let before = worktree_state(&workdir);
+        let bounds = Boundaries::read(&self.project.root, &state);
+        let end = self
+            .run_agent(Some(task), &workdir, &text, &file, &state)
+            .await?;
+        let after_state = self.snapshot()?;
+        self.check_boundaries(&bounds, &after_state, Some(task));
+        let changed = worktree_state(&workdir) != before;
+        let now_task = after_state.task(task);
+        let verdict_given = now_task.is_some_and(|t| {
+            matches!(t.status, TaskStatus::Approved | TaskStatus::Rejected)
+                && t.approved_by.as_ref() == Some(&self.agent)
+        });
+        if changed {
+            let message = format!(
+                "{} changed the worktree of {task} while reviewing it",
+                self.agent
+            );
+            self.alarm(
+                Level::Error,
+                "ROLE_BOUNDARY",
+                &message,
+                &format!(
+                    "review-modified:{task}:{}",
+                    after_state.revision.unwrap_or(0)
+                ),
+            );
+            let detail = message.clone();
+            let id = task.clone();
+            let _ = self
+                .blocking(move |project| {
+                    ops::log_add(
+                        project,
+                        &Actor::Human,
+                        "role_boundary_violation",
+                        &detail,
+                        Some(&id),
+                    )
+                })
+                .await;
+            if verdict_given {
+                let id = task.clone();
+                let voided = self
+                    .blocking(move |project| ops::void_verdict(project, &id, &message))
+                    .await;
+                if let Err(e) = voided {
+                    tracing::warn!(task = %task, error = %e, "could not void the verdict");
+                }
+            }
+        }
+        let still_reviewing = after_state.task(task).is_some_and(|t| {
+            t.status == TaskStatus::ReadyForReview && t.reviewing_by.as_ref() == Some(&self.agent)
+        });
+        if still_reviewing && end != RunEnd::Signalled {
+            let id = task.clone();
+            let _ = self
+                .blocking(move |project| ops::release_review_claim(project, &id))
+                .await;
+            let m = self.memory(task);
+            m.failed_reviews += 1;
+            m.resume_at = Some(Instant::now() + Duration::from_secs(5));
+            let failed = m.failed_reviews;
+            if failed >= 2 {
+                self.alarm(
+                    Level::Warn,
+                    "REVIEW_FAILED",
+                    &format!(
+                        "{}: {failed} review runs of {task} ended without a verdict",
+                        self.agent
+                    ),
+                    &format!("review-failed:{}:{task}:{failed}", self.agent),
+                );
+            }
+        }
+        Ok(Step::Worked)
+    }
+
+    /// The diff stat, tests, path warnings and on_review checks for the review prompt.
+    async fn review_facts(&self, state: &State, t: &Task, workdir: &Path) -> ReviewFacts {
+        let (base, head) = (
+            t.base_commit.as_ref().map(|c| c.to_string()),
+            t.review_commit.as_ref().map(|c| c.to_string()),
+        );
+        let changed = match (Repo::open(&self.project.root), &base, &head) {
+            (Ok(repo), Some(b), Some(h)) => repo.changed_files(b, h).unwrap_or_default(),
+            _ => Vec::new(),
+        };
+        let tests: Vec<&String> = changed
+            .iter()
+            .filter(|f| any_match(&state.config.test_paths(), f))
+            .collect();
+        let mut warnings = Vec::new();
+        if let Some(paths) = &t.paths {
+            for f in changed.iter().filter(|f| !any_match(paths, f)) {
+                warnings.push(format!("outside the task's paths: {f}"));
+            }
+        }
+        for f in changed
+            .iter()
+            .filter(|f| any_match(&state.config.protected_paths(), f))
+        {
+            warnings.push(format!("protected path (allowed by allow_protected): {f}"));
+        }
+        let checks = self.review_checks(state, workdir).await;
+        ReviewFacts {
+            diff_stat: if changed.is_empty() {
+                "(no files changed)".into()
+            } else {
+                changed.iter().map(|f| format!("- {f}")).collect::<Vec<_>>().join("\n")
+            },
+            tests_changed: if tests.is_empty() {
+                "NONE".into()
+            } else {
+                tests.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            },
+            path_warnings: warnings.join("\n"),
+            checks,
+            spec_changed: String::new(),
+            situation: t
+                .rejection_reason
+                .as_ref()
+                .map(|r| format!("## Your previous rejection\n{r}\nSay for each earlier blocker whether it is fixed."))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// Runs the `on_review` checks in the worktree (its HEAD is the review commit).
+    async fn review_checks(&self, state: &State, workdir: &Path) -> String {
+        let checks: Vec<_> = state
+            .config
+            .checks
+            .iter()
+            .flatten()
+            .filter(|c| c.on_review == Some(true))
+            .cloned()
+            .collect();
+        if checks.is_empty() {
+            return "(no checks configured with on_review: true)".into();
+        }
+        let dir = workdir.to_path_buf();
+        self.blocking(move |_| ops::run_review_checks(&checks, &dir))
+            .await
+    }
+}

@@ -1,0 +1,223 @@
+//! Running the agent once (supervisor.md *Running the agent*, *Exit codes*): spawn, heartbeat
+//! with its process group, watch for progress (output, worktree HEAD and status, state
+//! changes) and the execution timeout, stop it on ABORT or a signal; then the role-boundary
+//! snapshot compared before and after the run.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use super::SupervisorError;
+use super::agent_process::AgentProcess;
+use super::session::Session;
+use crate::backend::RunInput;
+use crate::blackboard::{Role, State, TaskId};
+use crate::git::{Repo, dirty_files, head_of};
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum RunEnd {
+    /// Exit code (a signal death counts as a crash: `None`).
+    Exited(Option<i32>),
+    /// No progress for `agent_progress_timeout`.
+    Stalled(Duration),
+    /// Longer than the role's `execution_timeout`.
+    TimedOut(Duration),
+    /// ABORT: stopped.
+    Aborted,
+    /// The supervisor was signalled.
+    Signalled,
+    /// The agent could not be started.
+    NotStarted(String),
+}
+
+/// What the human's checkout and the integration ref looked like (role boundaries).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Boundaries {
+    main_head: Option<String>,
+    main_branch: Option<String>,
+    main_index: Option<blake3::Hash>,
+    integration: Option<String>,
+}
+
+impl Boundaries {
+    pub fn read(root: &Path, state: &State) -> Boundaries {
+        let repo = Repo::open(root).ok();
+        Boundaries {
+            main_head: head_of(root).ok(),
+            main_branch: std::fs::read_to_string(root.join(".git/HEAD")).ok(),
+            main_index: std::fs::read(root.join(".git/index"))
+                .ok()
+                .map(|b| blake3::hash(&b)),
+            integration: repo.and_then(|r| {
+                r.branch_tip(state.config.integration_branch())
+                    .ok()
+                    .flatten()
+            }),
+        }
+    }
+
+    /// What changed, as phrases for the anomaly and the alarm.
+    pub fn changes(&self, after: &Boundaries) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.main_head != after.main_head || self.main_branch != after.main_branch {
+            out.push("the main checkout's HEAD or branch changed".to_owned());
+        }
+        if self.main_index != after.main_index {
+            out.push("the main checkout's index changed".to_owned());
+        }
+        if self.integration != after.integration {
+            out.push("the integration branch moved".to_owned());
+        }
+        out
+    }
+}
+
+/// A worktree's HEAD and uncommitted files.
+pub(super) fn worktree_state(dir: &Path) -> (Option<String>, Vec<String>) {
+    (head_of(dir).ok(), dirty_files(dir).unwrap_or_default())
+}
+
+impl Session {
+    /// Runs the agent once for `task` (or the planner's turn) in `workdir`.
+    pub(super) async fn run_agent(
+        &mut self,
+        task: Option<&TaskId>,
+        workdir: &Path,
+        prompt: &str,
+        prompt_file: &Path,
+        state: &State,
+    ) -> Result<RunEnd, SupervisorError> {
+        let input = RunInput {
+            prompt,
+            prompt_file,
+            workdir,
+            task: task.map(TaskId::as_str),
+        };
+        let invocation = self.backend.invocation(&input, self.options.interactive);
+        let env = self.agent_env(task, workdir);
+        if self.options.interactive {
+            self.console
+                .info(&format!("prompt saved to {}", prompt_file.display()));
+            return Ok(self.run_interactive(&invocation.argv, workdir, &env).await);
+        }
+        let log = agent_log(&self.project.store.paths().dir, self.agent.as_str(), task)
+            .and_then(|p| std::fs::File::create(p).ok());
+        let mut process =
+            match AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone()) {
+                Ok(p) => p,
+                Err(e) => return Ok(RunEnd::NotStarted(e.to_string())),
+            };
+        self.pgid.store(i64::from(process.pgid), Ordering::SeqCst);
+        self.heartbeat_now().await;
+        let progress_limit = Duration::from_secs(
+            state
+                .config
+                .agent_progress_timeout
+                .filter(|t| *t > 0)
+                .unwrap_or(1800)
+                .unsigned_abs(),
+        );
+        let execution = state.config.execution_timeout.as_ref();
+        let limit = match self.role() {
+            Role::Coder => execution.and_then(|e| e.coder).unwrap_or(7200),
+            Role::CodeReviewer => execution.and_then(|e| e.code_reviewer).unwrap_or(1800),
+            Role::Planner => execution.and_then(|e| e.planner).unwrap_or(3600),
+        };
+        let exec_limit = Duration::from_secs(limit.max(1).unsigned_abs());
+        let check_every = progress_limit
+            .min(exec_limit)
+            .min(Duration::from_secs(5))
+            .max(Duration::from_millis(200));
+        let mut tick = tokio::time::interval(check_every);
+        let mut last_seen = (
+            worktree_state(workdir),
+            self.project
+                .store
+                .paths()
+                .dir
+                .join("state.yaml")
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok(),
+        );
+        let mut progress_at = Instant::now();
+        let stopped = self.stopped.clone();
+        let grace = Duration::from_secs(10);
+        let end = loop {
+            tokio::select! {
+                status = process.wait() => {
+                    break match status {
+                        Ok(s) => RunEnd::Exited(s.code()),
+                        Err(e) => RunEnd::NotStarted(e.to_string()),
+                    };
+                }
+                _ = tick.tick() => {
+                    if self.project.store.paths().control("ABORT").exists() {
+                        let _ = process.stop(grace).await;
+                        break RunEnd::Aborted;
+                    }
+                    let now_seen = (worktree_state(workdir), self.project.store.paths().dir.join("state.yaml").metadata().and_then(|m| m.modified()).ok());
+                    if now_seen != last_seen {
+                        last_seen = now_seen;
+                        progress_at = Instant::now();
+                    }
+                    if let Some(out) = process.last_output() && out > progress_at {
+                        progress_at = out;
+                    }
+                    if progress_at.elapsed() > progress_limit {
+                        let _ = process.stop(grace).await;
+                        break RunEnd::Stalled(progress_limit);
+                    }
+                    if process.started.elapsed() > exec_limit {
+                        let _ = process.stop(grace).await;
+                        break RunEnd::TimedOut(exec_limit);
+                    }
+                }
+                _ = stopped.notified() => {
+                    let _ = process.stop(grace).await;
+                    break RunEnd::Signalled;
+                }
+            }
+        };
+        self.pgid.store(0, Ordering::SeqCst);
+        self.last_output = process.output_tail();
+        Ok(end)
+    }
+
+    async fn run_interactive(
+        &self,
+        argv: &[String],
+        workdir: &Path,
+        env: &[(String, String)],
+    ) -> RunEnd {
+        let (argv, workdir, env) = (argv.to_vec(), workdir.to_path_buf(), env.to_vec());
+        let status = tokio::task::spawn_blocking(move || {
+            let (program, args) = argv.split_first()?;
+            std::process::Command::new(program)
+                .args(args)
+                .current_dir(workdir)
+                .envs(env)
+                .status()
+                .ok()
+        })
+        .await
+        .ok()
+        .flatten();
+        match status {
+            Some(s) => RunEnd::Exited(s.code()),
+            None => RunEnd::NotStarted("the interactive agent could not be started".into()),
+        }
+    }
+}
+
+/// `.liza/agent-logs/<agent>-<task>-<ts>.log`.
+fn agent_log(liza: &Path, agent: &str, task: Option<&TaskId>) -> Option<PathBuf> {
+    let dir = liza.join("agent-logs");
+    std::fs::create_dir_all(&dir).ok()?;
+    let stamp = crate::blackboard::Timestamp::now()
+        .to_string()
+        .replace(['-', ':'], "");
+    let what = task.map_or("turn", TaskId::as_str);
+    Some(dir.join(format!("{agent}-{what}-{stamp}.log")))
+}

@@ -1,0 +1,443 @@
+//! A registered supervisor: startup in the order of supervisor.md, the main loop (abort,
+//! pause, find work, wait), heartbeats, signals, and the way out (unregister).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::Notify;
+
+use super::identity::{check_identity, normalise_role};
+use super::wake::Wake;
+use super::{Console, Options, SupervisorError};
+use crate::backend::Backend;
+use crate::blackboard::model::{GoalStatus, SprintStatus};
+use crate::blackboard::{Actor, AgentId, Role, State, TaskId};
+use crate::error::{Diagnostic, ErrorClass};
+use crate::lifecycle::Registration;
+use crate::ops::{self, OpsError, Project};
+
+/// What one pass of the loop did.
+pub(super) enum Step {
+    /// Ran an agent or changed something: look for work again at once.
+    Worked,
+    /// Nothing to do: wait for a wake-up.
+    Idle,
+}
+
+/// Counters of one task across runs (lifecycle.md *Limits and counters*).
+#[derive(Default)]
+pub(super) struct TaskMemory {
+    pub no_progress: u32,
+    pub exit42: u32,
+    pub crashes: Vec<Instant>,
+    pub failed_reviews: u32,
+    pub backoff: Option<Duration>,
+    pub resume_at: Option<Instant>,
+}
+
+pub struct Session {
+    pub(super) project: Arc<Project>,
+    pub(super) agent: AgentId,
+    pub(super) generation: String,
+    pub(super) backend: Backend,
+    pub(super) options: Options,
+    pub(super) console: Arc<dyn Console>,
+    pub(super) wake: Wake,
+    /// The running agent's process group (0: none), for heartbeats.
+    pub(super) pgid: Arc<AtomicI64>,
+    /// A signal received (0: none); `stopped` wakes whoever waits.
+    pub(super) signal: Arc<AtomicI32>,
+    pub(super) stopped: Arc<Notify>,
+    pub(super) memory: HashMap<TaskId, TaskMemory>,
+    pub(super) claim_failures: u32,
+    pub(super) first_task: Option<TaskId>,
+    /// The planner's backoff after a turn that left its trigger unhandled.
+    pub(super) planner_backoff: Option<(Instant, Duration)>,
+    /// The tail of the last run's output (usage-limit messages, diagnostics).
+    pub(super) last_output: String,
+    runs: u32,
+}
+
+impl Session {
+    /// Startup steps 1–5.
+    pub async fn start(
+        options: Options,
+        console: Arc<dyn Console>,
+    ) -> Result<Session, SupervisorError> {
+        let role = normalise_role(&options.role).map_err(SupervisorError::Identity)?;
+        let wanted = if options.auto_id {
+            None
+        } else {
+            Some(
+                check_identity(options.agent_id.as_deref(), role)
+                    .map_err(SupervisorError::Identity)?,
+            )
+        };
+        let cwd =
+            std::env::current_dir().map_err(|e| SupervisorError::NoBlackboard(e.to_string()))?;
+        let project = Project::discover(&cwd).map_err(no_blackboard)?;
+        let patient = std::env::var_os("LIZA_LOCK_TIMEOUT").is_none();
+        let project = if patient {
+            Project {
+                root: project.root,
+                store: project.store.with_lock_timeout(Duration::from_secs(60)),
+            }
+        } else {
+            project
+        };
+        let state = project
+            .store
+            .snapshot()
+            .map_err(|e| no_blackboard(e.into()))?
+            .state;
+        let name = options
+            .cli
+            .clone()
+            .unwrap_or_else(|| state.config.default_cli().to_owned());
+        let backend = Backend::resolve(&name, &state.config).map_err(SupervisorError::Backend)?;
+        backend.check_usable().map_err(SupervisorError::Backend)?;
+        let info = Registration {
+            pid: Some(i64::from(std::process::id())),
+            terminal: terminal(),
+            cli: Some(name),
+            identity: options.identity.clone(),
+        };
+        let (agent, generation) = register(&project, role, wanted, &info)?;
+        console.info(&format!(
+            "{agent} registered (generation {generation}), backend {}",
+            backend.name
+        ));
+        let first_task = options.task.as_deref().and_then(|t| TaskId::parse(t).ok());
+        let wake = Wake::start(&project.store.paths().dir);
+        let session = Session {
+            project: Arc::new(project),
+            agent,
+            generation,
+            backend,
+            options,
+            console,
+            wake,
+            pgid: Arc::new(AtomicI64::new(0)),
+            signal: Arc::new(AtomicI32::new(0)),
+            stopped: Arc::new(Notify::new()),
+            memory: HashMap::new(),
+            claim_failures: 0,
+            first_task,
+            planner_backoff: None,
+            last_output: String::new(),
+            runs: 0,
+        };
+        session.start_heartbeats(&state);
+        session.watch_signals();
+        Ok(session)
+    }
+
+    pub(super) fn role(&self) -> Role {
+        self.agent.role()
+    }
+
+    /// The main loop; returns the exit code.
+    pub async fn serve(&mut self) -> Result<i32, SupervisorError> {
+        let mut idle_since = Instant::now();
+        loop {
+            if let Some(code) = self.signalled() {
+                return Ok(code);
+            }
+            let state = self.snapshot()?;
+            if self.finished(&state) {
+                self.console
+                    .info(&format!("{}: the sprint is over; exiting", self.agent));
+                return Ok(0);
+            }
+            if self.paused(&state) {
+                self.idle_wait(&state).await;
+                continue;
+            }
+            let step = match self.role() {
+                Role::Coder => self.coder_step(&state).await?,
+                Role::CodeReviewer => self.reviewer_step(&state).await?,
+                Role::Planner => self.planner_step(&state).await?,
+            };
+            match step {
+                Step::Worked => {
+                    idle_since = Instant::now();
+                    self.runs += 1;
+                    if self.options.once {
+                        return Ok(0);
+                    }
+                }
+                Step::Idle => {
+                    if let Some(after) = state.config.idle_exit_after
+                        && after > 0
+                        && idle_since.elapsed() >= Duration::from_secs(after.unsigned_abs())
+                        && state.tasks.iter().all(|t| t.status.is_terminal())
+                    {
+                        self.console
+                            .info(&format!("{}: idle for {after} s; exiting", self.agent));
+                        return Ok(0);
+                    }
+                    self.idle_wait(&state).await;
+                }
+            }
+        }
+    }
+
+    /// Unregisters (only this generation) and stops heartbeats' effect.
+    pub async fn finish(&mut self) {
+        let project = self.project.clone();
+        let (agent, generation) = (self.agent.clone(), self.generation.clone());
+        let result = tokio::task::spawn_blocking(move || {
+            ops::unregister(&project, &Actor::Human, &agent, Some(&generation))
+        })
+        .await;
+        if let Ok(Err(e)) = result
+            && !matches!(e, OpsError::Nothing)
+        {
+            tracing::warn!(error = %e, "could not unregister");
+        }
+    }
+
+    /// Whether this supervisor's work is over: ABORT, or the sprint / goal ended.
+    fn finished(&self, state: &State) -> bool {
+        let paths = self.project.store.paths();
+        if paths.control("ABORT").exists() || state.sprint.status == SprintStatus::Aborted {
+            return true;
+        }
+        let goal_over = state
+            .goal
+            .status
+            .is_some_and(|g| g != GoalStatus::InProgress);
+        match self.role() {
+            Role::Planner => goal_over,
+            _ => goal_over || state.sprint.status == SprintStatus::Completed,
+        }
+    }
+
+    fn paused(&self, state: &State) -> bool {
+        let paths = self.project.store.paths();
+        paths.control("PAUSE").exists()
+            || paths.control("CHECKPOINT").exists()
+            || state.sprint.status == SprintStatus::Checkpoint
+    }
+
+    /// Waits for a wake-up, the poll interval, or a signal.
+    pub(super) async fn idle_wait(&self, state: &State) {
+        let poll = match self.role() {
+            Role::Coder => state.config.coder_poll_interval,
+            Role::CodeReviewer => state.config.reviewer_poll_interval,
+            Role::Planner => state.config.planner_poll_interval,
+        }
+        .filter(|s| *s > 0)
+        .map_or(Duration::from_secs(30), |s| {
+            Duration::from_secs(s.unsigned_abs())
+        });
+        self.wait(poll).await;
+    }
+
+    /// Waits up to `d` for a state change or a signal.
+    pub(super) async fn wait(&self, d: Duration) {
+        let stopped = self.stopped.clone();
+        tokio::select! {
+            _ = self.wake.wait(d) => {}
+            _ = stopped.notified() => {}
+        }
+    }
+
+    /// Sleeps `d` (backoff) unless a signal comes.
+    pub(super) async fn sleep(&self, d: Duration) {
+        let stopped = self.stopped.clone();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = stopped.notified() => {}
+        }
+    }
+
+    pub(super) fn signalled(&self) -> Option<i32> {
+        match self.signal.load(Ordering::SeqCst) {
+            0 => None,
+            sig => Some(128 + sig),
+        }
+    }
+
+    pub(super) fn snapshot(&self) -> Result<State, SupervisorError> {
+        Ok(self.project.store.snapshot().map_err(OpsError::from)?.state)
+    }
+
+    /// Runs blocking work (store, git, merges) on the blocking pool.
+    pub(super) async fn blocking<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Project) -> R + Send + 'static,
+    ) -> R {
+        let project = self.project.clone();
+        match tokio::task::spawn_blocking(move || work(&project)).await {
+            Ok(r) => r,
+            Err(e) => std::panic::resume_unwind(e.into_panic()),
+        }
+    }
+
+    /// Raises an alarm once per key, and shows it.
+    pub(super) fn alarm(
+        &self,
+        level: ops::alarms::Level,
+        category: &str,
+        message: &str,
+        key: &str,
+    ) {
+        match ops::alarms::raise(&self.project, level, category, message, key) {
+            Ok(Some(line)) => self.console.info(&line),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "could not write .liza/alerts.log"),
+        }
+    }
+
+    /// The agent's environment additions (supervisor.md *Backends*).
+    pub(super) fn agent_env(
+        &self,
+        task: Option<&TaskId>,
+        workdir: &std::path::Path,
+    ) -> Vec<(String, String)> {
+        let mut env = vec![
+            ("LIZA_AGENT_ID".to_owned(), self.agent.to_string()),
+            ("LIZA_AGENT_GENERATION".to_owned(), self.generation.clone()),
+            ("LIZA_ROLE".to_owned(), self.role().id_prefix().to_owned()),
+            (
+                "LIZA_PROJECT_ROOT".to_owned(),
+                self.project.root.display().to_string(),
+            ),
+            ("LIZA_WORKTREE".to_owned(), workdir.display().to_string()),
+        ];
+        if let Some(task) = task {
+            env.push(("LIZA_TASK_ID".to_owned(), task.to_string()));
+        }
+        let own_dir = std::env::current_exe()
+            .ok()
+            .and_then(|p| p.parent().map(PathBuf::from));
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs: Vec<PathBuf> = own_dir.into_iter().collect();
+        dirs.extend(std::env::split_paths(&path));
+        if let Ok(joined) = std::env::join_paths(dirs) {
+            env.push(("PATH".to_owned(), joined.to_string_lossy().into_owned()));
+        }
+        env.extend(self.backend.env.iter().cloned());
+        env
+    }
+
+    pub(super) fn memory(&mut self, task: &TaskId) -> &mut TaskMemory {
+        self.memory.entry(task.clone()).or_default()
+    }
+
+    fn start_heartbeats(&self, state: &State) {
+        let every = Duration::from_secs(state.config.heartbeat_interval().max(1).unsigned_abs());
+        let project = self.project.clone();
+        let (agent, generation, pgid) = (
+            self.agent.clone(),
+            self.generation.clone(),
+            self.pgid.clone(),
+        );
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            loop {
+                tick.tick().await;
+                let (project, agent, generation, pgid) = (
+                    project.clone(),
+                    agent.clone(),
+                    generation.clone(),
+                    pgid.load(Ordering::SeqCst),
+                );
+                let _ = tokio::task::spawn_blocking(move || {
+                    let pgid = (pgid > 0).then_some(pgid);
+                    if let Err(e) =
+                        ops::heartbeat(&project, &Actor::Human, &agent, Some(&generation), pgid)
+                    {
+                        tracing::warn!(error = %e, "heartbeat failed");
+                    }
+                })
+                .await;
+            }
+        });
+    }
+
+    /// Writes a heartbeat now (e.g. right after the agent started, to record its group).
+    pub(super) async fn heartbeat_now(&self) {
+        let (agent, generation, pgid) = (
+            self.agent.clone(),
+            self.generation.clone(),
+            self.pgid.load(Ordering::SeqCst),
+        );
+        self.blocking(move |project| {
+            let pgid = (pgid > 0).then_some(pgid);
+            let _ = ops::heartbeat(project, &Actor::Human, &agent, Some(&generation), pgid);
+        })
+        .await;
+    }
+
+    fn watch_signals(&self) {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (flag, stopped) = (self.signal.clone(), self.stopped.clone());
+        tokio::spawn(async move {
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            let sig = tokio::select! {
+                _ = int.recv() => 2,
+                _ = term.recv() => 15,
+            };
+            flag.store(sig, Ordering::SeqCst);
+            stopped.notify_waiters();
+            stopped.notify_one();
+        });
+    }
+}
+
+fn no_blackboard(e: OpsError) -> SupervisorError {
+    match &e {
+        OpsError::NoProject { .. } => SupervisorError::NoBlackboard(e.to_string()),
+        OpsError::Store(s)
+            if s.class() == ErrorClass::Blackboard && !s.to_string().contains("line") =>
+        {
+            SupervisorError::NoBlackboard(e.to_string())
+        }
+        _ => SupervisorError::Ops(e),
+    }
+}
+
+/// Registers `wanted`, or with `--auto-id` the lowest free `<role>-N`.
+fn register(
+    project: &Project,
+    role: Role,
+    wanted: Option<AgentId>,
+    info: &Registration,
+) -> Result<(AgentId, String), SupervisorError> {
+    let ids: Vec<AgentId> = match wanted {
+        Some(id) => vec![id],
+        None => (1..=999)
+            .filter_map(|n| AgentId::parse(&format!("{}-{n}", role.id_prefix())).ok())
+            .collect(),
+    };
+    let single = ids.len() == 1;
+    let mut last = None;
+    for id in ids {
+        match ops::register(project, &Actor::Human, &id, info) {
+            Ok(done) => return Ok((id, done.value)),
+            Err(e) if !single && e.to_string().contains("COLLISION") => last = Some(e),
+            Err(e) => return Err(SupervisorError::Registration(e)),
+        }
+    }
+    Err(SupervisorError::Registration(
+        last.unwrap_or(OpsError::Nothing),
+    ))
+}
+
+/// The controlling terminal, for the COLLISION message.
+fn terminal() -> Option<String> {
+    std::fs::read_link("/proc/self/fd/0")
+        .ok()
+        .map(|p| p.display().to_string())
+        .filter(|p| p.starts_with("/dev/"))
+}

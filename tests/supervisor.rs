@@ -1,0 +1,332 @@
+//! `liza-agent` end to end: startup failures with their exit codes, and whole sprints run
+//! by real supervisor processes driving the fake agent CLI (tests/fake-agent/agent.sh,
+//! registered as a user backend).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::team::*;
+use common::*;
+
+const LIZA_AGENT: &str = env!("CARGO_BIN_EXE_liza-agent");
+
+fn fake_agent() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-agent/agent.sh")
+}
+
+/// A project whose agents are the fake agent, driven by step scripts in `scenario`.
+struct Project {
+    repo: Repo,
+    scenario: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let repo = Repo::initialized();
+        let agent = fake_agent().display().to_string();
+        configure(&repo, |c| {
+            let tool = liza::blackboard::model::AgentTool {
+                executable: agent.clone(),
+                args: None,
+                prompt: Some(liza::blackboard::model::PromptMode::Stdin),
+                env: None,
+                interactive_args: None,
+                extra: Default::default(),
+            };
+            c.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(
+                "fake".to_owned(),
+                tool,
+            )]));
+            c.default_cli = Some("fake".into());
+        });
+        Project {
+            repo,
+            scenario: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Writes the step script `<role>/<name>.sh`.
+    fn step(&self, role: &str, name: &str, script: &str) {
+        let path = self.scenario.path().join(role).join(format!("{name}.sh"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, script).unwrap();
+    }
+
+    fn supervisor(&self, role: &str, id: &str) -> Child {
+        let mut cmd = self.repo.command();
+        cmd.env("LIZA_AGENT_ID", id)
+            .env("FAKE_AGENT_DIR", self.scenario.path())
+            .arg("agent")
+            .arg(role)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    }
+
+    /// `liza-agent` with `env` and `args`, to completion.
+    fn agent_command(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        let mut cmd = self.repo.command_for(LIZA_AGENT);
+        cmd.env("FAKE_AGENT_DIR", self.scenario.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args).output().unwrap()
+    }
+
+    /// The runs the fake agent made, as `role agent key n` lines.
+    fn runs(&self) -> Vec<String> {
+        std::fs::read_to_string(self.scenario.path().join("runs.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// Waits for every child, with a generous guard against hangs; returns their outputs.
+fn wait_all(children: Vec<(String, Child)>, guard: Duration) -> Vec<(String, Output)> {
+    let deadline = Instant::now() + guard;
+    let mut pending = children;
+    let mut done = Vec::new();
+    while !pending.is_empty() {
+        let mut still = Vec::new();
+        for (name, mut child) in pending {
+            if child.try_wait().unwrap().is_some() {
+                done.push((name, child.wait_with_output().unwrap()));
+            } else {
+                still.push((name, child));
+            }
+        }
+        pending = still;
+        if Instant::now() > deadline {
+            let stuck: Vec<String> = pending
+                .into_iter()
+                .map(|(name, mut child)| {
+                    let _ = child.kill();
+                    let out = child.wait_with_output().unwrap();
+                    format!(
+                        "{name} did not exit:\n{}\n{}",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    )
+                })
+                .collect();
+            panic!("{}", stuck.join("\n"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done
+}
+
+#[test]
+fn startup_failures_say_what_is_wrong_and_exit_with_the_documented_codes() {
+    let project = Project::new();
+    type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], i32, &'a str);
+    let cases: [Case; 6] = [
+        (&[], &["coder"], 1, "LIZA_AGENT_ID is not set"),
+        (
+            &[("LIZA_AGENT_ID", "coder")],
+            &["coder"],
+            1,
+            "lacks the number",
+        ),
+        (
+            &[("LIZA_AGENT_ID", "coder1")],
+            &["coder"],
+            1,
+            "coder-<number>",
+        ),
+        (
+            &[("LIZA_AGENT_ID", "my-coder-1")],
+            &["coder"],
+            1,
+            "must be coder-<number>",
+        ),
+        (
+            &[("LIZA_AGENT_ID", "planner-1")],
+            &["coder"],
+            1,
+            "names a planner",
+        ),
+        (
+            &[("LIZA_AGENT_ID", "coder-1")],
+            &["coder", "--cli", "claude-not-installed"],
+            1,
+            "unknown agent backend",
+        ),
+    ];
+    for (env, args, code, says) in cases {
+        let before = project.repo.files();
+        let out = project.agent_command(env, args);
+        assert_exit(&out, code);
+        assert!(
+            stderr(&out).contains(says),
+            "{args:?} {env:?}: {}",
+            stderr(&out)
+        );
+        assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
+        assert_eq!(
+            before,
+            project.repo.files(),
+            "a failed start changes nothing"
+        );
+    }
+
+    // A backend whose program is missing: exit 5, before registering.
+    configure(&project.repo, |c| {
+        let mut tools = c.agent_tools.clone().unwrap();
+        tools.0[0].1.executable = "/nonexistent/agent".into();
+        c.agent_tools = Some(tools);
+    });
+    let before = project.repo.files();
+    let out = project.agent_command(&[("LIZA_AGENT_ID", "coder-1")], &["coder"]);
+    assert_exit(&out, 5);
+    assert!(stderr(&out).contains("not on PATH"), "{}", stderr(&out));
+    assert_eq!(before, project.repo.files());
+
+    // A live registration of the same id: COLLISION, exit 1, the live entry untouched.
+    let project = Project::new();
+    let generation = register(&project.repo, "coder-1");
+    let before = project.repo.files();
+    let out = project.agent_command(&[("LIZA_AGENT_ID", "coder-1")], &["coder"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("COLLISION: coder-1 already registered"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(before, project.repo.files());
+    assert!(project.repo.state_text().contains(&generation));
+
+    // No blackboard: exit 4 with `liza init` suggested.
+    let bare = Repo::new();
+    let out = std::process::Command::new(LIZA_AGENT)
+        .current_dir(bare.path())
+        .env("LIZA_AGENT_ID", "coder-1")
+        .arg("coder")
+        .output()
+        .unwrap();
+    assert_exit(&out, 4);
+    assert!(stderr(&out).contains("liza init"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
+    let project = Project::new();
+    project.step(
+        "planner",
+        "INITIAL_PLANNING",
+        "task t-1\ntask t-2\ntask t-3\ntask t-4 --depends t-1\n",
+    );
+    project.step(
+        "planner",
+        "BLOCKED_TASKS",
+        "liza add-task --id t-3a --desc 'Implement t-3 as plain text' --spec specs/vision.md \
+         --done 't-3a.txt holds the text' --scope t-3a.txt --supersedes t-3 --finalize\n\
+         liza rescope t-3 --into t-3a --reason 'the format was never specified; plain text it is'\n",
+    );
+    project.step("planner", "SPRINT_COMPLETE", "liza goal complete\n");
+    project.step(
+        "coder",
+        "default",
+        "work \"$key.txt\" \"the text of $key\"\nsubmit\n",
+    );
+    project.step("coder", "t-2.1", "work t-2.txt draft\nsubmit\n");
+    project.step(
+        "coder",
+        "t-3",
+        "block 'the output format is unspecified' 'JSON or plain text?'\n",
+    );
+    project.step(
+        "code-reviewer",
+        "t-2.1",
+        "reject 't-2.txt:1 is a draft — write the final text. Overall: rework'\n",
+    );
+    project.step("code-reviewer", "default", "approve\n");
+
+    let children = vec![
+        (
+            "planner-1".to_owned(),
+            project.supervisor("planner", "planner-1"),
+        ),
+        ("coder-1".to_owned(), project.supervisor("coder", "coder-1")),
+        ("coder-2".to_owned(), project.supervisor("coder", "coder-2")),
+        (
+            "code-reviewer-1".to_owned(),
+            project.supervisor("code-reviewer", "code-reviewer-1"),
+        ),
+    ];
+    for (name, out) in wait_all(children, Duration::from_secs(180)) {
+        assert!(
+            out.status.success(),
+            "{name} exited {:?}\nstdout:\n{}\nstderr:\n{}",
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let state = model(&project.repo);
+    assert_eq!(state["goal"]["status"], "COMPLETED");
+    assert_eq!(state["sprint"]["status"], "COMPLETED");
+    let mut statuses: Vec<(String, String)> = state["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    statuses.sort();
+    assert_eq!(
+        statuses,
+        [
+            ("t-1", "MERGED"),
+            ("t-2", "MERGED"),
+            ("t-3", "SUPERSEDED"),
+            ("t-3a", "MERGED"),
+            ("t-4", "MERGED"),
+        ]
+        .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    );
+    assert_eq!(
+        project.repo.git(&["show", "integration:t-2.txt"]),
+        "the text of t-2\n"
+    );
+    // Every revision valid (the journal keeps each; file checks belong to the present).
+    let mut revisions = 0;
+    for journal in std::fs::read_dir(project.repo.liza_dir().join("journal"))
+        .unwrap()
+        .flatten()
+    {
+        let bytes = std::fs::read(journal.path()).unwrap();
+        let now = liza::blackboard::Timestamp::now();
+        let mut env = liza::blackboard::validate::ValidationEnv::new(None, now);
+        let checked = liza::blackboard::document::check(&bytes, &mut env);
+        assert!(!checked.has_errors(), "{:?} is invalid", journal.path());
+        revisions += 1;
+    }
+    assert!(revisions > 30, "{revisions} revisions");
+    assert_success(&project.repo.liza(&["validate"]));
+
+    // Exactly the runs the scenario needs: no re-spawn loops.
+    let runs = project.runs();
+    let count = |role: &str| {
+        runs.iter()
+            .filter(|r| r.starts_with(&format!("{role} ")))
+            .count()
+    };
+    assert_eq!(count("planner"), 3, "{runs:#?}");
+    assert_eq!(count("coder"), 6, "{runs:#?}");
+    assert_eq!(count("code-reviewer"), 5, "{runs:#?}");
+    assert!(
+        state["agents"].as_object().is_none_or(|a| a.is_empty()),
+        "every supervisor unregistered"
+    );
+}
