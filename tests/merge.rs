@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::supervision::alive;
 use common::team::*;
 use common::*;
 use serde_json::Value;
@@ -615,15 +616,6 @@ fn a_merge_killed_during_its_checks_is_recovered_by_the_next_merge() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-}
-
-/// Whether process `pid` runs (exists and is not a zombie waiting to be reaped).
-fn alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().next())
-            .is_some_and(|state| state != "Z" && state != "X")
-    })
 }
 
 #[test]

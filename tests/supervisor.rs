@@ -4,126 +4,15 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::supervision::*;
 use common::team::*;
 use common::*;
 
-const LIZA_AGENT: &str = env!("CARGO_BIN_EXE_liza-agent");
-
-fn fake_agent() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-agent/agent.sh")
-}
-
-/// A project whose agents are the fake agent, driven by step scripts in `scenario`.
-struct Project {
-    repo: Repo,
-    scenario: tempfile::TempDir,
-}
-
-impl Project {
-    fn new() -> Project {
-        let repo = Repo::initialized();
-        let agent = fake_agent().display().to_string();
-        configure(&repo, |c| {
-            let tool = liza::blackboard::model::AgentTool {
-                executable: agent.clone(),
-                args: None,
-                prompt: Some(liza::blackboard::model::PromptMode::Stdin),
-                env: None,
-                interactive_args: None,
-                extra: Default::default(),
-            };
-            c.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(
-                "fake".to_owned(),
-                tool,
-            )]));
-            c.default_cli = Some("fake".into());
-        });
-        Project {
-            repo,
-            scenario: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    /// Writes the step script `<role>/<name>.sh`.
-    fn step(&self, role: &str, name: &str, script: &str) {
-        let path = self.scenario.path().join(role).join(format!("{name}.sh"));
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, script).unwrap();
-    }
-
-    fn supervisor(&self, role: &str, id: &str) -> Child {
-        let mut cmd = self.repo.command();
-        cmd.env("LIZA_AGENT_ID", id)
-            .env("FAKE_AGENT_DIR", self.scenario.path())
-            .arg("agent")
-            .arg(role)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        cmd.spawn().unwrap()
-    }
-
-    /// `liza-agent` with `env` and `args`, to completion.
-    fn agent_command(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
-        let mut cmd = self.repo.command_for(LIZA_AGENT);
-        cmd.env("FAKE_AGENT_DIR", self.scenario.path());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        cmd.args(args).output().unwrap()
-    }
-
-    /// The runs the fake agent made, as `role agent key n` lines.
-    fn runs(&self) -> Vec<String> {
-        std::fs::read_to_string(self.scenario.path().join("runs.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
-    }
-}
-
-/// Waits for every child, with a generous guard against hangs; returns their outputs.
-fn wait_all(children: Vec<(String, Child)>, guard: Duration) -> Vec<(String, Output)> {
-    let deadline = Instant::now() + guard;
-    let mut pending = children;
-    let mut done = Vec::new();
-    while !pending.is_empty() {
-        let mut still = Vec::new();
-        for (name, mut child) in pending {
-            if child.try_wait().unwrap().is_some() {
-                done.push((name, child.wait_with_output().unwrap()));
-            } else {
-                still.push((name, child));
-            }
-        }
-        pending = still;
-        if Instant::now() > deadline {
-            let stuck: Vec<String> = pending
-                .into_iter()
-                .map(|(name, mut child)| {
-                    let _ = child.kill();
-                    let out = child.wait_with_output().unwrap();
-                    format!(
-                        "{name} did not exit:\n{}\n{}",
-                        String::from_utf8_lossy(&out.stdout),
-                        String::from_utf8_lossy(&out.stderr)
-                    )
-                })
-                .collect();
-            panic!("{}", stuck.join("\n"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done
-}
-
 #[test]
 fn startup_failures_say_what_is_wrong_and_exit_with_the_documented_codes() {
-    let project = Project::new();
+    let project = AgentProject::new();
     type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str], i32, &'a str);
     let cases: [Case; 6] = [
         (&[], &["coder"], 1, "LIZA_AGENT_ID is not set"),
@@ -188,7 +77,7 @@ fn startup_failures_say_what_is_wrong_and_exit_with_the_documented_codes() {
     assert_eq!(before, project.repo.files());
 
     // A live registration of the same id: COLLISION, exit 1, the live entry untouched.
-    let project = Project::new();
+    let project = AgentProject::new();
     let generation = register(&project.repo, "coder-1");
     let before = project.repo.files();
     let out = project.agent_command(&[("LIZA_AGENT_ID", "coder-1")], &["coder"]);
@@ -215,7 +104,7 @@ fn startup_failures_say_what_is_wrong_and_exit_with_the_documented_codes() {
 
 #[test]
 fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
-    let project = Project::new();
+    let project = AgentProject::new();
     project.step(
         "planner",
         "INITIAL_PLANNING",

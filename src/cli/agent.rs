@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
+use std::sync::mpsc::{SyncSender, sync_channel};
 
 use super::output::Output;
 use super::{CliError, EXIT_OK};
@@ -31,18 +32,59 @@ pub struct AgentArgs {
     auto_id: bool,
 }
 
-/// Prints the supervisor's lines on stderr and the agent's output on stdout.
-struct Terminal;
+/// Prints the supervisor's lines on stderr and the agent's output on stdout, from a
+/// thread of its own: a slow or stopped terminal never stalls the supervisor (its
+/// heartbeats, watchdogs and signals). When the terminal falls far behind, output is
+/// dropped from the terminal only — the agent's log file keeps it.
+struct Terminal {
+    lines: SyncSender<Chunk>,
+}
+
+enum Chunk {
+    Info(String),
+    Output(Vec<u8>),
+    Flushed(SyncSender<()>),
+}
+
+impl Terminal {
+    fn start() -> Terminal {
+        let (lines, received) = sync_channel::<Chunk>(4096);
+        std::thread::spawn(move || {
+            for chunk in received {
+                match chunk {
+                    Chunk::Info(line) => eprintln!("liza-agent: {line}"),
+                    Chunk::Output(bytes) => {
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(&bytes);
+                        let _ = out.flush();
+                    }
+                    Chunk::Flushed(done) => {
+                        let _ = done.send(());
+                    }
+                }
+            }
+        });
+        Terminal { lines }
+    }
+
+    /// Waits (at most 2 s) until everything queued is written, before the process exits.
+    fn flush(&self) {
+        let (done, flushed) = sync_channel(1);
+        if self.lines.send(Chunk::Flushed(done)).is_ok() {
+            let _ = flushed.recv_timeout(std::time::Duration::from_secs(2));
+        }
+    }
+}
 
 impl Console for Terminal {
     fn info(&self, line: &str) {
-        eprintln!("liza-agent: {line}");
+        if self.lines.try_send(Chunk::Info(line.to_owned())).is_err() {
+            eprintln!("liza-agent: {line}");
+        }
     }
 
     fn agent_output(&self, chunk: &[u8]) {
-        let mut out = std::io::stdout().lock();
-        let _ = out.write_all(chunk);
-        let _ = out.flush();
+        let _ = self.lines.try_send(Chunk::Output(chunk.to_vec()));
     }
 }
 
@@ -57,7 +99,10 @@ pub fn cmd_agent(args: AgentArgs, out: &Output) -> Result<i32, CliError> {
         interactive: args.interactive,
         once: args.once,
     };
-    match supervisor::run(options, Arc::new(Terminal)) {
+    let terminal = Arc::new(Terminal::start());
+    let result = supervisor::run(options, terminal.clone());
+    terminal.flush();
+    match result {
         Ok(code) => Ok(code),
         Err(e) => {
             let mut err = CliError::new(crate::error::ErrorClass::Refused, e.to_string());

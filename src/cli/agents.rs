@@ -25,6 +25,7 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
             .or_else(|| std::env::var("TERM").ok()),
         cli: args.cli,
         identity: None,
+        holder_dead: false,
     };
     let done = ops::register(&project, &actor, &id, &info)?;
     if out.json {

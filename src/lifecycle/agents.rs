@@ -13,6 +13,9 @@ pub struct Registration {
     pub terminal: Option<String>,
     pub cli: Option<String>,
     pub identity: Option<String>,
+    /// The registered holder's supervisor process is known to be gone (it ran on this
+    /// host and its pid no longer exists), so its unexpired lease holds nothing.
+    pub holder_dead: bool,
 }
 
 /// Registers `id` as `role` with a freshly minted `generation`: succeeds if the id is
@@ -39,6 +42,7 @@ pub fn register(
     }
     if let Some(existing) = state.agents.get(id)
         && !expired(existing.lease_expires, now)
+        && !info.holder_dead
     {
         return Err(Refusal::new(
             "collision",

@@ -41,20 +41,66 @@ pub fn register(
 ) -> Result<Transition<String>, OpsError> {
     supervisor_only(actor, "register")?;
     let generation = mint_generation();
+    let records = liveness::read_all(&project.store.paths().live());
+    let state = project.store.snapshot()?.state;
+    let here = hostname();
+    let previous = records.current(&state, id).cloned();
+    let on_this_host = previous
+        .as_ref()
+        .is_some_and(|r| r.host.is_some() && r.host == here);
+    let holder_dead = on_this_host
+        && state
+            .agents
+            .get(id)
+            .and_then(|a| a.pid)
+            .is_some_and(|pid| !process_alive(pid));
+    let info = Registration {
+        holder_dead,
+        ..info.clone()
+    };
     let done = transition(
         &project.store,
         actor,
         Authority::Supervisor,
         |state, _who, now| {
             Ok((
-                lifecycle::register(state, id, id.role(), &generation, info, now)?,
+                lifecycle::register(state, id, id.role(), &generation, &info, now)?,
                 generation.clone(),
             ))
         },
     )?;
+    // The previous incarnation's agent may still run on this host (its supervisor died):
+    // it must not keep working under a dead identity.
+    if on_this_host
+        && let Some(pgid) = previous.and_then(|r| r.pgid)
+        && let Ok(raw) = i32::try_from(pgid)
+        && raw > 1
+    {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(raw),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
     // Records of earlier generations are dead: they never count again.
     liveness::remove_all(&project.store.paths().live(), id).map_err(|e| live_io(project, e))?;
     Ok(done)
+}
+
+fn hostname() -> Option<String> {
+    nix::unistd::gethostname()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+}
+
+/// Whether process `pid` exists on this host (a zombie counts until it is reaped).
+fn process_alive(pid: i64) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
+        Ok(()) => true,
+        Err(e) => e == nix::errno::Errno::EPERM,
+    }
 }
 
 /// The record a heartbeat writes.
@@ -112,9 +158,7 @@ pub fn heartbeat(
         lease_expires: lease,
         task_lease_expires: task_lease,
         review_lease_expires: review_lease,
-        host: nix::unistd::gethostname()
-            .ok()
-            .and_then(|h| h.into_string().ok()),
+        host: hostname(),
         pgid,
         extra: Default::default(),
     };

@@ -104,8 +104,21 @@ impl Session {
             terminal: terminal(),
             cli: Some(name),
             identity: options.identity.clone(),
+            holder_dead: false,
         };
         let (agent, generation) = register(&project, role, wanted, &info)?;
+        // An interrupted merge is finished or dropped when a supervisor starts.
+        match ops::recover_merges(&project, &Actor::Human) {
+            Ok(recovered) => {
+                for r in recovered {
+                    console.info(&format!(
+                        "recovered the interrupted merge of {} ({})",
+                        r.task, r.action
+                    ));
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "merge recovery failed"),
+        }
         console.info(&format!(
             "{agent} registered (generation {generation}), backend {}",
             backend.name

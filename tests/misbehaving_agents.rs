@@ -1,0 +1,241 @@
+//! quality.md R5 with real supervisors and the fake agent: each misbehaviour gets the
+//! outcome supervisor.md and lifecycle.md specify, and the supervisor keeps running (it is
+//! stopped by SIGTERM at the end: exit 143, unregistered).
+
+mod common;
+
+use std::process::Child;
+use std::time::Duration;
+
+use common::supervision::*;
+use common::team::*;
+use common::*;
+use nix::sys::signal::Signal;
+
+const GUARD: Duration = Duration::from_secs(60);
+
+/// A project with task t-1 and the given step scripts for coder-1.
+fn coder_project(steps: &[(&str, &str)]) -> AgentProject {
+    let project = AgentProject::new();
+    add(&project.repo, "t-1", "");
+    for (name, script) in steps {
+        project.step("coder", name, script);
+    }
+    project
+}
+
+/// The supervisor is still serving; SIGTERM ends it with 143 and unregisters it.
+fn still_running_then_stop(project: &AgentProject, mut child: Child, id: &str) {
+    assert!(child.try_wait().unwrap().is_none(), "{id} exited early");
+    let (code, output) = stop(child, Signal::SIGTERM);
+    assert_eq!(code, Some(143), "{output}");
+    assert!(
+        model(&project.repo)["agents"].get(id).is_none(),
+        "{id} unregistered on SIGTERM"
+    );
+}
+
+fn blocked_reason(project: &AgentProject) -> String {
+    task_of(&project.repo, "t-1")["blocked_reason"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned()
+}
+
+#[test]
+fn an_agent_that_exits_0_without_progress_is_blocked_after_3_runs() {
+    let project = coder_project(&[("default", "exit 0\n")]);
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("BLOCKED", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "BLOCKED"
+    });
+    assert!(blocked_reason(&project).contains("no progress in 3 runs"));
+    assert_eq!(project.runs().len(), 3, "{:?}", project.runs());
+    assert_eq!(
+        task_of(&project.repo, "t-1")["failed_by"],
+        serde_json::json!(["coder-1"])
+    );
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn a_hanging_agent_is_stopped_by_the_watchdog_and_the_task_blocked() {
+    let project = coder_project(&[(
+        "default",
+        "echo $$ > \"$FAKE_AGENT_DIR/agent.pid\"\nhang 3600\n",
+    )]);
+    configure(&project.repo, |c| c.agent_progress_timeout = Some(1));
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("BLOCKED", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "BLOCKED"
+    });
+    assert!(
+        blocked_reason(&project).contains("watchdog"),
+        "{}",
+        blocked_reason(&project)
+    );
+    let pid: i32 = std::fs::read_to_string(project.scenario.path().join("agent.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until("the hung agent to be gone", GUARD, || !alive(pid));
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn exit_42_forever_is_blocked_at_the_restart_threshold() {
+    let project = coder_project(&[("default", "exit 42\n")]);
+    configure(&project.repo, |c| c.exit42_restart_threshold = Some(2));
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("BLOCKED", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "BLOCKED"
+    });
+    assert!(
+        blocked_reason(&project).contains("exit-42"),
+        "{}",
+        blocked_reason(&project)
+    );
+    assert_eq!(project.runs().len(), 2);
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn a_crash_loop_blocks_the_task_after_3_crashes() {
+    let project = coder_project(&[("default", "crash 3\n")]);
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("BLOCKED", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "BLOCKED"
+    });
+    assert!(
+        blocked_reason(&project).contains("crash loop"),
+        "{}",
+        blocked_reason(&project)
+    );
+    assert_eq!(project.runs().len(), 3);
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn flooding_output_and_orphaned_children_do_not_outlive_the_run() {
+    let project = coder_project(&[(
+        "default",
+        "flood 50000\n(sleep 3600 & echo $! > \"$FAKE_AGENT_DIR/orphan.pid\")\n\
+         work t-1.txt done\nsubmit\n",
+    )]);
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("READY_FOR_REVIEW", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    let orphan: i32 = std::fs::read_to_string(project.scenario.path().join("orphan.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    wait_until("the orphan to be killed", GUARD, || !alive(orphan));
+    let logs = project.repo.liza_dir().join("agent-logs");
+    let log = std::fs::read_dir(&logs).unwrap().flatten().next().unwrap();
+    let size = log.metadata().unwrap().len();
+    assert!(
+        size > 1_000_000 && size < 9 * 1024 * 1024,
+        "the output is saved, capped: {size}"
+    );
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn refused_submits_of_protected_paths_or_a_dirty_tree_leave_the_task_claimed() {
+    let project = coder_project(&[
+        (
+            "t-1.1",
+            "work .ci/run 'exit 0'\nsubmit || echo refused >> \"$FAKE_AGENT_DIR/refusals\"\n",
+        ),
+        (
+            "t-1.2",
+            "git -C \"$wt\" reset -q --hard HEAD~1\necho draft > \"$wt/draft.txt\"\n\
+             submit || echo refused >> \"$FAKE_AGENT_DIR/refusals\"\n",
+        ),
+        ("t-1.3", "rm \"$wt/draft.txt\"\nwork t-1.txt done\nsubmit\n"),
+    ]);
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("READY_FOR_REVIEW", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    let refusals = std::fs::read_to_string(project.scenario.path().join("refusals")).unwrap();
+    assert_eq!(refusals.lines().count(), 2, "both bad submits were refused");
+    assert_eq!(project.runs().len(), 3);
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn committing_outside_the_worktree_raises_a_role_boundary_alarm() {
+    let project = coder_project(&[(
+        "default",
+        "git -C \"$LIZA_PROJECT_ROOT\" commit -q --allow-empty -m 'not mine to make'\n\
+         work t-1.txt done\nsubmit\n",
+    )]);
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("the alarm", GUARD, || {
+        std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
+            .is_ok_and(|a| a.contains("ROLE_BOUNDARY") && a.contains("main checkout"))
+    });
+    assert!(
+        project
+            .repo
+            .log()
+            .iter()
+            .any(|e| e["action"] == "role_boundary_violation")
+    );
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn an_agent_editing_state_yaml_directly_is_reconciled_as_a_hand_edit() {
+    let project = coder_project(&[(
+        "default",
+        "sed -i 's/Implement part of the report flag/edited by the agent/' \
+         \"$LIZA_PROJECT_ROOT/.liza/state.yaml\"\nwork t-1.txt done\nsubmit\n",
+    )]);
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("READY_FOR_REVIEW", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    assert!(
+        project
+            .repo
+            .log()
+            .iter()
+            .any(|e| e["action"] == "human_edit")
+    );
+    assert_success(&project.repo.liza(&["validate"]));
+    still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn a_reviewer_that_modifies_the_worktree_has_its_verdict_voided() {
+    let project = coder_project(&[("default", "work t-1.txt done\nsubmit\n")]);
+    project.step(
+        "code-reviewer",
+        "t-1.1",
+        "echo 'reviewer was here' >> \"$wt/t-1.txt\"\napprove\n",
+    );
+    project.step("code-reviewer", "t-1.2", "exit 0\n");
+    let coder = project.supervisor("coder", "coder-1");
+    let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
+    wait_until("the verdict voided", GUARD, || {
+        project
+            .repo
+            .log()
+            .iter()
+            .any(|e| e["action"] == "verdict_voided")
+    });
+    let task = task_of(&project.repo, "t-1");
+    assert!(task["status"] == "READY_FOR_REVIEW", "{task}");
+    assert!(
+        std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
+            .unwrap()
+            .contains("changed the worktree")
+    );
+    still_running_then_stop(&project, reviewer, "code-reviewer-1");
+    still_running_then_stop(&project, coder, "coder-1");
+}
