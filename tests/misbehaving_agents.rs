@@ -239,3 +239,27 @@ fn a_reviewer_that_modifies_the_worktree_has_its_verdict_voided() {
     still_running_then_stop(&project, reviewer, "code-reviewer-1");
     still_running_then_stop(&project, coder, "coder-1");
 }
+
+#[test]
+fn a_provider_usage_limit_keeps_the_task_claimed_without_blame_or_restart_storm() {
+    let project = coder_project(&[(
+        "default",
+        "echo draft > \"$wt/draft.txt\"\necho 'Error: usage limit reached; resets at 17:00' >&2\nexit 1\n",
+    )]);
+    let child = project.supervisor("coder", "coder-1");
+    wait_until("the quota alarm", GUARD, || {
+        std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
+            .is_ok_and(|a| a.contains("PROVIDER_QUOTA_EXHAUSTED"))
+    });
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(project.runs().len(), 1, "no restart storm");
+    let task = task_of(&project.repo, "t-1");
+    assert_eq!(task["status"], "CLAIMED");
+    assert!(
+        task["failed_by"].as_array().is_none_or(|f| f.is_empty()),
+        "{task}"
+    );
+    let log = project.repo.git(&["log", "-1", "--format=%s", "task/t-1"]);
+    assert!(log.starts_with("WIP: saved by liza"), "{log}");
+    still_running_then_stop(&project, child, "coder-1");
+}
