@@ -1,4 +1,4 @@
-//! Wake-ups: a debounced watch of `.liza/` (the directory, because the store replaces
+//! Wake-ups: a (20 ms) debounced watch of `.liza/` (the directory, because the store replaces
 //! state.yaml by rename) forwarded to the async loop. The poll interval is only the
 //! fallback for filesystems without events.
 
@@ -21,7 +21,7 @@ impl Wake {
     /// Starts watching `liza_dir`; without file events, waits are plain polls.
     pub fn start(liza_dir: &Path) -> Wake {
         let notify = Arc::new(Notify::new());
-        match DirWatch::new(liza_dir, WATCHED, Duration::from_millis(50)) {
+        match DirWatch::new(liza_dir, WATCHED, Duration::from_millis(20)) {
             Ok(watch) => {
                 let forward = notify.clone();
                 std::thread::spawn(move || {
