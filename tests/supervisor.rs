@@ -219,3 +219,70 @@ fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
         "every supervisor unregistered"
     );
 }
+
+#[test]
+fn the_review_prompt_shows_the_spec_change_and_the_on_review_checks() {
+    use common::supervision::{task_of, wait_until};
+    let project = AgentProject::new();
+    configure(&project.repo, |c| {
+        c.checks = Some(vec![liza::blackboard::model::Check {
+            name: "smoke".into(),
+            run: liza::blackboard::model::CommandSpec::Argv(vec![
+                "sh".into(),
+                "-c".into(),
+                "echo check-output-42".into(),
+            ]),
+            timeout: Some(30),
+            on_review: Some(true),
+            on_merge: None,
+            extra: Default::default(),
+        }]);
+    });
+    add(&project.repo, "t-1", "");
+    project.step("coder", "default", "work t-1.txt done\nsubmit\n");
+    project.step(
+        "code-reviewer",
+        "default",
+        "printf '%s\\n' \"$prompt\" > \"$FAKE_AGENT_DIR/review-prompt.md\"\napprove\n",
+    );
+    let coder = project.supervisor("coder", "coder-1");
+    let guard = Duration::from_secs(60);
+    wait_until("the submission", guard, || {
+        task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    std::fs::write(
+        project.repo.path().join("specs/vision.md"),
+        "# Vision\n\nA report CLI with --json and --csv.\n",
+    )
+    .unwrap();
+    let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
+    wait_until("the approval", guard, || {
+        task_of(&project.repo, "t-1")["status"] == "APPROVED"
+            || task_of(&project.repo, "t-1")["status"] == "MERGED"
+    });
+    let prompt = std::fs::read_to_string(project.scenario.path().join("review-prompt.md")).unwrap();
+    assert!(prompt.contains("SPEC CHANGED"), "{prompt}");
+    assert!(
+        prompt.contains("+ A report CLI with --json and --csv."),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("- smoke: passed") && prompt.contains("check-output-42"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("TASK: t-1"), "{prompt}");
+    // The only task merged: the sprint completed and both supervisors leave by themselves.
+    for (name, out) in wait_all(
+        vec![
+            ("code-reviewer-1".into(), reviewer),
+            ("coder-1".into(), coder),
+        ],
+        guard,
+    ) {
+        assert!(
+            out.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}

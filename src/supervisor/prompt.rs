@@ -275,4 +275,68 @@ mod tests {
         let vars = [("a", "1".to_owned())];
         assert_eq!(render("x {{a}} {{b}} {{a", &vars), "x 1  {{a");
     }
+
+    /// The mid-sprint fixture (every task status), decoded.
+    fn fixture() -> State {
+        let text = include_str!("../../tests/fixtures/mid-sprint.yaml");
+        crate::blackboard::document::decode(text.as_bytes())
+            .unwrap_or_else(|f| panic!("fixture: {f:?}"))
+            .state
+    }
+
+    fn id(text: &str) -> TaskId {
+        TaskId::parse(text).unwrap()
+    }
+
+    #[test]
+    fn the_coder_prompt_has_every_section() {
+        let state = fixture();
+        let agent = AgentId::parse("coder-2").unwrap();
+        let task = state.task(&id("t-rejected")).unwrap();
+        let root = Path::new("/project");
+        let text = coder(
+            &state,
+            root,
+            &agent,
+            task,
+            &root.join(".worktrees/t-rejected"),
+            "## The reviewer rejected the last submission\nsee above",
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_reviewer_prompt_has_every_section() {
+        let state = fixture();
+        let agent = AgentId::parse("code-reviewer-1").unwrap();
+        let task = state.task(&id("t-review")).unwrap();
+        let root = Path::new("/project");
+        let facts = ReviewFacts {
+            diff_stat: "- src/report.rs\n- tests/report_test.rs".into(),
+            tests_changed: "tests/report_test.rs".into(),
+            path_warnings: String::new(),
+            checks: "- unit: passed".into(),
+            spec_changed: String::new(),
+            situation: String::new(),
+        };
+        let text = reviewer(
+            &state,
+            root,
+            &agent,
+            task,
+            &root.join(".worktrees/t-review"),
+            &facts,
+        );
+        insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn the_planner_prompt_names_its_triggers() {
+        let state = fixture();
+        let agent = AgentId::parse("planner-1").unwrap();
+        let triggers = crate::lifecycle::planner_triggers(&state, &agent);
+        assert!(!triggers.is_empty());
+        let text = planner(&state, Path::new("/project"), &agent, &triggers);
+        insta::assert_snapshot!(text);
+    }
 }

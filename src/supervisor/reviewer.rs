@@ -41,7 +41,7 @@ impl Session {
                         })
                         .await;
                     match claimed {
-                        Ok(_) => return self.review(&task).await,
+                        Ok(done) => return self.review(&task, done.value.spec_changed).await,
                         Err(e) if e.class() == ErrorClass::Refused => continue,
                         Err(e) => {
                             tracing::warn!(task = %task, error = %e, "review claim failed");
@@ -89,7 +89,11 @@ impl Session {
         }
     }
 
-    async fn review(&mut self, task: &TaskId) -> Result<Step, SupervisorError> {
+    async fn review(
+        &mut self,
+        task: &TaskId,
+        spec_changed: Option<(String, String)>,
+    ) -> Result<Step, SupervisorError> {
         let state = self.snapshot()?;
         let Some(t) = state.task(task).cloned() else {
             return Ok(Step::Worked);
@@ -109,7 +113,10 @@ impl Session {
             self.memory(task).resume_at = Some(Instant::now() + Duration::from_secs(60));
             return Ok(Step::Worked);
         }
-        let facts = self.review_facts(&state, &t, &workdir).await;
+        let mut facts = self.review_facts(&state, &t, &workdir).await;
+        if let Some((then, now)) = spec_changed {
+            facts.spec_changed = spec_change(&self.project.root, &t, &then, &now);
+        }
         let text = prompt::reviewer(
             &state,
             &self.project.root,
@@ -275,4 +282,23 @@ impl Session {
         self.blocking(move |_| ops::run_review_checks(&checks, &dir))
             .await
     }
+}
+
+/// The spec-currency section: the spec changed since the task was finalized; the lines
+/// removed and added since (the finalized text is kept under `.liza/specs/<blob>`).
+fn spec_change(root: &Path, t: &Task, then: &str, now: &str) -> String {
+    let spec = lifecycle::spec_file(t.spec_ref.as_deref().unwrap_or(""));
+    let old = std::fs::read_to_string(root.join(".liza/specs").join(then)).unwrap_or_default();
+    let new = std::fs::read_to_string(root.join(spec)).unwrap_or_default();
+    let mut diff = Vec::new();
+    for line in old.lines().filter(|l| !new.lines().any(|n| n == *l)) {
+        diff.push(format!("- {line}"));
+    }
+    for line in new.lines().filter(|l| !old.lines().any(|o| o == *l)) {
+        diff.push(format!("+ {line}"));
+    }
+    format!(
+        "\nSPEC CHANGED since the task was finalized ({then} → {now}); review against the current spec, and log a spec_changed anomaly if the change matters:\n{}",
+        diff.join("\n")
+    )
 }
