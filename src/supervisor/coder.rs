@@ -102,20 +102,15 @@ impl Session {
             &situation,
         );
         let what = format!("{task}-{}", t.iteration.unwrap_or(0));
-        let file = prompt::save(&self.project.store.paths().dir, &self.agent, &what, &text)
-            .map_err(|e| SupervisorError::Ops(io_error(e)))?;
         self.console.info(&format!(
             "{}: running the agent on {task} (run {})",
             self.agent,
             t.iteration.unwrap_or(0)
         ));
         let before = worktree_state(&workdir);
-        let bounds = Boundaries::read(&self.project.root, &state);
-        let end = self
-            .run_agent(Some(task), &workdir, &text, &file, &state)
+        let (end, after_state) = self
+            .run_turn(Some(task), &workdir, &text, &what, &state)
             .await?;
-        let after_state = self.snapshot()?;
-        self.check_boundaries(&bounds, &after_state, Some(task));
         let after = worktree_state(&workdir);
         let still_mine = after_state.task(task).is_some_and(|t| {
             t.status == TaskStatus::Claimed && t.assigned_to.as_ref() == Some(&self.agent)
@@ -352,12 +347,4 @@ fn situation(state: &State, t: &crate::blackboard::model::Task) -> String {
     } else {
         parts.join("\n\n")
     }
-}
-
-fn io_error(e: std::io::Error) -> OpsError {
-    OpsError::Store(crate::blackboard::StoreError::Io {
-        action: "write the prompt in",
-        path: ".liza/agent-prompts".into(),
-        source: e,
-    })
 }

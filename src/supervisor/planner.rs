@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 
 use super::SupervisorError;
 use super::prompt;
-use super::run::Boundaries;
 use super::session::{Session, Step};
 use crate::blackboard::State;
 use crate::lifecycle::{self, TriggerKind};
@@ -36,25 +35,11 @@ impl Session {
         };
         let root = self.project.root.clone();
         let text = prompt::planner(&state, &root, &self.agent, &triggers);
-        let file = prompt::save(
-            &self.project.store.paths().dir,
-            &self.agent,
-            first.kind.name(),
-            &text,
-        )
-        .map_err(|e| {
-            SupervisorError::Ops(ops::OpsError::refused(
-                e.to_string(),
-                "check .liza/ is writable",
-            ))
-        })?;
         let names: Vec<String> = triggers.iter().map(|t| t.describe()).collect();
         self.console
             .info(&format!("{}: woken for {}", self.agent, names.join(", ")));
-        let bounds = Boundaries::read(&root, &state);
-        let _end = self.run_agent(None, &root, &text, &file, &state).await?;
-        let after = self.snapshot()?;
-        self.check_boundaries(&bounds, &after, None);
+        self.run_turn(None, &root, &text, first.kind.name(), &state)
+            .await?;
         let (agent, shown) = (self.agent.clone(), triggers.clone());
         let acknowledged = self
             .blocking(move |project| ops::acknowledge_triggers(project, &agent, &shown))

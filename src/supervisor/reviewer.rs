@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::SupervisorError;
 use super::prompt::{self, ReviewFacts};
-use super::run::{Boundaries, RunEnd, worktree_state};
+use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
 use crate::blackboard::model::{State, Task, TaskStatus};
 use crate::blackboard::{Actor, TaskId, Timestamp};
@@ -125,27 +125,12 @@ impl Session {
             &workdir,
             &facts,
         );
-        let file = prompt::save(
-            &self.project.store.paths().dir,
-            &self.agent,
-            task.as_str(),
-            &text,
-        )
-        .map_err(|e| {
-            SupervisorError::Ops(ops::OpsError::refused(
-                e.to_string(),
-                "check .liza/ is writable",
-            ))
-        })?;
         self.console
             .info(&format!("{}: reviewing {task}", self.agent));
         let before = worktree_state(&workdir);
-        let bounds = Boundaries::read(&self.project.root, &state);
-        let end = self
-            .run_agent(Some(task), &workdir, &text, &file, &state)
+        let (end, after_state) = self
+            .run_turn(Some(task), &workdir, &text, task.as_str(), &state)
             .await?;
-        let after_state = self.snapshot()?;
-        self.check_boundaries(&bounds, &after_state, Some(task));
         let changed = worktree_state(&workdir) != before;
         let now_task = after_state.task(task);
         let verdict_given = now_task.is_some_and(|t| {

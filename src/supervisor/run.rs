@@ -79,6 +79,31 @@ pub(super) fn worktree_state(dir: &Path) -> (Option<String>, Vec<String>) {
 }
 
 impl Session {
+    /// One agent turn with everything around it: the prompt saved as
+    /// `.liza/agent-prompts/<agent>-<what>-<ts>.md`, the run, and the role boundaries
+    /// compared before and after; returns how it ended and the state after it.
+    pub(super) async fn run_turn(
+        &mut self,
+        task: Option<&TaskId>,
+        workdir: &Path,
+        text: &str,
+        what: &str,
+        state: &State,
+    ) -> Result<(RunEnd, State), SupervisorError> {
+        let file = super::prompt::save(&self.project.store.paths().dir, &self.agent, what, text)
+            .map_err(|e| {
+                SupervisorError::Ops(crate::ops::OpsError::refused(
+                    format!("cannot save the prompt: {e}"),
+                    "check that .liza/ is writable",
+                ))
+            })?;
+        let bounds = Boundaries::read(&self.project.root, state);
+        let end = self.run_agent(task, workdir, text, &file, state).await?;
+        let after = self.snapshot()?;
+        self.check_boundaries(&bounds, &after, task);
+        Ok((end, after))
+    }
+
     /// Runs the agent once for `task` (or the planner's turn) in `workdir`.
     pub(super) async fn run_agent(
         &mut self,
