@@ -14,8 +14,8 @@ use crate::blackboard::model::{Config, PromptMode};
 pub struct Backend {
     pub name: String,
     pub executable: String,
-    /// Arguments before the prompt; `{prompt_file}`, `{worktree}`, `{task_id}` are
-    /// replaced.
+    /// Arguments before the prompt; `{prompt_file}`, `{worktree}`, `{task_id}`,
+    /// `{git_dir}` (the repository's shared `.git`) and `{liza_dir}` are replaced.
     pub args: Vec<String>,
     pub prompt: PromptMode,
     /// Extra environment (e.g. the provider key a user backend needs).
@@ -84,6 +84,12 @@ const BUILT_IN: &[BuiltIn] = &[
             "workspace-write",
             "--cd",
             "{worktree}",
+            // Commits write to the shared .git, and `liza` to .liza/: both must be
+            // writable roots of the sandbox.
+            "--add-dir",
+            "{git_dir}",
+            "--add-dir",
+            "{liza_dir}",
             "-",
         ],
         PromptMode::Stdin,
@@ -146,12 +152,19 @@ impl Backend {
         })
     }
 
+    /// Whether this backend can write a structured run report (`config.codex_report`).
+    pub fn reports(&self) -> bool {
+        self.name == "codex"
+    }
+
     /// The argv and stdin of one run.
     pub fn invocation(&self, run: &RunInput<'_>, interactive: bool) -> Invocation {
         let fill = |arg: &str| {
             arg.replace("{prompt_file}", &run.prompt_file.display().to_string())
                 .replace("{worktree}", &run.workdir.display().to_string())
                 .replace("{task_id}", run.task.unwrap_or(""))
+                .replace("{git_dir}", &run.git_dir.display().to_string())
+                .replace("{liza_dir}", &run.liza_dir.display().to_string())
         };
         let template = if interactive && !self.interactive_args.is_empty() {
             &self.interactive_args
@@ -160,6 +173,18 @@ impl Backend {
         };
         let mut argv = vec![self.executable.clone()];
         argv.extend(template.iter().map(|a| fill(a)));
+        if let Some(report) = run.report.filter(|_| !interactive) {
+            // Right after the `exec` subcommand (or the program): before the `-` that
+            // reads the prompt from stdin.
+            let at = argv.iter().position(|a| a == "exec").map_or(1, |i| i + 1);
+            let flags = [
+                "--output-schema".to_owned(),
+                report.schema.display().to_string(),
+                "--output-last-message".to_owned(),
+                report.output.display().to_string(),
+            ];
+            argv.splice(at..at, flags);
+        }
         let mut stdin = None;
         if !interactive {
             match self.prompt {
@@ -182,6 +207,17 @@ pub struct RunInput<'a> {
     pub prompt_file: &'a Path,
     pub workdir: &'a Path,
     pub task: Option<&'a str>,
+    pub git_dir: &'a Path,
+    pub liza_dir: &'a Path,
+    /// The structured run report asked of a backend that supports it (codex).
+    pub report: Option<ReportFiles<'a>>,
+}
+
+/// Where the report's schema is and where the agent writes its report.
+#[derive(Clone, Copy)]
+pub struct ReportFiles<'a> {
+    pub schema: &'a Path,
+    pub output: &'a Path,
 }
 
 /// An agent process to start.
@@ -233,6 +269,9 @@ mod tests {
             prompt_file: file,
             workdir: dir,
             task: Some("t-1"),
+            git_dir: Path::new("/r/.git"),
+            liza_dir: Path::new("/r/.liza"),
+            report: None,
         }
     }
 
@@ -262,6 +301,43 @@ mod tests {
             Backend::resolve("nope", &config),
             Err(BackendError::Unknown { .. })
         ));
+    }
+
+    #[test]
+    fn codex_may_write_git_and_liza_and_is_asked_for_its_report_before_the_prompt() {
+        let codex = Backend::resolve("codex", &Config::default()).unwrap();
+        assert!(codex.reports());
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        let mut input = run(file, dir);
+        let plain = codex.invocation(&input, false).argv;
+        let writable: Vec<&str> = plain
+            .windows(2)
+            .filter(|w| w[0] == "--add-dir")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(writable, ["/r/.git", "/r/.liza"]);
+        input.report = Some(ReportFiles {
+            schema: Path::new("/o/schema.json"),
+            output: Path::new("/o/report.json"),
+        });
+        let argv = codex.invocation(&input, false).argv;
+        assert_eq!(
+            argv[..6],
+            [
+                "codex",
+                "exec",
+                "--output-schema",
+                "/o/schema.json",
+                "--output-last-message",
+                "/o/report.json"
+            ]
+        );
+        assert_eq!(argv.last().map(String::as_str), Some("-"));
+        assert!(
+            !Backend::resolve("claude", &Config::default())
+                .unwrap()
+                .reports()
+        );
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub use project::{Project, actor_from_env};
 pub use reports::{DiscoveryDecision, anomaly, discover, discovery, log_add};
 pub use sprint::{abort, checkpoint, goal_complete, pause, resume, sprint_next};
 pub use supervision::{
-    acknowledge_triggers, release_review_claim, start_run, supervisor_block, void_verdict,
+    acknowledge_triggers, record_run_report, release_review_claim, start_run, supervisor_block,
+    void_verdict,
 };
 pub use tasks::{add_tasks, amend_task, finalize_tasks, spec_facts};
 pub use work::{block, handoff, submit_for_review, submit_verdict};

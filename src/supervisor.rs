@@ -13,11 +13,14 @@ mod agent_process;
 mod coder;
 mod error;
 pub mod identity;
+mod memory;
 mod planner;
 pub mod prompt;
 mod reviewer;
 mod run;
+pub mod run_report;
 mod session;
+mod usage_limit;
 mod wake;
 
 use std::sync::Arc;

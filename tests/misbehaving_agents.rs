@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::Child;
 use std::time::Duration;
 
 use common::supervision::*;
@@ -25,8 +24,8 @@ fn coder_project(steps: &[(&str, &str)]) -> AgentProject {
 }
 
 /// The supervisor is still serving; SIGTERM ends it with 143 and unregisters it.
-fn still_running_then_stop(project: &AgentProject, mut child: Child, id: &str) {
-    assert!(child.try_wait().unwrap().is_none(), "{id} exited early");
+fn still_running_then_stop(project: &AgentProject, mut child: Supervisor, id: &str) {
+    assert!(child.running(), "{id} exited early");
     let (code, output) = stop(child, Signal::SIGTERM);
     assert_eq!(code, Some(143), "{output}");
     assert!(
@@ -46,7 +45,7 @@ fn blocked_reason(project: &AgentProject) -> String {
 fn an_agent_that_exits_0_without_progress_is_blocked_after_3_runs() {
     let project = coder_project(&[("default", "exit 0\n")]);
     let child = project.supervisor("coder", "coder-1");
-    wait_until("BLOCKED", GUARD, || {
+    project.wait_until("BLOCKED", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "BLOCKED"
     });
     assert!(blocked_reason(&project).contains("no progress in 3 runs"));
@@ -66,7 +65,7 @@ fn a_hanging_agent_is_stopped_by_the_watchdog_and_the_task_blocked() {
     )]);
     configure(&project.repo, |c| c.agent_progress_timeout = Some(1));
     let child = project.supervisor("coder", "coder-1");
-    wait_until("BLOCKED", GUARD, || {
+    project.wait_until("BLOCKED", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "BLOCKED"
     });
     assert!(
@@ -79,7 +78,7 @@ fn a_hanging_agent_is_stopped_by_the_watchdog_and_the_task_blocked() {
         .trim()
         .parse()
         .unwrap();
-    wait_until("the hung agent to be gone", GUARD, || !alive(pid));
+    project.wait_until("the hung agent to be gone", GUARD, || !alive(pid));
     still_running_then_stop(&project, child, "coder-1");
 }
 
@@ -88,7 +87,7 @@ fn exit_42_forever_is_blocked_at_the_restart_threshold() {
     let project = coder_project(&[("default", "exit 42\n")]);
     configure(&project.repo, |c| c.exit42_restart_threshold = Some(2));
     let child = project.supervisor("coder", "coder-1");
-    wait_until("BLOCKED", GUARD, || {
+    project.wait_until("BLOCKED", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "BLOCKED"
     });
     assert!(
@@ -104,7 +103,7 @@ fn exit_42_forever_is_blocked_at_the_restart_threshold() {
 fn a_crash_loop_blocks_the_task_after_3_crashes() {
     let project = coder_project(&[("default", "crash 3\n")]);
     let child = project.supervisor("coder", "coder-1");
-    wait_until("BLOCKED", GUARD, || {
+    project.wait_until("BLOCKED", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "BLOCKED"
     });
     assert!(
@@ -124,7 +123,7 @@ fn flooding_output_and_orphaned_children_do_not_outlive_the_run() {
          work t-1.txt done\nsubmit\n",
     )]);
     let child = project.supervisor("coder", "coder-1");
-    wait_until("READY_FOR_REVIEW", GUARD, || {
+    project.wait_until("READY_FOR_REVIEW", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
     let orphan: i32 = std::fs::read_to_string(project.scenario.path().join("orphan.pid"))
@@ -132,7 +131,7 @@ fn flooding_output_and_orphaned_children_do_not_outlive_the_run() {
         .trim()
         .parse()
         .unwrap();
-    wait_until("the orphan to be killed", GUARD, || !alive(orphan));
+    project.wait_until("the orphan to be killed", GUARD, || !alive(orphan));
     let logs = project.repo.liza_dir().join("agent-logs");
     let log = std::fs::read_dir(&logs).unwrap().flatten().next().unwrap();
     let size = log.metadata().unwrap().len();
@@ -158,7 +157,7 @@ fn refused_submits_of_protected_paths_or_a_dirty_tree_leave_the_task_claimed() {
         ("t-1.3", "rm \"$wt/draft.txt\"\nwork t-1.txt done\nsubmit\n"),
     ]);
     let child = project.supervisor("coder", "coder-1");
-    wait_until("READY_FOR_REVIEW", GUARD, || {
+    project.wait_until("READY_FOR_REVIEW", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
     let refusals = std::fs::read_to_string(project.scenario.path().join("refusals")).unwrap();
@@ -175,7 +174,7 @@ fn committing_outside_the_worktree_raises_a_role_boundary_alarm() {
          work t-1.txt done\nsubmit\n",
     )]);
     let child = project.supervisor("coder", "coder-1");
-    wait_until("the alarm", GUARD, || {
+    project.wait_until("the alarm", GUARD, || {
         std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
             .is_ok_and(|a| a.contains("ROLE_BOUNDARY") && a.contains("main checkout"))
     });
@@ -197,7 +196,7 @@ fn an_agent_editing_state_yaml_directly_is_reconciled_as_a_hand_edit() {
          \"$LIZA_PROJECT_ROOT/.liza/state.yaml\"\nwork t-1.txt done\nsubmit\n",
     )]);
     let child = project.supervisor("coder", "coder-1");
-    wait_until("READY_FOR_REVIEW", GUARD, || {
+    project.wait_until("READY_FOR_REVIEW", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
     assert!(
@@ -222,7 +221,7 @@ fn a_reviewer_that_modifies_the_worktree_has_its_verdict_voided() {
     project.step("code-reviewer", "t-1.2", "exit 0\n");
     let coder = project.supervisor("coder", "coder-1");
     let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
-    wait_until("the verdict voided", GUARD, || {
+    project.wait_until("the verdict voided", GUARD, || {
         project
             .repo
             .log()
@@ -247,7 +246,7 @@ fn a_provider_usage_limit_keeps_the_task_claimed_without_blame_or_restart_storm(
         "echo draft > \"$wt/draft.txt\"\necho 'Error: usage limit reached; resets at 17:00' >&2\nexit 1\n",
     )]);
     let child = project.supervisor("coder", "coder-1");
-    wait_until("the quota alarm", GUARD, || {
+    project.wait_until("the quota alarm", GUARD, || {
         std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
             .is_ok_and(|a| a.contains("PROVIDER_QUOTA_EXHAUSTED"))
     });
@@ -262,4 +261,53 @@ fn a_provider_usage_limit_keeps_the_task_claimed_without_blame_or_restart_storm(
     let log = project.repo.git(&["log", "-1", "--format=%s", "task/t-1"]);
     assert!(log.starts_with("WIP: saved by liza"), "{log}");
     still_running_then_stop(&project, child, "coder-1");
+}
+
+#[test]
+fn a_reviewer_crash_loop_releases_the_review_and_raises_an_alarm() {
+    let project = coder_project(&[("t-1", "work t-1.txt done\nsubmit\n")]);
+    project.step("code-reviewer", "t-1", "crash 3\n");
+    let coder = project.supervisor("coder", "coder-1");
+    let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
+    project.wait_until("the crash-loop alarm", GUARD, || {
+        std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
+            .is_ok_and(|a| a.contains("CRASH_LOOP"))
+    });
+    let reviews = |p: &AgentProject| {
+        p.runs()
+            .iter()
+            .filter(|r| r.starts_with("code-reviewer "))
+            .count()
+    };
+    assert_eq!(
+        reviews(&project),
+        3,
+        "one run per crash, with backoff between"
+    );
+    let t = task_of(&project.repo, "t-1");
+    assert_eq!(t["status"], "READY_FOR_REVIEW");
+    assert!(
+        t["reviewing_by"].is_null(),
+        "the review claim is released: {t}"
+    );
+    assert!(
+        t["failed_by"].as_array().is_none_or(|f| f.is_empty()),
+        "no blame for a reviewer crash: {t}"
+    );
+    still_running_then_stop(&project, reviewer, "code-reviewer-1");
+    still_running_then_stop(&project, coder, "coder-1");
+}
+
+#[test]
+fn a_planner_crash_loop_backs_off_and_raises_an_alarm() {
+    let project = AgentProject::new();
+    project.step("planner", "default", "crash 3\n");
+    let planner = project.supervisor("planner", "planner-1");
+    project.wait_until("the crash-loop alarm", GUARD, || {
+        std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
+            .is_ok_and(|a| a.contains("CRASH_LOOP") && a.contains("planner-1"))
+    });
+    // 5 s, then 10 s between the three turns: not a re-spawn loop.
+    assert_eq!(project.runs().len(), 3, "{:?}", project.runs());
+    still_running_then_stop(&project, planner, "planner-1");
 }

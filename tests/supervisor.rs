@@ -114,8 +114,9 @@ fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
         "planner",
         "BLOCKED_TASKS",
         "liza add-task --id t-3a --desc 'Implement t-3 as plain text' --spec specs/vision.md \
-         --done 't-3a.txt holds the text' --scope t-3a.txt --supersedes t-3 --finalize\n\
-         liza rescope t-3 --into t-3a --reason 'the format was never specified; plain text it is'\n",
+         --done 't-3a.txt holds the text' --scope t-3a.txt --supersedes t-3\n\
+         liza rescope t-3 --into t-3a --reason 'the format was never specified; plain text it is'\n\
+         liza finalize-task t-3a\n",
     );
     project.step("planner", "SPRINT_COMPLETE", "liza goal complete\n");
     project.step(
@@ -136,19 +137,13 @@ fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
     );
     project.step("code-reviewer", "default", "approve\n");
 
-    let children = vec![
-        (
-            "planner-1".to_owned(),
-            project.supervisor("planner", "planner-1"),
-        ),
-        ("coder-1".to_owned(), project.supervisor("coder", "coder-1")),
-        ("coder-2".to_owned(), project.supervisor("coder", "coder-2")),
-        (
-            "code-reviewer-1".to_owned(),
-            project.supervisor("code-reviewer", "code-reviewer-1"),
-        ),
+    let supervisors = vec![
+        project.supervisor("planner", "planner-1"),
+        project.supervisor("coder", "coder-1"),
+        project.supervisor("coder", "coder-2"),
+        project.supervisor("code-reviewer", "code-reviewer-1"),
     ];
-    for (name, out) in wait_all(children, Duration::from_secs(180)) {
+    for (name, out) in project.wait_all(supervisors, Duration::from_secs(180)) {
         assert!(
             out.status.success(),
             "{name} exited {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -222,7 +217,7 @@ fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
 
 #[test]
 fn the_review_prompt_shows_the_spec_change_and_the_on_review_checks() {
-    use common::supervision::{task_of, wait_until};
+    use common::supervision::task_of;
     let project = AgentProject::new();
     configure(&project.repo, |c| {
         c.checks = Some(vec![liza::blackboard::model::Check {
@@ -247,7 +242,7 @@ fn the_review_prompt_shows_the_spec_change_and_the_on_review_checks() {
     );
     let coder = project.supervisor("coder", "coder-1");
     let guard = Duration::from_secs(60);
-    wait_until("the submission", guard, || {
+    project.wait_until("the submission", guard, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
     std::fs::write(
@@ -256,7 +251,7 @@ fn the_review_prompt_shows_the_spec_change_and_the_on_review_checks() {
     )
     .unwrap();
     let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
-    wait_until("the approval", guard, || {
+    project.wait_until("the approval", guard, || {
         task_of(&project.repo, "t-1")["status"] == "APPROVED"
             || task_of(&project.repo, "t-1")["status"] == "MERGED"
     });
@@ -272,13 +267,7 @@ fn the_review_prompt_shows_the_spec_change_and_the_on_review_checks() {
     );
     assert!(prompt.contains("TASK: t-1"), "{prompt}");
     // The only task merged: the sprint completed and both supervisors leave by themselves.
-    for (name, out) in wait_all(
-        vec![
-            ("code-reviewer-1".into(), reviewer),
-            ("coder-1".into(), coder),
-        ],
-        guard,
-    ) {
+    for (name, out) in project.wait_all(vec![reviewer, coder], guard) {
         assert!(
             out.status.success(),
             "{name}: {}",

@@ -25,7 +25,7 @@ work t-1.txt done\nsubmit\n";
 
 fn first_agent_pid(project: &AgentProject) -> i32 {
     let path = project.scenario.path().join("first.pid");
-    wait_until("the first agent to start", GUARD, || {
+    project.wait_until("the first agent to start", GUARD, || {
         std::fs::read_to_string(&path).is_ok_and(|p| !p.trim().is_empty())
     });
     std::fs::read_to_string(&path)
@@ -46,12 +46,11 @@ fn another_coder_takes_over_after_the_lease_lapses_and_nothing_is_lost() {
     project.step("coder", "default", FIRST_RUN_HANGS);
     let mut first = project.supervisor("coder", "coder-1");
     let orphan = first_agent_pid(&project);
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.kill();
     assert!(alive(orphan), "the agent outlives its supervisor's SIGKILL");
 
     let second = project.supervisor("coder", "coder-2");
-    wait_until("coder-2's submission", GUARD, || {
+    project.wait_until("coder-2's submission", GUARD, || {
         let t = task_of(&project.repo, "t-1");
         t["status"] == "READY_FOR_REVIEW" && t["assigned_to"] == "coder-2"
     });
@@ -82,11 +81,10 @@ fn the_same_coder_restarted_before_its_lease_lapses_resumes_its_task() {
     project.step("coder", "default", FIRST_RUN_HANGS);
     let mut first = project.supervisor("coder", "coder-1");
     let orphan = first_agent_pid(&project);
-    first.kill().unwrap();
-    first.wait().unwrap();
+    first.kill();
 
     let again = project.supervisor("coder", "coder-1");
-    wait_until("the resumed run's submission", GUARD, || {
+    project.wait_until("the resumed run's submission", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
     assert!(!alive(orphan), "the dead supervisor's agent was stopped");
@@ -131,18 +129,18 @@ fn pause_stops_new_runs_without_killing_the_running_agent() {
     );
     project.step("coder", "t-2", "work t-2.txt done\nsubmit\n");
     let coder = project.supervisor("coder", "coder-1");
-    wait_until("t-1's run", GUARD, || {
+    project.wait_until("t-1's run", GUARD, || {
         project.scenario.path().join("t-1.started").exists()
     });
     assert_success(&project.repo.liza(&["pause"]));
     std::fs::write(&gate, "").unwrap();
-    wait_until("t-1 submitted while paused", GUARD, || {
+    project.wait_until("t-1 submitted while paused", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
     // coder-1 now waits on its review; a second coder starts while paused.
     add(&project.repo, "t-2", "");
     let second = project.supervisor("coder", "coder-2");
-    wait_until("coder-2 registered", GUARD, || {
+    project.wait_until("coder-2 registered", GUARD, || {
         model(&project.repo)["agents"].get("coder-2").is_some()
     });
     std::thread::sleep(Duration::from_millis(1500));
@@ -152,7 +150,7 @@ fn pause_stops_new_runs_without_killing_the_running_agent() {
         "no new run while paused"
     );
     assert_success(&project.repo.liza(&["resume"]));
-    wait_until("t-2 worked after resume", GUARD, || {
+    project.wait_until("t-2 worked after resume", GUARD, || {
         task_of(&project.repo, "t-2")["status"] == "READY_FOR_REVIEW"
     });
     for child in [coder, second] {
@@ -173,7 +171,7 @@ fn abort_stops_the_running_agent_after_saving_its_work_and_every_supervisor_exit
     let coder = project.supervisor("coder", "coder-1");
     let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
     let pid_file = project.scenario.path().join("agent.pid");
-    wait_until("the agent", GUARD, || {
+    project.wait_until("the agent", GUARD, || {
         std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty())
     });
     let pid: i32 = std::fs::read_to_string(&pid_file)
@@ -182,13 +180,7 @@ fn abort_stops_the_running_agent_after_saving_its_work_and_every_supervisor_exit
         .parse()
         .unwrap();
     assert_success(&project.repo.liza(&["abort"]));
-    for (name, out) in wait_all(
-        vec![
-            ("coder-1".into(), coder),
-            ("code-reviewer-1".into(), reviewer),
-        ],
-        GUARD,
-    ) {
+    for (name, out) in project.wait_all(vec![coder, reviewer], GUARD) {
         assert!(
             out.status.success(),
             "{name}: {}",

@@ -2,7 +2,9 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::mpsc::{SyncSender, sync_channel};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError, sync_channel};
+use std::time::{Duration, Instant};
 
 use super::output::Output;
 use super::{CliError, EXIT_OK};
@@ -38,6 +40,8 @@ pub struct AgentArgs {
 /// dropped from the terminal only — the agent's log file keeps it.
 struct Terminal {
     lines: SyncSender<Chunk>,
+    /// Supervisor lines dropped since the terminal last caught up.
+    dropped: Arc<AtomicUsize>,
 }
 
 enum Chunk {
@@ -49,8 +53,17 @@ enum Chunk {
 impl Terminal {
     fn start() -> Terminal {
         let (lines, received) = sync_channel::<Chunk>(4096);
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let lost = dropped.clone();
         std::thread::spawn(move || {
             for chunk in received {
+                let missed = lost.swap(0, Ordering::Relaxed);
+                if missed > 0 {
+                    eprintln!(
+                        "liza-agent: ({missed} lines not shown: the terminal fell behind; \
+                         .liza/agent-logs/ has the agent's output)"
+                    );
+                }
                 match chunk {
                     Chunk::Info(line) => eprintln!("liza-agent: {line}"),
                     Chunk::Output(bytes) => {
@@ -64,22 +77,33 @@ impl Terminal {
                 }
             }
         });
-        Terminal { lines }
+        Terminal { lines, dropped }
     }
 
     /// Waits (at most 2 s) until everything queued is written, before the process exits.
+    /// A stopped terminal (a suspended pager, a full pipe) never holds the exit longer.
     fn flush(&self) {
+        let deadline = Instant::now() + Duration::from_secs(2);
         let (done, flushed) = sync_channel(1);
-        if self.lines.send(Chunk::Flushed(done)).is_ok() {
-            let _ = flushed.recv_timeout(std::time::Duration::from_secs(2));
+        let mut marker = Chunk::Flushed(done);
+        loop {
+            match self.lines.try_send(marker) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    marker = back;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(_) => return,
+            }
         }
+        let _ = flushed.recv_timeout(deadline.saturating_duration_since(Instant::now()));
     }
 }
 
 impl Console for Terminal {
     fn info(&self, line: &str) {
         if self.lines.try_send(Chunk::Info(line.to_owned())).is_err() {
-            eprintln!("liza-agent: {line}");
+            self.dropped.fetch_add(1, Ordering::Relaxed);
         }
     }
 

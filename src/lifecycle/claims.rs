@@ -419,7 +419,11 @@ pub fn release_review(
             "nothing to do",
         ));
     };
-    if !(expired(t.review_lease_expires, now) || (force && *who == Who::Human)) {
+    // `force`: a person taking the claim away, or the reviewer's own supervisor releasing
+    // it after a run that ended without a verdict (supervisor.md *Exit codes*).
+    if !(expired(t.review_lease_expires, now)
+        || (force && matches!(who, Who::Human | Who::Supervisor)))
+    {
         return Err(Refusal::new(
             "review-lease-expired",
             format!(

@@ -1,7 +1,8 @@
 //! Transitions a supervisor performs for its agent around a run (supervisor.md): count a
 //! run (or block at the iteration limit), block a task for the coder's failure or the
 //! environment, void a verdict whose run changed the worktree, release a review claim
-//! after a failed review run. Each is one transaction with the supervisor's authority.
+//! after a failed review run, record a run report. Each is one transaction with the
+//! supervisor's authority.
 
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::{Actor, AgentId, TaskId};
@@ -63,13 +64,26 @@ pub fn void_verdict(
     )
 }
 
-/// Releases a review claim whose run ended without a verdict.
-pub fn release_review_claim(project: &Project, task: &TaskId) -> Result<Transition<()>, OpsError> {
+/// Releases `reviewer`'s review claim on `task` after its run ended without a verdict
+/// (only its own: another reviewer's claim is refused).
+pub fn release_review_claim(
+    project: &Project,
+    task: &TaskId,
+    reviewer: &AgentId,
+) -> Result<Transition<()>, OpsError> {
     transition(
         &project.store,
         &Actor::Human,
         Authority::Supervisor,
         |state, _who, now| {
+            let holder = state.task(task).and_then(|t| t.reviewing_by.as_ref());
+            if holder != Some(reviewer) {
+                return Err(lifecycle::Refusal::new(
+                    "review-claimed",
+                    format!("{reviewer} holds no review claim on {task}"),
+                    "nothing to release",
+                ));
+            }
             Ok((
                 lifecycle::release_review(state, &Who::Supervisor, task, true, now)?,
                 (),
@@ -89,5 +103,31 @@ pub fn acknowledge_triggers(
         &Actor::Human,
         Authority::Supervisor,
         |state, _who, now| Ok((lifecycle::acknowledge(state, planner, triggers, now), ())),
+    )
+}
+
+/// Records an agent's structured run report in `task`'s history (the codex backend).
+pub fn record_run_report(
+    project: &Project,
+    task: &TaskId,
+    agent: &AgentId,
+    report: crate::blackboard::node::Node,
+    validation_errors: &[String],
+) -> Result<Transition<()>, OpsError> {
+    transition(
+        &project.store,
+        &Actor::Human,
+        Authority::Supervisor,
+        |state, _who, now| {
+            let outcome = lifecycle::record_run_report(
+                state,
+                task,
+                agent,
+                report.clone(),
+                validation_errors,
+                now,
+            )?;
+            Ok((outcome, ()))
+        },
     )
 }

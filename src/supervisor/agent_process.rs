@@ -36,7 +36,14 @@ pub struct AgentProcess {
     pub pgid: i32,
     pub started: Instant,
     pub activity: Arc<Mutex<Activity>>,
+    /// The output readers: awaited after the exit, so the output tail the supervisor
+    /// classifies the run by (a usage-limit message on the last line) is complete.
+    pumps: Vec<tokio::task::JoinHandle<()>>,
 }
+
+/// How long the output readers may take to drain after the agent's group is gone (a
+/// descendant that left the group may hold the pipes open; it is not waited for).
+const DRAIN: Duration = Duration::from_secs(2);
 
 impl AgentProcess {
     pub fn spawn(
@@ -88,23 +95,25 @@ impl AgentProcess {
         }));
         let log = Arc::new(Mutex::new((log, 0u64)));
         let secrets = Arc::new(secrets);
+        let mut pumps = Vec::new();
         if let Some(out) = child.stdout.take() {
-            pump(
+            pumps.push(pump(
                 out,
                 console.clone(),
                 activity.clone(),
                 log.clone(),
                 secrets.clone(),
-            );
+            ));
         }
         if let Some(err) = child.stderr.take() {
-            pump(err, console, activity.clone(), log, secrets);
+            pumps.push(pump(err, console, activity.clone(), log, secrets));
         }
         Ok(AgentProcess {
             child,
             pgid,
             started: Instant::now(),
             activity,
+            pumps,
         })
     }
 
@@ -112,6 +121,7 @@ impl AgentProcess {
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         let status = self.child.wait().await;
         self.kill_group(Signal::SIGKILL);
+        self.drain().await;
         status
     }
 
@@ -126,7 +136,19 @@ impl AgentProcess {
             }
         };
         self.kill_group(Signal::SIGKILL);
+        self.drain().await;
         status
+    }
+
+    /// Reads what the agent wrote before it exited, to the end (bounded by [`DRAIN`]).
+    async fn drain(&mut self) {
+        let pumps = std::mem::take(&mut self.pumps);
+        let _ = tokio::time::timeout(DRAIN, async {
+            for pump in pumps {
+                let _ = pump.await;
+            }
+        })
+        .await;
     }
 
     fn kill_group(&self, signal: Signal) {
@@ -156,7 +178,7 @@ fn pump(
     activity: Arc<Mutex<Activity>>,
     log: SharedLog,
     secrets: Arc<Vec<String>>,
-) {
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 8192];
         loop {
@@ -195,5 +217,5 @@ fn pump(
                 }
             }
         }
-    });
+    })
 }

@@ -7,18 +7,17 @@
 use std::time::{Duration, Instant};
 
 use super::SupervisorError;
+use super::memory::CRASH_LOOP;
 use super::prompt;
-use super::run::{Boundaries, RunEnd, worktree_state};
+use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
+use super::usage_limit;
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::{Repo, worktree_dir};
 use crate::lifecycle::{self, BlockCause, RunStart};
 use crate::ops::{self, OpsError, alarms::Level};
-
-/// Three crashes within this window on one task block it.
-const CRASH_WINDOW: Duration = Duration::from_secs(300);
 
 impl Session {
     pub(super) async fn coder_step(&mut self, state: &State) -> Result<Step, SupervisorError> {
@@ -36,7 +35,7 @@ impl Session {
                 && at > Instant::now()
             {
                 self.sleep(at - Instant::now()).await;
-                return Ok(Step::Worked);
+                return Ok(Step::Waited);
             }
             let (agent, id) = (self.agent.clone(), task.clone());
             let claimed = self
@@ -138,61 +137,45 @@ impl Session {
             (reason, vec![question])
         };
         let mut blocked = None;
+        let now = Instant::now();
         match end {
             RunEnd::Exited(Some(0)) => {
-                let m = self.memory(task);
-                m.exit42 = 0;
-                m.backoff = None;
-                if progressed {
-                    m.no_progress = 0;
-                } else if still_mine {
-                    m.no_progress += 1;
-                    if m.no_progress >= 3 {
-                        blocked = Some((
-                            block("no progress in 3 runs".into()),
-                            BlockCause::CoderFailure,
-                        ));
-                    }
+                let no_progress = if progressed || !still_mine {
+                    self.memory(task).finished(true)
+                } else {
+                    self.memory(task).finished(false)
+                };
+                if no_progress >= 3 {
+                    blocked = Some((
+                        block("no progress in 3 runs".into()),
+                        BlockCause::CoderFailure,
+                    ));
                 }
             }
             RunEnd::Exited(Some(42)) => {
-                let m = self.memory(task);
-                if progressed {
-                    m.exit42 = 0;
-                    m.backoff = None;
-                } else {
-                    m.exit42 += 1;
-                }
-                let delay = m.backoff.map_or(Duration::from_secs(2), |d| {
-                    (d * 2).min(Duration::from_secs(60))
-                });
-                m.backoff = Some(delay);
-                m.resume_at = Some(Instant::now() + delay);
-                if m.exit42 >= threshold && still_mine {
+                let in_a_row = self.memory(task).graceful_exit(progressed, now);
+                if in_a_row >= threshold && still_mine {
                     blocked = Some((
                         block(format!("{threshold} exit-42 restarts without progress")),
                         BlockCause::CoderFailure,
                     ));
                 }
             }
-            RunEnd::Exited(code) => {
-                if self.usage_limited() {
-                    return self.usage_limit(task).await;
-                }
-                let m = self.memory(task);
-                let now = Instant::now();
-                m.crashes.retain(|t| now.duration_since(*t) < CRASH_WINDOW);
-                m.crashes.push(now);
-                let delay = m.backoff.map_or(Duration::from_secs(5), |d| {
-                    (d * 2).min(Duration::from_secs(300))
-                });
-                m.backoff = Some(delay);
-                m.resume_at = Some(now + delay);
-                let crashes = m.crashes.len();
-                if crashes >= 3 && still_mine {
-                    let code = code.map_or("a signal".into(), |c| format!("exit {c}"));
+            RunEnd::Exited(_) if usage_limit::is_usage_limit(&self.last_output) => {
+                self.hit_usage_limit(Some(task)).await;
+            }
+            RunEnd::Exited(_) | RunEnd::Failed(_) => {
+                let crashes = self.memory(task).crashed(now);
+                if crashes >= CRASH_LOOP && still_mine {
+                    let last = match &end {
+                        RunEnd::Exited(Some(c)) => format!("exit {c}"),
+                        RunEnd::Failed(why) => why.clone(),
+                        _ => "a signal".into(),
+                    };
                     blocked = Some((
-                        block(format!("crash loop: 3 crashes in 5 minutes (last: {code})")),
+                        block(format!(
+                            "crash loop: {CRASH_LOOP} crashes in 5 minutes (last: {last})"
+                        )),
                         BlockCause::CoderFailure,
                     ));
                 }
@@ -225,7 +208,7 @@ impl Session {
                     &format!("{}: the agent could not start: {why}", self.agent),
                     &format!("not-started:{}:{task}", self.agent),
                 );
-                self.memory(task).resume_at = Some(Instant::now() + Duration::from_secs(30));
+                self.memory(task).resume_at = Some(now + Duration::from_secs(30));
             }
             RunEnd::Signalled | RunEnd::Stalled(_) | RunEnd::TimedOut(_) => {}
         }
@@ -243,72 +226,6 @@ impl Session {
             self.memory.remove(task);
         }
         Ok(Step::Worked)
-    }
-
-    /// Whether the last run's output announced a provider usage or rate limit.
-    fn usage_limited(&self) -> bool {
-        let tail = self.last_output.to_ascii_lowercase();
-        [
-            "usage limit",
-            "rate limit",
-            "quota exceeded",
-            "insufficient_quota",
-            "resource_exhausted",
-            "limit reached",
-        ]
-        .iter()
-        .any(|m| tail.contains(m))
-    }
-
-    /// Provider quota: WIP commit, alarm, sleep until the reset (30 min), no failed_by.
-    async fn usage_limit(&mut self, task: &TaskId) -> Result<Step, SupervisorError> {
-        let dir = worktree_dir(&self.project.root, task);
-        if let Ok(repo) = Repo::open(&self.project.root) {
-            let _ = repo.commit_wip(&dir, "a provider usage limit");
-        }
-        let revision = self.snapshot().ok().and_then(|s| s.revision).unwrap_or(0);
-        self.alarm(
-            Level::Error,
-            "PROVIDER_QUOTA_EXHAUSTED",
-            &format!(
-                "{}: the provider reports a usage limit; sleeping 30 min",
-                self.agent
-            ),
-            &format!("quota:{}:{revision}", self.agent),
-        );
-        self.memory(task).resume_at = Some(Instant::now() + Duration::from_secs(1800));
-        Ok(Step::Worked)
-    }
-
-    /// Compares the role boundaries before and after a run; a violation is logged and
-    /// raises an alarm.
-    pub(super) fn check_boundaries(
-        &self,
-        before: &Boundaries,
-        state: &State,
-        task: Option<&TaskId>,
-    ) {
-        let after = Boundaries::read(&self.project.root, state);
-        let changes = before.changes(&after);
-        if changes.is_empty() {
-            return;
-        }
-        let message = format!(
-            "{} broke a role boundary: {}",
-            self.agent,
-            changes.join("; ")
-        );
-        let key = format!("boundary:{}:{}", self.agent, state.revision.unwrap_or(0));
-        self.alarm(Level::Error, "ROLE_BOUNDARY", &message, &key);
-        let project = self.project.clone();
-        let task = task.cloned();
-        let _ = ops::log_add(
-            &project,
-            &Actor::Human,
-            "role_boundary_violation",
-            &message,
-            task.as_ref(),
-        );
     }
 }
 

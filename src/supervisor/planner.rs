@@ -1,13 +1,17 @@
 //! The planner supervisor's pass (supervisor.md *Planner wake triggers*): run the planner
-//! only when a trigger holds; re-check just before launch; after the turn acknowledge what
-//! it was shown, and when a condition it cannot acknowledge (no tasks, a completed sprint)
-//! still holds, alarm and back off exponentially instead of re-spawning at once.
+//! only when a trigger holds; re-check just before launch; after a turn that exited 0
+//! acknowledge what it was shown, and when a condition it cannot acknowledge (no tasks, a
+//! completed sprint) still holds, alarm and back off exponentially instead of re-spawning
+//! at once. A turn that crashed or gave up acknowledges nothing and backs off.
 
 use std::time::{Duration, Instant};
 
 use super::SupervisorError;
+use super::memory::CRASH_LOOP;
 use super::prompt;
+use super::run::RunEnd;
 use super::session::{Session, Step};
+use super::usage_limit;
 use crate::blackboard::State;
 use crate::lifecycle::{self, TriggerKind};
 use crate::ops::{self, alarms::Level};
@@ -18,10 +22,20 @@ const MAX_BACKOFF: Duration = Duration::from_secs(600);
 
 impl Session {
     pub(super) async fn planner_step(&mut self, state: &State) -> Result<Step, SupervisorError> {
-        if let Some((until, _)) = self.planner_backoff
-            && until > Instant::now()
+        let now = Instant::now();
+        let until = [
+            self.planner_backoff.map(|(until, _)| until),
+            self.planner_runs.resume_at,
+        ]
+        .into_iter()
+        .flatten()
+        .max();
+        if let Some(until) = until
+            && until > now
         {
-            return Ok(Step::Idle);
+            // A state change ends the wait early, so ABORT and the goal's end are seen.
+            self.wait(until - now).await;
+            return Ok(Step::Waited);
         }
         let triggers = lifecycle::planner_triggers(state, &self.agent);
         if triggers.is_empty() {
@@ -38,8 +52,15 @@ impl Session {
         let names: Vec<String> = triggers.iter().map(|t| t.describe()).collect();
         self.console
             .info(&format!("{}: woken for {}", self.agent, names.join(", ")));
-        self.run_turn(None, &root, &text, first.kind.name(), &state)
+        let (end, _) = self
+            .run_turn(None, &root, &text, first.kind.name(), &state)
             .await?;
+        self.reconcile_planner_exit(&end, &state).await;
+        if end != RunEnd::Exited(Some(0)) {
+            // Not handled: the triggers stay unacknowledged, so the next turn (after the
+            // backoff) is shown them again.
+            return Ok(Step::Worked);
+        }
         let (agent, shown) = (self.agent.clone(), triggers.clone());
         let acknowledged = self
             .blocking(move |project| ops::acknowledge_triggers(project, &agent, &shown))
@@ -83,5 +104,45 @@ impl Session {
             );
         }
         Ok(Step::Worked)
+    }
+
+    /// The exit-code protocol for a planner turn: exit 42 and crashes back off (a crash
+    /// loop alarms); a usage limit stops all turns until the reset.
+    async fn reconcile_planner_exit(&mut self, end: &RunEnd, state: &State) {
+        let now = Instant::now();
+        match end {
+            RunEnd::Exited(Some(0)) => {
+                self.planner_runs.finished(true);
+            }
+            RunEnd::Exited(Some(42)) => {
+                self.planner_runs.graceful_exit(false, now);
+            }
+            RunEnd::Exited(_) if usage_limit::is_usage_limit(&self.last_output) => {
+                self.hit_usage_limit(None).await;
+            }
+            RunEnd::Exited(_) | RunEnd::Failed(_) | RunEnd::NotStarted(_) => {
+                let crashes = self.planner_runs.crashed(now);
+                let wait = self.planner_runs.backoff.unwrap_or_default().as_secs();
+                self.console.info(&format!(
+                    "{}: the planner's turn failed ({end:?}); next turn in {wait} s",
+                    self.agent
+                ));
+                if crashes == CRASH_LOOP {
+                    self.alarm(
+                        Level::Error,
+                        "CRASH_LOOP",
+                        &format!(
+                            "{}: the planner crashed {CRASH_LOOP} times in 5 minutes; backing off",
+                            self.agent
+                        ),
+                        &format!("crash-loop:{}:{}", self.agent, state.revision.unwrap_or(0)),
+                    );
+                }
+            }
+            RunEnd::Stalled(_) | RunEnd::TimedOut(_) => {
+                self.planner_runs.crashed(now);
+            }
+            RunEnd::Aborted | RunEnd::Signalled => {}
+        }
     }
 }

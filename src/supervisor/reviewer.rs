@@ -7,9 +7,11 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::SupervisorError;
+use super::memory::CRASH_LOOP;
 use super::prompt::{self, ReviewFacts};
 use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
+use super::usage_limit;
 use crate::blackboard::model::{State, Task, TaskStatus};
 use crate::blackboard::{Actor, TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
@@ -21,6 +23,8 @@ use crate::ops::{self, MergeResult, alarms::Level};
 impl Session {
     pub(super) async fn reviewer_step(&mut self, state: &State) -> Result<Step, SupervisorError> {
         let now = Timestamp::now();
+        // The soonest a review skipped for its backoff may run.
+        let mut soonest: Option<Instant> = None;
         for work in lifecycle::reviewer_work(state, &self.agent, now) {
             match work {
                 ReviewWork::Merge(task) => {
@@ -29,9 +33,9 @@ impl Session {
                     }
                 }
                 ReviewWork::Review(task) => {
-                    if let Some(at) = self.memory(&task).resume_at
-                        && at > Instant::now()
-                    {
+                    let memory = self.memory(&task);
+                    if !memory.may_run(Instant::now()) {
+                        soonest = soonest.min(memory.resume_at).or(memory.resume_at);
                         continue;
                     }
                     let (agent, id) = (self.agent.clone(), task.clone());
@@ -50,6 +54,12 @@ impl Session {
                     }
                 }
             }
+        }
+        if let Some(at) = soonest {
+            // A state change ends the wait early; otherwise look again when it may run.
+            self.wait(at.saturating_duration_since(Instant::now()))
+                .await;
+            return Ok(Step::Waited);
         }
         Ok(Step::Idle)
     }
@@ -100,10 +110,7 @@ impl Session {
         };
         let workdir = worktree_dir(&self.project.root, task);
         if !workdir.exists() {
-            let id = task.clone();
-            let _ = self
-                .blocking(move |project| ops::release_review_claim(project, &id))
-                .await;
+            self.release_review(task).await;
             self.alarm(
                 Level::Error,
                 "WORKTREE_MISSING",
@@ -137,19 +144,11 @@ impl Session {
             matches!(t.status, TaskStatus::Approved | TaskStatus::Rejected)
                 && t.approved_by.as_ref() == Some(&self.agent)
         });
+        self.reconcile_review_exit(task, &end, &after_state).await;
         if changed {
             let message = format!(
                 "{} changed the worktree of {task} while reviewing it",
                 self.agent
-            );
-            self.alarm(
-                Level::Error,
-                "ROLE_BOUNDARY",
-                &message,
-                &format!(
-                    "review-modified:{task}:{}",
-                    after_state.revision.unwrap_or(0)
-                ),
             );
             let detail = message.clone();
             let id = task.clone();
@@ -164,6 +163,15 @@ impl Session {
                     )
                 })
                 .await;
+            self.alarm(
+                Level::Error,
+                "ROLE_BOUNDARY",
+                &message,
+                &format!(
+                    "review-modified:{task}:{}",
+                    after_state.revision.unwrap_or(0)
+                ),
+            );
             if verdict_given {
                 let id = task.clone();
                 let voided = self
@@ -178,13 +186,13 @@ impl Session {
             t.status == TaskStatus::ReadyForReview && t.reviewing_by.as_ref() == Some(&self.agent)
         });
         if still_reviewing && end != RunEnd::Signalled {
-            let id = task.clone();
-            let _ = self
-                .blocking(move |project| ops::release_review_claim(project, &id))
-                .await;
+            self.release_review(task).await;
             let m = self.memory(task);
             m.failed_reviews += 1;
-            m.resume_at = Some(Instant::now() + Duration::from_secs(5));
+            // At least 5 s before this reviewer tries the task again; a crash backoff
+            // may ask for longer.
+            let soonest = Instant::now() + Duration::from_secs(5);
+            m.resume_at = Some(m.resume_at.map_or(soonest, |at| at.max(soonest)));
             let failed = m.failed_reviews;
             if failed >= 2 {
                 self.alarm(
@@ -199,6 +207,62 @@ impl Session {
             }
         }
         Ok(Step::Worked)
+    }
+
+    /// Releases this reviewer's claim on `task`.
+    async fn release_review(&self, task: &TaskId) {
+        let (id, agent) = (task.clone(), self.agent.clone());
+        let released = self
+            .blocking(move |project| ops::release_review_claim(project, &id, &agent))
+            .await;
+        if let Err(e) = released {
+            tracing::warn!(task = %task, error = %e, "could not release the review claim");
+        }
+    }
+
+    /// The exit-code protocol for a review run: backoffs, a usage limit, and an alarm when
+    /// the reviewer crashes 3 times in 5 minutes on the task (its claim is released with
+    /// every run that ends without a verdict).
+    async fn reconcile_review_exit(&mut self, task: &TaskId, end: &RunEnd, state: &State) {
+        let now = Instant::now();
+        match end {
+            RunEnd::Exited(Some(0)) => {
+                self.memory(task).finished(true);
+            }
+            RunEnd::Exited(Some(42)) => {
+                self.memory(task).graceful_exit(false, now);
+            }
+            RunEnd::Exited(_) if usage_limit::is_usage_limit(&self.last_output) => {
+                self.hit_usage_limit(Some(task)).await;
+            }
+            RunEnd::Exited(_) | RunEnd::Failed(_) => {
+                if self.memory(task).crashed(now) == CRASH_LOOP {
+                    self.alarm(
+                        Level::Error,
+                        "CRASH_LOOP",
+                        &format!(
+                            "{}: the reviewer crashed {CRASH_LOOP} times in 5 minutes on {task}; its review claim is released",
+                            self.agent
+                        ),
+                        &format!(
+                            "crash-loop:{}:{task}:{}",
+                            self.agent,
+                            state.revision.unwrap_or(0)
+                        ),
+                    );
+                }
+            }
+            RunEnd::NotStarted(why) => {
+                self.alarm(
+                    Level::Error,
+                    "AGENT_NOT_STARTED",
+                    &format!("{}: the agent could not start: {why}", self.agent),
+                    &format!("not-started:{}:{task}", self.agent),
+                );
+                self.memory(task).resume_at = Some(now + Duration::from_secs(30));
+            }
+            RunEnd::Stalled(_) | RunEnd::TimedOut(_) | RunEnd::Aborted | RunEnd::Signalled => {}
+        }
     }
 
     /// The diff stat, tests, path warnings and on_review checks for the review prompt.

@@ -1,7 +1,7 @@
 //! Running the agent once (supervisor.md *Running the agent*, *Exit codes*): spawn, heartbeat
 //! with its process group, watch for progress (output, worktree HEAD and status, state
-//! changes) and the execution timeout, stop it on ABORT or a signal; then the role-boundary
-//! snapshot compared before and after the run.
+//! changes) and the execution timeout, stop it on ABORT or a signal; then the structured
+//! run report (codex) and the role-boundary snapshot compared before and after the run.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -9,10 +9,14 @@ use std::time::{Duration, Instant};
 
 use super::SupervisorError;
 use super::agent_process::AgentProcess;
+use super::run_report;
 use super::session::Session;
-use crate::backend::RunInput;
-use crate::blackboard::{Role, State, TaskId};
+use crate::backend::{ReportFiles, RunInput};
+use crate::blackboard::model::ValidationMode;
+use crate::blackboard::node::Node;
+use crate::blackboard::{Actor, Role, State, TaskId};
 use crate::git::{Repo, dirty_files, head_of};
+use crate::ops::{self, alarms::Level};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +33,9 @@ pub(super) enum RunEnd {
     Signalled,
     /// The agent could not be started.
     NotStarted(String),
+    /// It exited 0, but what it left is unusable (a strict-mode run report that does not
+    /// parse or match its schema): counted like a crash.
+    Failed(String),
 }
 
 /// What the human's checkout and the integration ref looked like (role boundaries).
@@ -97,11 +104,160 @@ impl Session {
                     "check that .liza/ is writable",
                 ))
             })?;
+        let report = self.report_files(what, state);
         let bounds = Boundaries::read(&self.project.root, state);
-        let end = self.run_agent(task, workdir, text, &file, state).await?;
+        let mut end = self
+            .run_agent(task, workdir, text, &file, report.as_ref(), state)
+            .await?;
+        if let (Some(files), RunEnd::Exited(Some(0))) = (&report, &end)
+            && let Some(failed) = self.take_report(task, &files.output, state).await
+        {
+            end = failed;
+        }
         let after = self.snapshot()?;
-        self.check_boundaries(&bounds, &after, task);
+        self.check_boundaries(&bounds, &after, task).await;
         Ok((end, after))
+    }
+
+    /// Compares the role boundaries before and after a run; a violation is logged, then
+    /// alarmed (so whoever sees the alarm finds the log entry).
+    async fn check_boundaries(&self, before: &Boundaries, state: &State, task: Option<&TaskId>) {
+        let after = Boundaries::read(&self.project.root, state);
+        let changes = before.changes(&after);
+        if changes.is_empty() {
+            return;
+        }
+        let message = format!(
+            "{} broke a role boundary: {}",
+            self.agent,
+            changes.join("; ")
+        );
+        let (detail, id) = (message.clone(), task.cloned());
+        let logged = self
+            .blocking(move |project| {
+                ops::log_add(
+                    project,
+                    &Actor::Human,
+                    "role_boundary_violation",
+                    &detail,
+                    id.as_ref(),
+                )
+            })
+            .await;
+        if let Err(e) = logged {
+            tracing::warn!(error = %e, "could not log the role-boundary violation");
+        }
+        let key = format!("boundary:{}:{}", self.agent, state.revision.unwrap_or(0));
+        self.alarm(Level::Error, "ROLE_BOUNDARY", &message, &key);
+    }
+
+    /// With `config.codex_report` and a backend that reports: the schema written to
+    /// `.liza/agent-outputs/<agent>-<what>-<ts>/report-schema.json`, and where the report
+    /// goes (`report.json` beside it).
+    fn report_files(&self, what: &str, state: &State) -> Option<ReportPaths> {
+        if state.config.codex_report != Some(true)
+            || !self.backend.reports()
+            || self.options.interactive
+        {
+            return None;
+        }
+        let stamp = crate::blackboard::Timestamp::now()
+            .to_string()
+            .replace(['-', ':'], "");
+        let dir = self
+            .project
+            .store
+            .paths()
+            .dir
+            .join("agent-outputs")
+            .join(format!("{}-{what}-{stamp}", self.agent));
+        let schema = dir.join("report-schema.json");
+        let written = std::fs::create_dir_all(&dir).and_then(|()| {
+            std::fs::write(
+                &schema,
+                serde_json::to_string_pretty(&run_report::schema()).unwrap_or_default(),
+            )
+        });
+        if let Err(e) = written {
+            tracing::warn!(error = %e, "cannot write the run report schema; running without it");
+            return None;
+        }
+        Some(ReportPaths {
+            schema,
+            output: dir.join("report.json"),
+        })
+    }
+
+    /// Reads the run report after an exit-0 run and records it in the task's history;
+    /// returns the failed run when strict validation rejects it.
+    async fn take_report(
+        &mut self,
+        task: Option<&TaskId>,
+        output: &Path,
+        state: &State,
+    ) -> Option<RunEnd> {
+        let mode = state
+            .config
+            .builtin
+            .as_ref()
+            .and_then(|b| b.validation_mode)
+            .unwrap_or(ValidationMode::Strict);
+        let text = read_bounded(output, run_report::MAX_REPORT_BYTES + 1);
+        match run_report::read(text.as_deref(), mode) {
+            Err(problem) => {
+                let detail = format!("{}: {problem}", self.agent);
+                self.console.info(&detail);
+                let id = task.cloned();
+                let line: String = detail.chars().take(4000).collect();
+                let _ = self
+                    .blocking(move |project| {
+                        ops::log_add(
+                            project,
+                            &Actor::Human,
+                            "run_report_invalid",
+                            &line,
+                            id.as_ref(),
+                        )
+                    })
+                    .await;
+                Some(RunEnd::Failed(problem.to_string()))
+            }
+            Ok(None) => {
+                self.console.info(&format!(
+                    "{}: no usable run report ({} validation); nothing recorded",
+                    self.agent,
+                    mode.as_str()
+                ));
+                None
+            }
+            Ok(Some(report)) => {
+                let (task, agent) = (task.cloned(), self.agent.clone());
+                let node: Node = serde_json::from_value(serde_json::Value::Object(report.fields))
+                    .unwrap_or_else(|_| Node::new(crate::blackboard::node::Value::Null));
+                let summary = crate::lifecycle::run_reports::summary(&node);
+                let errors = report.errors;
+                // A task's report goes into its history; the planner's (no task) into the log.
+                let recorded = self
+                    .blocking(move |project| match &task {
+                        Some(task) => {
+                            ops::record_run_report(project, task, &agent, node, &errors).map(drop)
+                        }
+                        None => ops::log_add(
+                            project,
+                            &Actor::Human,
+                            "run_report",
+                            &format!("{agent}: {summary}"),
+                            None,
+                        )
+                        .map(drop),
+                    })
+                    .await;
+                if let Err(e) = recorded {
+                    tracing::warn!(error = %e, "could not record the run report");
+                }
+                None
+            }
+        }
     }
 
     /// Runs the agent once for `task` (or the planner's turn) in `workdir`.
@@ -111,13 +267,22 @@ impl Session {
         workdir: &Path,
         prompt: &str,
         prompt_file: &Path,
+        report: Option<&ReportPaths>,
         state: &State,
     ) -> Result<RunEnd, SupervisorError> {
+        let git_dir = self.project.root.join(".git");
+        let liza_dir = self.project.store.paths().dir.clone();
         let input = RunInput {
             prompt,
             prompt_file,
             workdir,
             task: task.map(TaskId::as_str),
+            git_dir: &git_dir,
+            liza_dir: &liza_dir,
+            report: report.map(|r| ReportFiles {
+                schema: &r.schema,
+                output: &r.output,
+            }),
         };
         let invocation = self.backend.invocation(&input, self.options.interactive);
         let env = self.agent_env(task, workdir);
@@ -234,6 +399,21 @@ impl Session {
             None => RunEnd::NotStarted("the interactive agent could not be started".into()),
         }
     }
+}
+
+/// Where a run's report schema and report are.
+pub(super) struct ReportPaths {
+    schema: PathBuf,
+    output: PathBuf,
+}
+
+/// At most `limit` bytes of `path` as text (`None`: no such file).
+fn read_bounded(path: &Path, limit: usize) -> Option<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).ok()?;
+    let mut bytes = Vec::new();
+    file.take(limit as u64).read_to_end(&mut bytes).ok()?;
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// `.liza/agent-logs/<agent>-<task>-<ts>.log`.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::identity::{check_identity, normalise_role};
+use super::memory::TaskMemory;
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
 use crate::backend::Backend;
@@ -25,17 +26,8 @@ pub(super) enum Step {
     Worked,
     /// Nothing to do: wait for a wake-up.
     Idle,
-}
-
-/// Counters of one task across runs (lifecycle.md *Limits and counters*).
-#[derive(Default)]
-pub(super) struct TaskMemory {
-    pub no_progress: u32,
-    pub exit42: u32,
-    pub crashes: Vec<Instant>,
-    pub failed_reviews: u32,
-    pub backoff: Option<Duration>,
-    pub resume_at: Option<Instant>,
+    /// Waited out a backoff: look again (not a run, so `--once` goes on).
+    Waited,
 }
 
 pub struct Session {
@@ -56,6 +48,10 @@ pub struct Session {
     pub(super) first_task: Option<TaskId>,
     /// The planner's backoff after a turn that left its trigger unhandled.
     pub(super) planner_backoff: Option<(Instant, Duration)>,
+    /// The planner's exits and crashes (it has no task to remember them by).
+    pub(super) planner_runs: TaskMemory,
+    /// A provider usage limit: no run before this instant, whatever the role.
+    pub(super) quota_until: Option<Instant>,
     /// The tail of the last run's output (usage-limit messages, diagnostics).
     pub(super) last_output: String,
     runs: u32,
@@ -140,6 +136,8 @@ impl Session {
             claim_failures: 0,
             first_task,
             planner_backoff: None,
+            planner_runs: TaskMemory::default(),
+            quota_until: None,
             last_output: String::new(),
             runs: 0,
         };
@@ -169,6 +167,15 @@ impl Session {
                 self.idle_wait(&state).await;
                 continue;
             }
+            if let Some(until) = self.quota_until {
+                let now = Instant::now();
+                if until > now {
+                    // State changes still wake it, so ABORT and the sprint's end are seen.
+                    self.wait(until - now).await;
+                    continue;
+                }
+                self.quota_until = None;
+            }
             let step = match self.role() {
                 Role::Coder => self.coder_step(&state).await?,
                 Role::CodeReviewer => self.reviewer_step(&state).await?,
@@ -182,6 +189,7 @@ impl Session {
                         return Ok(0);
                     }
                 }
+                Step::Waited => {}
                 Step::Idle => {
                     if let Some(after) = state.config.idle_exit_after
                         && after > 0

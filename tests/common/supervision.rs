@@ -3,7 +3,7 @@
 //! processes, and waiting on them and on the blackboard.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, ExitStatus, Output};
 use std::time::{Duration, Instant};
 
 use super::team::*;
@@ -53,15 +53,25 @@ impl AgentProject {
         std::fs::write(path, script).unwrap();
     }
 
-    pub fn supervisor(&self, role: &str, id: &str) -> Child {
+    /// Starts a supervisor; its stdout and stderr go to `<id>.out` / `<id>.err` in the
+    /// scenario directory (files, not pipes: a pipe nobody reads until the end could fill
+    /// and stall the supervisor under test).
+    pub fn supervisor(&self, role: &str, id: &str) -> Supervisor {
+        let stdout = self.scenario.path().join(format!("{id}.out"));
+        let stderr = self.scenario.path().join(format!("{id}.err"));
         let mut cmd = self.repo.command();
         cmd.env("LIZA_AGENT_ID", id)
             .env("FAKE_AGENT_DIR", self.scenario.path())
             .arg("agent")
             .arg(role)
-            .stdout(std::fs::File::create(self.scenario.path().join(format!("{id}.out"))).unwrap())
-            .stderr(Stdio::piped());
-        cmd.spawn().unwrap()
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        Supervisor {
+            id: id.to_owned(),
+            child: cmd.spawn().unwrap(),
+            stdout,
+            stderr,
+        }
     }
 
     /// `liza-agent` with `env` and `args`, to completion.
@@ -84,47 +94,124 @@ impl AgentProject {
     }
 }
 
-/// Waits for every child, with a generous guard against hangs; returns their outputs.
-pub fn wait_all(children: Vec<(String, Child)>, guard: Duration) -> Vec<(String, Output)> {
-    let deadline = Instant::now() + guard;
-    let mut pending = children;
-    let mut done = Vec::new();
-    while !pending.is_empty() {
-        let mut still = Vec::new();
-        for (name, mut child) in pending {
-            if child.try_wait().unwrap().is_some() {
-                done.push((name, child.wait_with_output().unwrap()));
-            } else {
-                still.push((name, child));
-            }
-        }
-        pending = still;
-        if Instant::now() > deadline {
-            let stuck: Vec<String> = pending
-                .into_iter()
-                .map(|(name, mut child)| {
-                    let _ = child.kill();
-                    let out = child.wait_with_output().unwrap();
-                    format!(
-                        "{name} did not exit:\n{}\n{}",
-                        String::from_utf8_lossy(&out.stdout),
-                        String::from_utf8_lossy(&out.stderr)
-                    )
-                })
-                .collect();
-            panic!("{}", stuck.join("\n"));
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    done
+/// A supervisor process started by [`AgentProject::supervisor`].
+pub struct Supervisor {
+    pub id: String,
+    pub child: Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
 }
 
-/// Polls `condition` every 50 ms until it holds; panics with `what` after `guard`.
-pub fn wait_until(what: &str, guard: Duration, mut condition: impl FnMut() -> bool) {
-    let deadline = Instant::now() + guard;
-    while !condition() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
+impl Supervisor {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// SIGKILL, then reaps it.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Reaps the exited process and returns its exit status and output.
+    fn finish(mut self) -> Output {
+        let status: ExitStatus = self.child.wait().unwrap();
+        Output {
+            status,
+            stdout: std::fs::read(&self.stdout).unwrap_or_default(),
+            stderr: std::fs::read(&self.stderr).unwrap_or_default(),
+        }
+    }
+}
+
+impl AgentProject {
+    /// Waits for every supervisor, with a generous guard against hangs; returns their
+    /// outputs. On a hang, the panic shows what the supervisors and the blackboard were
+    /// doing: each one's output, the runs, the alerts and the tasks' statuses.
+    pub fn wait_all(&self, supervisors: Vec<Supervisor>, guard: Duration) -> Vec<(String, Output)> {
+        let deadline = Instant::now() + guard;
+        let mut pending = supervisors;
+        let mut done = Vec::new();
+        while !pending.is_empty() {
+            let mut still = Vec::new();
+            for mut supervisor in pending {
+                if supervisor.running() {
+                    still.push(supervisor);
+                } else {
+                    done.push((supervisor.id.clone(), supervisor.finish()));
+                }
+            }
+            pending = still;
+            if Instant::now() > deadline {
+                let mut report = String::new();
+                for mut supervisor in pending {
+                    supervisor.kill();
+                    let id = supervisor.id.clone();
+                    let out = supervisor.finish();
+                    report += &format!(
+                        "{id} did not exit:\n{}\n{}\n",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                panic!("{report}{}", self.diagnostics());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        done
+    }
+
+    /// The blackboard as a hung test sees it: task statuses, sprint, agents, runs, alerts.
+    pub fn diagnostics(&self) -> String {
+        let state = model(&self.repo);
+        let tasks: Vec<String> = state["tasks"]
+            .as_array()
+            .map(|tasks| {
+                tasks
+                    .iter()
+                    .map(|t| format!("{} {} {}", t["id"], t["status"], t["assigned_to"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let read = |path: PathBuf| std::fs::read_to_string(path).unwrap_or_default();
+        let mut outputs: Vec<PathBuf> = std::fs::read_dir(self.scenario.path())
+            .map(|dir| {
+                dir.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "out" || x == "err"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        outputs.sort();
+        let outputs: String = outputs
+            .into_iter()
+            .map(|p| format!("--- {}\n{}", p.display(), read(p.clone())))
+            .collect();
+        format!(
+            "tasks: {tasks:#?}\nsprint: {}\ngoal: {}\nagents: {}\nruns:\n{}\nalerts:\n{}\n\
+             supervisor output:\n{outputs}",
+            state["sprint"],
+            state["goal"],
+            state["agents"],
+            read(self.scenario.path().join("runs.log")),
+            read(self.repo.liza_dir().join("alerts.log")),
+        )
+    }
+
+    /// Polls `condition` every 50 ms until it holds; after `guard`, panics with `what` and
+    /// the [`diagnostics`](Self::diagnostics).
+    pub fn wait_until(&self, what: &str, guard: Duration, mut condition: impl FnMut() -> bool) {
+        let deadline = Instant::now() + guard;
+        while !condition() {
+            if Instant::now() >= deadline {
+                panic!("timed out waiting for {what}\n{}", self.diagnostics());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 }
 
@@ -137,15 +224,15 @@ pub fn task_of(repo: &Repo, id: &str) -> serde_json::Value {
 }
 
 /// Sends `signal` to a supervisor and returns its exit code and output.
-pub fn stop(mut child: Child, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+pub fn stop(mut supervisor: Supervisor, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
+    let pid = nix::unistd::Pid::from_raw(supervisor.pid());
     nix::sys::signal::kill(pid, signal).unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while child.try_wait().unwrap().is_none() {
+    while supervisor.running() {
         assert!(Instant::now() < deadline, "the supervisor ignored {signal}");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let out = child.wait_with_output().unwrap();
+    let out = supervisor.finish();
     (
         out.status.code(),
         format!(

@@ -8,6 +8,12 @@
 # Step scripts use the helpers below and the real `liza` on PATH (the supervisor puts its
 # own directory first).
 set -u
+# The codex backend's run report file (--output-last-message), when liza asks for one.
+report_file=""
+while [ $# -gt 0 ]; do
+  [ "$1" = --output-last-message ] && report_file="${2:-}"
+  shift
+done
 dir="${FAKE_AGENT_DIR:?FAKE_AGENT_DIR must name the scenario directory}"
 role="${LIZA_ROLE:?}"
 prompt="$(cat)"
@@ -35,6 +41,8 @@ reject() { liza submit-verdict "$key" reject --commit "$(head_commit)" --reason 
 block() { liza block "$key" --reason "$1" --question "$2"; }
 handoff() { liza handoff "$key" --summary "$1" --next-action "$2"; exit 42; }
 hang() { sleep "${1:-3600}"; }
+# Write TEXT as the run report liza asked for (the codex backend's final message).
+report() { printf '%s\n' "$1" > "${report_file:?liza asked for no run report}"; }
 crash() { exit "${1:-3}"; }
 flood() { i=0; while [ "$i" -lt "${1:-100000}" ]; do echo "flood line $i of fake output"; i=$((i + 1)); done; }
 orphan() { (sleep "${1:-3600}" &) ; }

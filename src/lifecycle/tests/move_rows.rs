@@ -193,10 +193,14 @@ fn release_claims() {
         "review-lease-expired"
     );
     assert_eq!(
-        w.refused(|s, n| release_review(s, &Who::Supervisor, &id("t-1"), true, n)),
+        w.refused(|s, n| release_review(s, &Who::Supervisor, &id("t-1"), false, n)),
         "review-lease-expired"
     );
     w.ok(|s, n| release_review(s, &Who::Human, &id("t-1"), true, n));
+    // The reviewer's own supervisor after a run without a verdict (supervisor.md).
+    w.in_review("t-3", 3, 2);
+    w.ok(|s, n| release_review(s, &Who::Supervisor, &id("t-3"), true, n));
+    assert_eq!(w.task("t-3").reviewing_by, None);
     assert_eq!(w.task("t-1").reviewing_by, None);
     assert_eq!(
         w.refused(|s, n| release_review(s, &Who::Human, &id("t-1"), true, n)),

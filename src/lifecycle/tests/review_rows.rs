@@ -299,6 +299,36 @@ fn runs_count_iterations_until_the_limit_blocks_the_task() {
     assert_eq!(iteration_limit(&w.s, &id("t-2")), 7);
 }
 
+#[test]
+fn a_run_report_is_recorded_in_the_history_without_changing_the_task() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    let before = w.task("t-1").clone();
+    let c1 = agent("coder-1");
+    let report: crate::blackboard::node::Node = serde_json::from_value(
+        serde_json::json!({"implementation_summary": "did\nit", "notes": ""}),
+    )
+    .unwrap();
+    let errors = ["`commit_message` is missing".to_owned()];
+    let outcome = w.ok(|s, n| record_run_report(s, &id("t-1"), &c1, report.clone(), &errors, n));
+    assert_eq!(outcome.events[0].action, "run_report");
+    assert_eq!(outcome.events[0].detail.as_deref(), Some("did it"));
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, &t.assigned_to, t.iteration),
+        (before.status, &before.assigned_to, before.iteration)
+    );
+    let event = t.history().last().unwrap();
+    assert_eq!(event.event, "run_report");
+    assert_eq!(event.agent.as_deref(), Some("coder-1"));
+    assert_eq!(event.extra.get("report"), Some(&report));
+    assert!(event.extra.get("validation_errors").is_some());
+    assert_eq!(
+        w.refused(|s, n| record_run_report(s, &id("t-9"), &c1, report.clone(), &[], n)),
+        "task-exists"
+    );
+}
+
 // ----- merge outcomes
 
 #[test]

@@ -1,0 +1,45 @@
+//! Recording an agent's structured run report (supervisor.md *Backends*, the codex
+//! backend): a `run_report` event in the task's history with the report's fields, and a
+//! log entry carrying its summary. No status changes.
+
+use super::context::{Outcome, history, task, task_mut, text_list};
+use super::refusal::Refusal;
+use crate::blackboard::node::Node;
+use crate::blackboard::{AgentId, State, TaskId, Timestamp};
+
+/// The longest summary in the log entry.
+const SUMMARY_CHARS: usize = 200;
+
+/// Appends `{event: run_report, agent, report, validation_errors?}` to `id`'s history.
+pub fn record_run_report(
+    state: &mut State,
+    id: &TaskId,
+    agent: &AgentId,
+    report: Node,
+    validation_errors: &[String],
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    task(state, id)?;
+    let summary = summary(&report);
+    let mut fields = vec![("report", report.value)];
+    if !validation_errors.is_empty() {
+        fields.push(("validation_errors", text_list(validation_errors)));
+    }
+    let t = task_mut(state, id);
+    history(t, now, "run_report", agent.as_str(), &fields);
+    let mut outcome = Outcome::default();
+    outcome.event("run_report", agent.as_str(), Some(id), Some(summary));
+    Ok(outcome)
+}
+
+/// The report's `implementation_summary` on one line, at most 200 characters.
+pub fn summary(report: &Node) -> String {
+    report
+        .get("implementation_summary")
+        .and_then(Node::as_str)
+        .unwrap_or("(no summary)")
+        .chars()
+        .take(SUMMARY_CHARS)
+        .collect::<String>()
+        .replace('\n', " ")
+}
