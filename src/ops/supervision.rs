@@ -5,8 +5,23 @@
 //! supervisor's authority.
 
 use super::{Authority, OpsError, Project, Transition, transition};
-use crate::blackboard::{Actor, AgentId, TaskId};
-use crate::lifecycle::{self, BlockCause, RunStart, Trigger, Who};
+use crate::blackboard::node::Node;
+use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
+use crate::lifecycle::{self, BlockCause, Outcome, Refusal, RunStart, Trigger, Who};
+
+/// One transaction with the supervisor's authority (a supervisor acts as itself, not with
+/// its agent's identity).
+fn as_supervisor<R>(
+    project: &Project,
+    change: impl FnOnce(&mut State, Timestamp) -> Result<(Outcome, R), Refusal>,
+) -> Result<Transition<R>, OpsError> {
+    transition(
+        &project.store,
+        &Actor::Human,
+        Authority::Supervisor,
+        |state, _who, now| change(state, now),
+    )
+}
 
 /// Counts the agent run about to start on `task`: `Launch` or `LimitReached` (BLOCKED).
 pub fn start_run(
@@ -14,12 +29,9 @@ pub fn start_run(
     task: &TaskId,
     agent: &AgentId,
 ) -> Result<Transition<RunStart>, OpsError> {
-    transition(
-        &project.store,
-        &Actor::Human,
-        Authority::Supervisor,
-        |state, _who, now| lifecycle::start_run(state, task, agent, now),
-    )
+    as_supervisor(project, |state, now| {
+        lifecycle::start_run(state, task, agent, now)
+    })
 }
 
 /// CLAIMED → BLOCKED by the supervisor (watchdog, no progress, crash loop, usage limit).
@@ -30,24 +42,11 @@ pub fn supervisor_block(
     questions: &[String],
     cause: BlockCause,
 ) -> Result<Transition<()>, OpsError> {
-    transition(
-        &project.store,
-        &Actor::Human,
-        Authority::Supervisor,
-        |state, _who, now| {
-            let outcome = lifecycle::block(
-                state,
-                &Who::Supervisor,
-                task,
-                reason,
-                questions,
-                &[],
-                cause,
-                now,
-            )?;
-            Ok((outcome, ()))
-        },
-    )
+    as_supervisor(project, |state, now| {
+        let who = Who::Supervisor;
+        let outcome = lifecycle::block(state, &who, task, reason, questions, &[], cause, now)?;
+        Ok((outcome, ()))
+    })
 }
 
 /// APPROVED/REJECTED → READY_FOR_REVIEW: the reviewer's run broke a role boundary.
@@ -56,12 +55,9 @@ pub fn void_verdict(
     task: &TaskId,
     why: &str,
 ) -> Result<Transition<()>, OpsError> {
-    transition(
-        &project.store,
-        &Actor::Human,
-        Authority::Supervisor,
-        |state, _who, now| Ok((lifecycle::void_verdict(state, task, why, now)?, ())),
-    )
+    as_supervisor(project, |state, now| {
+        Ok((lifecycle::void_verdict(state, task, why, now)?, ()))
+    })
 }
 
 /// Releases `reviewer`'s review claim on `task` after its run ended without a verdict
@@ -71,25 +67,18 @@ pub fn release_review_claim(
     task: &TaskId,
     reviewer: &AgentId,
 ) -> Result<Transition<()>, OpsError> {
-    transition(
-        &project.store,
-        &Actor::Human,
-        Authority::Supervisor,
-        |state, _who, now| {
-            let holder = state.task(task).and_then(|t| t.reviewing_by.as_ref());
-            if holder != Some(reviewer) {
-                return Err(lifecycle::Refusal::new(
-                    "review-claimed",
-                    format!("{reviewer} holds no review claim on {task}"),
-                    "nothing to release",
-                ));
-            }
-            Ok((
-                lifecycle::release_review(state, &Who::Supervisor, task, true, now)?,
-                (),
-            ))
-        },
-    )
+    as_supervisor(project, |state, now| {
+        let holder = state.task(task).and_then(|t| t.reviewing_by.as_ref());
+        if holder != Some(reviewer) {
+            return Err(Refusal::new(
+                "review-claimed",
+                format!("{reviewer} holds no review claim on {task}"),
+                "nothing to release",
+            ));
+        }
+        let outcome = lifecycle::release_review(state, &Who::Supervisor, task, true, now)?;
+        Ok((outcome, ()))
+    })
 }
 
 /// Records that the planner was shown `triggers` (planner_seen events, seen_by lists).
@@ -98,12 +87,9 @@ pub fn acknowledge_triggers(
     planner: &AgentId,
     triggers: &[Trigger],
 ) -> Result<Transition<()>, OpsError> {
-    transition(
-        &project.store,
-        &Actor::Human,
-        Authority::Supervisor,
-        |state, _who, now| Ok((lifecycle::acknowledge(state, planner, triggers, now), ())),
-    )
+    as_supervisor(project, |state, now| {
+        Ok((lifecycle::acknowledge(state, planner, triggers, now), ()))
+    })
 }
 
 /// Records an agent's structured run report in `task`'s history (the codex backend).
@@ -111,23 +97,12 @@ pub fn record_run_report(
     project: &Project,
     task: &TaskId,
     agent: &AgentId,
-    report: crate::blackboard::node::Node,
+    report: Node,
     validation_errors: &[String],
 ) -> Result<Transition<()>, OpsError> {
-    transition(
-        &project.store,
-        &Actor::Human,
-        Authority::Supervisor,
-        |state, _who, now| {
-            let outcome = lifecycle::record_run_report(
-                state,
-                task,
-                agent,
-                report.clone(),
-                validation_errors,
-                now,
-            )?;
-            Ok((outcome, ()))
-        },
-    )
+    as_supervisor(project, |state, now| {
+        let outcome =
+            lifecycle::record_run_report(state, task, agent, report, validation_errors, now)?;
+        Ok((outcome, ()))
+    })
 }

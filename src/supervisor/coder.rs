@@ -17,7 +17,7 @@ use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::{Repo, worktree_dir};
 use crate::lifecycle::{self, BlockCause, RunStart};
-use crate::ops::{self, OpsError, alarms::Level};
+use crate::ops::{self, OpsError};
 
 impl Session {
     pub(super) async fn coder_step(&mut self, state: &State) -> Result<Step, SupervisorError> {
@@ -201,15 +201,7 @@ impl Session {
                     let _ = repo.commit_wip(&dir, "the sprint was aborted");
                 }
             }
-            RunEnd::NotStarted(why) => {
-                self.alarm(
-                    Level::Error,
-                    "AGENT_NOT_STARTED",
-                    &format!("{}: the agent could not start: {why}", self.agent),
-                    &format!("not-started:{}:{task}", self.agent),
-                );
-                self.memory(task).resume_at = Some(now + Duration::from_secs(30));
-            }
+            RunEnd::NotStarted(why) => self.agent_not_started(task, &why),
             RunEnd::Signalled | RunEnd::Stalled(_) | RunEnd::TimedOut(_) => {}
         }
         if let Some(((reason, questions), cause)) = blocked {

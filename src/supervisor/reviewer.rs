@@ -150,28 +150,12 @@ impl Session {
                 "{} changed the worktree of {task} while reviewing it",
                 self.agent
             );
-            let detail = message.clone();
-            let id = task.clone();
-            let _ = self
-                .blocking(move |project| {
-                    ops::log_add(
-                        project,
-                        &Actor::Human,
-                        "role_boundary_violation",
-                        &detail,
-                        Some(&id),
-                    )
-                })
-                .await;
-            self.alarm(
-                Level::Error,
-                "ROLE_BOUNDARY",
-                &message,
-                &format!(
-                    "review-modified:{task}:{}",
-                    after_state.revision.unwrap_or(0)
-                ),
+            let key = format!(
+                "review-modified:{task}:{}",
+                after_state.revision.unwrap_or(0)
             );
+            self.role_boundary_violation(&message, Some(task), &key)
+                .await;
             if verdict_given {
                 let id = task.clone();
                 let voided = self
@@ -252,15 +236,7 @@ impl Session {
                     );
                 }
             }
-            RunEnd::NotStarted(why) => {
-                self.alarm(
-                    Level::Error,
-                    "AGENT_NOT_STARTED",
-                    &format!("{}: the agent could not start: {why}", self.agent),
-                    &format!("not-started:{}:{task}", self.agent),
-                );
-                self.memory(task).resume_at = Some(now + Duration::from_secs(30));
-            }
+            RunEnd::NotStarted(why) => self.agent_not_started(task, why),
             RunEnd::Stalled(_) | RunEnd::TimedOut(_) | RunEnd::Aborted | RunEnd::Signalled => {}
         }
     }

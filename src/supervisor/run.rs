@@ -119,8 +119,7 @@ impl Session {
         Ok((end, after))
     }
 
-    /// Compares the role boundaries before and after a run; a violation is logged, then
-    /// alarmed (so whoever sees the alarm finds the log entry).
+    /// Compares the role boundaries before and after a run.
     async fn check_boundaries(&self, before: &Boundaries, state: &State, task: Option<&TaskId>) {
         let after = Boundaries::read(&self.project.root, state);
         let changes = before.changes(&after);
@@ -132,7 +131,19 @@ impl Session {
             self.agent,
             changes.join("; ")
         );
-        let (detail, id) = (message.clone(), task.cloned());
+        let key = format!("boundary:{}:{}", self.agent, state.revision.unwrap_or(0));
+        self.role_boundary_violation(&message, task, &key).await;
+    }
+
+    /// Logs a role-boundary violation, then alarms (so whoever sees the alarm finds the
+    /// log entry).
+    pub(super) async fn role_boundary_violation(
+        &self,
+        message: &str,
+        task: Option<&TaskId>,
+        key: &str,
+    ) {
+        let (detail, id) = (message.to_owned(), task.cloned());
         let logged = self
             .blocking(move |project| {
                 ops::log_add(
@@ -147,8 +158,19 @@ impl Session {
         if let Err(e) = logged {
             tracing::warn!(error = %e, "could not log the role-boundary violation");
         }
-        let key = format!("boundary:{}:{}", self.agent, state.revision.unwrap_or(0));
-        self.alarm(Level::Error, "ROLE_BOUNDARY", &message, &key);
+        self.alarm(Level::Error, "ROLE_BOUNDARY", message, key);
+    }
+
+    /// The agent program could not be started: alarm, and no new attempt on `task` for
+    /// 30 s.
+    pub(super) fn agent_not_started(&mut self, task: &TaskId, why: &str) {
+        self.alarm(
+            Level::Error,
+            "AGENT_NOT_STARTED",
+            &format!("{}: the agent could not start: {why}", self.agent),
+            &format!("not-started:{}:{task}", self.agent),
+        );
+        self.memory(task).resume_at = Some(Instant::now() + Duration::from_secs(30));
     }
 
     /// With `config.codex_report` and a backend that reports: the schema written to
