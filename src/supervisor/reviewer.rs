@@ -144,33 +144,38 @@ impl Session {
             matches!(t.status, TaskStatus::Approved | TaskStatus::Rejected)
                 && t.approved_by.as_ref() == Some(&self.agent)
         });
+        // What the blackboard must say comes first (the claim released, a verdict voided);
+        // the alarms about it after, so whoever sees an alarm sees the state it describes.
+        let still_reviewing = after_state.task(task).is_some_and(|t| {
+            t.status == TaskStatus::ReadyForReview && t.reviewing_by.as_ref() == Some(&self.agent)
+        });
+        let failed_review = still_reviewing && end != RunEnd::Signalled;
+        if failed_review {
+            self.release_review(task).await;
+        }
         self.reconcile_review_exit(task, &end, &after_state).await;
         if changed {
             let message = format!(
                 "{} changed the worktree of {task} while reviewing it",
                 self.agent
             );
+            if verdict_given {
+                let (id, why) = (task.clone(), message.clone());
+                let voided = self
+                    .blocking(move |project| ops::void_verdict(project, &id, &why))
+                    .await;
+                if let Err(e) = voided {
+                    tracing::warn!(task = %task, error = %e, "could not void the verdict");
+                }
+            }
             let key = format!(
                 "review-modified:{task}:{}",
                 after_state.revision.unwrap_or(0)
             );
             self.role_boundary_violation(&message, Some(task), &key)
                 .await;
-            if verdict_given {
-                let id = task.clone();
-                let voided = self
-                    .blocking(move |project| ops::void_verdict(project, &id, &message))
-                    .await;
-                if let Err(e) = voided {
-                    tracing::warn!(task = %task, error = %e, "could not void the verdict");
-                }
-            }
         }
-        let still_reviewing = after_state.task(task).is_some_and(|t| {
-            t.status == TaskStatus::ReadyForReview && t.reviewing_by.as_ref() == Some(&self.agent)
-        });
-        if still_reviewing && end != RunEnd::Signalled {
-            self.release_review(task).await;
+        if failed_review {
             let m = self.memory(task);
             m.failed_reviews += 1;
             // At least 5 s before this reviewer tries the task again; a crash backoff
