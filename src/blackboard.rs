@@ -12,6 +12,7 @@ pub mod finding;
 pub mod ids;
 pub mod liveness;
 pub mod log;
+pub mod merge3;
 pub mod metrics;
 pub mod model;
 pub mod node;
