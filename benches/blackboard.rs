@@ -126,7 +126,7 @@ fn project(tasks: usize, bytes_per_task: usize) -> (tempfile::TempDir, usize) {
         std::fs::create_dir_all(p.join(wt)).unwrap();
     }
     let text = liza::blackboard::document::emit(&state, 0);
-    std::fs::write(p.join(".liza/state.yaml"), &text).unwrap();
+    liza::bench::adopt_state(&p.join(".liza"), &text).unwrap();
     // Adopt it (a full parse once), so the parse cache is warm like in real use.
     liza(p, &["note", "all", "adopt"]);
     let size = std::fs::metadata(p.join(".liza/state.yaml")).unwrap().len() as usize;

@@ -10,6 +10,7 @@ mod authority;
 mod claim;
 mod command;
 mod gc;
+mod hand_edits;
 mod init;
 mod integration_lock;
 mod merge;

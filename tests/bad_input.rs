@@ -1,7 +1,9 @@
 //! Bad input (quality.md R4): invalid YAML, wrong types, unknown statuses, duplicate ids,
 //! cycles, a 100 MB file, binary junk, a symlinked or read-only state.yaml, a missing
-//! `.liza/`. Each gives a clear error naming the file (with line and column where there
-//! is one), never a panic, and nothing is overwritten.
+//! `.liza/`. Never a panic, and nothing a person wrote is overwritten: a broken state.yaml
+//! is set aside under `.liza/rejected/` byte for byte, the last good revision restored, and
+//! an alarm names the file, line and column; a symlinked or read-only one is refused with
+//! a clear error.
 
 mod common;
 
@@ -16,17 +18,13 @@ fn no_panic(out: &std::process::Output) {
     assert!(out.status.code().is_some(), "killed by a signal: {text}");
 }
 
-/// Writes `content` as state.yaml, then checks that a transaction refuses with exit 4
-/// and the message, that nothing changes, and that validate reports the finding.
-fn refused(repo: &Repo, content: &[u8], message: &str, check: &str) {
+/// Writes `content` as state.yaml, then checks: `liza validate` reports the finding; the
+/// next transaction sets the file aside under `.liza/rejected/` byte for byte (nothing the
+/// person wrote is overwritten or lost), goes on from the last good revision, and raises
+/// an alarm with `message` (file, line and column where there is one); never a panic.
+fn set_aside(repo: &Repo, content: &[u8], message: &str, check: &str) {
+    let good = repo.revision();
     std::fs::write(repo.state_path(), content).unwrap();
-    let before = repo.files();
-    let out = repo.liza(&["note", "all", "x"]);
-    no_panic(&out);
-    assert_exit(&out, 4);
-    assert!(stderr(&out).contains(message), "{}", stderr(&out));
-    assert!(stderr(&out).contains("hint:"), "{}", stderr(&out));
-    assert_eq!(repo.files(), before, "{message}: a refusal changed files");
     let out = repo.liza(&["--json", "validate"]);
     no_panic(&out);
     assert_exit(&out, 1);
@@ -35,25 +33,41 @@ fn refused(repo: &Repo, content: &[u8], message: &str, check: &str) {
         findings.iter().any(|f| f["check"] == check),
         "{check}: {findings:?}"
     );
+    let out = repo.liza(&["note", "all", "x"]);
+    no_panic(&out);
+    assert_success(&out);
+    let kept = std::fs::read_dir(repo.liza_dir().join("rejected"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .any(|p| std::fs::read(p).unwrap() == content);
+    assert!(kept, "{message}: the person's file was not kept as it was");
+    let alerts = std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap();
+    assert!(alerts.contains(message), "{message}: {alerts}");
+    assert_eq!(
+        repo.revision(),
+        good + 1,
+        "{message}: went on from the last good revision"
+    );
 }
 
 #[test]
-fn malformed_blackboards_are_refused_with_their_location() {
+fn malformed_blackboards_are_set_aside_with_their_location() {
     let repo = Repo::initialized();
     let good = repo.state_text();
-    refused(
+    set_aside(
         &repo,
         b"version: 1\ngoal: [unclosed\n",
-        ".liza/state.yaml:2:7: error: invalid YAML: unclosed bracket",
+        ".liza/state.yaml:2:7: invalid YAML: unclosed bracket",
         "yaml-syntax",
     );
-    refused(
+    set_aside(
         &repo,
         good.replace("version: 1\n", "version: \"1\"\n").as_bytes(),
-        ".liza/state.yaml:1:10: error: expected an integer",
+        ".liza/state.yaml:1:10: expected an integer",
         "version-int",
     );
-    refused(
+    set_aside(
         &repo,
         good.replace("tasks: []\n", "tasks: {}\n").as_bytes(),
         "expected a list, found a mapping",
@@ -67,31 +81,31 @@ fn malformed_blackboards_are_refused_with_their_location() {
             ),
         )
     };
-    refused(
+    set_aside(
         &repo,
         with_task("DONE", "b", "").as_bytes(),
         "task status \"DONE\" is not one of",
         "task-status",
     );
-    refused(
+    set_aside(
         &repo,
         with_task("DRAFT", "a", "").as_bytes(),
         "task id a is used twice",
         "task-id-duplicate",
     );
-    refused(
+    set_aside(
         &repo,
         with_task("DRAFT", "b", "b").as_bytes(),
         "dependency cycle: a → b → a",
         "dependency-cycle",
     );
-    refused(
+    set_aside(
         &repo,
         b"version: 1\n\xff\xfe\x00\x01binary",
-        ".liza/state.yaml:2:1: error: the file is not UTF-8",
+        ".liza/state.yaml:2:1: the file is not UTF-8",
         "utf8",
     );
-    refused(
+    set_aside(
         &repo,
         b"",
         "the file holds no YAML document",
@@ -100,12 +114,12 @@ fn malformed_blackboards_are_refused_with_their_location() {
 }
 
 #[test]
-fn a_huge_file_is_refused_without_being_parsed() {
+fn a_huge_file_is_set_aside_without_being_parsed() {
     let repo = Repo::initialized();
     let mut big = repo.state_text().into_bytes();
     big.extend(std::iter::repeat_n(b'#', 100 * 1024 * 1024));
     let started = std::time::Instant::now();
-    refused(&repo, &big, "larger than 64 MB", "file-size");
+    set_aside(&repo, &big, "larger than 64 MB", "file-size");
     // Refused at once (a guard against hangs, not a benchmark).
     assert!(started.elapsed() < std::time::Duration::from_secs(60));
 }

@@ -11,10 +11,10 @@ use common::{Repo, assert_success};
 #[test]
 fn sixteen_writers_lose_no_update() {
     let repo = Repo::initialized();
-    // A realistic 50-task blackboard, adopted by hand.
+    // A realistic 50-task blackboard, adopted as another tool's.
     let state = liza::bench::generate_state(50, 2600, liza::blackboard::Timestamp::now());
     let text = liza::blackboard::document::emit(&state, 0);
-    std::fs::write(repo.state_path(), text).unwrap();
+    liza::bench::adopt_state(&repo.liza_dir(), &text).unwrap();
     for spec in liza::bench::spec_files() {
         std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
     }

@@ -221,20 +221,16 @@ fn a_reviewer_that_modifies_the_worktree_has_its_verdict_voided() {
     project.step("code-reviewer", "t-1.2", "exit 0\n");
     let coder = project.supervisor("coder", "coder-1");
     let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
-    project.wait_until("the verdict voided", GUARD, || {
-        project
-            .repo
-            .log()
-            .iter()
-            .any(|e| e["action"] == "verdict_voided")
+    // The alarm comes last, after the verdict is voided and the violation logged.
+    project.wait_until("the role-boundary alarm", GUARD, || {
+        std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
+            .is_ok_and(|a| a.contains("changed the worktree"))
     });
+    let log = project.repo.log();
+    assert!(log.iter().any(|e| e["action"] == "verdict_voided"));
+    assert!(log.iter().any(|e| e["action"] == "role_boundary_violation"));
     let task = task_of(&project.repo, "t-1");
     assert!(task["status"] == "READY_FOR_REVIEW", "{task}");
-    assert!(
-        std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
-            .unwrap()
-            .contains("changed the worktree")
-    );
     still_running_then_stop(&project, reviewer, "code-reviewer-1");
     still_running_then_stop(&project, coder, "coder-1");
 }

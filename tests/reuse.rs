@@ -29,7 +29,7 @@ fn check(repo: &Repo, store: &Store, step: &str) {
 fn copied_task_texts_always_equal_a_full_rewrite() {
     let repo = Repo::initialized();
     let state = liza::bench::generate_state(40, 2000, liza::blackboard::Timestamp::now());
-    std::fs::write(repo.state_path(), document::emit(&state, 0)).unwrap();
+    liza::bench::adopt_state(&repo.liza_dir(), &document::emit(&state, 0)).unwrap();
     for spec in liza::bench::spec_files() {
         std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
     }

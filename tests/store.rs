@@ -1,4 +1,4 @@
-//! The store's discipline: hand edits (interim rules), the swapped-out file check, the
+//! The store's discipline: hand edits (applied, merged or set aside), the swapped-out file check, the
 //! no-new-violation rule, the journal bound, the parse cache, the lock timeout, and
 //! unknown keys surviving rewrites.
 
@@ -70,51 +70,96 @@ fn editing_task_fields_is_summarised_per_task() {
     );
 }
 
+/// The files kept under `.liza/rejected/`: (the human's file, its note).
+fn rejected(repo: &Repo) -> Vec<(String, String)> {
+    let dir = repo.liza_dir().join("rejected");
+    let mut kept: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    kept.sort();
+    kept.iter()
+        .filter(|p| !p.to_string_lossy().ends_with(".note.txt"))
+        .map(|p| {
+            (
+                std::fs::read_to_string(p).unwrap(),
+                std::fs::read_to_string(p.with_extension("note.txt")).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn alerts(repo: &Repo) -> String {
+    std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap_or_default()
+}
+
 #[test]
-fn an_invalid_hand_edit_is_refused_with_exit_4_and_left_untouched() {
+fn an_invalid_hand_edit_is_set_aside_and_the_last_good_revision_restored() {
     let repo = Repo::initialized();
     note(&repo, "one");
-    let broken = repo.state_text().replace(
+    let good = repo.state_text();
+    let broken = good.replace(
         "status: IN_PROGRESS\n  alignment_history",
         "status: DONE\n  alignment_history",
     );
     std::fs::write(repo.state_path(), &broken).unwrap();
-    let before = repo.files();
+    // Readers see the last good revision while the broken save waits.
+    assert_success(&repo.liza(&["status"]));
     let out = repo.liza(&["note", "all", "two"]);
-    assert_exit(&out, 4);
-    let err = stderr(&out);
+    assert_success(&out);
+    // The human's file is kept byte for byte, with a note giving line and column.
+    let kept = rejected(&repo);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].0, broken);
     assert!(
-        err.contains("error: .liza/state.yaml is not a valid blackboard (1 error)"),
-        "{err}"
+        kept[0]
+            .1
+            .contains(".liza/state.yaml:8:11: goal status \"DONE\""),
+        "{}",
+        kept[0].1
     );
     assert!(
-        err.contains(".liza/state.yaml:8:11: error: goal status \"DONE\""),
-        "{err}"
+        kept[0].1.contains("put back to revision 2"),
+        "{}",
+        kept[0].1
     );
+    // The blackboard went on from the last good revision: revision 3 is the note.
+    assert_eq!(repo.revision(), 3);
+    assert!(repo.state_text().contains("message: one"));
+    assert!(repo.state_text().contains("message: two"));
+    assert!(!repo.state_text().contains("status: DONE"));
+    let log = repo.log();
+    let rejection = log
+        .iter()
+        .find(|e| e["action"] == "hand_edit_rejected")
+        .unwrap();
     assert!(
-        err.contains("hint: or restore the last good revision: cp .liza/journal/000000000002-"),
-        "{err}"
+        rejection["detail"]
+            .as_str()
+            .unwrap()
+            .contains("revision 2 restored"),
+        "{rejection}"
     );
-    assert_eq!(repo.files(), before);
-    assert_eq!(repo.state_text(), broken);
-    // Read-only commands still refuse clearly rather than show a half-understood board.
-    assert_exit(&repo.liza(&["status"]), 4);
-    // A state-rule violation introduced by hand is refused the same way.
+    let alarms = alerts(&repo);
+    assert!(alarms.contains("ERROR HAND_EDIT_REJECTED"), "{alarms}");
+    assert!(alarms.contains(".liza/state.yaml:8:11:"), "{alarms}");
+    // A state-rule violation introduced by hand is set aside the same way.
     let bad = repo
         .state_text()
-        .replace("status: DONE", "status: IN_PROGRESS")
         .replace("planned: []", "planned: [t-ghost]");
     std::fs::write(repo.state_path(), &bad).unwrap();
-    let out = repo.liza(&["--json", "note", "all", "two"]);
-    assert_exit(&out, 4);
-    let v = json(&out);
-    assert_eq!(v["error"]["code"], "blackboard");
-    assert_eq!(v["error"]["findings"][0]["check"], "sprint-planned-unknown");
-    assert_eq!(repo.state_text(), bad);
+    assert_success(&repo.liza(&["note", "all", "three"]));
+    let kept = rejected(&repo);
+    assert_eq!(kept.len(), 2);
+    assert!(
+        kept.iter()
+            .any(|(file, note)| *file == bad && note.contains("t-ghost"))
+    );
+    assert!(!repo.state_text().contains("t-ghost"));
+    assert!(repo.state_text().contains("message: three"));
 }
 
 #[test]
-fn a_stale_hand_edit_is_refused_rather_than_undoing_transactions() {
+fn a_stale_hand_edit_is_merged_onto_the_latest_revision() {
     let repo = Repo::initialized();
     let stale = repo.state_text().replace(
         "Add a --json flag",
@@ -123,16 +168,128 @@ fn a_stale_hand_edit_is_refused_rather_than_undoing_transactions() {
     note(&repo, "one");
     note(&repo, "two");
     std::fs::write(repo.state_path(), &stale).unwrap();
-    let before = repo.files();
-    let out = repo.liza(&["note", "all", "three"]);
-    assert_exit(&out, 4);
-    let err = stderr(&out);
+    assert_success(&repo.liza(&["note", "all", "three"]));
+    let text = repo.state_text();
     assert!(
-        err.contains("was edited from revision 1, but the blackboard has moved on to revision 3"),
-        "{err}"
+        text.contains("Add a --json flag (from an old buffer)"),
+        "{text}"
     );
-    assert!(err.contains("cp .liza/journal/000000000003-"), "{err}");
-    assert_eq!(repo.files(), before);
+    for message in ["one", "two", "three"] {
+        assert!(text.contains(&format!("message: {message}")), "{text}");
+    }
+    let log = repo.log();
+    let edit = log.iter().find(|e| e["action"] == "human_edit").unwrap();
+    assert_eq!(edit["revision"], 4);
+    assert!(
+        edit["detail"]
+            .as_str()
+            .unwrap()
+            .ends_with("(edited on revision 1, merged onto 3)"),
+        "{edit}"
+    );
+    assert!(rejected(&repo).is_empty());
+}
+
+#[test]
+fn a_stale_hand_edit_that_conflicts_is_set_aside_with_what_conflicted() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    let stale = repo.state_text().replace("priority: 3", "priority: 1");
+    assert_success(&repo.liza(&["amend-task", "t-1", "--priority", "2"]));
+    let latest = repo.state_text();
+    std::fs::write(repo.state_path(), &stale).unwrap();
+    assert_success(&repo.liza(&["note", "all", "x"]));
+    assert!(repo.state_text().contains("priority: 2"));
+    assert!(repo.state_text().contains("message: x"));
+    let kept = rejected(&repo);
+    assert_eq!(kept[0].0, stale);
+    assert!(
+        kept[0]
+            .1
+            .contains("tasks[t-1].priority: you wrote 1, the blackboard now has 2"),
+        "{}",
+        kept[0].1
+    );
+    assert!(alerts(&repo).contains("tasks[t-1].priority"));
+    // Nothing of the latest revision was lost.
+    assert!(
+        latest
+            .lines()
+            .filter(|l| l.contains("priority"))
+            .all(|l| repo.state_text().contains(l))
+    );
+}
+
+#[test]
+fn a_stale_hand_edit_whose_base_left_the_journal_is_set_aside() {
+    let repo = Repo::initialized();
+    let stale = repo.state_text().replace("Add a --json flag", "Changed");
+    note(&repo, "one");
+    let journal = repo.liza_dir().join("journal");
+    for entry in std::fs::read_dir(&journal).unwrap() {
+        let path = entry.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("000000000001-")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    std::fs::write(repo.state_path(), &stale).unwrap();
+    assert_success(&repo.liza(&["note", "all", "two"]));
+    assert!(!repo.state_text().contains("Changed"));
+    let kept = rejected(&repo);
+    assert_eq!(kept[0].0, stale);
+    assert!(
+        kept[0].1.contains("no longer in the journal"),
+        "{}",
+        kept[0].1
+    );
+}
+
+#[test]
+fn a_status_change_a_person_may_not_make_is_set_aside() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    let before = repo.state_text();
+    let forbidden = before.replace("status: DRAFT", "status: MERGED");
+    std::fs::write(repo.state_path(), &forbidden).unwrap();
+    assert_success(&repo.liza(&["note", "all", "x"]));
+    assert!(repo.state_text().contains("status: DRAFT"));
+    let kept = rejected(&repo);
+    assert!(
+        kept[0]
+            .1
+            .contains("t-1: DRAFT → MERGED is not a move a person may make"),
+        "{}",
+        kept[0].1
+    );
+    // The forced moves are a person's to make.
+    let text = repo
+        .state_text()
+        .replace("status: DRAFT", "status: ABANDONED");
+    std::fs::write(repo.state_path(), &text).unwrap();
+    assert_success(&repo.liza(&["note", "all", "y"]));
+    assert!(repo.state_text().contains("status: ABANDONED"));
+    assert_eq!(rejected(&repo).len(), 1);
+}
+
+fn add_draft(repo: &Repo, id: &str) {
+    assert_success(&repo.liza(&[
+        "add-task",
+        "--id",
+        id,
+        "--desc",
+        "Parse the flag",
+        "--spec",
+        "specs/vision.md",
+        "--done",
+        "report --json prints a totals key",
+        "--scope",
+        "the option parser",
+    ]));
 }
 
 #[test]

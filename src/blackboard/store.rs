@@ -11,6 +11,7 @@
 pub mod atomic;
 pub mod cache;
 pub mod failpoint;
+pub mod hand_edit;
 pub mod hash;
 pub mod journal;
 pub mod lock;
@@ -20,10 +21,11 @@ use std::fs::{self, File};
 use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use self::cache::{ParseCache, TaskTexts};
+use self::hand_edit::HandEditPolicy;
 use self::hash::ContentHash;
 use self::journal::{Journal, JournalEntry};
 use self::lock::{LockFailure, StateLock};
@@ -36,7 +38,6 @@ use super::log::{self as activity, LogEntry, millis};
 use super::metrics;
 use super::model::State;
 use super::paths::LizaPaths;
-use super::summary;
 use super::timestamp::Timestamp;
 use super::validate::{ValidationEnv, validate};
 use super::yaml::{Emitter, ItemTexts};
@@ -72,13 +73,6 @@ pub enum StoreError {
         path: String,
         findings: Vec<Finding>,
         restore: Option<String>,
-    },
-    #[error("{path} was edited from revision {edited}, but the blackboard has moved on to revision {head}; saving it as it is would undo {} transaction(s)", head - edited)]
-    StaleEdit {
-        path: String,
-        edited: u64,
-        head: u64,
-        restore: String,
     },
     #[error(
         "{path} is a symbolic link (to {target}); liza replaces the file atomically and will not write through or over a link"
@@ -139,12 +133,6 @@ impl Diagnostic for StoreError {
                 }
                 hints
             }
-            StoreError::StaleEdit { restore, .. } => vec![
-                "your file is left untouched; copy your changes somewhere, then".into(),
-                format!(
-                    "restore the latest revision with `cp {restore} .liza/state.yaml` and make your changes again"
-                ),
-            ],
             StoreError::Symlink { .. } => {
                 vec!["replace the link with a regular file: cp --remove-destination \"$(readlink -f .liza/state.yaml)\" .liza/state.yaml".into()]
             }
@@ -235,6 +223,8 @@ pub struct Store {
     /// task texts: the next transaction (of a supervisor, or of a command that read a
     /// snapshot first) reuses it when state.yaml still has those bytes.
     last_commit: Mutex<Option<Memo>>,
+    /// The lifecycle's say on hand edits, and where their alarms go (set by `ops`).
+    policy: Option<Arc<dyn HandEditPolicy>>,
 }
 
 struct Memo {
@@ -271,7 +261,14 @@ impl Store {
             paths,
             lock_timeout: None,
             last_commit: Mutex::new(None),
+            policy: None,
         }
+    }
+
+    /// Reconciles hand edits with `policy` (status changes a person may make, alarms).
+    pub fn with_policy(mut self, policy: Arc<dyn HandEditPolicy>) -> Store {
+        self.policy = Some(policy);
+        self
     }
 
     /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
@@ -354,7 +351,12 @@ impl Store {
                     self.remember(hash, state.clone(), Some(texts));
                     state
                 }
-                Err(bytes) => document::decode(&bytes).map_err(|f| self.invalid(f))?.state,
+                Err(bytes) => match document::decode(&bytes) {
+                    Ok(decoded) => decoded.state,
+                    // A broken hand edit waits for the next transaction to put the last
+                    // good revision back; readers see that revision meanwhile.
+                    Err(findings) => self.head_state().ok_or_else(|| self.invalid(findings))?,
+                },
             },
         };
         let entries = self
@@ -462,6 +464,16 @@ impl Store {
         StoreError::StateMissing {
             path: self.paths.display(&self.paths.state()),
             restore: self.head_path(),
+        }
+    }
+
+    /// The last committed revision's state, from the journal.
+    fn head_state(&self) -> Option<State> {
+        let head = self.journal.entries().ok()?.pop()?;
+        let bytes = self.journal.read(&head).ok()?;
+        match self.cache.load(head.hash, bytes) {
+            Ok((state, _)) => Some(state),
+            Err(bytes) => document::decode(&bytes).ok().map(|d| d.state),
         }
     }
 
@@ -610,101 +622,6 @@ impl Store {
             journal,
             texts: None,
         })
-    }
-
-    /// Interim hand-edit rule (until 3-way merging lands): a valid edit of the current
-    /// revision is committed as `human_edit`; an invalid one, or one saved over newer
-    /// revisions, is refused and left untouched.
-    fn reconcile_hand_edit(
-        &self,
-        lock: &StateLock,
-        bytes: &[u8],
-        hash: ContentHash,
-        journal: Vec<JournalEntry>,
-    ) -> Result<Current, StoreError> {
-        let head = journal.last();
-        let decoded = document::decode(bytes).map_err(|f| self.invalid(f))?;
-        let edited = decoded.state.revision();
-        if let Some(head) = head
-            && edited < head.revision
-        {
-            return Err(StoreError::StaleEdit {
-                path: self.paths.display(&self.paths.state()),
-                edited,
-                head: head.revision,
-                restore: self.paths.display(&head.path),
-            });
-        }
-        let head_state = match head {
-            Some(h) => Some(self.load_entry(h)?),
-            None => None,
-        };
-        let now = Timestamp::now();
-        let env = self.validation_env(now);
-        let known: HashSet<_> = head_state
-            .as_ref()
-            .map(|s| {
-                validate(s, &env)
-                    .iter()
-                    .filter(|f| f.is_error())
-                    .map(Finding::identity)
-                    .collect()
-            })
-            .unwrap_or_default();
-        let introduced: Vec<Finding> = validate(&decoded.state, &env)
-            .into_iter()
-            .filter(|f| f.is_error() && !known.contains(&f.identity()))
-            .map(|f| {
-                let pos = f.path.locate(&decoded.root);
-                f.at(pos)
-            })
-            .collect();
-        if !introduced.is_empty() {
-            return Err(self.invalid(introduced));
-        }
-        let detail = match &head_state {
-            Some(before) => summary::summarize(before, &decoded.state),
-            None => {
-                "adopted a blackboard written without liza's journal (by another tool or by hand)"
-                    .into()
-            }
-        };
-        let mut state = decoded.state;
-        let base = head.map_or(edited, |h| h.revision.max(edited));
-        state.revision = Some(base as i64);
-        let mut entry = LogEntry::new(now, "human", "human_edit");
-        entry.detail = Some(detail);
-        let head_hash = head.map(|h| h.hash);
-        let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
-        if let Some(replaced) = head_hash {
-            // The cache of the revision the edit was made on.
-            self.cache.remove(replaced);
-        }
-        let journal = committed.durable.complete()?;
-        Ok(Current {
-            state,
-            hash: committed.hash,
-            journal,
-            texts: committed.texts,
-        })
-    }
-
-    fn load_entry(&self, entry: &JournalEntry) -> Result<State, StoreError> {
-        let bytes = self
-            .journal
-            .read(entry)
-            .map_err(io_err("read", &entry.path))?;
-        let bytes = match self.cache.load(entry.hash, bytes) {
-            Ok((state, _)) => return Ok(state),
-            Err(bytes) => bytes,
-        };
-        document::decode(&bytes)
-            .map(|d| d.state)
-            .map_err(|findings| StoreError::Invalid {
-                path: self.paths.display(&entry.path),
-                findings,
-                restore: None,
-            })
     }
 
     /// Writes `state` as the next revision (module docs, steps 5 and 6). `previous` holds

@@ -6,6 +6,7 @@
 
 use std::fs::OpenOptions;
 use std::io::Write;
+use std::path::Path;
 
 use super::Project;
 use crate::blackboard::Timestamp;
@@ -33,7 +34,18 @@ pub fn raise(
     message: &str,
     key: &str,
 ) -> std::io::Result<Option<String>> {
-    let path = project.store.paths().dir.join("alerts.log");
+    raise_in(&project.store.paths().dir, level, category, message, key)
+}
+
+/// [`raise`] for the blackboard directory `liza_dir`.
+pub fn raise_in(
+    liza_dir: &Path,
+    level: Level,
+    category: &str,
+    message: &str,
+    key: &str,
+) -> std::io::Result<Option<String>> {
+    let path = liza_dir.join("alerts.log");
     let marker = format!("[{key}]");
     if std::fs::read_to_string(&path).is_ok_and(|log| log.lines().any(|l| l.ends_with(&marker))) {
         return Ok(None);

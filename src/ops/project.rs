@@ -1,5 +1,6 @@
 //! The project a command works on, found from the current directory, and who is acting.
 
+use super::hand_edits::HandEditRules;
 use std::path::{Path, PathBuf};
 
 use super::OpsError;
@@ -25,6 +26,8 @@ impl Project {
             Err(e) => return Err(e.into()),
         };
         let store = Store::open(&root)?;
+        let rules = HandEditRules::new(store.paths().dir.clone());
+        let store = store.with_policy(std::sync::Arc::new(rules));
         Ok(Project { root, store })
     }
 }

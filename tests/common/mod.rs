@@ -160,9 +160,12 @@ impl Repo {
 
     /// Writes the mid-sprint fixture (every task status) as state.yaml, by hand: the next
     /// transaction adopts it. Creates the worktree directories its CLAIMED tasks need.
+    /// Puts the mid-sprint fixture in place as a blackboard written by another tool: no
+    /// journal, so the next transaction adopts it (a hand edit adding tasks past DRAFT
+    /// would be rejected).
     pub fn write_mid_sprint(&self) {
         let text = MID_SPRINT.replace("revision: 41", "revision: 1");
-        std::fs::write(self.state_path(), text).unwrap();
+        liza::bench::adopt_state(&self.liza_dir(), &text).unwrap();
         for wt in MID_SPRINT_WORKTREES {
             std::fs::create_dir_all(self.path().join(".worktrees").join(wt)).unwrap();
         }

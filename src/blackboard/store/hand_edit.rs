@@ -1,0 +1,337 @@
+//! Hand edits of state.yaml (blackboard.md *Hand edits*), reconciled under the state lock
+//! before any other change, so neither side loses anything:
+//!
+//! - valid and made on the latest revision → committed as a `human_edit` transaction;
+//! - made on an older revision → three-way merged (base: that revision's journal entry)
+//!   onto the latest revision and committed;
+//! - conflicting fields, a base gone from the journal, invalid YAML or state rules, or a
+//!   status change a person may not make → the latest revision is restored and the human's
+//!   file kept under `rejected/` with a note saying why and how to redo it.
+//!
+//! Which status changes a person may make is the transition table's business, and alarms
+//! belong to operations: both come from the [`HandEditPolicy`] the `ops` layer installs.
+
+use std::collections::HashSet;
+
+use super::hash::ContentHash;
+use super::journal::JournalEntry;
+use super::lock::StateLock;
+use super::{Current, Store, StoreError, atomic, io_err};
+use crate::blackboard::codec::{Decode, Decoder};
+use crate::blackboard::document;
+use crate::blackboard::finding::Finding;
+use crate::blackboard::log::{self as activity, LogEntry};
+use crate::blackboard::merge3::{self, Conflict};
+use crate::blackboard::model::State;
+use crate::blackboard::summary;
+use crate::blackboard::timestamp::Timestamp;
+use crate::blackboard::validate::validate;
+
+/// What the store cannot decide itself about a hand edit.
+pub trait HandEditPolicy: Send + Sync {
+    /// The status changes from `before` to `after` a person may not make, one line each.
+    fn forbidden_changes(&self, before: &State, after: &State) -> Vec<String>;
+    /// Told what became of a hand edit (the state lock is held: be quick, no waiting).
+    fn reconciled(&self, outcome: &HandEditOutcome);
+}
+
+/// What became of a hand edit.
+#[derive(Debug, Clone)]
+pub enum HandEditOutcome {
+    Applied {
+        revision: u64,
+        summary: String,
+        /// The older revision it was made on, when it was merged onto a newer one.
+        merged_from: Option<u64>,
+        /// The state it produced.
+        state: Box<State>,
+    },
+    Rejected {
+        /// The latest revision, restored.
+        revision: u64,
+        why: Rejection,
+        /// Where the human's file is kept.
+        kept_as: Option<String>,
+    },
+}
+
+/// Why a hand edit was not applied.
+#[derive(Debug, Clone)]
+pub enum Rejection {
+    /// YAML or state rules, each finding located in the human's file.
+    Invalid(Vec<Finding>),
+    /// Fields both the human and the blackboard changed.
+    Conflicts {
+        edited: u64,
+        conflicts: Vec<Conflict>,
+    },
+    /// The revision it was made on is no longer in the journal.
+    BaseGone { edited: u64 },
+    /// Status changes a person may not make by editing.
+    Forbidden(Vec<String>),
+}
+
+impl Rejection {
+    /// One line per problem, for the note, the log and the alarm.
+    pub fn lines(&self, file: &str) -> Vec<String> {
+        match self {
+            Rejection::Invalid(findings) => findings
+                .iter()
+                .map(|f| format!("{file}:{}:{}: {}", f.line, f.column, f.message))
+                .collect(),
+            Rejection::Conflicts { conflicts, .. } => {
+                conflicts.iter().map(ToString::to_string).collect()
+            }
+            Rejection::BaseGone { edited } => vec![format!(
+                "it was edited from revision {edited}, which is no longer in the journal, so it cannot be merged"
+            )],
+            Rejection::Forbidden(moves) => moves.clone(),
+        }
+    }
+
+    /// A short label for the kept file's name.
+    fn label(&self) -> &'static str {
+        match self {
+            Rejection::Invalid(_) => "invalid",
+            Rejection::Conflicts { .. } => "conflict",
+            Rejection::BaseGone { .. } => "base-gone",
+            Rejection::Forbidden(_) => "forbidden",
+        }
+    }
+
+    fn summary(&self) -> String {
+        match self {
+            Rejection::Invalid(f) => format!("it is not a valid blackboard ({} errors)", f.len()),
+            Rejection::Conflicts { edited, conflicts } => format!(
+                "it was edited from revision {edited} and {} field(s) changed on both sides",
+                conflicts.len()
+            ),
+            Rejection::BaseGone { edited } => {
+                format!("revision {edited}, which it was edited from, is gone from the journal")
+            }
+            Rejection::Forbidden(m) => {
+                format!("{} status change(s) a person may not make", m.len())
+            }
+        }
+    }
+}
+
+impl Store {
+    /// A hand edit found under the lock (module docs): applied, merged, or rejected with
+    /// the latest revision restored. Returns the state the caller's change runs on.
+    pub(super) fn reconcile_hand_edit(
+        &self,
+        lock: &StateLock,
+        bytes: &[u8],
+        hash: ContentHash,
+        journal: Vec<JournalEntry>,
+    ) -> Result<Current, StoreError> {
+        let Some(head) = journal.last().cloned() else {
+            return self.adopt(lock, bytes, hash, journal);
+        };
+        let head_bytes = self
+            .journal
+            .read(&head)
+            .map_err(io_err("read", &head.path))?;
+        let head_decoded =
+            document::decode(&head_bytes).map_err(|findings| StoreError::Invalid {
+                path: self.paths.display(&head.path),
+                findings,
+                restore: None,
+            })?;
+        let head_state = head_decoded.state.clone();
+        match self.judge(bytes, &head, &head_decoded, &journal) {
+            Ok((state, merged_from)) => {
+                self.apply_hand_edit(lock, hash, journal, &head_state, state, merged_from)
+            }
+            Err(why) => {
+                self.reject_hand_edit(&head, &head_bytes, why)?;
+                self.load_committed(head.hash, head_bytes, journal)
+            }
+        }
+    }
+
+    /// The state a hand edit leads to (and the older revision it was merged from), or why
+    /// it cannot be applied.
+    fn judge(
+        &self,
+        bytes: &[u8],
+        head: &JournalEntry,
+        head_decoded: &document::Decoded,
+        journal: &[JournalEntry],
+    ) -> Result<(State, Option<u64>), Rejection> {
+        let theirs = document::decode(bytes).map_err(Rejection::Invalid)?;
+        let edited = theirs.state.revision();
+        let (candidate, merged_from) = if edited >= head.revision {
+            (theirs.state.clone(), None)
+        } else {
+            let base_entry = journal
+                .iter()
+                .find(|e| e.revision == edited)
+                .ok_or(Rejection::BaseGone { edited })?;
+            let base = self
+                .journal
+                .read(base_entry)
+                .ok()
+                .and_then(|b| document::decode(&b).ok())
+                .ok_or(Rejection::BaseGone { edited })?;
+            let merged = merge3::merge(&base.root, &head_decoded.root, &theirs.root)
+                .map_err(|conflicts| Rejection::Conflicts { edited, conflicts })?;
+            let mut d = Decoder::default();
+            let state = match State::decode(&merged, &mut d) {
+                Some(state) if d.findings.is_empty() => state,
+                _ => return Err(Rejection::Invalid(d.findings)),
+            };
+            (state, Some(edited))
+        };
+        let env = self.validation_env(Timestamp::now());
+        let known: HashSet<_> = validate(&head_decoded.state, &env)
+            .iter()
+            .filter(|f| f.is_error())
+            .map(Finding::identity)
+            .collect();
+        let introduced: Vec<Finding> = validate(&candidate, &env)
+            .into_iter()
+            .filter(|f| f.is_error() && !known.contains(&f.identity()))
+            .map(|f| {
+                let pos = f.path.locate(&theirs.root);
+                f.at(pos)
+            })
+            .collect();
+        if !introduced.is_empty() {
+            return Err(Rejection::Invalid(introduced));
+        }
+        if let Some(policy) = &self.policy {
+            let forbidden = policy.forbidden_changes(&head_decoded.state, &candidate);
+            if !forbidden.is_empty() {
+                return Err(Rejection::Forbidden(forbidden));
+            }
+        }
+        Ok((candidate, merged_from))
+    }
+
+    /// Commits an accepted hand edit as the next revision (`human_edit`).
+    fn apply_hand_edit(
+        &self,
+        lock: &StateLock,
+        hash: ContentHash,
+        journal: Vec<JournalEntry>,
+        before: &State,
+        mut state: State,
+        merged_from: Option<u64>,
+    ) -> Result<Current, StoreError> {
+        let head = journal.last().map_or(0, |h| h.revision);
+        let mut detail = summary::summarize(before, &state);
+        if let Some(edited) = merged_from {
+            detail = format!("{detail} (edited on revision {edited}, merged onto {head})");
+        }
+        state.revision = Some(head.max(state.revision()) as i64);
+        let mut entry = LogEntry::new(Timestamp::now(), "human", "human_edit");
+        entry.detail = Some(detail.clone());
+        let head_hash = journal.last().map(|h| h.hash);
+        let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        if let Some(replaced) = head_hash {
+            // The cache of the revision the edit was made on.
+            self.cache.remove(replaced);
+        }
+        let journal = committed.durable.complete()?;
+        if let Some(policy) = &self.policy {
+            policy.reconciled(&HandEditOutcome::Applied {
+                revision: committed.revision,
+                summary: detail,
+                merged_from,
+                state: Box::new(state.clone()),
+            });
+        }
+        Ok(Current {
+            state,
+            hash: committed.hash,
+            journal,
+            texts: committed.texts,
+        })
+    }
+
+    /// Puts the latest revision back in place and keeps the human's file under
+    /// `rejected/` with a note; logs `hand_edit_rejected`.
+    fn reject_hand_edit(
+        &self,
+        head: &JournalEntry,
+        head_bytes: &[u8],
+        why: Rejection,
+    ) -> Result<(), StoreError> {
+        let dir = &self.paths.dir;
+        let target = self.paths.state();
+        let temp = atomic::write_temp_synced(dir, super::TEMP_PREFIX, head_bytes)
+            .map_err(io_err("write a temporary file in", dir))?;
+        atomic::exchange(dir, &temp, &target).map_err(io_err("restore", &target))?;
+        let shown = self.paths.display(&target);
+        let lines = why.lines(&shown);
+        let note = format!(
+            "This copy of {shown} was not applied: {}.\n\
+             The blackboard was put back to revision {}.\n\n{}\n\n\
+             To redo the change, edit the current {shown} (or use `liza edit`).",
+            why.summary(),
+            head.revision,
+            lines.join("\n")
+        );
+        let kept_as = self.keep_rejected(&temp, why.label(), &note);
+        atomic::fsync_dir(dir).map_err(io_err("sync", dir))?;
+        // No revision of its own: nothing was committed.
+        let mut entry = LogEntry::new(Timestamp::now(), "human", "hand_edit_rejected");
+        entry.detail = Some(format!(
+            "{}; kept as {}; revision {} restored",
+            why.summary(),
+            kept_as.as_deref().unwrap_or("(could not be kept)"),
+            head.revision
+        ));
+        if let Err(err) = activity::append(&self.paths.log(), &[entry]) {
+            tracing::warn!(%err, "could not log the rejected hand edit");
+        }
+        if let Some(policy) = &self.policy {
+            policy.reconciled(&HandEditOutcome::Rejected {
+                revision: head.revision,
+                why,
+                kept_as,
+            });
+        }
+        Ok(())
+    }
+
+    /// A blackboard with no journal (written by another tool, or an old copy put back):
+    /// adopted as revision 1 of this journal when valid.
+    fn adopt(
+        &self,
+        lock: &StateLock,
+        bytes: &[u8],
+        hash: ContentHash,
+        journal: Vec<JournalEntry>,
+    ) -> Result<Current, StoreError> {
+        let decoded = document::decode(bytes).map_err(|f| self.invalid(f))?;
+        let env = self.validation_env(Timestamp::now());
+        let errors: Vec<Finding> = validate(&decoded.state, &env)
+            .into_iter()
+            .filter(Finding::is_error)
+            .map(|f| {
+                let pos = f.path.locate(&decoded.root);
+                f.at(pos)
+            })
+            .collect();
+        if !errors.is_empty() {
+            return Err(self.invalid(errors));
+        }
+        let mut state = decoded.state;
+        let mut entry = LogEntry::new(Timestamp::now(), "human", "human_edit");
+        entry.detail = Some(
+            "adopted a blackboard written without liza's journal (by another tool or by hand)"
+                .into(),
+        );
+        let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        let journal = committed.durable.complete()?;
+        Ok(Current {
+            state,
+            hash: committed.hash,
+            journal,
+            texts: committed.texts,
+        })
+    }
+}

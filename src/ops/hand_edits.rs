@@ -1,0 +1,103 @@
+//! The hand-edit policy the store reconciles with (blackboard.md *Hand edits*,
+//! lifecycle.md: a status change by hand is accepted only as the transition table allows
+//! a person, or as a forced move to BLOCKED or ABANDONED), and the alarms a hand edit
+//! raises: rejected (each reason, with line and column for broken files), or made while
+//! an agent was running (agents must not edit the blackboard directly).
+
+use std::path::PathBuf;
+
+use super::alarms::{Level, raise_in};
+use crate::blackboard::model::{AgentStatus, State, TaskStatus};
+use crate::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
+use crate::lifecycle::table::human_may_move;
+
+/// The lifecycle's rules for hand edits, and where their alarms go.
+pub struct HandEditRules {
+    liza_dir: PathBuf,
+}
+
+impl HandEditRules {
+    pub fn new(liza_dir: PathBuf) -> HandEditRules {
+        HandEditRules { liza_dir }
+    }
+}
+
+impl HandEditPolicy for HandEditRules {
+    fn forbidden_changes(&self, before: &State, after: &State) -> Vec<String> {
+        let mut forbidden = Vec::new();
+        for task in &after.tasks {
+            match before.task(&task.id) {
+                Some(old) if !human_may_move(old.status, task.status) => forbidden.push(format!(
+                    "{}: {} → {} is not a move a person may make (lifecycle.md); use the liza command for it, or set BLOCKED or ABANDONED",
+                    task.id,
+                    old.status.as_str(),
+                    task.status.as_str()
+                )),
+                None if task.status != TaskStatus::Draft => forbidden.push(format!(
+                    "{}: a task added by hand starts as DRAFT (it is {}); finalize it with `liza finalize-task {}`",
+                    task.id,
+                    task.status.as_str(),
+                    task.id
+                )),
+                _ => {}
+            }
+        }
+        forbidden
+    }
+
+    fn reconciled(&self, outcome: &HandEditOutcome) {
+        let raised = match outcome {
+            HandEditOutcome::Applied {
+                revision,
+                summary,
+                state,
+                ..
+            } => {
+                let running = running_agents(state);
+                if running.is_empty() {
+                    return;
+                }
+                raise_in(
+                    &self.liza_dir,
+                    Level::Warn,
+                    "HAND_EDIT_DURING_RUN",
+                    &format!(
+                        "state.yaml was edited by hand while {} ran (revision {revision}: {summary}); agents must use liza commands, never edit the blackboard",
+                        running.join(", ")
+                    ),
+                    &format!("hand-edit-during-run:{revision}"),
+                )
+            }
+            HandEditOutcome::Rejected {
+                revision,
+                why,
+                kept_as,
+            } => {
+                let kept = kept_as.as_deref().unwrap_or("(could not be kept)");
+                raise_in(
+                    &self.liza_dir,
+                    Level::Error,
+                    "HAND_EDIT_REJECTED",
+                    &format!(
+                        "a hand edit of state.yaml was not applied and revision {revision} was restored; your file is {kept}: {}",
+                        why.lines(".liza/state.yaml").join("; ")
+                    ),
+                    &format!("hand-edit-rejected:{kept}"),
+                )
+            }
+        };
+        if let Err(e) = raised {
+            tracing::warn!(error = %e, "could not write .liza/alerts.log");
+        }
+    }
+}
+
+/// Agents working or reviewing right now.
+fn running_agents(state: &State) -> Vec<String> {
+    state
+        .agents
+        .iter()
+        .filter(|(_, a)| matches!(a.status, AgentStatus::Working | AgentStatus::Reviewing))
+        .map(|(id, _)| id.to_string())
+        .collect()
+}
