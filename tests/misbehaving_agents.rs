@@ -206,6 +206,16 @@ fn an_agent_editing_state_yaml_directly_is_reconciled_as_a_hand_edit() {
             .iter()
             .any(|e| e["action"] == "human_edit")
     );
+    assert_eq!(
+        task_of(&project.repo, "t-1")["description"],
+        "edited by the agent"
+    );
+    // Made while coder-1 was working: agents must not edit the blackboard.
+    let alerts = std::fs::read_to_string(project.repo.liza_dir().join("alerts.log")).unwrap();
+    assert!(
+        alerts.contains("HAND_EDIT_DURING_RUN") && alerts.contains("coder-1"),
+        "{alerts}"
+    );
     assert_success(&project.repo.liza(&["validate"]));
     still_running_then_stop(&project, child, "coder-1");
 }

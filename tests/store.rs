@@ -306,49 +306,62 @@ fn comments_only_edits_are_recorded_without_content_changes() {
     );
 }
 
+/// Commits `agent_change` while a person saves `human` in the middle of the transaction
+/// (between the read and the swap: the race the swapped-out check exists for).
+fn commit_during_a_save(repo: &Repo, human: &str, agent_change: &str) -> u64 {
+    let store = store(repo);
+    let path = repo.state_path();
+    store
+        .transact(&Actor::Human, |tx| {
+            std::fs::write(&path, human).unwrap();
+            tx.state.goal.description = agent_change.into();
+            tx.log("test_change");
+            Ok::<_, String>(())
+        })
+        .unwrap()
+        .revision
+}
+
 #[test]
-fn a_save_landing_during_a_transaction_is_kept_not_lost() {
+fn a_save_landing_during_a_transaction_is_merged_after_it() {
     let repo = Repo::initialized();
-    let store = store(&repo);
+    note(&repo, "one");
+    let human = repo
+        .state_text()
+        .replace("message: one", "message: one, edited during a commit");
+    assert_eq!(commit_during_a_save(&repo, &human, "agent change"), 3);
+    // Both survive: the commit, then the save merged onto it as revision 4.
+    let text = repo.state_text();
+    assert!(text.contains("description: agent change"), "{text}");
+    assert!(
+        text.contains("message: one, edited during a commit"),
+        "{text}"
+    );
+    assert_eq!(repo.revision(), 4);
+    let log = repo.log();
+    assert_eq!(log.last().unwrap()["action"], "human_edit");
+    assert!(rejected(&repo).is_empty());
+}
+
+#[test]
+fn a_save_landing_during_a_transaction_that_conflicts_is_kept_not_lost() {
+    let repo = Repo::initialized();
     let human = repo.state_text().replace(
         "goal-1\n  description: Add",
         "goal-1\n  description: HUMAN Add",
     );
-    let path = repo.state_path();
-    // The change closure runs between the read and the swap: a save there is exactly the
-    // race the swapped-out check exists for.
-    let committed = store
-        .transact(&Actor::Human, |tx| {
-            std::fs::write(&path, &human).unwrap();
-            tx.state.goal.description = "agent change".into();
-            tx.log("test_change");
-            Ok::<_, String>(())
-        })
-        .unwrap();
-    assert_eq!(committed.revision, 2);
+    assert_eq!(commit_during_a_save(&repo, &human, "agent change"), 2);
     assert!(repo.state_text().contains("description: agent change"));
-    let rejected = repo.liza_dir().join("rejected");
-    let kept: Vec<_> = std::fs::read_dir(&rejected)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    let yaml = kept
-        .iter()
-        .find(|p| p.to_string_lossy().ends_with("-concurrent-save.yaml"))
-        .unwrap();
-    assert_eq!(std::fs::read_to_string(yaml).unwrap(), human);
+    let kept = rejected(&repo);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].0, human);
     assert!(
-        kept.iter()
-            .any(|p| p.to_string_lossy().ends_with(".note.txt"))
+        kept[0].1.contains("goal.description: you wrote"),
+        "{}",
+        kept[0].1
     );
     let log = repo.log();
     assert_eq!(log.last().unwrap()["action"], "hand_edit_rejected");
-    assert!(
-        log.last().unwrap()["detail"]
-            .as_str()
-            .unwrap()
-            .contains("rejected/")
-    );
 }
 
 #[test]

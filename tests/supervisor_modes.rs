@@ -1,6 +1,7 @@
-//! `liza-agent` options and backends beyond the plain run: the codex backend's structured
-//! run report in each validation mode, `-i` interactive runs, and the exit when claims
-//! keep failing. Real supervisor processes drive the fake agent CLI.
+//! `liza-agent` options and duties beyond the plain run: the codex backend's structured
+//! run report in each validation mode, `-i` interactive runs, the exit when claims keep
+//! failing, and hand edits reconciled by an idle supervisor's file watch. Real supervisor
+//! processes drive the fake agent CLI.
 
 mod common;
 
@@ -201,4 +202,33 @@ fn claims_that_keep_failing_end_the_supervisor_with_exit_6() {
         "the supervisor unregistered"
     );
     assert!(project.runs().is_empty(), "no agent ran");
+}
+
+#[test]
+fn an_idle_supervisor_reconciles_a_hand_edit_without_any_command() {
+    let project = AgentProject::new();
+    let coder = project.supervisor("coder", "coder-1");
+    project.wait_until("coder-1 registered", GUARD, || {
+        model(&project.repo)["agents"].get("coder-1").is_some()
+    });
+    let revision = project.repo.revision();
+    // A valid edit: applied as a human_edit by the watcher.
+    let edited = project
+        .repo
+        .state_text()
+        .replace("Add a --json flag", "Add a --json flag, edited");
+    std::fs::write(project.repo.state_path(), &edited).unwrap();
+    project.wait_until("the edit applied", GUARD, || {
+        project.repo.revision() > revision
+    });
+    let log = project.repo.log();
+    assert!(log.iter().any(|e| e["action"] == "human_edit"), "{log:?}");
+    // A broken save: set aside and the last good revision put back, by the watcher.
+    let good = project.repo.state_text();
+    std::fs::write(project.repo.state_path(), "goal: [broken\n").unwrap();
+    project.wait_until("the broken save set aside", GUARD, || {
+        project.repo.liza_dir().join("rejected").is_dir() && project.repo.state_text() == good
+    });
+    let (code, out) = stop(coder, Signal::SIGTERM);
+    assert_eq!(code, Some(143), "{out}");
 }

@@ -427,6 +427,18 @@ impl Store {
             tx.log,
         )?;
         drop(original);
+        if let Some(saved) = &committed.concurrent_save {
+            // Rare: finish this commit, then reconcile the save under the same lock.
+            committed.durable.complete()?;
+            let current = self.replay_concurrent_save(&lock, saved, committed.hash)?;
+            self.remember(current.hash, current.state, current.texts);
+            drop(lock);
+            return Ok(Committed {
+                value,
+                revision: committed.revision,
+                entries: committed.entries,
+            });
+        }
         self.remember(committed.hash, state, committed.texts);
         // The new state is visible from the swap on; what only makes it durable (the
         // directory and log fsyncs, journal pruning) waits outside the lock, before the
@@ -438,6 +450,17 @@ impl Store {
             revision: committed.revision,
             entries: committed.entries,
         })
+    }
+
+    /// Reconciles a hand edit of state.yaml now, with no change of its own (the
+    /// supervisors' file watch: a human's save is applied, merged or set aside within a
+    /// second rather than at the next transaction).
+    pub fn reconcile(&self) -> Result<(), StoreError> {
+        let lock = self.lock()?;
+        self.clean_leftovers()?;
+        let current = self.read_current(&lock)?;
+        self.remember(current.hash, current.state, current.texts);
+        Ok(())
     }
 
     fn lock(&self) -> Result<StateLock, StoreError> {
@@ -689,9 +712,10 @@ impl Store {
         })?;
         let swapped = atomic::exchange(dir, &temp, &target).map_err(io_err("replace", &target))?;
         failpoint::hit("after-swap");
-        if swapped == atomic::Swapped::Previous {
-            self.settle_swapped_out(&temp, read_hash, revision, &mut entries);
-        }
+        let concurrent_save = match swapped {
+            atomic::Swapped::Previous => self.settle_swapped_out(&temp, read_hash),
+            _ => None,
+        };
         if let Err(err) = self.cache.store(&encoded, read_hash) {
             tracing::warn!(%err, "could not refresh the parse cache; the next command parses state.yaml");
         }
@@ -736,38 +760,54 @@ impl Store {
             entries,
             texts: Some(texts),
             durable,
+            concurrent_save,
         })
     }
 
     /// After the swap, the previous state.yaml sits at the temp path. It should be the
-    /// bytes this transaction read; if not, a human saved during the transaction: the
-    /// save is kept under `rejected/` (never lost) and logged.
-    fn settle_swapped_out(
-        &self,
-        temp: &Path,
-        read_hash: ContentHash,
-        revision: u64,
-        entries: &mut Vec<LogEntry>,
-    ) {
+    /// bytes this transaction read; if not, a human saved during the transaction: that
+    /// save is returned, to be reconciled like any hand edit once this commit is done.
+    fn settle_swapped_out(&self, temp: &Path, read_hash: ContentHash) -> Option<PathBuf> {
         let same = fs::read(temp).is_ok_and(|b| ContentHash::of(&b) == read_hash);
         if same {
             let _ = fs::remove_file(temp);
-            return;
+            return None;
         }
+        Some(temp.to_path_buf())
+    }
+
+    /// A save that landed during a commit: put back in place of the revision just
+    /// committed (checked to be still there), then reconciled as a hand edit of the
+    /// revision it was made on — merged, or set aside under `rejected/`. Never lost.
+    fn replay_concurrent_save(
+        &self,
+        lock: &StateLock,
+        saved: &Path,
+        committed: ContentHash,
+    ) -> Result<Current, StoreError> {
+        let target = self.paths.state();
+        let dir = &self.paths.dir;
+        atomic::exchange(dir, saved, &target).map_err(io_err("restore", &target))?;
+        let ours = fs::read(saved).is_ok_and(|b| ContentHash::of(&b) == committed);
+        if ours {
+            let _ = fs::remove_file(saved);
+        } else {
+            // Yet another save in between: keep it rather than guess.
+            let note = "This copy of state.yaml was saved while liza was replaying an earlier \
+                        save; compare it with .liza/state.yaml and redo your change.";
+            self.keep_rejected(saved, "concurrent-save", note);
+        }
+        self.read_current(lock)
+    }
+
+    /// A save that landed while a hand edit was being committed: kept, not replayed (one
+    /// replay at a time).
+    fn keep_concurrent_save(&self, saved: &Path, revision: u64) {
         let note = format!(
-            "This copy of state.yaml was saved while liza was committing revision {revision}, \
-             so it could not be applied. Compare it with .liza/state.yaml and redo your change."
+            "This copy of state.yaml was saved while liza was committing revision {revision}; \
+             compare it with .liza/state.yaml and redo your change."
         );
-        let kept = self.keep_rejected(temp, "concurrent-save", &note);
-        let mut entry = LogEntry::new(Timestamp::now(), "human", "hand_edit_rejected");
-        entry.detail = Some(match kept {
-            Some(path) => format!("a save during revision {revision} was kept as {path}; redo it"),
-            None => format!(
-                "a save during revision {revision} could not be kept; it is at {}",
-                temp.display()
-            ),
-        });
-        entries.push(entry);
+        self.keep_rejected(saved, "concurrent-save", &note);
     }
 
     /// Moves `file` to `rejected/<ts>-<label>.yaml` with a note beside it.
@@ -899,6 +939,8 @@ struct CommitInfo {
     durable: Durability,
     entries: Vec<LogEntry>,
     texts: Option<TaskTexts>,
+    /// A human's save that landed during the commit (its temp path), to reconcile next.
+    concurrent_save: Option<PathBuf>,
 }
 
 /// The durable writes of a new revision before its swap, with no parsing or logic: the

@@ -157,7 +157,7 @@ impl Session {
             if let Some(code) = self.signalled() {
                 return Ok(code);
             }
-            let state = self.snapshot()?;
+            let state = self.snapshot_reconciled().await?;
             if self.finished(&state) {
                 self.console
                     .info(&format!("{}: the sprint is over; exiting", self.agent));
@@ -281,6 +281,20 @@ impl Session {
             0 => None,
             sig => Some(128 + sig),
         }
+    }
+
+    /// A snapshot; a hand edit it shows is reconciled first (applied, merged or set
+    /// aside), so a person's save takes effect within a wake-up, not at the next claim.
+    async fn snapshot_reconciled(&self) -> Result<State, SupervisorError> {
+        let snapshot = self.project.store.snapshot().map_err(OpsError::from)?;
+        if !snapshot.pending_hand_edit {
+            return Ok(snapshot.state);
+        }
+        let reconciled = self.blocking(|project| project.store.reconcile()).await;
+        if let Err(e) = reconciled {
+            tracing::warn!(error = %e, "could not reconcile the hand edit of state.yaml");
+        }
+        self.snapshot()
     }
 
     pub(super) fn snapshot(&self) -> Result<State, SupervisorError> {

@@ -230,6 +230,9 @@ impl Store {
         entry.detail = Some(detail.clone());
         let head_hash = journal.last().map(|h| h.hash);
         let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        if let Some(saved) = &committed.concurrent_save {
+            self.keep_concurrent_save(saved, committed.revision);
+        }
         if let Some(replaced) = head_hash {
             // The cache of the revision the edit was made on.
             self.cache.remove(replaced);
@@ -326,6 +329,9 @@ impl Store {
                 .into(),
         );
         let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        if let Some(saved) = &committed.concurrent_save {
+            self.keep_concurrent_save(saved, committed.revision);
+        }
         let journal = committed.durable.complete()?;
         Ok(Current {
             state,
