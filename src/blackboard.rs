@@ -10,6 +10,7 @@ pub mod codec;
 pub mod document;
 pub mod finding;
 pub mod ids;
+pub mod keyed;
 pub mod liveness;
 pub mod log;
 pub mod merge3;
@@ -20,6 +21,7 @@ pub mod paths;
 pub mod store;
 pub mod summary;
 pub mod timestamp;
+pub mod tree_diff;
 pub mod validate;
 pub mod yaml;
 

@@ -7,6 +7,7 @@ mod agents;
 mod error;
 mod exit;
 mod gc;
+mod history;
 mod init;
 mod log;
 mod merge;
@@ -57,6 +58,10 @@ enum Command {
     Show(show::ShowArgs),
     /// Print the activity log.
     Log(log::LogArgs),
+    /// List the revisions the journal keeps, or print one (--rev N).
+    History(history::HistoryArgs),
+    /// What changed between two revisions, field by field.
+    Diff(history::DiffArgs),
     /// Leave a note for one task's agents, or for all (`all`).
     Note(note::NoteArgs),
 
@@ -158,6 +163,8 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Status(args) => status::cmd_status(args, &out),
         Command::Show(args) => show::cmd_show(args, &out),
         Command::Log(args) => log::cmd_log(args, &out),
+        Command::History(args) => history::cmd_history(args, &out),
+        Command::Diff(args) => history::cmd_diff(args, &out),
         Command::Note(args) => note::cmd_note(args, &out),
         Command::AddTask(args) => planning::cmd_add_task(args, &out),
         Command::AddTasks(args) => planning::cmd_add_tasks(args, &out),

@@ -11,6 +11,7 @@ mod claim;
 mod command;
 mod gc;
 mod hand_edits;
+mod history;
 mod init;
 mod integration_lock;
 mod merge;
@@ -32,6 +33,7 @@ pub use claim::{
     Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,
 };
 pub use gc::{GcReport, Orphan, gc};
+pub use history::{RevisionInfo, diff, history, revision_text};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
 pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
 pub use merge_checks::run_review_checks;

@@ -594,3 +594,39 @@ fn a_blackboard_of_the_original_tooling_loads_and_is_adopted() {
     assert!(state.contains("coder_max_wait: 300\n"));
     assert!(state.contains("role: code_reviewer\n"));
 }
+
+#[test]
+fn history_and_diff_read_the_journal() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    assert_success(&repo.liza(&["amend-task", "t-1", "--priority", "1"]));
+    let out = repo.liza(&["history"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("r1     human init"), "{text}");
+    assert!(
+        text.contains("r3     human amended t-1: priority"),
+        "{text}"
+    );
+    let out = repo.liza(&["history", "--rev", "2"]);
+    assert_success(&out);
+    assert!(stdout(&out).starts_with("version: 1\nrevision: 2\n"));
+    assert!(stdout(&out).contains("priority: 3"));
+    let out = repo.liza(&["diff", "2", "3"]);
+    assert_success(&out);
+    let text = stdout(&out);
+    assert!(text.contains("~ tasks[t-1].priority: 3 → 1"), "{text}");
+    assert!(text.contains("+ tasks[t-1].history[1]: "), "{text}");
+    let out = repo.liza(&["--json", "diff", "2", "3"]);
+    let changes = json(&out)["result"].as_array().unwrap().clone();
+    assert!(
+        changes
+            .iter()
+            .any(|c| c["path"] == "tasks[t-1].priority" && c["after"] == "1")
+    );
+    let before = repo.files();
+    let out = repo.liza(&["diff", "1", "9"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("revision 9 is not in the journal (it keeps revisions 1 to 3)"));
+    assert_eq!(repo.files(), before);
+}

@@ -4,6 +4,7 @@
 //! record by record, anything else is one value. A field changed on both sides to different
 //! values is a conflict; so is a record deleted on one side and changed on the other.
 
+use super::keyed::{field, keyed, record, record_id};
 use super::node::{Entry, Node, Pos, Value};
 
 /// One field both sides changed differently.
@@ -167,24 +168,6 @@ fn merge_records(
         }
     }
     out
-}
-
-fn field<'a>(entries: &'a [Entry], key: &str) -> Option<&'a Node> {
-    entries.iter().find(|e| e.key == key).map(|e| &e.value)
-}
-
-fn record<'a>(items: &'a [Node], id: &str) -> Option<&'a Node> {
-    items.iter().find(|n| record_id(n) == Some(id))
-}
-
-/// Whether every item is a mapping with a distinct string `id`.
-fn keyed(items: &[Node]) -> bool {
-    let ids: Vec<&str> = items.iter().filter_map(record_id).collect();
-    ids.len() == items.len() && (1..ids.len()).all(|i| !ids[..i].contains(&ids[i]))
-}
-
-fn record_id(node: &Node) -> Option<&str> {
-    node.get("id").and_then(Node::as_str)
 }
 
 /// A short rendering of a value for a conflict message.

@@ -452,6 +452,31 @@ impl Store {
         })
     }
 
+    /// The revisions kept in the journal, oldest first (`config.journal_keep` bounds them).
+    pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
+        let entries = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?;
+        Ok(entries.iter().map(|e| e.revision).collect())
+    }
+
+    /// The state.yaml text of `revision` as committed, if the journal still holds it.
+    pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        let entries = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?;
+        match entries.iter().find(|e| e.revision == revision) {
+            Some(entry) => self
+                .journal
+                .read(entry)
+                .map(Some)
+                .map_err(io_err("read", &entry.path)),
+            None => Ok(None),
+        }
+    }
+
     /// Reconciles a hand edit of state.yaml now, with no change of its own (the
     /// supervisors' file watch: a human's save is applied, merged or set aside within a
     /// second rather than at the next transaction).

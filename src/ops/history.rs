@@ -1,0 +1,81 @@
+//! `liza history` and `liza diff` over the journal: which revisions are kept, what each
+//! one was (its log entries), its text, and what changed between two of them, field by
+//! field.
+
+use serde::Serialize;
+
+use super::{OpsError, Project};
+use crate::blackboard::document;
+use crate::blackboard::log as activity;
+use crate::blackboard::tree_diff::{self, Change};
+
+/// One kept revision and what made it.
+#[derive(Debug, Serialize)]
+pub struct RevisionInfo {
+    pub revision: u64,
+    /// `agent action [task]: detail` of each log entry of that revision.
+    pub entries: Vec<String>,
+}
+
+/// The revisions the journal keeps, oldest first, with their log entries.
+pub fn history(project: &Project) -> Result<Vec<RevisionInfo>, OpsError> {
+    let revisions = project.store.revisions()?;
+    let log_path = project.store.paths().log();
+    let log = activity::read(&log_path)
+        .map(|r| r.entries)
+        .unwrap_or_default();
+    Ok(revisions
+        .into_iter()
+        .map(|revision| RevisionInfo {
+            revision,
+            entries: log
+                .iter()
+                .filter(|e| e.revision == Some(revision as i64))
+                .map(|e| {
+                    let task = e.task.as_ref().map(|t| format!(" {t}")).unwrap_or_default();
+                    let detail = e
+                        .detail
+                        .as_ref()
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default();
+                    let agent = e.agent.as_deref().unwrap_or("?");
+                    format!("{agent} {}{task}{detail}", e.action)
+                })
+                .collect(),
+        })
+        .collect())
+}
+
+/// The text of `revision` as committed.
+pub fn revision_text(project: &Project, revision: u64) -> Result<Vec<u8>, OpsError> {
+    project
+        .store
+        .revision_text(revision)?
+        .ok_or_else(|| gone(project, revision))
+}
+
+/// The fields that changed from revision `from` to revision `to`.
+pub fn diff(project: &Project, from: u64, to: u64) -> Result<Vec<Change>, OpsError> {
+    let tree = |revision: u64| -> Result<_, OpsError> {
+        let text = revision_text(project, revision)?;
+        document::decode(&text).map(|d| d.root).map_err(|_| {
+            OpsError::refused(
+                format!("revision {revision} in the journal does not parse"),
+                "the journal entry is damaged; `liza history` lists the others",
+            )
+        })
+    };
+    Ok(tree_diff::changes(&tree(from)?, &tree(to)?))
+}
+
+fn gone(project: &Project, revision: u64) -> OpsError {
+    let kept = project.store.revisions().unwrap_or_default();
+    let range = match (kept.first(), kept.last()) {
+        (Some(first), Some(last)) => format!("revisions {first} to {last}"),
+        _ => "no revisions".into(),
+    };
+    OpsError::refused(
+        format!("revision {revision} is not in the journal (it keeps {range})"),
+        "`liza history` lists the kept revisions; config.journal_keep sets how many",
+    )
+}
