@@ -4,6 +4,7 @@
 
 mod agent;
 mod agents;
+mod edit;
 mod error;
 mod exit;
 mod gc;
@@ -58,6 +59,8 @@ enum Command {
     Show(show::ShowArgs),
     /// Print the activity log.
     Log(log::LogArgs),
+    /// Edit state.yaml in $VISUAL/$EDITOR: validated on save, merged if the blackboard moved.
+    Edit(edit::EditArgs),
     /// List the revisions the journal keeps, or print one (--rev N).
     History(history::HistoryArgs),
     /// What changed between two revisions, field by field.
@@ -163,6 +166,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Status(args) => status::cmd_status(args, &out),
         Command::Show(args) => show::cmd_show(args, &out),
         Command::Log(args) => log::cmd_log(args, &out),
+        Command::Edit(args) => edit::cmd_edit(args, &out),
         Command::History(args) => history::cmd_history(args, &out),
         Command::Diff(args) => history::cmd_diff(args, &out),
         Command::Note(args) => note::cmd_note(args, &out),

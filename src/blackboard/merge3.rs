@@ -4,6 +4,8 @@
 //! record by record, anything else is one value. A field changed on both sides to different
 //! values is a conflict; so is a record deleted on one side and changed on the other.
 
+use std::collections::HashMap;
+
 use super::keyed::{field, keyed, record, record_id};
 use super::node::{Entry, Node, Pos, Value};
 
@@ -31,10 +33,41 @@ impl std::fmt::Display for Conflict {
     }
 }
 
+/// Which side a person chose for a conflicting field (`liza edit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The latest revision's value.
+    Ours,
+    /// The person's value.
+    Theirs,
+}
+
+/// Choices by conflict path.
+pub type Choices = HashMap<String, Side>;
+
 /// Merges `theirs` (edited from `base`) onto `ours`; every conflict when they clash.
 pub fn merge(base: &Node, ours: &Node, theirs: &Node) -> Result<Node, Vec<Conflict>> {
+    merge_resolving(base, ours, theirs, &Choices::new())
+}
+
+/// [`merge`], taking the side in `choices` for a conflict at a path it names.
+pub fn merge_resolving(
+    base: &Node,
+    ours: &Node,
+    theirs: &Node,
+    choices: &Choices,
+) -> Result<Node, Vec<Conflict>> {
     let mut conflicts = Vec::new();
-    let merged = merge_value("", Some(base), Some(ours), Some(theirs), &mut conflicts);
+    let merged = merge_value(
+        "",
+        Some(base),
+        Some(ours),
+        Some(theirs),
+        &mut Merge {
+            conflicts: &mut conflicts,
+            choices,
+        },
+    );
     if conflicts.is_empty() {
         Ok(merged.unwrap_or_else(|| Node::new(Value::Null)))
     } else {
@@ -42,12 +75,18 @@ pub fn merge(base: &Node, ours: &Node, theirs: &Node) -> Result<Node, Vec<Confli
     }
 }
 
+/// The merge in progress: conflicts found, and the choices that settle some.
+struct Merge<'a> {
+    conflicts: &'a mut Vec<Conflict>,
+    choices: &'a Choices,
+}
+
 fn merge_value(
     path: &str,
     base: Option<&Node>,
     ours: Option<&Node>,
     theirs: Option<&Node>,
-    conflicts: &mut Vec<Conflict>,
+    m: &mut Merge<'_>,
 ) -> Option<Node> {
     if ours == theirs || base == theirs {
         return ours.cloned();
@@ -63,10 +102,7 @@ fn merge_value(
                 _ => &[],
             };
             let pos = ours.map_or(Pos::UNKNOWN, |n| n.pos);
-            Some(Node::at(
-                Value::Map(merge_maps(path, b, o, t, conflicts)),
-                pos,
-            ))
+            Some(Node::at(Value::Map(merge_maps(path, b, o, t, m)), pos))
         }
         (Some(Value::Seq(o)), Some(Value::Seq(t)))
             if keyed(o)
@@ -78,18 +114,21 @@ fn merge_value(
                 _ => &[],
             };
             let pos = ours.map_or(Pos::UNKNOWN, |n| n.pos);
-            Some(Node::at(
-                Value::Seq(merge_records(path, b, o, t, conflicts)),
-                pos,
-            ))
+            Some(Node::at(Value::Seq(merge_records(path, b, o, t, m)), pos))
         }
         _ => {
-            conflicts.push(Conflict {
-                path: if path.is_empty() {
-                    "(the whole file)".into()
-                } else {
-                    path.to_owned()
-                },
+            let path = if path.is_empty() {
+                "(the whole file)".to_owned()
+            } else {
+                path.to_owned()
+            };
+            match m.choices.get(&path) {
+                Some(Side::Ours) => return ours.cloned(),
+                Some(Side::Theirs) => return theirs.cloned(),
+                None => {}
+            }
+            m.conflicts.push(Conflict {
+                path,
                 theirs: theirs.map(show),
                 ours: ours.map(show),
             });
@@ -104,7 +143,7 @@ fn merge_maps(
     base: &[Entry],
     ours: &[Entry],
     theirs: &[Entry],
-    conflicts: &mut Vec<Conflict>,
+    m: &mut Merge<'_>,
 ) -> Vec<Entry> {
     let mut keys: Vec<&Entry> = ours.iter().collect();
     keys.extend(
@@ -126,7 +165,7 @@ fn merge_maps(
             field(base, key),
             field(ours, key),
             field(theirs, key),
-            conflicts,
+            m,
         );
         if let Some(value) = merged {
             out.push(Entry {
@@ -145,7 +184,7 @@ fn merge_records(
     base: &[Node],
     ours: &[Node],
     theirs: &[Node],
-    conflicts: &mut Vec<Conflict>,
+    m: &mut Merge<'_>,
 ) -> Vec<Node> {
     let mut ids: Vec<&str> = ours.iter().filter_map(record_id).collect();
     ids.extend(
@@ -162,7 +201,7 @@ fn merge_records(
             record(base, id),
             record(ours, id),
             record(theirs, id),
-            conflicts,
+            m,
         ) {
             out.push(node);
         }

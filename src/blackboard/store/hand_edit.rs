@@ -21,7 +21,7 @@ use crate::blackboard::codec::{Decode, Decoder};
 use crate::blackboard::document;
 use crate::blackboard::finding::Finding;
 use crate::blackboard::log::{self as activity, LogEntry};
-use crate::blackboard::merge3::{self, Conflict};
+use crate::blackboard::merge3::{self, Choices, Conflict};
 use crate::blackboard::model::State;
 use crate::blackboard::summary;
 use crate::blackboard::timestamp::Timestamp;
@@ -140,9 +140,10 @@ impl Store {
                 restore: None,
             })?;
         let head_state = head_decoded.state.clone();
-        match self.judge(bytes, &head, &head_decoded, &journal) {
+        match self.judge(bytes, &head, &head_decoded, &journal, &Choices::new()) {
             Ok((state, merged_from)) => {
-                self.apply_hand_edit(lock, hash, journal, &head_state, state, merged_from)
+                let detail = hand_edit_detail(&head_state, &state, merged_from, head.revision);
+                self.apply_hand_edit(lock, hash, journal, state, detail, merged_from)
             }
             Err(why) => {
                 self.reject_hand_edit(&head, &head_bytes, why)?;
@@ -159,6 +160,7 @@ impl Store {
         head: &JournalEntry,
         head_decoded: &document::Decoded,
         journal: &[JournalEntry],
+        choices: &Choices,
     ) -> Result<(State, Option<u64>), Rejection> {
         let theirs = document::decode(bytes).map_err(Rejection::Invalid)?;
         let edited = theirs.state.revision();
@@ -175,8 +177,9 @@ impl Store {
                 .ok()
                 .and_then(|b| document::decode(&b).ok())
                 .ok_or(Rejection::BaseGone { edited })?;
-            let merged = merge3::merge(&base.root, &head_decoded.root, &theirs.root)
-                .map_err(|conflicts| Rejection::Conflicts { edited, conflicts })?;
+            let merged =
+                merge3::merge_resolving(&base.root, &head_decoded.root, &theirs.root, choices)
+                    .map_err(|conflicts| Rejection::Conflicts { edited, conflicts })?;
             let mut d = Decoder::default();
             let state = match State::decode(&merged, &mut d) {
                 Some(state) if d.findings.is_empty() => state,
@@ -210,21 +213,59 @@ impl Store {
         Ok((candidate, merged_from))
     }
 
+    /// `liza edit`: commits `bytes` (a copy of state.yaml edited from the revision it
+    /// names) as a `human_edit`, merged onto the latest revision when the blackboard moved
+    /// meanwhile, with `choices` settling conflicts. Nothing is written when it is refused;
+    /// returns the revision committed.
+    pub fn submit_edit(
+        &self,
+        bytes: &[u8],
+        choices: &Choices,
+    ) -> Result<Result<u64, Rejection>, StoreError> {
+        let lock = self.lock()?;
+        self.clean_leftovers()?;
+        let current = self.read_current(&lock)?;
+        let Some(head) = current.journal.last().cloned() else {
+            return Ok(Err(Rejection::BaseGone { edited: 0 }));
+        };
+        let head_bytes = self
+            .journal
+            .read(&head)
+            .map_err(io_err("read", &head.path))?;
+        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
+        match self.judge(bytes, &head, &head_decoded, &current.journal, choices) {
+            Ok((state, merged_from)) => {
+                let detail = format!(
+                    "liza edit: {}",
+                    hand_edit_detail(&current.state, &state, merged_from, head.revision)
+                );
+                let done = self.apply_hand_edit(
+                    &lock,
+                    current.hash,
+                    current.journal,
+                    state,
+                    detail,
+                    merged_from,
+                )?;
+                let revision = done.state.revision();
+                self.remember(done.hash, done.state, done.texts);
+                Ok(Ok(revision))
+            }
+            Err(why) => Ok(Err(why)),
+        }
+    }
+
     /// Commits an accepted hand edit as the next revision (`human_edit`).
     fn apply_hand_edit(
         &self,
         lock: &StateLock,
         hash: ContentHash,
         journal: Vec<JournalEntry>,
-        before: &State,
         mut state: State,
+        detail: String,
         merged_from: Option<u64>,
     ) -> Result<Current, StoreError> {
         let head = journal.last().map_or(0, |h| h.revision);
-        let mut detail = summary::summarize(before, &state);
-        if let Some(edited) = merged_from {
-            detail = format!("{detail} (edited on revision {edited}, merged onto {head})");
-        }
         state.revision = Some(head.max(state.revision()) as i64);
         let mut entry = LogEntry::new(Timestamp::now(), "human", "human_edit");
         entry.detail = Some(detail.clone());
@@ -339,5 +380,14 @@ impl Store {
             journal,
             texts: committed.texts,
         })
+    }
+}
+
+/// The log line of an applied hand edit: what changed, and where it was merged.
+fn hand_edit_detail(before: &State, after: &State, merged_from: Option<u64>, head: u64) -> String {
+    let summary = summary::summarize(before, after);
+    match merged_from {
+        Some(edited) => format!("{summary} (edited on revision {edited}, merged onto {head})"),
+        None => summary,
     }
 }
