@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
@@ -189,7 +189,7 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
         .map_err(|e| CliError::blackboard(format!("cannot write {}: {e}", path.display())))
 }
 
-fn abandoned(copy: &PathBuf) -> CliError {
+fn abandoned(copy: &Path) -> CliError {
     CliError::refused("edit abandoned; nothing was committed".into())
         .with_hint(format!("your text is kept at {}", copy.display()))
 }
