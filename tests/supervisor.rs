@@ -198,6 +198,15 @@ fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
     }
     assert!(revisions > 30, "{revisions} revisions");
     assert_success(&project.repo.liza(&["validate"]));
+    // Merges by the reviewer's supervisor move integration during other agents' runs:
+    // liza's own merges are no role-boundary violation.
+    let violations: Vec<_> = project
+        .repo
+        .log()
+        .into_iter()
+        .filter(|e| e["action"] == "role_boundary_violation")
+        .collect();
+    assert!(violations.is_empty(), "{violations:#?}");
 
     // Exactly the runs the scenario needs: no re-spawn loops.
     let runs = project.runs();

@@ -50,22 +50,25 @@ pub(super) struct Boundaries {
 impl Boundaries {
     pub fn read(root: &Path, state: &State) -> Boundaries {
         let repo = Repo::open(root).ok();
+        let integration = repo.and_then(|r| {
+            r.branch_tip(state.config.integration_branch())
+                .ok()
+                .flatten()
+        });
         Boundaries {
             main_head: head_of(root).ok(),
             main_branch: std::fs::read_to_string(root.join(".git/HEAD")).ok(),
             main_index: std::fs::read(root.join(".git/index"))
                 .ok()
                 .map(|b| blake3::hash(&b)),
-            integration: repo.and_then(|r| {
-                r.branch_tip(state.config.integration_branch())
-                    .ok()
-                    .flatten()
-            }),
+            integration,
         }
     }
 
-    /// What changed, as phrases for the anomaly and the alarm.
-    pub fn changes(&self, after: &Boundaries) -> Vec<String> {
+    /// What changed, as phrases for the anomaly and the alarm. `state`, read after
+    /// `after`, tells liza's own merges (a reviewer's supervisor merging meanwhile) from
+    /// an agent moving the integration branch.
+    pub fn changes(&self, after: &Boundaries, state: &State) -> Vec<String> {
         let mut out = Vec::new();
         if self.main_head != after.main_head || self.main_branch != after.main_branch {
             out.push("the main checkout's HEAD or branch changed".to_owned());
@@ -73,11 +76,27 @@ impl Boundaries {
         if self.main_index != after.main_index {
             out.push("the main checkout's index changed".to_owned());
         }
-        if self.integration != after.integration {
+        if self.integration != after.integration
+            && !after
+                .integration
+                .as_deref()
+                .is_some_and(|tip| merged_by_liza(state, tip))
+        {
             out.push("the integration branch moved".to_owned());
         }
         out
     }
+}
+
+/// Whether `tip` is a merge liza made or is making: a task's recorded merge commit, or
+/// the candidate of a merge in progress (recorded before it is published).
+fn merged_by_liza(state: &State, tip: &str) -> bool {
+    state.tasks.iter().any(|t| {
+        t.merge_commit.as_ref().is_some_and(|m| m.as_str() == tip)
+            || t.merge_intent
+                .as_ref()
+                .is_some_and(|i| i.candidate.as_str() == tip)
+    })
 }
 
 /// A worktree's HEAD and uncommitted files.
@@ -122,7 +141,9 @@ impl Session {
     /// Compares the role boundaries before and after a run.
     async fn check_boundaries(&self, before: &Boundaries, state: &State, task: Option<&TaskId>) {
         let after = Boundaries::read(&self.project.root, state);
-        let changes = before.changes(&after);
+        // Read after the refs, so a merge published meanwhile is already recorded.
+        let fresh = self.snapshot().unwrap_or_else(|_| state.clone());
+        let changes = before.changes(&after, &fresh);
         if changes.is_empty() {
             return;
         }
