@@ -276,6 +276,35 @@ fn a_status_change_a_person_may_not_make_is_set_aside() {
     assert_eq!(rejected(&repo).len(), 1);
 }
 
+#[test]
+fn a_task_added_by_hand_starts_as_draft() {
+    let repo = Repo::initialized();
+    let task = |status: &str| {
+        repo.state_text().replace(
+            "tasks: []\n",
+            &format!(
+                "tasks:\n  - id: by-hand\n    description: Added by hand\n    status: {status}\n    \
+                 spec_ref: specs/vision.md\n    done_when: report --json prints a totals key\n"
+            ),
+        )
+    };
+    let unclaimed = task("UNCLAIMED");
+    std::fs::write(repo.state_path(), &unclaimed).unwrap();
+    assert_success(&repo.liza(&["note", "all", "x"]));
+    assert!(!repo.state_text().contains("by-hand"));
+    let kept = rejected(&repo);
+    assert!(
+        kept[0]
+            .1
+            .contains("by-hand: a task added by hand starts as DRAFT (it is UNCLAIMED)"),
+        "{}",
+        kept[0].1
+    );
+    std::fs::write(repo.state_path(), task("DRAFT")).unwrap();
+    assert_success(&repo.liza(&["note", "all", "y"]));
+    assert!(repo.state_text().contains("id: by-hand"));
+}
+
 fn add_draft(repo: &Repo, id: &str) {
     assert_success(&repo.liza(&[
         "add-task",
