@@ -220,3 +220,40 @@ fn sed_saves_by_rename(repo: &Repo, priority: &str, edits: usize) {
         .count();
     assert_eq!(applied, edits);
 }
+
+#[test]
+fn a_comment_above_a_task_survives_the_agents_transitions_on_it() {
+    use common::team::{add, as_agent, commit_in, register};
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    add(&repo, "t-2", "");
+    let comment = "  # t-1: ask Ann before touching the parser\n";
+    let text = repo
+        .state_text()
+        .replacen("  - id: t-1\n", &format!("{comment}  - id: t-1\n"), 1);
+    let text = text.replacen("tasks:\n", "# tasks, as planned on Monday\ntasks:\n", 1);
+    std::fs::write(repo.state_path(), &text).unwrap();
+    // Three transitions on t-1 by agents, and one on another task.
+    let coder = register(&repo, "coder-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let worktree = repo.path().join(".worktrees/t-1");
+    commit_in(&repo, &worktree, "t-1.txt", "done\n");
+    assert_success(&repo.liza_env(&as_agent("coder-1", &coder), &["submit-for-review", "t-1"]));
+    let reviewer = register(&repo, "code-reviewer-1");
+    assert_success(&repo.liza(&["claim-review", "t-1", "code-reviewer-1"]));
+    assert_success(&repo.liza(&["note", "t-2", "unrelated"]));
+    let after = repo.state_text();
+    assert!(
+        after.contains(&format!("{comment}  - id: t-1\n")),
+        "{after}"
+    );
+    assert!(
+        after.contains("# tasks, as planned on Monday\ntasks:\n"),
+        "{after}"
+    );
+    let t1 = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(t1["status"], "READY_FOR_REVIEW");
+    assert_eq!(t1["reviewing_by"], "code-reviewer-1");
+    let _ = reviewer;
+    assert_success(&repo.liza(&["validate"]));
+}

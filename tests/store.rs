@@ -618,7 +618,12 @@ fn a_blackboard_of_the_original_tooling_loads_and_is_adopted() {
             .contains("without liza's journal")
     );
     let state = repo.state_text();
-    assert!(state.starts_with("version: 1\nrevision: 2\n"), "{state}");
+    // Its comments are the person's: kept, with the file's own layout around them.
+    assert!(state.contains("\nrevision: 2\n"), "{state}");
+    assert!(
+        state.contains("deadline: null  # Human sets deadline\n"),
+        "{state}"
+    );
     assert!(state.contains("base_commit: a1b2c3d\n"));
     assert!(state.contains("coder_max_wait: 300\n"));
     assert!(state.contains("role: code_reviewer\n"));

@@ -418,14 +418,12 @@ impl Store {
             .into());
         }
         let mut state = tx.state;
-        let committed = self.commit(
-            &lock,
-            &mut state,
-            current.journal,
-            current.hash,
-            current.texts,
-            tx.log,
-        )?;
+        let replaced = Replaced {
+            hash: current.hash,
+            texts: current.texts,
+            commented: current.commented.as_ref(),
+        };
+        let committed = self.commit(&lock, &mut state, current.journal, replaced, tx.log)?;
         drop(original);
         if let Some(saved) = &committed.concurrent_save {
             // Rare: finish this commit, then reconcile the save under the same lock.
@@ -644,12 +642,14 @@ impl Store {
         bytes: Vec<u8>,
         journal: Vec<JournalEntry>,
     ) -> Result<Current, StoreError> {
+        let commented = Commented::of(&bytes);
         if let Some((state, texts)) = self.recall(hash) {
             return Ok(Current {
                 state,
                 hash,
                 journal,
                 texts,
+                commented,
             });
         }
         let bytes = match self.cache.load(hash, bytes) {
@@ -659,6 +659,7 @@ impl Store {
                     hash,
                     journal,
                     texts: Some(texts),
+                    commented,
                 });
             }
             Err(bytes) => bytes,
@@ -669,6 +670,7 @@ impl Store {
             hash,
             journal,
             texts: None,
+            commented,
         })
     }
 
@@ -679,10 +681,14 @@ impl Store {
         lock: &StateLock,
         state: &mut State,
         journal: Vec<JournalEntry>,
-        read_hash: ContentHash,
-        previous: Option<TaskTexts>,
+        replaced: Replaced<'_>,
         mut entries: Vec<LogEntry>,
     ) -> Result<CommitInfo, StoreError> {
+        let Replaced {
+            hash: read_hash,
+            texts: previous,
+            commented,
+        } = replaced;
         let revision = state.revision() + 1;
         state.revision = Some(revision as i64);
         metrics::recompute(state);
@@ -690,7 +696,25 @@ impl Store {
             Some(p) => (Some(p.yaml), Some((p.json_text, p.json))),
             None => (None, None),
         };
-        let (bytes, task_spans) = render(state, previous_yaml);
+        let (mut bytes, mut task_spans) = render(state, previous_yaml);
+        // A person's comments and layout survive: the change is applied to their text.
+        let patched = commented.and_then(|c| {
+            let new_tree = super::yaml::parse(std::str::from_utf8(&bytes).ok()?)
+                .ok()?
+                .root?;
+            let text = super::yaml::patch::patch(&c.text, &c.root, &new_tree)?;
+            Some(Commented {
+                text,
+                root: new_tree,
+            })
+        });
+        let minimal_edit = patched.is_some();
+        if let Some(p) = &patched {
+            bytes = p.text.clone().into_bytes();
+            task_spans = Vec::new();
+        } else if commented.is_some() {
+            tracing::warn!("could not keep the comments of state.yaml; wrote it in full");
+        }
         let hash = ContentHash::of(&bytes);
         let dir = &self.paths.dir;
         let target = self.paths.state();
@@ -741,7 +765,9 @@ impl Store {
             atomic::Swapped::Previous => self.settle_swapped_out(&temp, read_hash),
             _ => None,
         };
-        if let Err(err) = self.cache.store(&encoded, read_hash) {
+        if minimal_edit {
+            // Task texts do not line up with a person's layout: no cache, parse next time.
+        } else if let Err(err) = self.cache.store(&encoded, read_hash) {
             tracing::warn!(%err, "could not refresh the parse cache; the next command parses state.yaml");
         }
         failpoint::hit("after-cache");
@@ -783,7 +809,8 @@ impl Store {
             revision,
             hash,
             entries,
-            texts: Some(texts),
+            texts: (!minimal_edit).then_some(texts),
+            commented: patched,
             durable,
             concurrent_save,
         })
@@ -955,6 +982,41 @@ struct Current {
     journal: Vec<JournalEntry>,
     /// The texts of its tasks, when it came from the cache or a commit in this process.
     texts: Option<TaskTexts>,
+    /// The text, when a person wrote comments in it: the next revision is written as
+    /// minimal edits of it.
+    commented: Option<Commented>,
+}
+
+/// What a commit replaces: the hash of the bytes read, their task texts (to copy the
+/// unchanged ones), and their text when a person wrote comments in it.
+pub(super) struct Replaced<'a> {
+    pub hash: ContentHash,
+    pub texts: Option<TaskTexts>,
+    pub commented: Option<&'a Commented>,
+}
+
+/// A state.yaml text holding a person's comments, with its tree.
+pub(super) struct Commented {
+    text: String,
+    root: super::node::Node,
+}
+
+impl Commented {
+    /// `bytes` when they hold comments (a cheap scan first: most files have no `#`).
+    pub(super) fn of(bytes: &[u8]) -> Option<Commented> {
+        if !bytes.contains(&b'#') {
+            return None;
+        }
+        let text = std::str::from_utf8(bytes).ok()?;
+        let parsed = super::yaml::parse(text).ok()?;
+        if !parsed.has_comments {
+            return None;
+        }
+        Some(Commented {
+            text: text.to_owned(),
+            root: parsed.root?,
+        })
+    }
 }
 
 struct CommitInfo {
@@ -966,6 +1028,8 @@ struct CommitInfo {
     texts: Option<TaskTexts>,
     /// A human's save that landed during the commit (its temp path), to reconcile next.
     concurrent_save: Option<PathBuf>,
+    /// The text written, when it was a minimal edit of a commented one.
+    commented: Option<Commented>,
 }
 
 /// The durable writes of a new revision before its swap, with no parsing or logic: the

@@ -4,6 +4,7 @@
 
 mod emit;
 mod parse;
+pub mod patch;
 mod scalar;
 
 pub use emit::{Emitter, ItemTexts};

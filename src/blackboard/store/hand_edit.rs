@@ -16,7 +16,7 @@ use std::collections::HashSet;
 use super::hash::ContentHash;
 use super::journal::JournalEntry;
 use super::lock::StateLock;
-use super::{Current, Store, StoreError, atomic, io_err};
+use super::{Commented, Current, Replaced, Store, StoreError, atomic, io_err};
 use crate::blackboard::codec::{Decode, Decoder};
 use crate::blackboard::document;
 use crate::blackboard::finding::Finding;
@@ -116,6 +116,15 @@ impl Rejection {
     }
 }
 
+/// A hand edit about to be committed: the state it leads to, its log line, the older
+/// revision it was merged from, and the person's text when it holds comments.
+struct Applied {
+    state: State,
+    detail: String,
+    merged_from: Option<u64>,
+    commented: Option<Commented>,
+}
+
 impl Store {
     /// A hand edit found under the lock (module docs): applied, merged, or rejected with
     /// the latest revision restored. Returns the state the caller's change runs on.
@@ -143,7 +152,13 @@ impl Store {
         match self.judge(bytes, &head, &head_decoded, &journal, &Choices::new()) {
             Ok((state, merged_from)) => {
                 let detail = hand_edit_detail(&head_state, &state, merged_from, head.revision);
-                self.apply_hand_edit(lock, hash, journal, state, detail, merged_from)
+                let edit = Applied {
+                    state,
+                    detail,
+                    merged_from,
+                    commented: Commented::of(bytes),
+                };
+                self.apply_hand_edit(lock, hash, journal, edit)
             }
             Err(why) => {
                 self.reject_hand_edit(&head, &head_bytes, why)?;
@@ -239,14 +254,13 @@ impl Store {
                     "liza edit: {}",
                     hand_edit_detail(&current.state, &state, merged_from, head.revision)
                 );
-                let done = self.apply_hand_edit(
-                    &lock,
-                    current.hash,
-                    current.journal,
+                let edit = Applied {
                     state,
                     detail,
                     merged_from,
-                )?;
+                    commented: Commented::of(bytes),
+                };
+                let done = self.apply_hand_edit(&lock, current.hash, current.journal, edit)?;
                 let revision = done.state.revision();
                 self.remember(done.hash, done.state, done.texts);
                 Ok(Ok(revision))
@@ -261,16 +275,25 @@ impl Store {
         lock: &StateLock,
         hash: ContentHash,
         journal: Vec<JournalEntry>,
-        mut state: State,
-        detail: String,
-        merged_from: Option<u64>,
+        edit: Applied,
     ) -> Result<Current, StoreError> {
+        let Applied {
+            mut state,
+            detail,
+            merged_from,
+            commented,
+        } = edit;
         let head = journal.last().map_or(0, |h| h.revision);
         state.revision = Some(head.max(state.revision()) as i64);
         let mut entry = LogEntry::new(Timestamp::now(), "human", "human_edit");
         entry.detail = Some(detail.clone());
         let head_hash = journal.last().map(|h| h.hash);
-        let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        let replaced = Replaced {
+            hash,
+            texts: None,
+            commented: commented.as_ref(),
+        };
+        let committed = self.commit(lock, &mut state, journal, replaced, vec![entry])?;
         if let Some(saved) = &committed.concurrent_save {
             self.keep_concurrent_save(saved, committed.revision);
         }
@@ -292,6 +315,7 @@ impl Store {
             hash: committed.hash,
             journal,
             texts: committed.texts,
+            commented: committed.commented,
         })
     }
 
@@ -369,7 +393,13 @@ impl Store {
             "adopted a blackboard written without liza's journal (by another tool or by hand)"
                 .into(),
         );
-        let committed = self.commit(lock, &mut state, journal, hash, None, vec![entry])?;
+        let commented = Commented::of(bytes);
+        let replaced = Replaced {
+            hash,
+            texts: None,
+            commented: commented.as_ref(),
+        };
+        let committed = self.commit(lock, &mut state, journal, replaced, vec![entry])?;
         if let Some(saved) = &committed.concurrent_save {
             self.keep_concurrent_save(saved, committed.revision);
         }
@@ -379,6 +409,7 @@ impl Store {
             hash: committed.hash,
             journal,
             texts: committed.texts,
+            commented: committed.commented,
         })
     }
 }
