@@ -105,8 +105,10 @@ fn liza(dir: &Path, args: &[&str]) {
     );
 }
 
-/// A repository whose blackboard holds a generated state of `tasks` tasks.
-fn project(tasks: usize, bytes_per_task: usize) -> (tempfile::TempDir, usize) {
+/// A repository whose blackboard holds a generated state of `tasks` tasks; `commented`
+/// puts a person's comment above every tenth task and at the top, so every transaction
+/// takes the minimal-edit path that keeps them.
+fn project(tasks: usize, bytes_per_task: usize, commented: bool) -> (tempfile::TempDir, usize) {
     let dir = tempfile::Builder::new()
         .prefix("liza-bench-")
         .tempdir_in(bench_root())
@@ -125,12 +127,38 @@ fn project(tasks: usize, bytes_per_task: usize) -> (tempfile::TempDir, usize) {
     for wt in liza::bench::worktree_dirs(&state) {
         std::fs::create_dir_all(p.join(wt)).unwrap();
     }
-    let text = liza::blackboard::document::emit(&state, 0);
+    let mut text = liza::blackboard::document::emit(&state, 0);
+    if commented {
+        text = with_comments(&text);
+    }
     liza::bench::adopt_state(&p.join(".liza"), &text).unwrap();
     // Adopt it (a full parse once), so the parse cache is warm like in real use.
     liza(p, &["note", "all", "adopt"]);
     let size = std::fs::metadata(p.join(".liza/state.yaml")).unwrap().len() as usize;
     (dir, size)
+}
+
+/// `text` with a comment at the top and one above every tenth task, indented like it.
+fn with_comments(text: &str) -> String {
+    let mut out = String::from("# Edited by hand: the benchmark's person.\n");
+    let mut task = 0;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("- id: task-") {
+            if task % 10 == 0 {
+                let indent = &line[..line.len() - trimmed.len()];
+                out.push_str(&format!("{indent}# watch this one ({task})\n"));
+            }
+            task += 1;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    assert!(
+        task > 0,
+        "the generated state lists its tasks as `- id: task-…`"
+    );
+    out
 }
 
 /// Benchmarks write where the project lives (a real disk), not in a tmpfs.
@@ -197,7 +225,7 @@ fn main() {
         (300, 13_500, Some(("P2", 80.0)), Some(200.0), Some(40.0)),
         (1000, 13_500, None, None, None),
     ] {
-        let (dir, size) = project(tasks, per_task);
+        let (dir, size) = project(tasks, per_task, false);
         let p = dir.path();
         let label = format!("{tasks} tasks, {:.0} KB", size as f64 / 1024.0);
         let samples = if tasks >= 1000 {
@@ -209,11 +237,8 @@ fn main() {
         };
 
         // P1 / P2: one transition, whole process.
-        let mut i = 0;
-        let note = measure(samples, || {
-            i += 1;
-            liza(p, &["note", "all", &format!("bench note {i}")]);
-        });
+        let note = note_cli(p, samples);
+        let plain_note = note.median;
         let (id, target) = cli_target.unwrap_or(("slope", f64::NAN));
         rows.push(Row {
             id,
@@ -231,50 +256,16 @@ fn main() {
             sample: note,
         });
 
-        // P3: in-process transaction vs the floor of the same writes, measured
-        // alternately in the same run so drift in the machine's disk affects both.
-        let store = Store::open(p).unwrap();
-        let floor_dir = tempfile::tempdir_in(bench_root()).unwrap();
-        let mut k = 0;
-        let mut tx_times = Vec::new();
-        let mut floor_times = Vec::new();
-        let mut floors_20k = Vec::new();
-        let mut tx_cpu = Duration::ZERO;
-        for _ in 0..=samples {
-            k += 1;
-            let (t, cpu) = (Instant::now(), cpu_time());
-            store
-                .transact(&Actor::Human, |tx| {
-                    let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
-                    notes.push(liza::blackboard::model::HumanNote {
-                        id: format!("note-bench-{k}"),
-                        timestamp: Some(tx.now),
-                        message: "in-process".into(),
-                        target: Some("all".into()),
-                        seen_by: Some(Vec::new()),
-                        extra: Default::default(),
-                    });
-                    tx.log("human_note");
-                    Ok::<_, String>(())
-                })
-                .unwrap();
-            tx_times.push(t.elapsed());
-            tx_cpu += cpu_time() - cpu;
-            let bytes = std::fs::read(p.join(".liza/state.yaml")).unwrap();
-            let t = Instant::now();
-            floor_commit(floor_dir.path(), &bytes, k);
-            floor_times.push(t.elapsed());
-            floors_20k.push(floor_once());
-        }
-        let tx = sample_of(&mut tx_times[1..].to_vec(), &mut floors_20k);
-        let same_writes = sample_of(&mut floor_times[1..].to_vec(), &mut Vec::new());
+        // P3: in-process transaction vs the floor of the same writes.
+        let (tx, same_writes, cpu) = in_process(p, samples);
+        let plain_tx = tx.median;
         let ratio = tx.median.as_secs_f64() / same_writes.median.as_secs_f64();
         rows.push(Row {
             id: if tasks == 50 { "P3" } else { "slope" },
             scenario: format!(
                 "in-process transaction, {label} (same writes alone: {:.2} ms, ratio {ratio:.2}; cpu {:.2} ms)",
                 ms(same_writes.median),
-                ms(tx_cpu / (samples as u32 + 1))
+                ms(cpu)
             ),
             target: if tasks == 50 {
                 "≤ 1.5 × same writes".into()
@@ -331,6 +322,15 @@ fn main() {
         if tasks == 50 {
             rows.push(contention(p));
         }
+        if let Some((id, _)) = cli_target {
+            rows.extend(commented_rows(
+                tasks,
+                per_task,
+                samples,
+                id,
+                (plain_note, plain_tx),
+            ));
+        }
     }
 
     println!(
@@ -355,6 +355,101 @@ fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(bench_root());
+}
+
+/// `liza note` as a whole process, `samples` times.
+fn note_cli(p: &Path, samples: usize) -> Sample {
+    let mut i = 0;
+    measure(samples, || {
+        i += 1;
+        liza(p, &["note", "all", &format!("bench note {i}")]);
+    })
+}
+
+/// In-process transactions vs the floor of the same writes, measured alternately in the
+/// same run so drift in the machine's disk affects both. Returns the transactions (with
+/// the 20 KB floor), the same writes alone, and the CPU time per transaction.
+fn in_process(p: &Path, samples: usize) -> (Sample, Sample, Duration) {
+    let store = Store::open(p).unwrap();
+    let floor_dir = tempfile::tempdir_in(bench_root()).unwrap();
+    let mut tx_times = Vec::new();
+    let mut floor_times = Vec::new();
+    let mut floors_20k = Vec::new();
+    let mut tx_cpu = Duration::ZERO;
+    for k in 1..=samples + 1 {
+        let (t, cpu) = (Instant::now(), cpu_time());
+        store
+            .transact(&Actor::Human, |tx| {
+                let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
+                notes.push(liza::blackboard::model::HumanNote {
+                    id: format!("note-bench-{k}"),
+                    timestamp: Some(tx.now),
+                    message: "in-process".into(),
+                    target: Some("all".into()),
+                    seen_by: Some(Vec::new()),
+                    extra: Default::default(),
+                });
+                tx.log("human_note");
+                Ok::<_, String>(())
+            })
+            .unwrap();
+        tx_times.push(t.elapsed());
+        tx_cpu += cpu_time() - cpu;
+        let bytes = std::fs::read(p.join(".liza/state.yaml")).unwrap();
+        let t = Instant::now();
+        floor_commit(floor_dir.path(), &bytes, k);
+        floor_times.push(t.elapsed());
+        floors_20k.push(floor_once());
+    }
+    let tx = sample_of(&mut tx_times[1..].to_vec(), &mut floors_20k);
+    let same_writes = sample_of(&mut floor_times[1..].to_vec(), &mut Vec::new());
+    (tx, same_writes, tx_cpu / (samples as u32 + 1))
+}
+
+/// The cost of keeping a person's comments (issue 6: reported, not a target): `liza note`
+/// and the in-process transaction on the same state with comments in it, next to the
+/// comment-free `plain` medians (CLI, in-process).
+fn commented_rows(
+    tasks: usize,
+    per_task: usize,
+    samples: usize,
+    id: &str,
+    plain: (Duration, Duration),
+) -> Vec<Row> {
+    let (dir, size) = project(tasks, per_task, true);
+    let p = dir.path();
+    let label = format!("{tasks} tasks, {:.0} KB, commented", size as f64 / 1024.0);
+    let note = note_cli(p, samples);
+    let (tx, _, cpu) = in_process(p, samples);
+    let text = std::fs::read_to_string(p.join(".liza/state.yaml")).unwrap();
+    assert!(
+        text.contains("# watch this one (0)"),
+        "the comments survived the benchmark's transactions"
+    );
+    let id_cli: &'static str = if id == "P1" { "P1c" } else { "P2c" };
+    vec![
+        Row {
+            id: id_cli,
+            scenario: format!(
+                "liza note (whole process), {label} (×{:.1} of plain)",
+                note.median.as_secs_f64() / plain.0.as_secs_f64()
+            ),
+            target: "reported".into(),
+            verdict: "-".into(),
+            sample: note,
+        },
+        Row {
+            id: if tasks == 50 { "P3c" } else { "slope" },
+            scenario: format!(
+                "in-process transaction, {label} (×{:.1} of plain; cpu {:.2} ms)",
+                tx.median.as_secs_f64() / plain.1.as_secs_f64(),
+                ms(cpu)
+            ),
+            target: "reported".into(),
+            verdict: "-".into(),
+            sample: tx,
+        },
+    ]
 }
 
 /// `claim-task` (with the worktree created from the integration tip) and

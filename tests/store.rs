@@ -664,3 +664,32 @@ fn history_and_diff_read_the_journal() {
     assert!(stderr(&out).contains("revision 9 is not in the journal (it keeps revisions 1 to 3)"));
     assert_eq!(repo.files(), before);
 }
+
+#[test]
+fn one_process_keeps_a_persons_comments_across_its_transactions() {
+    // A supervisor's store remembers the text it wrote; the comments must come with it.
+    let repo = Repo::initialized();
+    note(&repo, "first");
+    let text = format!(
+        "# Monday's plan — Ann\n{}",
+        repo.state_text()
+            .replace("  - id: note-1\n", "  # keep this one\n  - id: note-1\n")
+    );
+    std::fs::write(repo.state_path(), &text).unwrap();
+    let store = store(&repo);
+    for i in 0..3 {
+        store
+            .transact(&Actor::Human, |tx| {
+                let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
+                notes[0].message = format!("edited {i}");
+                tx.log("human_note");
+                Ok::<_, String>(())
+            })
+            .unwrap();
+        let now = repo.state_text();
+        assert!(now.starts_with("# Monday's plan — Ann\n"), "{now}");
+        assert!(now.contains("  # keep this one\n  - id: note-1\n"), "{now}");
+        assert!(now.contains(&format!("message: edited {i}\n")), "{now}");
+    }
+    assert_success(&repo.liza(&["validate"]));
+}

@@ -231,6 +231,19 @@ struct Memo {
     hash: ContentHash,
     state: State,
     texts: Option<TaskTexts>,
+    /// The text, when it holds a person's comments (see [`Current::commented`]).
+    commented: Option<Commented>,
+}
+
+impl From<Current> for Memo {
+    fn from(current: Current) -> Memo {
+        Memo {
+            hash: current.hash,
+            state: current.state,
+            texts: current.texts,
+            commented: current.commented,
+        }
+    }
 }
 
 fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
@@ -348,7 +361,13 @@ impl Store {
             None => match self.cache.load(hash, bytes) {
                 Ok((state, texts)) => {
                     // A command that reads, then transacts (claim, submit) decodes once.
-                    self.remember(hash, state.clone(), Some(texts));
+                    // The cache only describes liza's own renderings: no comments.
+                    self.remember(Memo {
+                        hash,
+                        state: state.clone(),
+                        texts: Some(texts),
+                        commented: None,
+                    });
                     state
                 }
                 Err(bytes) => match document::decode(&bytes) {
@@ -429,7 +448,7 @@ impl Store {
             // Rare: finish this commit, then reconcile the save under the same lock.
             committed.durable.complete()?;
             let current = self.replay_concurrent_save(&lock, saved, committed.hash)?;
-            self.remember(current.hash, current.state, current.texts);
+            self.remember(current.into());
             drop(lock);
             return Ok(Committed {
                 value,
@@ -437,7 +456,12 @@ impl Store {
                 entries: committed.entries,
             });
         }
-        self.remember(committed.hash, state, committed.texts);
+        self.remember(Memo {
+            hash: committed.hash,
+            state,
+            texts: committed.texts,
+            commented: committed.commented,
+        });
         // The new state is visible from the swap on; what only makes it durable (the
         // directory and log fsyncs, journal pruning) waits outside the lock, before the
         // command reports success.
@@ -482,7 +506,7 @@ impl Store {
         let lock = self.lock()?;
         self.clean_leftovers()?;
         let current = self.read_current(&lock)?;
-        self.remember(current.hash, current.state, current.texts);
+        self.remember(current.into());
         Ok(())
     }
 
@@ -613,9 +637,9 @@ impl Store {
     }
 
     /// Keeps the state just committed for the next transaction of this process.
-    fn remember(&self, hash: ContentHash, state: State, texts: Option<TaskTexts>) {
-        if let Ok(mut memo) = self.last_commit.lock() {
-            *memo = Some(Memo { hash, state, texts });
+    fn remember(&self, memo: Memo) {
+        if let Ok(mut last) = self.last_commit.lock() {
+            *last = Some(memo);
         }
     }
 
@@ -628,10 +652,10 @@ impl Store {
     }
 
     /// The state this process last committed, if state.yaml still holds its bytes.
-    fn recall(&self, hash: ContentHash) -> Option<(State, Option<TaskTexts>)> {
+    fn recall(&self, hash: ContentHash) -> Option<Memo> {
         let mut memo = self.last_commit.lock().ok()?;
         if memo.as_ref().is_some_and(|m| m.hash == hash) {
-            return memo.take().map(|m| (m.state, m.texts));
+            return memo.take();
         }
         None
     }
@@ -642,29 +666,32 @@ impl Store {
         bytes: Vec<u8>,
         journal: Vec<JournalEntry>,
     ) -> Result<Current, StoreError> {
-        let commented = Commented::of(&bytes);
-        if let Some((state, texts)) = self.recall(hash) {
+        if let Some(memo) = self.recall(hash) {
             return Ok(Current {
-                state,
+                state: memo.state,
                 hash,
                 journal,
-                texts,
-                commented,
+                texts: memo.texts,
+                commented: memo.commented,
             });
         }
         let bytes = match self.cache.load(hash, bytes) {
+            // The cache only describes liza's own renderings, which hold no comments:
+            // the scan for them is spared (a `#` in a description would cost a parse).
             Ok((state, texts)) => {
                 return Ok(Current {
                     state,
                     hash,
                     journal,
                     texts: Some(texts),
-                    commented,
+                    commented: None,
                 });
             }
             Err(bytes) => bytes,
         };
-        let state = document::decode(&bytes).map_err(|f| self.invalid(f))?.state;
+        let decoded = document::decode(&bytes).map_err(|f| self.invalid(f))?;
+        let commented = Commented::decoded(&bytes, decoded.has_comments, decoded.root);
+        let state = decoded.state;
         Ok(Current {
             state,
             hash,
@@ -1015,6 +1042,17 @@ impl Commented {
         Some(Commented {
             text: text.to_owned(),
             root: parsed.root?,
+        })
+    }
+
+    /// `bytes` when their decoding (`has_comments`, `root`) found comments: no second parse.
+    fn decoded(bytes: &[u8], has_comments: bool, root: super::node::Node) -> Option<Commented> {
+        if !has_comments {
+            return None;
+        }
+        Some(Commented {
+            text: String::from_utf8(bytes.to_vec()).ok()?,
+            root,
         })
     }
 }

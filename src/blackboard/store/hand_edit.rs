@@ -262,7 +262,7 @@ impl Store {
                 };
                 let done = self.apply_hand_edit(&lock, current.hash, current.journal, edit)?;
                 let revision = done.state.revision();
-                self.remember(done.hash, done.state, done.texts);
+                self.remember(done.into());
                 Ok(Ok(revision))
             }
             Err(why) => Ok(Err(why)),
