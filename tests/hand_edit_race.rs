@@ -94,12 +94,7 @@ fn r3_a_person_saving_stale_clashing_and_broken_copies_during_a_sprint_loses_not
         "sleep 0.5\nwork \"$key.txt\" \"the text of $key\"\nsubmit\n",
     );
     project.step("code-reviewer", "default", "sleep 0.3\napprove\n");
-    let supervisors = vec![
-        project.supervisor("planner", "planner-1"),
-        project.supervisor("coder", "coder-1"),
-        project.supervisor("coder", "coder-2"),
-        project.supervisor("code-reviewer", "code-reviewer-1"),
-    ];
+    let supervisors = project.team();
 
     let done = Arc::new(AtomicBool::new(false));
     let editor = {

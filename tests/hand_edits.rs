@@ -7,23 +7,8 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::team::add_draft;
 use common::{Repo, assert_exit, assert_success, stderr, stdout};
-
-fn add_draft(repo: &Repo, id: &str) {
-    assert_success(&repo.liza(&[
-        "add-task",
-        "--id",
-        id,
-        "--desc",
-        "Parse the flag",
-        "--spec",
-        "specs/vision.md",
-        "--done",
-        "report --json prints a totals key",
-        "--scope",
-        "the option parser",
-    ]));
-}
 
 /// An `EDITOR` script in the repository's home directory; it gets the file as `$1` and
 /// counts its runs in `editor.runs`.

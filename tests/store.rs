@@ -7,6 +7,7 @@ mod common;
 use std::fs::File;
 use std::time::Duration;
 
+use common::team::add_draft;
 use common::{Repo, assert_exit, assert_success, json, stderr, stdout};
 use liza::blackboard::model::{Task, TaskStatus};
 use liza::blackboard::{Actor, Store, StoreError, TaskId, TxError};
@@ -303,22 +304,6 @@ fn a_task_added_by_hand_starts_as_draft() {
     std::fs::write(repo.state_path(), task("DRAFT")).unwrap();
     assert_success(&repo.liza(&["note", "all", "y"]));
     assert!(repo.state_text().contains("id: by-hand"));
-}
-
-fn add_draft(repo: &Repo, id: &str) {
-    assert_success(&repo.liza(&[
-        "add-task",
-        "--id",
-        id,
-        "--desc",
-        "Parse the flag",
-        "--spec",
-        "specs/vision.md",
-        "--done",
-        "report --json prints a totals key",
-        "--scope",
-        "the option parser",
-    ]));
 }
 
 #[test]

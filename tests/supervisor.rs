@@ -137,12 +137,7 @@ fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
     );
     project.step("code-reviewer", "default", "approve\n");
 
-    let supervisors = vec![
-        project.supervisor("planner", "planner-1"),
-        project.supervisor("coder", "coder-1"),
-        project.supervisor("coder", "coder-2"),
-        project.supervisor("code-reviewer", "code-reviewer-1"),
-    ];
+    let supervisors = project.team();
     for (name, out) in project.wait_all(supervisors, Duration::from_secs(180)) {
         assert!(
             out.status.success(),

@@ -1046,7 +1046,11 @@ impl Commented {
     }
 
     /// `bytes` when their decoding (`has_comments`, `root`) found comments: no second parse.
-    fn decoded(bytes: &[u8], has_comments: bool, root: super::node::Node) -> Option<Commented> {
+    pub(super) fn decoded(
+        bytes: &[u8],
+        has_comments: bool,
+        root: super::node::Node,
+    ) -> Option<Commented> {
         if !has_comments {
             return None;
         }

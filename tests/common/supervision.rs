@@ -56,6 +56,16 @@ impl AgentProject {
     /// Starts a supervisor; its stdout and stderr go to `<id>.out` / `<id>.err` in the
     /// scenario directory (files, not pipes: a pipe nobody reads until the end could fill
     /// and stall the supervisor under test).
+    /// The sprint team: planner-1, coder-1, coder-2 and code-reviewer-1.
+    pub fn team(&self) -> Vec<Supervisor> {
+        vec![
+            self.supervisor("planner", "planner-1"),
+            self.supervisor("coder", "coder-1"),
+            self.supervisor("coder", "coder-2"),
+            self.supervisor("code-reviewer", "code-reviewer-1"),
+        ]
+    }
+
     pub fn supervisor(&self, role: &str, id: &str) -> Supervisor {
         let stdout = self.scenario.path().join(format!("{id}.out"));
         let stderr = self.scenario.path().join(format!("{id}.err"));

@@ -29,6 +29,23 @@ pub fn add(repo: &Repo, id: &str, deps: &str) {
     assert_success(&repo.liza(&args));
 }
 
+/// A task left in DRAFT (not finalized), to amend or edit by hand.
+pub fn add_draft(repo: &Repo, id: &str) {
+    assert_success(&repo.liza(&[
+        "add-task",
+        "--id",
+        id,
+        "--desc",
+        "Parse the flag",
+        "--spec",
+        SPEC,
+        "--done",
+        "report --json prints a totals key",
+        "--scope",
+        "the option parser",
+    ]));
+}
+
 pub fn register(repo: &Repo, agent: &str) -> String {
     let out = repo.liza(&["register", agent]);
     assert_success(&out);

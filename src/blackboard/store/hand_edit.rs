@@ -387,30 +387,15 @@ impl Store {
         if !errors.is_empty() {
             return Err(self.invalid(errors));
         }
-        let mut state = decoded.state;
-        let mut entry = LogEntry::new(Timestamp::now(), "human", "human_edit");
-        entry.detail = Some(
-            "adopted a blackboard written without liza's journal (by another tool or by hand)"
-                .into(),
-        );
-        let commented = Commented::of(bytes);
-        let replaced = Replaced {
-            hash,
-            texts: None,
-            commented: commented.as_ref(),
+        let edit = Applied {
+            commented: Commented::decoded(bytes, decoded.has_comments, decoded.root),
+            state: decoded.state,
+            detail:
+                "adopted a blackboard written without liza's journal (by another tool or by hand)"
+                    .into(),
+            merged_from: None,
         };
-        let committed = self.commit(lock, &mut state, journal, replaced, vec![entry])?;
-        if let Some(saved) = &committed.concurrent_save {
-            self.keep_concurrent_save(saved, committed.revision);
-        }
-        let journal = committed.durable.complete()?;
-        Ok(Current {
-            state,
-            hash: committed.hash,
-            journal,
-            texts: committed.texts,
-            commented: committed.commented,
-        })
+        self.apply_hand_edit(lock, hash, journal, edit)
     }
 }
 
