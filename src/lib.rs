@@ -48,6 +48,7 @@
 pub mod backend;
 pub mod bench;
 pub mod blackboard;
+pub mod builtin;
 pub mod cli;
 pub mod error;
 pub mod git;
