@@ -8,11 +8,15 @@
 //! - [`scrub`]: secrets out of everything sent or written.
 //! - [`scripted_server`]: a scripted model server on loopback for tests and the demo.
 
+pub mod chunk;
 pub mod client;
 pub mod endpoint;
+pub mod grounding;
+pub mod identities;
 pub mod response;
 pub mod scripted_server;
 pub mod scrub;
+pub mod text;
 
 /// Exit codes of `liza builtin` (builtin-agent.md): the role's work is done; no result
 /// (counts toward the iteration limits); hard failure (the task is blocked at once).
