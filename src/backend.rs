@@ -22,6 +22,9 @@ pub struct Backend {
     pub env: Vec<(String, String)>,
     /// Arguments for `-i` (interactive) runs, replacing `args`.
     pub interactive_args: Vec<String>,
+    /// Secret variables this backend needs from liza's own environment (the built-in
+    /// agent's model key); every other secret is removed from the agent's environment.
+    pub keep_env: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -30,8 +33,6 @@ pub enum BackendError {
     Unknown { name: String },
     #[error("the {name} backend needs `{executable}`, which is not on PATH")]
     Missing { name: String, executable: String },
-    #[error("the builtin backend (liza's own agent) is not available in this version")]
-    BuiltinUnavailable,
 }
 
 impl BackendError {
@@ -46,7 +47,6 @@ impl BackendError {
                     "install {executable}, put it on PATH, or choose another backend with --cli"
                 )
             }
-            BackendError::BuiltinUnavailable => "choose a CLI backend with --cli".into(),
         }
     }
 }
@@ -121,10 +121,11 @@ impl Backend {
                 prompt: tool.prompt.unwrap_or(PromptMode::Stdin),
                 env: tool.env.as_ref().map(|e| e.0.clone()).unwrap_or_default(),
                 interactive_args: tool.interactive_args.clone().unwrap_or_default(),
+                keep_env: Vec::new(),
             });
         }
         if name == "builtin" {
-            return Err(BackendError::BuiltinUnavailable);
+            return Ok(builtin());
         }
         let (_, executable, args, prompt) =
             BUILT_IN
@@ -140,6 +141,7 @@ impl Backend {
             prompt: *prompt,
             env: Vec::new(),
             interactive_args: Vec::new(),
+            keep_env: Vec::new(),
         })
     }
 
@@ -161,6 +163,7 @@ impl Backend {
     pub fn invocation(&self, run: &RunInput<'_>, interactive: bool) -> Invocation {
         let fill = |arg: &str| {
             arg.replace("{prompt_file}", &run.prompt_file.display().to_string())
+                .replace("{role}", run.role)
                 .replace("{worktree}", &run.workdir.display().to_string())
                 .replace("{task_id}", run.task.unwrap_or(""))
                 .replace("{git_dir}", &run.git_dir.display().to_string())
@@ -197,12 +200,48 @@ impl Backend {
                 }
             }
         }
-        Invocation { argv, stdin }
+        Invocation {
+            argv,
+            stdin,
+            keep_env: self.keep_env.clone(),
+        }
+    }
+}
+
+/// The built-in agent (builtin-agent.md): this same executable's hidden `builtin`
+/// subcommand, which reads its task from the blackboard and the supervisor's prompt from
+/// the prompt file, and needs the model key.
+fn builtin() -> Backend {
+    // `liza` beside the running executable (the supervisor may be `liza-agent`).
+    let executable = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("liza")))
+        .filter(|p| p.is_file())
+        .map_or_else(|| "liza".to_owned(), |p| p.display().to_string());
+    Backend {
+        name: "builtin".into(),
+        executable,
+        args: [
+            "builtin",
+            "{role}",
+            "--task",
+            "{task_id}",
+            "--prompt-file",
+            "{prompt_file}",
+        ]
+        .map(String::from)
+        .to_vec(),
+        prompt: PromptMode::File,
+        env: Vec::new(),
+        interactive_args: Vec::new(),
+        keep_env: vec!["LIZA_LLM_API_KEY".into(), "OPENAI_API_KEY".into()],
     }
 }
 
 /// What one run is given.
 pub struct RunInput<'a> {
+    /// The role's CLI name: `planner`, `coder` or `code-reviewer` (`{role}`).
+    pub role: &'a str,
     pub prompt: &'a str,
     pub prompt_file: &'a Path,
     pub workdir: &'a Path,
@@ -225,6 +264,8 @@ pub struct ReportFiles<'a> {
 pub struct Invocation {
     pub argv: Vec<String>,
     pub stdin: Option<String>,
+    /// Secret variables passed through (see [`Backend::keep_env`]).
+    pub keep_env: Vec<String>,
 }
 
 /// Looks `name` up like a shell would, without a shell.
@@ -265,6 +306,7 @@ mod tests {
 
     fn run<'a>(file: &'a Path, dir: &'a Path) -> RunInput<'a> {
         RunInput {
+            role: "coder",
             prompt: "do the task",
             prompt_file: file,
             workdir: dir,
@@ -346,5 +388,35 @@ mod tests {
         assert!(is_secret("OPENAI_API_KEY"));
         assert!(!is_secret("PATH"));
         assert!(!is_secret("LIZA_AGENT_ID"));
+    }
+
+    #[test]
+    fn builtin_is_this_executable_with_role_task_and_prompt_file_and_keeps_the_model_key() {
+        let builtin = Backend::resolve("builtin", &Config::default()).unwrap();
+        let file = Path::new("/tmp/prompt.md");
+        let dir = Path::new("/tmp/wt");
+        let inv = builtin.invocation(&run(file, dir), false);
+        assert_eq!(
+            inv.argv[1..],
+            [
+                "builtin",
+                "coder",
+                "--task",
+                "t-1",
+                "--prompt-file",
+                "/tmp/prompt.md"
+            ]
+            .map(String::from)
+        );
+        assert!(inv.argv[0].ends_with("liza"), "{:?}", inv.argv);
+        assert_eq!(inv.stdin, None);
+        assert_eq!(inv.keep_env, ["LIZA_LLM_API_KEY", "OPENAI_API_KEY"]);
+        let claude = Backend::resolve("claude", &Config::default()).unwrap();
+        assert!(
+            claude
+                .invocation(&run(file, dir), false)
+                .keep_env
+                .is_empty()
+        );
     }
 }

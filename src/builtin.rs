@@ -8,12 +8,15 @@
 //! - [`scrub`]: secrets out of everything sent or written.
 //! - [`scripted_server`]: a scripted model server on loopback for tests and the demo.
 
+pub mod artifacts;
 pub mod chunk;
 pub mod client;
+pub mod edits;
 pub mod endpoint;
 pub mod grounding;
 pub mod identities;
 pub mod response;
+pub mod runlog;
 pub mod scripted_server;
 pub mod scrub;
 pub mod text;

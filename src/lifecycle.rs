@@ -44,7 +44,7 @@ pub use planning::{
     Amendment, NewTask, SpecFacts, add_task, add_tasks, amend_task, finalize, spec_file,
 };
 pub use refusal::Refusal;
-pub use run_reports::record_run_report;
+pub use run_reports::{RunResult, record_builtin_result, record_run_report};
 pub use sprint::{abort, checkpoint, complete_if_done, goal_complete, resume, sprint_next};
 pub use table::{Command, Kind};
 pub use work::{Candidate, ReviewWork, WorkClass, coder_work, reviewer_work};

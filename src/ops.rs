@@ -36,7 +36,7 @@ pub use gc::{GcReport, Orphan, gc};
 pub use history::{RevisionInfo, diff, history, revision_text};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
 pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
-pub use merge_checks::run_review_checks;
+pub use merge_checks::{CheckRun, run_check, run_review_checks};
 pub use merge_recovery::{Recovery, recover_merges};
 pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};
@@ -48,7 +48,7 @@ pub use supervision::{
     void_verdict,
 };
 pub use tasks::{add_tasks, amend_task, finalize_tasks, spec_facts};
-pub use work::{block, handoff, submit_for_review, submit_verdict};
+pub use work::{block, handoff, record_builtin_result, submit_for_review, submit_verdict};
 
 use crate::blackboard::{IdError, StoreError, TxError};
 use crate::error::{Diagnostic, ErrorClass};

@@ -43,3 +43,46 @@ pub fn summary(report: &Node) -> String {
         .collect::<String>()
         .replace('\n', " ")
 }
+
+/// A built-in agent's run result: the history event (`commit_result` for the coder,
+/// `review_result` for the reviewer), its fields, the run's token usage (prompt,
+/// completion) and a one-line summary for the log.
+pub struct RunResult {
+    pub event: &'static str,
+    pub result: Node,
+    pub usage: (u64, u64),
+    pub summary: String,
+}
+
+/// Appends `run` to `id`'s history and adds its usage to `tasks[].usage` (one more agent
+/// run). No status changes.
+pub fn record_builtin_result(
+    state: &mut State,
+    id: &TaskId,
+    agent: &AgentId,
+    run: RunResult,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    task(state, id)?;
+    let t = task_mut(state, id);
+    history(
+        t,
+        now,
+        run.event,
+        agent.as_str(),
+        &[("result", run.result.value)],
+    );
+    let u = t.usage.get_or_insert_with(Default::default);
+    u.prompt_tokens = Some(u.prompt_tokens.unwrap_or(0) + run.usage.0 as i64);
+    u.completion_tokens = Some(u.completion_tokens.unwrap_or(0) + run.usage.1 as i64);
+    u.agent_runs = Some(u.agent_runs.unwrap_or(0) + 1);
+    let mut outcome = Outcome::default();
+    let summary: String = run.summary.chars().take(SUMMARY_CHARS).collect();
+    outcome.event(
+        run.event,
+        agent.as_str(),
+        Some(id),
+        Some(summary.replace('\n', " ")),
+    );
+    Ok(outcome)
+}

@@ -208,45 +208,66 @@ fn short(sha: &str) -> &str {
     sha.get(..12).unwrap_or(sha)
 }
 
+/// One check's result: whether it passed, how it exited, and its whole output.
+#[derive(Clone, Debug)]
+pub struct CheckRun {
+    pub name: String,
+    pub passed: bool,
+    pub exit: String,
+    pub output: String,
+}
+
+/// Runs one check in `dir` with its timeout; `None` when it has no command. Output goes
+/// to a temporary file outside `dir`, so the worktree is left as it was.
+pub fn run_check(check: &Check, dir: &Path) -> Option<CheckRun> {
+    let argv = command::argv(&check.run)?;
+    let timeout = check
+        .timeout
+        .and_then(|t| u64::try_from(t).ok())
+        .map_or(DEFAULT_CHECK_TIMEOUT, Duration::from_secs);
+    let Ok(mut output) = tempfile::tempfile() else {
+        return Some(CheckRun {
+            name: check.name.clone(),
+            passed: false,
+            exit: "not run (no temporary file)".into(),
+            output: String::new(),
+        });
+    };
+    let exit = Bounded {
+        dir,
+        timeout,
+        output: Some(&output),
+        env: &[],
+    }
+    .run(&argv, |_| {});
+    let mut text = String::new();
+    use std::io::{Read, Seek};
+    let _ = output
+        .rewind()
+        .and_then(|_| output.read_to_string(&mut text));
+    Some(CheckRun {
+        name: check.name.clone(),
+        passed: exit.success(),
+        exit: if exit.success() {
+            "passed".to_owned()
+        } else {
+            exit.describe()
+        },
+        output: text,
+    })
+}
+
 /// Runs `checks` (the `on_review` ones) in `dir` and reports each result with the tail of
-/// its output, for the review prompt. Output goes to a temporary file outside the
-/// worktree, so the reviewer finds the worktree as the coder left it.
+/// its output, for the review prompt.
 pub fn run_review_checks(checks: &[Check], dir: &Path) -> String {
     let mut report = Vec::new();
-    for check in checks {
-        let Some(argv) = command::argv(&check.run) else {
-            continue;
-        };
-        let timeout = check
-            .timeout
-            .and_then(|t| u64::try_from(t).ok())
-            .map_or(DEFAULT_CHECK_TIMEOUT, Duration::from_secs);
-        let Ok(mut output) = tempfile::tempfile() else {
-            report.push(format!("- {}: not run (no temporary file)", check.name));
-            continue;
-        };
-        let exit = Bounded {
-            dir,
-            timeout,
-            output: Some(&output),
-            env: &[],
-        }
-        .run(&argv, |_| {});
-        let mut text = String::new();
-        use std::io::{Read, Seek};
-        let _ = output
-            .rewind()
-            .and_then(|_| output.read_to_string(&mut text));
-        let tail: Vec<&str> = text.lines().rev().take(20).collect();
+    for run in checks.iter().filter_map(|c| run_check(c, dir)) {
+        let tail: Vec<&str> = run.output.lines().rev().take(20).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         report.push(format!(
             "- {}: {}\n{}",
-            check.name,
-            if exit.success() {
-                "passed".to_owned()
-            } else {
-                exit.describe()
-            },
+            run.name,
+            run.exit,
             tail.iter()
                 .map(|l| format!("    {l}"))
                 .collect::<Vec<_>>()

@@ -149,3 +149,31 @@ pub fn handoff(
         },
     )
 }
+
+/// A built-in agent's run result with its token usage, recorded by the agent itself
+/// (its identity and generation are checked like any report's).
+pub fn record_builtin_result(
+    project: &Project,
+    actor: &Actor,
+    id: &TaskId,
+    run: lifecycle::RunResult,
+) -> Result<Transition<()>, OpsError> {
+    transition(
+        &project.store,
+        actor,
+        Authority::Caller,
+        |state, who, now| {
+            let lifecycle::Who::Agent(agent) = who else {
+                return Err(lifecycle::Refusal::new(
+                    "caller",
+                    "only an agent records a run result",
+                    "run it as the built-in agent (LIZA_AGENT_ID set)",
+                ));
+            };
+            Ok((
+                lifecycle::record_builtin_result(state, id, agent, run, now)?,
+                (),
+            ))
+        },
+    )
+}

@@ -62,7 +62,10 @@ impl AgentProcess {
         let mut secrets = Vec::new();
         for (key, value) in std::env::vars() {
             if is_secret(&key) && !env.iter().any(|(k, _)| *k == key) {
-                command.env_remove(&key);
+                if !invocation.keep_env.contains(&key) {
+                    command.env_remove(&key);
+                }
+                // Scrubbed from the saved output either way.
                 if value.len() >= 8 {
                     secrets.push(value);
                 }

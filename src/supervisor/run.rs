@@ -316,6 +316,7 @@ impl Session {
         let git_dir = self.project.root.join(".git");
         let liza_dir = self.project.store.paths().dir.clone();
         let input = RunInput {
+            role: self.role().id_prefix(),
             prompt,
             prompt_file,
             workdir,

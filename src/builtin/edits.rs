@@ -1,0 +1,290 @@
+//! Applying the built-in coder's edits to its worktree, and nothing else
+//! (builtin-agent.md *Roles*, quality.md S4): every path is checked before anything is
+//! written — relative, no `..`, nothing under `.git/` or `.liza/`, no symlink on the way,
+//! inside the task's `paths` when it has any. One bad path refuses the whole answer.
+//! Edits come as full files (written in path order) or a unified diff (`git apply`,
+//! retried once with trailing whitespace stripped).
+
+use std::path::{Component, Path, PathBuf};
+use std::process::{Command, Stdio};
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Edit {
+    pub path: String,
+    pub content: String,
+}
+
+/// Why an edit's path is refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathRefusal {
+    #[error("`{0}` is empty or not a file path")]
+    Empty(String),
+    #[error("`{0}` is absolute: edits name files relative to the worktree")]
+    Absolute(String),
+    #[error("`{0}` goes up with `..`: edits stay inside the worktree")]
+    ParentDir(String),
+    #[error("`{0}` is under `.git/` or `.liza/`, which agents never write")]
+    Protected(String),
+    #[error("`{0}` passes through a symbolic link, which could lead outside the worktree")]
+    Symlink(String),
+    #[error("`{path}` is outside the task's paths ({scope})")]
+    OutOfScope { path: String, scope: String },
+}
+
+/// The checked location of `rel` in `worktree`.
+pub fn check_path(worktree: &Path, rel: &str, scope: &[String]) -> Result<PathBuf, PathRefusal> {
+    let trimmed = rel.trim();
+    if trimmed.is_empty() || trimmed.ends_with('/') {
+        return Err(PathRefusal::Empty(rel.to_owned()));
+    }
+    let path = Path::new(trimmed);
+    let mut parts = Vec::new();
+    for component in path.components() {
+        match component {
+            Component::Normal(p) => parts.push(p),
+            Component::CurDir => {}
+            Component::ParentDir => return Err(PathRefusal::ParentDir(rel.to_owned())),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(PathRefusal::Absolute(rel.to_owned()));
+            }
+        }
+    }
+    if parts.is_empty() {
+        return Err(PathRefusal::Empty(rel.to_owned()));
+    }
+    if parts.iter().any(|p| *p == ".git" || *p == ".liza") {
+        return Err(PathRefusal::Protected(rel.to_owned()));
+    }
+    let normal: PathBuf = parts.iter().collect();
+    let mut at = worktree.to_path_buf();
+    for part in &parts {
+        at.push(part);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(PathRefusal::Symlink(rel.to_owned()));
+        }
+    }
+    let in_scope = scope.is_empty()
+        || scope.iter().any(|s| {
+            let s = s.trim().trim_start_matches("./").trim_end_matches('/');
+            s.is_empty() || normal == Path::new(s) || normal.starts_with(s)
+        });
+    if !in_scope {
+        return Err(PathRefusal::OutOfScope {
+            path: rel.to_owned(),
+            scope: scope.join(", "),
+        });
+    }
+    Ok(worktree.join(normal))
+}
+
+/// Writes full-file edits after checking every path; returns the paths written.
+pub fn apply_edits(
+    worktree: &Path,
+    edits: &[Edit],
+    scope: &[String],
+) -> Result<Vec<String>, String> {
+    let mut checked = Vec::with_capacity(edits.len());
+    for edit in edits {
+        checked.push((
+            check_path(worktree, &edit.path, scope).map_err(|e| e.to_string())?,
+            edit,
+        ));
+    }
+    checked.sort_by(|a, b| a.1.path.cmp(&b.1.path));
+    let mut written = Vec::new();
+    for (path, edit) in checked {
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| format!("could not create the folder of {}: {e}", edit.path))?;
+        }
+        std::fs::write(&path, &edit.content)
+            .map_err(|e| format!("could not write {}: {e}", edit.path))?;
+        written.push(edit.path.trim().to_owned());
+    }
+    Ok(written)
+}
+
+/// Why a diff did not apply.
+#[derive(Debug, PartialEq, Eq)]
+pub enum DiffFailure {
+    /// A path in it is refused (nothing applied).
+    Refused(String),
+    /// `git apply` rejected it, also with trailing whitespace stripped.
+    Rejected(String),
+}
+
+/// The files a unified diff touches (`--- a/…` / `+++ b/…`, `/dev/null` skipped).
+pub fn diff_paths(diff: &str) -> Vec<String> {
+    let mut paths: Vec<String> = diff
+        .lines()
+        .filter_map(|l| l.strip_prefix("+++ ").or_else(|| l.strip_prefix("--- ")))
+        .map(|p| p.split('\t').next().unwrap_or(p).trim())
+        .filter(|p| *p != "/dev/null")
+        .map(|p| {
+            p.strip_prefix("a/")
+                .or_else(|| p.strip_prefix("b/"))
+                .unwrap_or(p)
+                .to_owned()
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// Applies a unified diff in `worktree` after checking its paths.
+pub fn apply_diff(
+    worktree: &Path,
+    diff: &str,
+    scope: &[String],
+) -> Result<Vec<String>, DiffFailure> {
+    let paths = diff_paths(diff);
+    if paths.is_empty() {
+        return Err(DiffFailure::Rejected("the diff names no file".into()));
+    }
+    for p in &paths {
+        check_path(worktree, p, scope).map_err(|e| DiffFailure::Refused(e.to_string()))?;
+    }
+    match git_apply(worktree, diff) {
+        Ok(()) => Ok(paths),
+        Err(_) => {
+            let stripped: String = diff
+                .lines()
+                .map(|l| format!("{}\n", l.trim_end()))
+                .collect();
+            git_apply(worktree, &stripped)
+                .map(|()| paths)
+                .map_err(DiffFailure::Rejected)
+        }
+    }
+}
+
+fn git_apply(worktree: &Path, diff: &str) -> Result<(), String> {
+    use std::io::Write;
+    let mut child = Command::new("git")
+        .args(["apply", "--whitespace=nowarn", "--recount", "-"])
+        .current_dir(worktree)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not run git apply: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(diff.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("git apply: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn worktree() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| {
+            assert!(
+                Command::new("git")
+                    .args(args)
+                    .current_dir(dir.path())
+                    .output()
+                    .unwrap()
+                    .status
+                    .success()
+            );
+        };
+        run(&["init", "-q"]);
+        std::fs::create_dir_all(dir.path().join("src")).unwrap();
+        std::fs::write(dir.path().join("src/lib.rs"), "fn a() {}\n").unwrap();
+        dir
+    }
+
+    #[test]
+    fn s4_paths_that_leave_the_worktree_or_touch_git_or_liza_are_refused() {
+        let dir = worktree();
+        let wt = dir.path();
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), wt.join("link")).unwrap();
+        let refused = [
+            ("/etc/passwd", "absolute"),
+            ("../escape.txt", "`..`"),
+            ("src/../../escape.txt", "`..`"),
+            (".git/config", ".git/"),
+            ("sub/.git/hooks/pre-commit", ".git/"),
+            (".liza/state.yaml", ".liza/"),
+            ("link/owned.txt", "symbolic link"),
+            ("", "empty"),
+            ("src/", "empty"),
+        ];
+        for (path, says) in refused {
+            let err = check_path(wt, path, &[]).unwrap_err().to_string();
+            assert!(err.contains(says), "{path}: {err}");
+        }
+        // One bad path refuses the whole answer: nothing is written.
+        let edits = [
+            Edit {
+                path: "src/new.rs".into(),
+                content: "x".into(),
+            },
+            Edit {
+                path: "link/owned.txt".into(),
+                content: "x".into(),
+            },
+        ];
+        assert!(apply_edits(wt, &edits, &[]).is_err());
+        assert!(!wt.join("src/new.rs").exists());
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn scope_limits_edits_to_the_task_paths() {
+        let dir = worktree();
+        let scope = vec!["src/".to_owned(), "README.md".to_owned()];
+        assert!(check_path(dir.path(), "src/deep/x.rs", &scope).is_ok());
+        assert!(check_path(dir.path(), "./README.md", &scope).is_ok());
+        let err = check_path(dir.path(), "tests/x.rs", &scope).unwrap_err();
+        assert!(matches!(err, PathRefusal::OutOfScope { .. }));
+    }
+
+    #[test]
+    fn full_files_are_written_and_diffs_applied_even_with_trailing_whitespace() {
+        let dir = worktree();
+        let wt = dir.path();
+        let written = apply_edits(
+            wt,
+            &[Edit {
+                path: "src/b/c.rs".into(),
+                content: "fn c() {}\n".into(),
+            }],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(written, ["src/b/c.rs"]);
+        assert_eq!(
+            std::fs::read_to_string(wt.join("src/b/c.rs")).unwrap(),
+            "fn c() {}\n"
+        );
+        let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1,2 @@\n fn a() {}   \n+fn b() {}\n";
+        assert_eq!(apply_diff(wt, diff, &[]).unwrap(), ["src/lib.rs"]);
+        assert_eq!(
+            std::fs::read_to_string(wt.join("src/lib.rs")).unwrap(),
+            "fn a() {}\nfn b() {}\n"
+        );
+        let bad = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-fn zzz() {}\n+fn y() {}\n";
+        assert!(matches!(
+            apply_diff(wt, bad, &[]),
+            Err(DiffFailure::Rejected(_))
+        ));
+        let escape = "--- a/../x\n+++ b/../x\n@@ -0,0 +1 @@\n+x\n";
+        assert!(matches!(
+            apply_diff(wt, escape, &[]),
+            Err(DiffFailure::Refused(_))
+        ));
+    }
+}
