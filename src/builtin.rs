@@ -9,13 +9,16 @@
 //! - [`scripted_server`]: a scripted model server on loopback for tests and the demo.
 
 pub mod artifacts;
+pub mod ask;
 pub mod chunk;
 pub mod client;
+pub mod coder;
 pub mod edits;
 pub mod endpoint;
 pub mod grounding;
 pub mod identities;
 pub mod response;
+pub mod run;
 pub mod runlog;
 pub mod scripted_server;
 pub mod scrub;

@@ -4,6 +4,7 @@
 
 mod agent;
 mod agents;
+mod builtin;
 mod edit;
 mod error;
 mod exit;
@@ -130,6 +131,9 @@ enum Command {
     Merge(merge::MergeArgs),
     /// Run the supervisor of one agent (coder, code-reviewer or planner).
     Agent(agent::AgentArgs),
+    /// One run of the built-in agent (started by a supervisor with --cli builtin).
+    #[command(hide = true)]
+    Builtin(builtin::BuiltinArgs),
 
     // Operator.
     /// Release a coder's or reviewer's claim.
@@ -195,6 +199,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::ClaimReview(args) => agents::cmd_claim_review(args, &out),
         Command::Merge(args) => merge::cmd_merge(args, &out),
         Command::Agent(args) => agent::cmd_agent(args, &out),
+        Command::Builtin(args) => builtin::cmd_builtin(args, &out),
         Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
         Command::ClearStale => moves::cmd_clear_stale(&out),
         Command::Pause => sprint::cmd_pause(&out),

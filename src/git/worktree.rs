@@ -166,6 +166,12 @@ impl Repo {
     /// Commits modified, staged and untracked non-ignored files of `worktree` as
     /// `WIP: saved by liza before <reason>`; `None` when it was clean.
     pub fn commit_wip(&self, worktree: &Path, reason: &str) -> Result<Option<String>, GitError> {
+        self.commit_all(worktree, &format!("WIP: saved by liza before {reason}"))
+    }
+
+    /// Commits every modified, staged, deleted and untracked non-ignored file of
+    /// `worktree` with `message`; `None` when it was clean.
+    pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
         if dirty_files(worktree)?.is_empty() {
             return Ok(None);
         }
@@ -189,15 +195,8 @@ impl Repo {
         let sig = signature()?;
         let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
         let oid = repo
-            .commit(
-                Some("HEAD"),
-                &sig,
-                &sig,
-                &format!("WIP: saved by liza before {reason}"),
-                &tree,
-                &parents,
-            )
-            .map_err(git2_err("commit the WIP"))?;
+            .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+            .map_err(git2_err("commit the worktree's files"))?;
         Ok(Some(oid.to_string()))
     }
 

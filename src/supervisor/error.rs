@@ -23,6 +23,8 @@ pub enum SupervisorError {
     ClaimsFailing { count: u32, last: String },
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    #[error(transparent)]
+    AgentIdentity(crate::builtin::identities::IdentityError),
 }
 
 impl SupervisorError {
@@ -38,7 +40,7 @@ impl SupervisorError {
                 _ => 1,
             },
             SupervisorError::ClaimsFailing { .. } => 6,
-            SupervisorError::Runtime(_) => 1,
+            SupervisorError::Runtime(_) | SupervisorError::AgentIdentity(_) => 1,
         }
     }
 
@@ -54,6 +56,10 @@ impl SupervisorError {
                 "look at `liza log` and the lock holders; restart the supervisor when fixed".into(),
             ],
             SupervisorError::Runtime(_) => Vec::new(),
+            SupervisorError::AgentIdentity(_) => vec![
+                "fix identities.yaml (a list of {id, name, prompt_prefix}) or drop --identity"
+                    .into(),
+            ],
         }
     }
 }

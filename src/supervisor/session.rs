@@ -95,6 +95,12 @@ impl Session {
             .unwrap_or_else(|| state.config.default_cli().to_owned());
         let backend = Backend::resolve(&name, &state.config).map_err(SupervisorError::Backend)?;
         backend.check_usable().map_err(SupervisorError::Backend)?;
+        if let Some(identity) = &options.identity {
+            // Fail fast (builtin-agent.md *Identities*): a bad identities.yaml or an
+            // unknown identity is found before the first run, not in every run.
+            crate::builtin::identities::find(&project.root, identity)
+                .map_err(SupervisorError::AgentIdentity)?;
+        }
         let info = Registration {
             pid: Some(i64::from(std::process::id())),
             terminal: terminal(),
@@ -346,6 +352,9 @@ impl Session {
         ];
         if let Some(task) = task {
             env.push(("LIZA_TASK_ID".to_owned(), task.to_string()));
+        }
+        if let Some(identity) = &self.options.identity {
+            env.push(("LIZA_IDENTITY".to_owned(), identity.clone()));
         }
         let own_dir = std::env::current_exe()
             .ok()

@@ -1,0 +1,205 @@
+//! `liza builtin <role> --task ID`: one run of the built-in agent, started by the
+//! supervisor like any agent CLI (so its process control, watchdogs and exit-code
+//! protocol apply unchanged). It reads who it is from the supervisor's environment
+//! (`LIZA_AGENT_ID`, `LIZA_AGENT_GENERATION`, `LIZA_WORKTREE`, `LIZA_IDENTITY`), reports
+//! through `ops` under that identity, and exits 0 (done), 3 (SOFT_FAIL) or 4 (HARD_FAIL).
+
+use std::path::{Path, PathBuf};
+
+use super::artifacts::Artifacts;
+use super::client::{ChatClient, RetryPolicy};
+use super::endpoint::{Endpoint, ProcessEnv};
+use super::runlog::RunLog;
+use super::{EXIT_DONE, EXIT_HARD_FAIL, EXIT_SOFT_FAIL, identities};
+use crate::blackboard::ids::Role;
+use crate::blackboard::model::Task;
+use crate::blackboard::{Actor, TaskId};
+use crate::ops::{self, Project};
+
+/// How a run ended (the CommitResult status of seed 001, for every role).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Success,
+    SoftFail,
+    HardFail,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Success => "SUCCESS",
+            Status::SoftFail => "SOFT_FAIL",
+            Status::HardFail => "HARD_FAIL",
+        }
+    }
+
+    pub fn exit_code(self) -> i32 {
+        match self {
+            Status::Success => EXIT_DONE,
+            Status::SoftFail => EXIT_SOFT_FAIL,
+            Status::HardFail => EXIT_HARD_FAIL,
+        }
+    }
+}
+
+/// Everything one run works with.
+pub struct RunContext {
+    pub project: Project,
+    pub actor: Actor,
+    pub agent: String,
+    pub role: Role,
+    pub task: Option<Task>,
+    pub worktree: PathBuf,
+    pub client: ChatClient,
+    pub artifacts: Artifacts,
+    pub runlog: RunLog,
+    /// The identity's `prompt_prefix`, opening every system message.
+    pub identity_prefix: Option<String>,
+    /// The supervisor's prompt for this run (human notes, feedback), when given.
+    pub supervisor_prompt: Option<String>,
+}
+
+impl RunContext {
+    pub fn task_id(&self) -> Option<&TaskId> {
+        self.task.as_ref().map(|t| &t.id)
+    }
+
+    /// `rules` under the identity's prefix.
+    pub fn system(&self, rules: &str) -> String {
+        match &self.identity_prefix {
+            Some(prefix) => format!("{prefix}\n\n{rules}"),
+            None => rules.to_owned(),
+        }
+    }
+}
+
+/// The options of `liza builtin`.
+pub struct Invocation {
+    pub role: Role,
+    pub task: Option<String>,
+    pub prompt_file: Option<PathBuf>,
+    pub cwd: PathBuf,
+}
+
+/// Sets the run up from the environment; `Err` is a message for stderr (HARD_FAIL).
+pub fn context(inv: &Invocation) -> Result<RunContext, String> {
+    let project = Project::discover(&inv.cwd).map_err(|e| e.to_string())?;
+    let actor = ops::actor_from_env().map_err(|e| e.to_string())?;
+    let agent = match &actor {
+        Actor::Agent { id, .. } => id.to_string(),
+        Actor::Human => return Err("LIZA_AGENT_ID is not set: `liza builtin` is run by the supervisor (liza-agent --cli builtin)".into()),
+    };
+    let state = project.store.snapshot().map_err(|e| e.to_string())?.state;
+    let task = match &inv.task {
+        Some(id) if !id.is_empty() => {
+            let id = TaskId::parse(id).map_err(|e| format!("--task {id}: {e}"))?;
+            Some(
+                state
+                    .task(&id)
+                    .cloned()
+                    .ok_or_else(|| format!("there is no task {id}"))?,
+            )
+        }
+        _ => None,
+    };
+    let worktree = std::env::var_os("LIZA_WORKTREE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| inv.cwd.clone());
+    let config = state.config.builtin.clone().unwrap_or_default();
+    let endpoint = Endpoint::resolve(&ProcessEnv, &config, inv.role)?;
+    let dry_run = std::env::var("DRY_RUN").is_ok_and(|v| v.trim() == "1");
+    let client = ChatClient::new(endpoint, RetryPolicy::from_env(), dry_run)?;
+    let identity_prefix = match std::env::var("LIZA_IDENTITY")
+        .ok()
+        .filter(|s| !s.is_empty())
+    {
+        Some(id) => Some(
+            identities::find(&project.root, &id)
+                .map_err(|e| e.to_string())?
+                .prompt_prefix,
+        ),
+        None => None,
+    };
+    let liza_dir = project.store.paths().dir.clone();
+    let what = task
+        .as_ref()
+        .map_or_else(|| "turn".to_owned(), |t| t.id.to_string());
+    let artifacts = Artifacts::new(&liza_dir, &agent, &what, client.scrubber().clone());
+    let runlog = RunLog::new(
+        &liza_dir,
+        &agent,
+        inv.role_name(),
+        task.as_ref().map(|t| t.id.as_str()),
+        client.scrubber().clone(),
+    );
+    let supervisor_prompt = inv
+        .prompt_file
+        .as_deref()
+        .and_then(|p| std::fs::read_to_string(p).ok());
+    Ok(RunContext {
+        project,
+        actor,
+        agent,
+        role: inv.role,
+        task,
+        worktree,
+        client,
+        artifacts,
+        runlog,
+        identity_prefix,
+        supervisor_prompt,
+    })
+}
+
+impl Invocation {
+    pub fn role_name(&self) -> &'static str {
+        match self.role {
+            Role::Planner => "planner",
+            Role::Coder => "coder",
+            Role::CodeReviewer => "code-reviewer",
+        }
+    }
+}
+
+/// Runs the role once; returns the process exit code.
+pub fn run(inv: &Invocation) -> i32 {
+    let ctx = match context(inv) {
+        Ok(c) => c,
+        Err(message) => {
+            eprintln!("liza builtin: {message}");
+            return EXIT_HARD_FAIL;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("liza builtin: could not start: {e}");
+            return EXIT_HARD_FAIL;
+        }
+    };
+    let status = runtime.block_on(async {
+        match inv.role {
+            Role::Coder => super::coder::run(&ctx).await,
+            Role::CodeReviewer | Role::Planner => {
+                eprintln!(
+                    "liza builtin: the {} role is not built yet",
+                    inv.role_name()
+                );
+                Status::HardFail
+            }
+        }
+    });
+    println!("liza builtin {}: {}", inv.role_name(), status.as_str());
+    status.exit_code()
+}
+
+/// `path` relative to `root` for messages.
+pub fn shown(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
