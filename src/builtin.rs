@@ -18,6 +18,7 @@ pub mod endpoint;
 pub mod grounding;
 pub mod identities;
 pub mod response;
+pub mod reviewer;
 pub mod run;
 pub mod runlog;
 pub mod scripted_server;

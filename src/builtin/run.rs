@@ -183,7 +183,8 @@ pub fn run(inv: &Invocation) -> i32 {
     let status = runtime.block_on(async {
         match inv.role {
             Role::Coder => super::coder::run(&ctx).await,
-            Role::CodeReviewer | Role::Planner => {
+            Role::CodeReviewer => super::reviewer::run(&ctx).await,
+            Role::Planner => {
                 eprintln!(
                     "liza builtin: the {} role is not built yet",
                     inv.role_name()

@@ -1,0 +1,259 @@
+//! The built-in agent end to end: real supervisors (`liza agent <role> --cli builtin`)
+//! run `liza builtin <role>` against a scripted model server on loopback. The coder's
+//! first draft genuinely fails the project's check and is reworked; the reviewer's
+//! findings are grounded in the file at the review commit; a failing check forces a
+//! reject whatever the model says.
+
+mod common;
+
+use common::team::{add, configure};
+use common::{Repo, stdout};
+use liza::blackboard::model::{Check, CommandSpec};
+use liza::builtin::scripted_server::{Script, ScriptedServer, Step};
+use serde_json::json;
+
+const CANARY: &str = "canary-api-key-0123456789";
+
+/// Every file under `dir` whose bytes contain `needle`.
+fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            } else if std::fs::read(&path)
+                .is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle.as_bytes()))
+            {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    found
+}
+
+fn edits(content: &str) -> String {
+    json!({"edits": [{"path": "greeting.txt", "content": content}]}).to_string()
+}
+
+/// A repository with task t-1 and a check that `greeting.txt` says hello (run on review
+/// too when `on_review`).
+fn project(on_review: bool) -> Repo {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    configure(&repo, |c| {
+        c.checks = Some(vec![Check {
+            name: "greeting".into(),
+            run: CommandSpec::Shell("grep -q hello greeting.txt".into()),
+            timeout: Some(30),
+            on_review: Some(on_review),
+            on_merge: None,
+            extra: Default::default(),
+        }]);
+    });
+    repo
+}
+
+/// Runs one supervised built-in turn of `role` on t-1; returns its output.
+fn run_agent(repo: &Repo, role: &str, agent: &str, server: &ScriptedServer) -> String {
+    let out = repo
+        .command()
+        .env("LIZA_AGENT_ID", agent)
+        .env("LIZA_LLM_BASE_URL", server.base_url())
+        .env("LIZA_LLM_API_KEY", CANARY)
+        .env("LIZA_LLM_BACKOFF_MS", "10")
+        .args(["agent", role, "t-1", "--cli", "builtin", "--once"])
+        .output()
+        .unwrap();
+    format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr))
+}
+
+fn code_once(repo: &Repo, content: &str) {
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(edits(content))],
+    })
+    .unwrap();
+    let text = run_agent(repo, "coder", "coder-1", &server);
+    let task = common::supervision::task_of(repo, "t-1");
+    assert_eq!(task["status"], "READY_FOR_REVIEW", "{text}");
+}
+
+fn review(findings: serde_json::Value, verdict: &str) -> String {
+    json!({"verdict": verdict, "findings": findings, "overall": "see the findings"}).to_string()
+}
+
+#[test]
+fn the_builtin_coder_reworks_a_failing_draft_then_commits_and_submits() {
+    let repo = project(false);
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            Step::answer_when("The project's checks failed", edits("hello, world\n")),
+            Step::answer_when("# Task t-1", edits("hi\n")),
+        ],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "coder", "coder-1", &server);
+    assert_eq!(server.requests().len(), 2, "{text}");
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(task["status"], "READY_FOR_REVIEW", "{text}\n{task:#}");
+    // The commit on the task branch carries the agent trailer and the passing content.
+    let log = repo.git(&["log", "-1", "--format=%B", "task/t-1"]);
+    assert!(
+        log.starts_with("feat: ") && log.contains("[agent:t-1]"),
+        "{log}"
+    );
+    assert_eq!(
+        repo.git(&["show", "task/t-1:greeting.txt"]),
+        "hello, world\n"
+    );
+    // The CommitResult is in the history, with the tokens of both calls in the usage.
+    let history = task["history"].as_array().unwrap();
+    let result = history
+        .iter()
+        .find(|e| e["event"] == "commit_result")
+        .expect("commit_result");
+    assert_eq!(result["agent"], "coder-1", "{result:#}");
+    let fields = &result["extra"]["result"];
+    assert_eq!(fields["status"], "SUCCESS", "{result:#}");
+    assert_eq!(fields["retries"], 1);
+    assert_eq!(fields["llm_tokens_used"], 30);
+    assert_eq!(fields["branch_name"], "task/t-1");
+    assert_eq!(task["usage"]["prompt_tokens"], 20);
+    assert_eq!(task["usage"]["completion_tokens"], 10);
+    // The second request carried the check's real failure back to the model.
+    let second = server.requests()[1].messages_text();
+    assert!(second.contains("## greeting (exit"), "{second}");
+    // The run log has the patch, the check results and the CommitResult.
+    let runs = std::fs::read_dir(repo.liza_dir().join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let lines = std::fs::read_to_string(runs).unwrap();
+    for kind in [
+        "\"type\":\"patch\"",
+        "\"type\":\"test_result\"",
+        "\"type\":\"commit_result\"",
+    ] {
+        assert!(lines.contains(kind), "{kind}: {lines}");
+    }
+    // S3: the key reached the endpoint in its header only; it is nowhere on disk or in
+    // any git object.
+    assert_eq!(
+        server.requests()[0].headers["authorization"],
+        format!("Bearer {CANARY}")
+    );
+    assert!(files_containing(&repo.liza_dir(), CANARY).is_empty());
+    assert!(files_containing(&repo.path().join(".worktrees"), CANARY).is_empty());
+    let objects = repo
+        .command_for("git")
+        .args(["cat-file", "--batch-all-objects", "--batch"])
+        .output()
+        .unwrap();
+    assert!(objects.status.success());
+    assert!(
+        !objects
+            .stdout
+            .windows(CANARY.len())
+            .any(|w| w == CANARY.as_bytes())
+    );
+}
+
+#[test]
+fn the_builtin_reviewer_rejects_with_grounded_findings_only() {
+    let repo = project(false);
+    code_once(&repo, "hello\nworld, says the greeting\n");
+    // One finding quotes the file with wrong offsets (repaired), one quotes text that is
+    // not there (dropped with its finding).
+    let answer = review(
+        json!([
+            {"severity": "blocker", "path": "greeting.txt", "quotes": [{"text": "world, says", "start_pos": 0, "end_pos": 11}],
+             "issue": "the greeting is impolite", "suggestion": "say please"},
+            {"severity": "blocker", "path": "greeting.txt", "quotes": [{"text": "goodbye", "start_pos": 0, "end_pos": 7}],
+             "issue": "made up"}
+        ]),
+        "reject",
+    );
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(answer)],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "code-reviewer", "code-reviewer-1", &server);
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(task["status"], "REJECTED", "{text}\n{task:#}");
+    let reason = task["rejection_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("greeting.txt:2: the greeting is impolite — say please"),
+        "{reason}"
+    );
+    assert!(!reason.contains("made up"), "{reason}");
+    assert!(reason.contains("Overall: see the findings"), "{reason}");
+    let history = task["history"].as_array().unwrap();
+    let result = &history
+        .iter()
+        .find(|e| e["event"] == "review_result")
+        .expect("review_result")["extra"]["result"];
+    assert_eq!(result["verdict"], "reject");
+    assert_eq!(result["findings"], 1);
+    assert_eq!(result["quotes_dropped"], 1);
+}
+
+#[test]
+fn a_failing_check_forces_a_reject_and_an_ungrounded_reject_is_no_verdict() {
+    // The coder's work passes no check here (none runs for it), but the review runs one.
+    let repo = project(true);
+    configure(&repo, |c| {
+        if let Some(check) = c.checks.as_mut().and_then(|v| v.first_mut()) {
+            check.run = CommandSpec::Shell("grep -q bonjour greeting.txt".into());
+        }
+    });
+    // The coder's own check is the same one: let it pass by writing both words.
+    code_once(&repo, "hello bonjour\n");
+    configure(&repo, |c| {
+        if let Some(check) = c.checks.as_mut().and_then(|v| v.first_mut()) {
+            check.run = CommandSpec::Shell("grep -q guten-tag greeting.txt".into());
+        }
+    });
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(review(json!([]), "approve"))],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "code-reviewer", "code-reviewer-1", &server);
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(task["status"], "REJECTED", "{text}");
+    let reason = task["rejection_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the check `greeting` fails on the review commit"),
+        "{reason}"
+    );
+    // The model saw liza's own check result.
+    assert!(
+        server.requests()[0]
+            .messages_text()
+            .contains("### greeting: exit")
+    );
+
+    // Next cycle: the check passes, the model rejects twice without a quotable blocker.
+    code_once(&repo, "guten-tag hello bonjour\n");
+    let ungrounded = review(
+        json!([{"severity": "blocker", "path": "greeting.txt", "quotes": [{"text": "not in the file", "start_pos": 0, "end_pos": 15}], "issue": "vague"}]),
+        "reject",
+    );
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step {
+            times: Some(0),
+            ..Step::answer(ungrounded)
+        }],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "code-reviewer", "code-reviewer-1", &server);
+    assert_eq!(server.requests().len(), 2, "asked once more: {text}");
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(
+        task["status"], "READY_FOR_REVIEW",
+        "no verdict, the review is released: {text}"
+    );
+    assert!(task["reviewing_by"].is_null(), "{task:#}");
+}
