@@ -257,3 +257,73 @@ fn a_failing_check_forces_a_reject_and_an_ungrounded_reject_is_no_verdict() {
     );
     assert!(task["reviewing_by"].is_null(), "{task:#}");
 }
+
+#[test]
+fn the_builtin_planner_plans_drafts_and_finalizes_those_whose_gates_pass() {
+    let repo = Repo::initialized();
+    let plan = json!({"plan_id": "plan_0001", "tasks": [
+        {"id": "greet", "title": "Add greet.sh", "rationale": "people want a greeting",
+         "acceptance": "sh greet.sh prints hello", "artifacts": ["greet.sh"],
+         "spec_ref": "specs/vision.md", "scope": "greet.sh", "priority": 1},
+        {"title": "Test greet.sh", "acceptance": "sh test.sh exits 0", "artifacts": ["test.sh"],
+         "spec_ref": "specs/vision.md", "depends_on": ["greet"], "priority": 2},
+        {"title": "Plan without a spec", "acceptance": "sh x.sh prints x", "scope": "x.sh"},
+        {"title": "Cite a missing spec", "acceptance": "sh y.sh prints y", "spec_ref": "specs/missing.md"}
+    ]});
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer_when("# Goal", plan.to_string())],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "planner", "planner-1", &server);
+    let greet = common::supervision::task_of(&repo, "greet");
+    assert_eq!(greet["status"], "UNCLAIMED", "{text}\n{greet:#}");
+    assert_eq!(
+        greet["description"],
+        "Add greet.sh\n\npeople want a greeting"
+    );
+    assert_eq!(greet["done_when"], "sh greet.sh prints hello");
+    assert_eq!(greet["paths"], json!(["greet.sh"]));
+    let t1 = common::supervision::task_of(&repo, "T1");
+    assert_eq!(t1["status"], "UNCLAIMED", "{text}");
+    assert_eq!(t1["depends_on"], json!(["greet"]));
+    // A task without a spec_ref fails the finalize gates and stays a draft; one citing a
+    // spec that does not exist would make the blackboard invalid and is refused.
+    let t2 = common::supervision::task_of(&repo, "T2");
+    assert_eq!(t2["status"], "DRAFT", "{text}\n{t2:#}");
+    assert!(common::supervision::task_of(&repo, "T3").is_null());
+    assert!(
+        text.contains("task T3 refused") && text.contains("specs/missing.md does not exist"),
+        "{text}"
+    );
+    // The model saw the goal and the repository.
+    let asked = server.requests()[0].messages_text();
+    assert!(
+        asked.contains("Add a --json flag") && asked.contains("specs/vision.md"),
+        "{asked}"
+    );
+}
+
+#[test]
+fn a_planner_that_cannot_plan_raises_an_alarm_and_changes_nothing() {
+    let repo = Repo::initialized();
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step {
+            times: Some(0),
+            ..Step::answer(
+                json!({"status": "error", "reason": "the goal is too vague"}).to_string(),
+            )
+        }],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "planner", "planner-1", &server);
+    let tasks = common::team::model(&repo)["tasks"].clone();
+    assert!(
+        tasks.as_array().is_none_or(|t| t.is_empty()),
+        "{text}\n{tasks:#}"
+    );
+    let alerts = std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap_or_default();
+    assert!(
+        alerts.contains("PLANNER_CANNOT_PLAN") && alerts.contains("the goal is too vague"),
+        "{alerts}\n{text}"
+    );
+}

@@ -184,13 +184,7 @@ pub fn run(inv: &Invocation) -> i32 {
         match inv.role {
             Role::Coder => super::coder::run(&ctx).await,
             Role::CodeReviewer => super::reviewer::run(&ctx).await,
-            Role::Planner => {
-                eprintln!(
-                    "liza builtin: the {} role is not built yet",
-                    inv.role_name()
-                );
-                Status::HardFail
-            }
+            Role::Planner => super::planner::run(&ctx).await,
         }
     });
     println!("liza builtin {}: {}", inv.role_name(), status.as_str());
