@@ -5,6 +5,7 @@
 mod agent;
 mod agents;
 mod builtin;
+mod demo;
 mod edit;
 mod error;
 mod exit;
@@ -134,6 +135,8 @@ enum Command {
     /// One run of the built-in agent (started by a supervisor with --cli builtin).
     #[command(hide = true)]
     Builtin(builtin::BuiltinArgs),
+    /// A whole sprint, offline: planner, two coders and a reviewer on a tiny project.
+    Demo(demo::DemoArgs),
 
     // Operator.
     /// Release a coder's or reviewer's claim.
@@ -200,6 +203,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Merge(args) => merge::cmd_merge(args, &out),
         Command::Agent(args) => agent::cmd_agent(args, &out),
         Command::Builtin(args) => builtin::cmd_builtin(args, &out),
+        Command::Demo(args) => demo::cmd_demo(args, &out),
         Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
         Command::ClearStale => moves::cmd_clear_stale(&out),
         Command::Pause => sprint::cmd_pause(&out),

@@ -50,6 +50,7 @@ pub mod bench;
 pub mod blackboard;
 pub mod builtin;
 pub mod cli;
+pub mod demo;
 pub mod error;
 pub mod git;
 pub mod lifecycle;

@@ -133,7 +133,17 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
         }
     };
     let scope: Vec<String> = task.paths.clone().unwrap_or_default();
-    let checks: Vec<_> = state.config.checks.clone().unwrap_or_default();
+    // The coder's inner loop runs the fast checks (format, lint, fast tests: the ones not
+    // flagged); checks flagged on_review / on_merge are liza's own gates, run at review
+    // and merge time whatever the coder claims.
+    let checks: Vec<_> = state
+        .config
+        .checks
+        .iter()
+        .flatten()
+        .filter(|c| c.on_review != Some(true) && c.on_merge != Some(true))
+        .cloned()
+        .collect();
     let budget = ctx.client.endpoint().context_tokens;
     let context = match gather_context(ctx, task, budget) {
         Ok(c) => c,

@@ -349,7 +349,10 @@ fn refusal_text(e: &ops::OpsError) -> String {
 
 /// Ids as given when they are valid and free, else `T1..Tn` (the next free ones).
 fn plan_ids(state: &State, planned: &[Planned]) -> Vec<String> {
-    assign_ids(state.tasks.iter().map(|t| t.id.to_string()).collect(), planned)
+    assign_ids(
+        state.tasks.iter().map(|t| t.id.to_string()).collect(),
+        planned,
+    )
 }
 
 fn assign_ids(mut taken: Vec<String>, planned: &[Planned]) -> Vec<String> {

@@ -532,8 +532,10 @@ pub fn mechanical_blockers(
             .lines()
             .rev()
             .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
+            .map_or_else(
+                || "(it printed nothing)".to_owned(),
+                |l| l.trim().to_owned(),
+            );
         blockers.push(format!(
             "{at}: the check `{}` fails on the review commit ({}): {last}",
             c.name, c.exit

@@ -1,0 +1,47 @@
+//! `liza demo [--dir PATH]`: a whole sprint with the built-in agent, offline.
+
+use std::path::PathBuf;
+
+use super::output::Output;
+use super::{CliError, EXIT_OK};
+
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    /// Where to create the demo repository (new or empty); default a fresh temporary
+    /// folder, kept afterwards so you can look around.
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+pub fn cmd_demo(args: DemoArgs, _out: &Output) -> Result<i32, CliError> {
+    let dir = match args.dir {
+        Some(d) => d,
+        None => tempfile::Builder::new()
+            .prefix("liza-demo-")
+            .tempdir()
+            .map_err(|e| CliError::refused(format!("cannot create a temporary folder: {e}")))?
+            .keep(),
+    };
+    let liza = std::env::current_exe()
+        .map_err(|e| CliError::refused(format!("cannot find the liza executable: {e}")))?;
+    println!(
+        "liza demo: a planner, two coders and a reviewer (the built-in agent) on a tiny shell project"
+    );
+    let report = crate::demo::run(&dir, &liza, |line| println!("  {line}")).map_err(|e| {
+        CliError::refused(e)
+            .with_hint("the supervisors' output is under <dir>/.liza/demo/ and .liza/agent-logs/")
+    })?;
+    println!(
+        "\nliza demo: sprint complete in {:.1} s; merged on integration: {}",
+        report.elapsed.as_secs_f64(),
+        report.merged.join(", ")
+    );
+    let d = report.dir.display();
+    println!("Look around:");
+    println!("  cd {d}");
+    println!("  git log --oneline --graph integration");
+    println!("  liza status          # the board");
+    println!("  less .liza/log.yaml  # every transition");
+    println!("  ls .liza/runs/ .liza/agent-outputs/   # the built-in agent's run log and prompts");
+    Ok(EXIT_OK)
+}
