@@ -327,3 +327,60 @@ fn a_planner_that_cannot_plan_raises_an_alarm_and_changes_nothing() {
         "{alerts}\n{text}"
     );
 }
+
+#[test]
+fn a_hard_fail_blocks_the_task_at_once_with_the_runs_notes() {
+    let repo = project(false);
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(
+            json!({"status": "error", "reason": "the spec never says what to greet"}).to_string(),
+        )],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "coder", "coder-1", &server);
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(task["status"], "BLOCKED", "{text}\n{task:#}");
+    let reason = task["blocked_reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the spec never says what to greet"),
+        "{reason}"
+    );
+    assert_eq!(task["failed_by"], json!(["coder-1"]));
+}
+
+#[test]
+fn s4_edits_that_leave_the_worktree_are_refused_and_nothing_is_written() {
+    let repo = project(false);
+    let outside = repo.path().parent().unwrap().join("escaped.txt");
+    let _ = std::fs::remove_file(&outside);
+    let bad = json!({"edits": [
+        {"path": "greeting.txt", "content": "hello\n"},
+        {"path": "../escaped.txt", "content": "owned\n"}
+    ]});
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step {
+            times: Some(0),
+            ..Step::answer(bad.to_string())
+        }],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "coder", "coder-1", &server);
+    assert!(!outside.exists(), "{text}");
+    let worktree = repo.path().join(".worktrees/t-1");
+    assert!(
+        !worktree.join("greeting.txt").exists(),
+        "one bad path refuses the whole answer"
+    );
+    // Every draft was refused and the model was told why.
+    assert_eq!(server.requests().len(), 3, "{text}");
+    assert!(
+        server.requests()[1]
+            .messages_text()
+            .contains("goes up with `..`")
+    );
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(
+        task["status"], "CLAIMED",
+        "a SOFT_FAIL counts, it does not block at once: {text}"
+    );
+}

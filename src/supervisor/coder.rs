@@ -152,6 +152,35 @@ impl Session {
                     ));
                 }
             }
+            // The built-in agent's protocol (builtin-agent.md): 3 is SOFT_FAIL, a run with
+            // no result that counts toward the limits; 4 is HARD_FAIL, blocked at once with
+            // the run's notes (the coder goes into failed_by).
+            RunEnd::Exited(Some(crate::builtin::EXIT_SOFT_FAIL))
+                if self.backend.name == "builtin" =>
+            {
+                // No result is no progress, whatever the worktree shows.
+                if self.memory(task).finished(false) >= 3 {
+                    blocked = Some((
+                        block("no result in 3 runs of the built-in coder".into()),
+                        BlockCause::CoderFailure,
+                    ));
+                }
+            }
+            RunEnd::Exited(Some(crate::builtin::EXIT_HARD_FAIL))
+                if self.backend.name == "builtin" && still_mine =>
+            {
+                let notes: Vec<&str> = self
+                    .last_output
+                    .lines()
+                    .map(str::trim)
+                    .filter(|l| !l.is_empty() && !l.starts_with("liza builtin coder:"))
+                    .collect();
+                let notes = notes[notes.len().saturating_sub(3)..].join("; ");
+                blocked = Some((
+                    block(format!("the built-in coder failed hard: {notes}")),
+                    BlockCause::CoderFailure,
+                ));
+            }
             RunEnd::Exited(Some(42)) => {
                 let in_a_row = self.memory(task).graceful_exit(progressed, now);
                 if in_a_row >= threshold && still_mine {
