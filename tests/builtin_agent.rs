@@ -384,3 +384,95 @@ fn s4_edits_that_leave_the_worktree_are_refused_and_nothing_is_written() {
         "a SOFT_FAIL counts, it does not block at once: {text}"
     );
 }
+
+#[test]
+fn s3_the_model_key_never_reaches_a_cli_agents_environment() {
+    let project = common::supervision::AgentProject::new();
+    add(&project.repo, "t-1", "");
+    project.step(
+        "coder",
+        "default",
+        "env > \"$FAKE_AGENT_DIR/env.dump\"\nwork out.txt done\nsubmit\n",
+    );
+    let out = project
+        .repo
+        .command()
+        .env("LIZA_AGENT_ID", "coder-1")
+        .env("FAKE_AGENT_DIR", project.scenario.path())
+        .env("LIZA_LLM_API_KEY", CANARY)
+        .env("OPENAI_API_KEY", "sk-canary-openai-0123456789abcdef")
+        .args(["agent", "coder", "t-1", "--once"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    let dump = std::fs::read_to_string(project.scenario.path().join("env.dump")).expect(&text);
+    assert!(
+        dump.contains("LIZA_AGENT_ID=coder-1"),
+        "the dump is real: {dump}"
+    );
+    assert!(
+        !dump.contains(CANARY) && !dump.contains("LIZA_LLM_API_KEY"),
+        "{dump}"
+    );
+    assert!(
+        !dump.contains("sk-canary-openai") && !dump.contains("OPENAI_API_KEY"),
+        "{dump}"
+    );
+    assert!(files_containing(&project.repo.liza_dir(), CANARY).is_empty());
+}
+
+#[test]
+fn reviewers_take_identities_and_a_bad_identities_file_fails_fast() {
+    let repo = project(false);
+    code_once(&repo, "hello\n");
+    std::fs::write(
+        repo.path().join("identities.yaml"),
+        "- id: security\n  name: Security reviewer\n  prompt_prefix: You review for security holes first.\n- id: perf\n  name: Performance reviewer\n  prompt_prefix: You review for slow paths first.\n",
+    )
+    .unwrap();
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(review(json!([]), "approve"))],
+    })
+    .unwrap();
+    let review_as = |identity: &str| {
+        repo.command()
+            .env("LIZA_AGENT_ID", "code-reviewer-1")
+            .env("LIZA_LLM_BASE_URL", server.base_url())
+            .args([
+                "agent",
+                "code-reviewer",
+                "t-1",
+                "--cli",
+                "builtin",
+                "--once",
+                "--identity",
+                identity,
+            ])
+            .output()
+            .unwrap()
+    };
+    let out = review_as("security");
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    let system = server.requests()[0].body.clone();
+    let body: serde_json::Value = serde_json::from_str(&system).unwrap();
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        system.starts_with("You review for security holes first.\n\n"),
+        "{system}\n{text}"
+    );
+    assert_eq!(
+        common::supervision::task_of(&repo, "t-1")["status"],
+        "APPROVED",
+        "{text}"
+    );
+    // A broken file stops the supervisor before any run, naming the file and the problem.
+    std::fs::write(repo.path().join("identities.yaml"), "- id: a\n  name: A\n").unwrap();
+    let out = review_as("a");
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("identities.yaml:1:3") && text.contains("prompt_prefix"),
+        "{text}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
