@@ -17,6 +17,7 @@ pub mod edits;
 pub mod endpoint;
 pub mod grounding;
 pub mod identities;
+pub mod metrics;
 pub mod planner;
 pub mod response;
 pub mod reviewer;

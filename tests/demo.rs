@@ -85,4 +85,25 @@ fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
         "{tasks:#?}"
     );
     assert_eq!(state["goal"]["status"], "COMPLETED");
+    // The built-in agent's metrics, per agent and in total.
+    let metrics = &state["builtin"];
+    let total = &metrics["total"];
+    assert_eq!(total["outcomes"]["reject"], 1, "{metrics:#}");
+    assert_eq!(total["outcomes"]["approve"], 2, "{metrics:#}");
+    assert_eq!(total["outcomes"]["SUCCESS"], 3, "{metrics:#}");
+    assert_eq!(total["runs"], 6, "{metrics:#}");
+    assert!(total["prompt_tokens"].as_u64().unwrap() > 0);
+    assert!(total["patch_lines"].as_u64().unwrap() >= 6);
+    // Which coder took which task is up to the race between them; together they ran 3.
+    let agents = metrics["agents"].as_object().unwrap();
+    let coder_runs: u64 = agents
+        .iter()
+        .filter(|(id, _)| id.starts_with("coder-"))
+        .map(|(_, m)| m["runs"].as_u64().unwrap())
+        .sum();
+    assert_eq!(coder_runs, 3, "{metrics:#}");
+    assert_eq!(
+        metrics["agents"]["code-reviewer-1"]["runs"], 3,
+        "{metrics:#}"
+    );
 }

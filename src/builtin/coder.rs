@@ -101,7 +101,11 @@ struct CommitResult {
     commit_sha: Option<String>,
     notes: Vec<String>,
     retries: u32,
+    /// Retries by reason (`transport`, `parse`, `schema`, `checks`), for the metrics.
+    retry_reasons: BTreeMap<&'static str, u32>,
     usage: Usage,
+    /// Lines added and removed by the committed change.
+    patch_lines: u64,
 }
 
 pub async fn run(ctx: &RunContext) -> Status {
@@ -109,8 +113,9 @@ pub async fn run(ctx: &RunContext) -> Status {
         eprintln!("liza builtin coder: no task given (--task ID)");
         return Status::HardFail;
     };
+    let started = std::time::Instant::now();
     let result = work(ctx, &task).await;
-    report(ctx, &task, &result);
+    report(ctx, &task, &result, started.elapsed());
     result.status
 }
 
@@ -120,7 +125,9 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
         commit_sha: None,
         notes: Vec::new(),
         retries: 0,
+        retry_reasons: BTreeMap::new(),
         usage: Usage::default(),
+        patch_lines: 0,
     };
     let state = match ctx.project.store.snapshot() {
         Ok(s) => s.state,
@@ -183,6 +190,9 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
         )
         .await;
         result.usage.add(asked.usage);
+        for reason in &asked.retries {
+            *result.retry_reasons.entry(reason).or_default() += 1;
+        }
         let Some(answer) = asked.answer else {
             let why = asked.failure.unwrap_or_else(|| "no answer".into());
             ctx.runlog
@@ -271,6 +281,9 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
             "The project's checks failed on your draft:\n\n{}",
             text.join("\n\n")
         ));
+        if draft < MAX_RETRIES {
+            *result.retry_reasons.entry("checks").or_default() += 1;
+        }
     }
     result
 }
@@ -339,7 +352,10 @@ async fn finish(ctx: &RunContext, task: &Task, mut result: CommitResult) -> Comm
     let committed =
         Repo::open(&ctx.project.root).and_then(|r| r.commit_all(&ctx.worktree, &message));
     match committed {
-        Ok(Some(sha)) => result.commit_sha = Some(sha),
+        Ok(Some(sha)) => {
+            result.patch_lines = patch_lines(&ctx.worktree, &sha);
+            result.commit_sha = Some(sha);
+        }
         Ok(None) => match head_of(&ctx.worktree) {
             Ok(head) => result.commit_sha = Some(head),
             Err(e) => {
@@ -372,7 +388,7 @@ async fn finish(ctx: &RunContext, task: &Task, mut result: CommitResult) -> Comm
 }
 
 /// Records the CommitResult in the task's history (with the usage) and the run log.
-fn report(ctx: &RunContext, task: &Task, result: &CommitResult) {
+fn report(ctx: &RunContext, task: &Task, result: &CommitResult, took: std::time::Duration) {
     let value = json!({
         "task_id": task.id.as_str(),
         "commit_sha": result.commit_sha,
@@ -381,6 +397,11 @@ fn report(ctx: &RunContext, task: &Task, result: &CommitResult) {
         "notes": result.notes,
         "retries": result.retries,
         "llm_tokens_used": result.usage.total(),
+        "prompt_tokens": result.usage.prompt_tokens,
+        "completion_tokens": result.usage.completion_tokens,
+        "duration_ms": took.as_millis() as u64,
+        "retry_reasons": result.retry_reasons,
+        "patch_lines": result.patch_lines,
     });
     ctx.runlog.append("commit_result", value.clone());
     let summary = format!(
@@ -496,6 +517,28 @@ fn gather_context(ctx: &RunContext, task: &Task, budget: usize) -> Result<String
         text.push_str(&format!("\n## Human notes\n{}\n", truncate_output(notes)));
     }
     Ok(text)
+}
+
+/// Lines added plus removed by `commit` (`git diff --numstat` against its parent).
+fn patch_lines(worktree: &Path, commit: &str) -> u64 {
+    let out = std::process::Command::new("git")
+        .args(["diff", "--numstat", &format!("{commit}^"), commit])
+        .current_dir(worktree)
+        .output();
+    out.ok()
+        .filter(|o| o.status.success())
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .filter_map(|l| {
+                    let mut parts = l.split_whitespace();
+                    let added: u64 = parts.next()?.parse().ok()?;
+                    let removed: u64 = parts.next()?.parse().ok()?;
+                    Some(added + removed)
+                })
+                .sum()
+        })
+        .unwrap_or(0)
 }
 
 /// The worktree's files (tracked and untracked, not ignored), sorted.

@@ -185,9 +185,20 @@ pub async fn run(ctx: &RunContext) -> Status {
             return Status::HardFail;
         }
     };
+    let started = std::time::Instant::now();
     let mut usage = Usage::default();
     let mut dropped = 0usize;
-    let mut review = ask_review(ctx, &task, &facts, None, &mut usage, &mut dropped).await;
+    let mut retries: Vec<&'static str> = Vec::new();
+    let mut review = ask_review(
+        ctx,
+        &task,
+        &facts,
+        None,
+        &mut usage,
+        &mut dropped,
+        &mut retries,
+    )
+    .await;
     let grounded_blockers = |r: &Option<Review>| {
         r.as_ref()
             .is_some_and(|r| r.findings.iter().any(|f| f.severity == Severity::Blocker))
@@ -197,7 +208,16 @@ pub async fn run(ctx: &RunContext) -> Status {
         && !grounded_blockers(&review)
     {
         let nudge = "Your reject had no blocker that quotes the code verbatim. Quote the code for each blocker, or approve.";
-        review = ask_review(ctx, &task, &facts, Some(nudge), &mut usage, &mut dropped).await;
+        review = ask_review(
+            ctx,
+            &task,
+            &facts,
+            Some(nudge),
+            &mut usage,
+            &mut dropped,
+            &mut retries,
+        )
+        .await;
     }
     let verdict = decide(&facts, review.as_ref());
     let (status, outcome) = match &verdict {
@@ -231,6 +251,13 @@ pub async fn run(ctx: &RunContext) -> Status {
         "quotes_dropped": dropped,
         "reason": reason,
         "llm_tokens_used": usage.total(),
+        "prompt_tokens": usage.prompt_tokens,
+        "completion_tokens": usage.completion_tokens,
+        "duration_ms": started.elapsed().as_millis() as u64,
+        "retry_reasons": retries.iter().fold(std::collections::BTreeMap::<&str, u32>::new(), |mut m, r| {
+            *m.entry(r).or_default() += 1;
+            m
+        }),
     });
     ctx.runlog.append("verdict", result.clone());
     let run = RunResult {
@@ -292,6 +319,7 @@ async fn ask_review(
     nudge: Option<&str>,
     usage: &mut Usage,
     dropped: &mut usize,
+    retries: &mut Vec<&'static str>,
 ) -> Option<Review> {
     let budget = ctx.client.endpoint().context_tokens;
     let head_text = prompt_head(ctx, task, facts);
@@ -332,6 +360,7 @@ async fn ask_review(
         )
         .await;
         usage.add(asked.usage);
+        retries.extend(asked.retries.iter().copied());
         let mut review = asked.answer?;
         review.findings = ground(ctx, task, facts, review.findings, dropped);
         merged = Some(match merged {

@@ -39,6 +39,8 @@ pub struct Report {
     pub tasks: Vec<TaskLine>,
     pub alarms: Vec<String>,
     pub integration_branch: String,
+    /// The built-in agent's metrics, per agent and in total.
+    pub builtin: crate::builtin::metrics::Metrics,
 }
 
 #[derive(Debug, Serialize)]
@@ -139,6 +141,7 @@ impl Report {
                 })
                 .collect(),
             alarms: recent_alarms(&paths.alerts(), 5),
+            builtin: crate::builtin::metrics::collect(state),
             integration_branch: state.config.integration_branch().to_owned(),
         }
     }
