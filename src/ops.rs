@@ -47,7 +47,7 @@ pub use supervision::{
     acknowledge_triggers, record_run_report, release_review_claim, start_run, supervisor_block,
     void_verdict,
 };
-pub use tasks::{add_tasks, amend_task, finalize_tasks, spec_facts};
+pub use tasks::{add_tasks, amend_task, finalize_tasks, spec_change_text, spec_facts};
 pub use work::{block, handoff, record_builtin_result, submit_for_review, submit_verdict};
 
 use crate::blackboard::{IdError, StoreError, TxError};

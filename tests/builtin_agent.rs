@@ -476,3 +476,55 @@ fn reviewers_take_identities_and_a_bad_identities_file_fails_fast() {
     );
     assert_eq!(server.requests().len(), 1);
 }
+
+#[test]
+fn the_builtin_reviewer_sees_the_spec_change_since_the_task_was_finalized() {
+    let repo = project(false);
+    code_once(&repo, "hello\n");
+    let spec = repo.path().join("specs/vision.md");
+    let text = std::fs::read_to_string(&spec).unwrap();
+    std::fs::write(&spec, format!("{text}\nThe greeting must be in French.\n")).unwrap();
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(review(json!([]), "approve"))],
+    })
+    .unwrap();
+    let out = run_agent(&repo, "code-reviewer", "code-reviewer-1", &server);
+    let asked = server.requests()[0].messages_text();
+    assert!(
+        asked.contains("SPEC CHANGED") && asked.contains("+ The greeting must be in French."),
+        "{asked}\n{out}"
+    );
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert!(
+        task["anomalies"].to_string().contains("spec_changed")
+            || common::team::model(&repo)
+                .to_string()
+                .contains("spec_changed"),
+        "{task:#}"
+    );
+}
+
+#[test]
+fn a_dry_run_makes_no_http_call_and_everything_else_runs_for_real() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let server = ScriptedServer::start(Script { steps: vec![] }).unwrap();
+    let out = repo
+        .command()
+        .env("LIZA_AGENT_ID", "coder-1")
+        .env("LIZA_LLM_BASE_URL", server.base_url())
+        .env("DRY_RUN", "1")
+        .args(["agent", "coder", "t-1", "--cli", "builtin", "--once"])
+        .output()
+        .unwrap();
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    assert!(server.requests().is_empty(), "{text}");
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(task["status"], "READY_FOR_REVIEW", "{text}\n{task:#}");
+    assert_eq!(task["usage"]["prompt_tokens"], 100);
+    assert_eq!(task["usage"]["completion_tokens"], 50);
+    assert_eq!(
+        repo.git(&["show", "task/t-1:dry-run-t-1.md"]),
+        "Dry run of task t-1.\n"
+    );
+}

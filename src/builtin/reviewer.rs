@@ -446,6 +446,15 @@ fn prompt_head(ctx: &RunContext, task: &Task, facts: &Facts) -> String {
             ));
         }
     }
+    // Spec currency: the spec changed since the task was finalized (liza logged the
+    // spec_changed anomaly when the review was claimed).
+    let current = ops::spec_facts(&ctx.project.root, task.spec_ref.as_deref()).blob;
+    if let (Some(then), Some(now)) = (&task.spec_hash, &current)
+        && then != now
+    {
+        text.push_str(&ops::spec_change_text(&ctx.project.root, task, then, now));
+        text.push('\n');
+    }
     text.push_str(&format!(
         "\n## Files changed\n\n{}\n",
         facts.changed.join("\n")

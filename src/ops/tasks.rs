@@ -177,3 +177,27 @@ pub fn finalize_tasks(
     keep_spec_texts(project, &specs);
     Ok(done)
 }
+
+/// The spec-currency section: the spec changed since the task was finalized; the lines
+/// removed and added since (the finalized text is kept under `.liza/specs/<blob>`).
+pub fn spec_change_text(
+    root: &std::path::Path,
+    t: &crate::blackboard::model::Task,
+    then: &str,
+    now: &str,
+) -> String {
+    let spec = lifecycle::spec_file(t.spec_ref.as_deref().unwrap_or(""));
+    let old = std::fs::read_to_string(root.join(".liza/specs").join(then)).unwrap_or_default();
+    let new = std::fs::read_to_string(root.join(spec)).unwrap_or_default();
+    let mut diff = Vec::new();
+    for line in old.lines().filter(|l| !new.lines().any(|n| n == *l)) {
+        diff.push(format!("- {line}"));
+    }
+    for line in new.lines().filter(|l| !old.lines().any(|o| o == *l)) {
+        diff.push(format!("+ {line}"));
+    }
+    format!(
+        "\nSPEC CHANGED since the task was finalized ({then} → {now}); review against the current spec, and log a spec_changed anomaly if the change matters:\n{}",
+        diff.join("\n")
+    )
+}

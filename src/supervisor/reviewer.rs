@@ -122,7 +122,7 @@ impl Session {
         }
         let mut facts = self.review_facts(&state, &t, &workdir).await;
         if let Some((then, now)) = spec_changed {
-            facts.spec_changed = spec_change(&self.project.root, &t, &then, &now);
+            facts.spec_changed = ops::spec_change_text(&self.project.root, &t, &then, &now);
         }
         let text = prompt::reviewer(
             &state,
@@ -316,23 +316,4 @@ impl Session {
         self.blocking(move |_| ops::run_review_checks(&checks, &dir))
             .await
     }
-}
-
-/// The spec-currency section: the spec changed since the task was finalized; the lines
-/// removed and added since (the finalized text is kept under `.liza/specs/<blob>`).
-fn spec_change(root: &Path, t: &Task, then: &str, now: &str) -> String {
-    let spec = lifecycle::spec_file(t.spec_ref.as_deref().unwrap_or(""));
-    let old = std::fs::read_to_string(root.join(".liza/specs").join(then)).unwrap_or_default();
-    let new = std::fs::read_to_string(root.join(spec)).unwrap_or_default();
-    let mut diff = Vec::new();
-    for line in old.lines().filter(|l| !new.lines().any(|n| n == *l)) {
-        diff.push(format!("- {line}"));
-    }
-    for line in new.lines().filter(|l| !old.lines().any(|o| o == *l)) {
-        diff.push(format!("+ {line}"));
-    }
-    format!(
-        "\nSPEC CHANGED since the task was finalized ({then} → {now}); review against the current spec, and log a spec_changed anomaly if the change matters:\n{}",
-        diff.join("\n")
-    )
 }

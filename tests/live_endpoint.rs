@@ -1,0 +1,34 @@
+//! Calls a real model endpoint — only with `LIVE_TESTS=1` and `DRY_RUN` not `1`
+//! (builtin-agent.md *DRY_RUN and LIVE_TESTS*): every other test uses the scripted server
+//! on loopback. Configure it like the agent: `LIZA_LLM_BASE_URL`, `LIZA_LLM_API_KEY`,
+//! `LIZA_LLM_MODEL`.
+
+use liza::blackboard::ids::Role;
+use liza::blackboard::model::BuiltinConfig;
+use liza::builtin::client::{Call, ChatClient, RetryPolicy};
+use liza::builtin::endpoint::{Endpoint, ProcessEnv};
+use liza::builtin::response::{self, Expect};
+
+#[test]
+fn a_real_endpoint_answers_in_json() {
+    let live = std::env::var("LIVE_TESTS").is_ok_and(|v| v == "1");
+    let dry = std::env::var("DRY_RUN").is_ok_and(|v| v == "1");
+    if !live || dry {
+        println!("skipped: set LIVE_TESTS=1 (and DRY_RUN unset or 0) to call a real endpoint");
+        return;
+    }
+    let endpoint = Endpoint::resolve(&ProcessEnv, &BuiltinConfig::default(), Role::Coder).unwrap();
+    let client = ChatClient::new(endpoint, RetryPolicy::default(), false).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let outcome = runtime.block_on(client.complete(&Call {
+        system: "Reply with JSON only.",
+        user: "Return {\"ok\": true}.",
+        dry_run_answer: "{}",
+    }));
+    let answer = outcome.result.expect("the endpoint answers");
+    let parsed = response::parse(&answer.content, Expect::Object).expect("JSON in the answer");
+    assert_eq!(parsed.value["ok"], true);
+}
