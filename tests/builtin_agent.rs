@@ -528,3 +528,82 @@ fn a_dry_run_makes_no_http_call_and_everything_else_runs_for_real() {
         "Dry run of task t-1.\n"
     );
 }
+
+#[test]
+fn a_failing_optional_check_is_accepted_as_a_trade_off() {
+    use liza::blackboard::node::{Entry, Extra, Node, Pos, Value};
+    let repo = project(false);
+    configure(&repo, |c| {
+        c.checks.get_or_insert_with(Vec::new).push(Check {
+            name: "style".into(),
+            run: CommandSpec::Shell("echo 'greeting.txt: line too short'; exit 1".into()),
+            timeout: Some(30),
+            on_review: None,
+            on_merge: None,
+            extra: Extra(vec![Entry {
+                key: "optional".into(),
+                key_pos: Pos::UNKNOWN,
+                value: Node::new(Value::Bool(true)),
+            }]),
+        });
+    });
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(edits("hello\n"))],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "coder", "coder-1", &server);
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(task["status"], "READY_FOR_REVIEW", "{text}");
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "no redraft for an optional check"
+    );
+    let model = common::team::model(&repo).to_string();
+    assert!(
+        model.contains("trade_off") && model.contains("line too short"),
+        "{model}"
+    );
+}
+
+#[test]
+fn the_coder_context_holds_the_files_the_task_names_or_quotes() {
+    // The files are on main before init, so integration (and the worktree) has them.
+    let repo = Repo::new();
+    std::fs::create_dir_all(repo.path().join("src")).unwrap();
+    std::fs::write(
+        repo.path().join("src/report.sh"),
+        "print_totals() { echo 42; }\n",
+    )
+    .unwrap();
+    std::fs::write(repo.path().join("src/other.sh"), "unrelated() { :; }\n").unwrap();
+    repo.git(&["add", "."]);
+    repo.git(&["commit", "-q", "-m", "report"]);
+    common::assert_success(&repo.liza(&["init", "Report totals as JSON"]));
+    common::assert_success(&repo.liza(&[
+        "add-task",
+        "--id",
+        "t-1",
+        "--desc",
+        "Make `print_totals` print JSON",
+        "--spec",
+        "specs/vision.md",
+        "--done",
+        "print_totals prints {\"total\": 42}",
+        "--scope",
+        "the report script",
+        "--finalize",
+    ]));
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(edits("x\n"))],
+    })
+    .unwrap();
+    let _ = run_agent(&repo, "coder", "coder-1", &server);
+    let asked = server.requests()[0].messages_text();
+    assert!(
+        asked.contains("### src/report.sh") && asked.contains("print_totals() { echo 42; }"),
+        "{asked}"
+    );
+    assert!(!asked.contains("### src/other.sh"), "{asked}");
+    assert!(asked.contains("## Spec (specs/vision.md)"), "{asked}");
+}

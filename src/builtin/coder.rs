@@ -253,8 +253,15 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
             );
             continue;
         }
-        let failed = run_checks(ctx, &checks, &mut failures);
+        let mut failed = run_checks(ctx, &checks, &mut failures);
+        let (optional, required): (Vec<CheckRun>, Vec<CheckRun>) = failed
+            .drain(..)
+            .partition(|run| checks.iter().any(|c| c.name == run.name && is_optional(c)));
+        let failed = required;
         if failed.is_empty() {
+            for run in &optional {
+                trade_off(ctx, task, run, &mut result);
+            }
             return finish(ctx, task, result).await;
         }
         let text: Vec<String> = failed
@@ -337,6 +344,44 @@ fn run_checks(
         failed.push(run);
     }
     failed
+}
+
+/// A check the project marks `optional: true`: its failure does not hold the work back.
+fn is_optional(check: &crate::blackboard::model::Check) -> bool {
+    check
+        .extra
+        .get("optional")
+        .is_some_and(|n| matches!(n.value, crate::blackboard::node::Value::Bool(true)))
+}
+
+/// Accepting a result with a failing optional check is a trade-off, logged as it happens.
+fn trade_off(ctx: &RunContext, task: &Task, run: &CheckRun, result: &mut CommitResult) {
+    let last = run
+        .output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let details = [
+        format!(
+            "what=submitted with the optional check `{}` failing",
+            run.name
+        ),
+        "why=the required checks pass; the check is marked optional".to_owned(),
+        format!(
+            "debt_created=`{}` still fails: {}",
+            run.name,
+            last.chars().take(200).collect::<String>()
+        ),
+    ];
+    if let Err(e) = ops::anomaly(&ctx.project, &ctx.actor, "trade_off", &task.id, &details) {
+        tracing::warn!(error = %e, "could not record the trade_off anomaly");
+    }
+    result.notes.push(format!(
+        "accepted with the optional check {} failing",
+        run.name
+    ));
 }
 
 /// Commits (`feat: <title>` + `[agent:<task>]`) and submits for review.
@@ -478,7 +523,12 @@ fn gather_context(ctx: &RunContext, task: &Task, budget: usize) -> Result<String
             .collect::<Vec<_>>()
             .join("\n")
     ));
-    let mentioned = relevant_files(task, &files);
+    let mut mentioned = relevant_files(task, &files);
+    for f in grep_files(&ctx.worktree, task) {
+        if !mentioned.contains(&f) {
+            mentioned.push(f);
+        }
+    }
     let mut left = budget.saturating_sub(estimate_tokens(&text));
     let mut shown = String::new();
     for path in mentioned {
@@ -593,6 +643,41 @@ fn relevant_files(task: &Task, files: &[String]) -> Vec<String> {
         }
     }
     out
+}
+
+/// Files that contain a name the task quotes in backticks (`parse_args`, `--json`):
+/// `git grep` in the worktree, at most five files per name.
+fn grep_files(worktree: &Path, task: &Task) -> Vec<String> {
+    let text = [
+        task.description.as_deref(),
+        task.done_when.as_deref(),
+        task.scope.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ");
+    let names: Vec<&str> = text
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::trim)
+        .filter(|n| n.len() >= 3 && n.len() <= 80 && !n.contains('\n'))
+        .collect();
+    let mut found = Vec::new();
+    for name in names {
+        let out = std::process::Command::new("git")
+            .args(["grep", "-l", "-F", "--", name])
+            .current_dir(worktree)
+            .output();
+        let Ok(out) = out else { continue };
+        for f in String::from_utf8_lossy(&out.stdout).lines().take(5) {
+            if !found.iter().any(|x: &String| x == f) {
+                found.push(f.to_owned());
+            }
+        }
+    }
+    found
 }
 
 /// A deterministic dry-run answer: a note file inside the task's scope.
