@@ -43,6 +43,9 @@
 //! - [`ops`]: application operations.
 //! - [`watch`]: directory watching.
 //! - [`cli`]: the `liza` command line.
+//! - [`supervisor`]: `liza-agent`, one agent's supervisor; [`backend`]: the agent CLIs.
+//! - [`builtin`]: liza's own agent over any OpenAI-compatible endpoint.
+//! - [`demo`]: `liza demo`, a whole sprint offline.
 //! - [`mod@bench`]: generated blackboards for the benchmark and tests.
 
 pub mod backend;
