@@ -15,6 +15,7 @@ pub mod client;
 pub mod coder;
 pub mod edits;
 pub mod endpoint;
+pub mod git_cli;
 pub mod grounding;
 pub mod identities;
 pub mod metrics;

@@ -13,6 +13,7 @@ use serde_json::json;
 
 use crate::blackboard::model::{Check, CommandSpec, GoalStatus, TaskStatus};
 use crate::blackboard::{Actor, Store};
+use crate::builtin::git_cli::git;
 use crate::builtin::scripted_server::{Script, ScriptedServer, Step};
 
 /// How long the demo waits for the sprint before giving up.
@@ -214,22 +215,6 @@ fn check(name: &str, run: &str, gate: bool) -> Check {
         on_merge: gate.then_some(true),
         extra: Default::default(),
     }
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("could not run git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn spawn_supervisor(

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::ask::{self, Question, read};
 use super::client::Usage;
 use super::edits::{self, DiffFailure, Edit};
+use super::git_cli::git_lines;
 use super::response::Expect;
 use super::run::{RunContext, Status};
 use super::text::{estimate_tokens, truncate_output};
@@ -571,42 +572,36 @@ fn gather_context(ctx: &RunContext, task: &Task, budget: usize) -> Result<String
 
 /// Lines added plus removed by `commit` (`git diff --numstat` against its parent).
 fn patch_lines(worktree: &Path, commit: &str) -> u64 {
-    let out = std::process::Command::new("git")
-        .args(["diff", "--numstat", &format!("{commit}^"), commit])
-        .current_dir(worktree)
-        .output();
-    out.ok()
-        .filter(|o| o.status.success())
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .filter_map(|l| {
-                    let mut parts = l.split_whitespace();
-                    let added: u64 = parts.next()?.parse().ok()?;
-                    let removed: u64 = parts.next()?.parse().ok()?;
-                    Some(added + removed)
-                })
-                .sum()
-        })
-        .unwrap_or(0)
+    git_lines(
+        worktree,
+        &["diff", "--numstat", &format!("{commit}^"), commit],
+    )
+    .iter()
+    .filter_map(|l| {
+        let mut parts = l.split_whitespace();
+        let added: u64 = parts.next()?.parse().ok()?;
+        let removed: u64 = parts.next()?.parse().ok()?;
+        Some(added + removed)
+    })
+    .sum()
+}
+
+/// The task's description, done-when and scope, as one text to search.
+fn task_text(task: &Task) -> String {
+    [
+        task.description.as_deref(),
+        task.done_when.as_deref(),
+        task.scope.as_deref(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect::<Vec<_>>()
+    .join(" ")
 }
 
 /// The worktree's files (tracked and untracked, not ignored), sorted.
 fn worktree_files(worktree: &Path) -> Vec<String> {
-    let out = std::process::Command::new("git")
-        .args(["ls-files", "-co", "--exclude-standard"])
-        .current_dir(worktree)
-        .output();
-    let mut files: Vec<String> = out
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut files = git_lines(worktree, &["ls-files", "-co", "--exclude-standard"]);
     files.sort();
     files
 }
@@ -625,15 +620,7 @@ fn relevant_files(task: &Task, files: &[String]) -> Vec<String> {
             }
         }
     }
-    let words = [
-        task.description.as_deref(),
-        task.done_when.as_deref(),
-        task.scope.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect::<Vec<_>>()
-    .join(" ");
+    let words = task_text(task);
     for f in files {
         let name = f.rsplit('/').next().unwrap_or(f);
         if (words.contains(f.as_str()) || (name.contains('.') && words.contains(name)))
@@ -648,15 +635,7 @@ fn relevant_files(task: &Task, files: &[String]) -> Vec<String> {
 /// Files that contain a name the task quotes in backticks (`parse_args`, `--json`):
 /// `git grep` in the worktree, at most five files per name.
 fn grep_files(worktree: &Path, task: &Task) -> Vec<String> {
-    let text = [
-        task.description.as_deref(),
-        task.done_when.as_deref(),
-        task.scope.as_deref(),
-    ]
-    .into_iter()
-    .flatten()
-    .collect::<Vec<_>>()
-    .join(" ");
+    let text = task_text(task);
     let names: Vec<&str> = text
         .split('`')
         .skip(1)
@@ -666,14 +645,12 @@ fn grep_files(worktree: &Path, task: &Task) -> Vec<String> {
         .collect();
     let mut found = Vec::new();
     for name in names {
-        let out = std::process::Command::new("git")
-            .args(["grep", "-l", "-F", "--", name])
-            .current_dir(worktree)
-            .output();
-        let Ok(out) = out else { continue };
-        for f in String::from_utf8_lossy(&out.stdout).lines().take(5) {
-            if !found.iter().any(|x: &String| x == f) {
-                found.push(f.to_owned());
+        for f in git_lines(worktree, &["grep", "-l", "-F", "--", name])
+            .into_iter()
+            .take(5)
+        {
+            if !found.contains(&f) {
+                found.push(f);
             }
         }
     }

@@ -590,19 +590,7 @@ fn decisions_prompt(state: &State, triggers: &[Trigger]) -> String {
 
 /// Paths of the repository (tracked files), bounded.
 fn repo_summary(root: &std::path::Path) -> String {
-    let out = std::process::Command::new("git")
-        .args(["ls-files"])
-        .current_dir(root)
-        .output();
-    let files: Vec<String> = out
-        .ok()
-        .map(|o| {
-            String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let files = super::git_cli::git_lines(root, &["ls-files"]);
     let mut text: Vec<String> = files.iter().take(200).cloned().collect();
     if files.len() > 200 {
         text.push(format!("… and {} more files", files.len() - 200));

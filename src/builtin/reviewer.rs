@@ -6,13 +6,13 @@
 //! blocker is asked once more, then recorded as no verdict (the review is released).
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 
 use super::ask::{self, Question, read};
 use super::chunk::chunk;
 use super::client::Usage;
+use super::git_cli::git;
 use super::grounding::{Quote, Source, chunk_of, quote_id};
 use super::response::Expect;
 use super::run::{RunContext, Status};
@@ -641,22 +641,6 @@ fn first_citation(output: &str, changed: &[String]) -> Option<String> {
         .into_iter()
         .find(|c| changed.iter().any(|f| c.starts_with(&format!("{f}:"))))
         .map(str::to_owned)
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| format!("could not run git: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The text of `path` at `commit` (quotes are grounded in it).
