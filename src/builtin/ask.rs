@@ -160,6 +160,16 @@ pub mod read {
         }
     }
 
+    /// `value[key]` as non-empty text; when it is not, the error goes to `errors`.
+    pub fn text_noted(
+        value: &Value,
+        key: &str,
+        at: &str,
+        errors: &mut Vec<String>,
+    ) -> Option<String> {
+        text(value, key, at).map_err(|e| errors.push(e)).ok()
+    }
+
     /// `value[key]` as text when present.
     pub fn opt_text(value: &Value, key: &str) -> Option<String> {
         value

@@ -86,12 +86,8 @@ fn cannot(value: &Value) -> Option<String> {
 
 fn read_planned(item: &Value, at: &str) -> Result<Planned, Vec<String>> {
     let mut errors = Vec::new();
-    let title = read::text(item, "title", at)
-        .map_err(|e| errors.push(e))
-        .ok();
-    let acceptance = read::text(item, "acceptance", at)
-        .map_err(|e| errors.push(e))
-        .ok();
+    let title = read::text_noted(item, "title", at, &mut errors);
+    let acceptance = read::text_noted(item, "acceptance", at, &mut errors);
     match (title, acceptance) {
         (Some(title), Some(acceptance)) => Ok(Planned {
             id: read::opt_text(item, "id"),

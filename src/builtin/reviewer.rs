@@ -124,12 +124,8 @@ fn read_finding(item: &Value, at: &str) -> Result<Finding, Vec<String>> {
             None
         }
     };
-    let path = read::text(item, "path", at)
-        .map_err(|e| errors.push(e))
-        .ok();
-    let issue = read::text(item, "issue", at)
-        .map_err(|e| errors.push(e))
-        .ok();
+    let path = read::text_noted(item, "path", at, &mut errors);
+    let issue = read::text_noted(item, "issue", at, &mut errors);
     let mut quotes = Vec::new();
     match item.get("quotes").and_then(Value::as_array) {
         Some(list) if (1..=3).contains(&list.len()) => {
