@@ -159,6 +159,18 @@ impl Backend {
         self.name == "codex"
     }
 
+    /// Whether its exit codes 3 and 4 mean SOFT_FAIL and HARD_FAIL (the built-in agent's
+    /// protocol) rather than a crash.
+    pub fn reports_soft_and_hard_failures(&self) -> bool {
+        self.name == "builtin"
+    }
+
+    /// Whether it runs the `on_review` checks itself and reads their output (the built-in
+    /// reviewer), so the supervisor need not run them for its prompt.
+    pub fn runs_review_checks(&self) -> bool {
+        self.name == "builtin"
+    }
+
     /// The argv and stdin of one run.
     pub fn invocation(&self, run: &RunInput<'_>, interactive: bool) -> Invocation {
         let fill = |arg: &str| {

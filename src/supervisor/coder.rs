@@ -156,7 +156,7 @@ impl Session {
             // no result that counts toward the limits; 4 is HARD_FAIL, blocked at once with
             // the run's notes (the coder goes into failed_by).
             RunEnd::Exited(Some(crate::builtin::EXIT_SOFT_FAIL))
-                if self.backend.name == "builtin" =>
+                if self.backend.reports_soft_and_hard_failures() =>
             {
                 // No result is no progress, whatever the worktree shows.
                 if self.memory(task).finished(false) >= 3 {
@@ -167,7 +167,7 @@ impl Session {
                 }
             }
             RunEnd::Exited(Some(crate::builtin::EXIT_HARD_FAIL))
-                if self.backend.name == "builtin" && still_mine =>
+                if self.backend.reports_soft_and_hard_failures() && still_mine =>
             {
                 let notes: Vec<&str> = self
                     .last_output

@@ -308,7 +308,7 @@ impl Session {
         if checks.is_empty() {
             return "(no checks configured with on_review: true)".into();
         }
-        if self.backend.name == "builtin" {
+        if self.backend.runs_review_checks() {
             // The built-in reviewer runs them itself, in process, and reads their output.
             return "(run by the built-in reviewer)".into();
         }
