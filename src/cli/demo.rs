@@ -27,9 +27,19 @@ pub fn cmd_demo(args: DemoArgs, _out: &Output) -> Result<i32, CliError> {
     println!(
         "liza demo: a planner, two coders and a reviewer (the built-in agent) on a tiny shell project"
     );
+    let started = dir.join(".liza/demo").exists();
     let report = crate::demo::run(&dir, &liza, |line| println!("  {line}")).map_err(|e| {
-        CliError::refused(e)
-            .with_hint("the supervisors' output is under <dir>/.liza/demo/ and .liza/agent-logs/")
+        let err = CliError::refused(e);
+        if !started && dir.join(".liza/demo").exists() {
+            let logs = dir.join(".liza");
+            err.with_hint(format!(
+                "the supervisors' output is in {}/demo/ and their agents' in {}/agent-logs/",
+                logs.display(),
+                logs.display()
+            ))
+        } else {
+            err
+        }
     })?;
     println!(
         "\nliza demo: sprint complete in {:.1} s; merged on integration: {}",
