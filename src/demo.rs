@@ -240,10 +240,12 @@ fn spawn_supervisor(
         .map_err(|e| format!("could not start {id}: {e}"))
 }
 
-/// Prints each task's moves until the goal is complete; the merged tasks.
+/// Prints the sprint's transitions from the activity log as they happen, until every
+/// task is merged and the goal complete; returns the merged tasks.
 fn watch(dir: &Path, started: Instant, show: &mut impl FnMut(&str)) -> Result<Vec<String>, String> {
     let store = Store::open(dir).map_err(|e| e.to_string())?;
-    let mut seen: Vec<(String, TaskStatus)> = Vec::new();
+    let log = store.paths().log();
+    let mut shown = 0;
     loop {
         if started.elapsed() > DEADLINE {
             return Err(format!(
@@ -252,52 +254,35 @@ fn watch(dir: &Path, started: Instant, show: &mut impl FnMut(&str)) -> Result<Ve
                 dir.join(".liza/demo").display()
             ));
         }
-        if let Ok(snapshot) = store.snapshot() {
-            let state = snapshot.state;
-            for t in &state.tasks {
-                let before = seen.iter().position(|(id, _)| id == t.id.as_str());
-                if before.is_none_or(|i| seen[i].1 != t.status) {
-                    let who = t
-                        .reviewing_by
-                        .as_ref()
-                        .or(t.assigned_to.as_ref())
-                        .map(|a| format!(" ({a})"))
+        if let Ok(read) = crate::blackboard::log::read(&log) {
+            for entry in read.entries.iter().skip(shown) {
+                if entry.task.is_some() || entry.action.starts_with("goal") {
+                    let detail = entry
+                        .detail
+                        .as_deref()
+                        .and_then(|d| d.lines().next())
+                        .map(|d| format!("  {}", d.chars().take(120).collect::<String>()))
                         .unwrap_or_default();
-                    let extra = match t.status {
-                        TaskStatus::Rejected => format!(
-                            ": {}",
-                            t.rejection_reason
-                                .as_deref()
-                                .unwrap_or("")
-                                .lines()
-                                .next()
-                                .unwrap_or("")
-                        ),
-                        _ => String::new(),
-                    };
                     show(&format!(
-                        "{:>5.1}s  {:<6} {}{who}{extra}",
+                        "{:>5.1}s  {:<16} {:<26} {}{detail}",
                         started.elapsed().as_secs_f64(),
-                        t.id,
-                        t.status.as_str()
+                        entry.agent.as_deref().unwrap_or("-"),
+                        entry.action,
+                        entry.task.as_deref().unwrap_or("")
                     ));
-                    match before {
-                        Some(i) => seen[i].1 = t.status,
-                        None => seen.push((t.id.to_string(), t.status)),
-                    }
                 }
             }
+            shown = shown.max(read.entries.len());
+        }
+        if let Ok(snapshot) = store.snapshot() {
+            let state = snapshot.state;
             let all_merged = !state.tasks.is_empty()
                 && state.tasks.iter().all(|t| t.status == TaskStatus::Merged);
             if all_merged && state.goal.status == Some(GoalStatus::Completed) {
-                show(&format!(
-                    "{:>5.1}s  goal completed",
-                    started.elapsed().as_secs_f64()
-                ));
                 return Ok(state.tasks.iter().map(|t| t.id.to_string()).collect());
             }
         }
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
