@@ -25,6 +25,7 @@ mod sprint;
 mod supervision;
 mod task_lock;
 mod tasks;
+pub mod webhook;
 mod work;
 
 pub use agents::{Heartbeat, heartbeat, mint_generation, register, unregister};

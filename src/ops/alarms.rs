@@ -2,7 +2,7 @@
 //! `<ts> <LEVEL> <CATEGORY> <message> [key]`, raised once per occurrence across all
 //! processes and restarts — the key (rule, task or agent, the revision that created the
 //! condition) is looked up in the log before an alarm fires. The full rule set and the
-//! webhook come with `liza watch`.
+//! webhook (`webhook.rs`) is driven by `liza watch`.
 
 use std::fs::OpenOptions;
 use std::io::Write;

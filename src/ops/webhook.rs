@@ -1,0 +1,161 @@
+//! The escalation webhook (operations.md *Watch and alarms*): each alarm is POSTed as
+//! `{"ts","level","category","message","task","agent","revision","key","project"}` to
+//! `config.escalation_webhook`, from a thread of its own so the watcher never waits on
+//! it. A failed delivery (connection refused, timeout, non-2xx) is retried with
+//! exponential backoff; a full queue drops the newest alarm with a warning (the alarm is
+//! still in `.liza/alerts.log`).
+
+use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
+use std::time::Duration;
+
+use serde::Serialize;
+
+/// One alarm as the webhook receives it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct AlarmPayload {
+    pub ts: String,
+    pub level: String,
+    pub category: String,
+    pub message: String,
+    pub task: Option<String>,
+    pub agent: Option<String>,
+    pub revision: Option<u64>,
+    pub key: String,
+    pub project: String,
+}
+
+/// How deliveries are retried.
+#[derive(Clone, Copy, Debug)]
+pub struct Delivery {
+    /// Attempts per alarm (the first and the retries).
+    pub attempts: u32,
+    /// The first wait between attempts, doubled each time.
+    pub backoff: Duration,
+    /// Per request.
+    pub timeout: Duration,
+}
+
+impl Default for Delivery {
+    fn default() -> Self {
+        Delivery {
+            attempts: 5,
+            backoff: Duration::from_secs(1),
+            timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Alarms waiting for delivery at most; more are dropped (they stay in alerts.log).
+const QUEUE: usize = 256;
+
+/// The sender side; dropping it lets the delivery thread finish what is queued and end.
+pub struct Webhook {
+    queue: Option<SyncSender<AlarmPayload>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Webhook {
+    /// Starts the delivery thread for `url`.
+    pub fn start(url: &str, delivery: Delivery) -> Result<Webhook, String> {
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err(format!(
+                "config.escalation_webhook is `{url}`: it must be an http:// or https:// URL"
+            ));
+        }
+        let client = reqwest::Client::builder()
+            .timeout(delivery.timeout)
+            .user_agent(concat!("liza/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("could not set up the webhook client: {e}"))?;
+        let (queue, alarms) = sync_channel(QUEUE);
+        let url = url.to_owned();
+        let thread = std::thread::Builder::new()
+            .name("liza-webhook".into())
+            .spawn(move || deliver_all(&client, &url, delivery, alarms))
+            .map_err(|e| format!("could not start the webhook thread: {e}"))?;
+        Ok(Webhook {
+            queue: Some(queue),
+            thread: Some(thread),
+        })
+    }
+
+    /// Queues `alarm` for delivery; never waits.
+    pub fn send(&self, alarm: AlarmPayload) {
+        let Some(queue) = &self.queue else { return };
+        match queue.try_send(alarm) {
+            Ok(()) => {}
+            Err(TrySendError::Full(alarm)) => {
+                tracing::warn!(key = %alarm.key, "webhook queue full; this alarm is only in alerts.log");
+            }
+            Err(TrySendError::Disconnected(_)) => {}
+        }
+    }
+
+    /// Waits until every queued alarm was delivered or given up on.
+    pub fn finish(mut self) {
+        self.queue.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        // Without `finish`, the thread ends on its own once the queue is drained.
+        self.queue.take();
+    }
+}
+
+fn deliver_all(
+    client: &reqwest::Client,
+    url: &str,
+    delivery: Delivery,
+    alarms: Receiver<AlarmPayload>,
+) {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        tracing::warn!("could not start the webhook runtime; alarms stay in alerts.log");
+        return;
+    };
+    while let Ok(alarm) = alarms.recv() {
+        runtime.block_on(deliver(client, url, delivery, &alarm));
+    }
+}
+
+/// POSTs one alarm, retrying with backoff; gives up after `delivery.attempts`.
+async fn deliver(
+    client: &reqwest::Client,
+    url: &str,
+    delivery: Delivery,
+    alarm: &AlarmPayload,
+) -> bool {
+    let body = match serde_json::to_string(alarm) {
+        Ok(b) => b,
+        Err(_) => return false,
+    };
+    let mut wait = delivery.backoff;
+    for attempt in 1..=delivery.attempts.max(1) {
+        let sent = client
+            .post(url)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+            .await;
+        match sent {
+            Ok(r) if r.status().is_success() => return true,
+            Ok(r) => {
+                tracing::warn!(status = r.status().as_u16(), attempt, key = %alarm.key, "webhook refused the alarm")
+            }
+            Err(e) => tracing::warn!(error = %e, attempt, key = %alarm.key, "webhook unreachable"),
+        }
+        if attempt < delivery.attempts {
+            tokio::time::sleep(wait).await;
+            wait = wait.saturating_mul(2).min(Duration::from_secs(300));
+        }
+    }
+    tracing::warn!(key = %alarm.key, "webhook delivery given up; the alarm is in alerts.log");
+    false
+}
