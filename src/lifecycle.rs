@@ -12,6 +12,7 @@
 //! [`State`]: crate::blackboard::State
 
 pub mod agents;
+pub mod circuit_breaker;
 pub mod claims;
 pub mod context;
 pub mod limits;
