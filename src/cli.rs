@@ -4,6 +4,7 @@
 
 mod agent;
 mod agents;
+mod analyze;
 mod builtin;
 mod demo;
 mod edit;
@@ -143,6 +144,8 @@ enum Command {
     ReleaseClaim(moves::ReleaseArgs),
     /// Release every expired review claim.
     ClearStale,
+    /// The circuit breaker's patterns over the sprint's anomalies (may checkpoint it).
+    Analyze,
     /// Supervisors start no new runs until `liza resume`.
     Pause,
     /// Continue after pause or checkpoint.
@@ -207,6 +210,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
         Command::ClearStale => moves::cmd_clear_stale(&out),
         Command::Pause => sprint::cmd_pause(&out),
+        Command::Analyze => analyze::cmd_analyze(&out),
         Command::Resume(args) => sprint::cmd_resume(args, &out),
         Command::Abort(args) => sprint::cmd_abort(args, &out),
         Command::Gc(args) => gc::cmd_gc(args, &out),

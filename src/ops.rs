@@ -6,6 +6,7 @@
 
 mod agents;
 pub mod alarms;
+mod analyze;
 mod authority;
 mod claim;
 mod command;
@@ -29,6 +30,7 @@ pub mod webhook;
 mod work;
 
 pub use agents::{Heartbeat, heartbeat, mint_generation, register, unregister};
+pub use analyze::{Analysis, DEFAULT_CHECKPOINT_AT, analyze};
 pub use authority::{Authority, Transition, authorize, dry_run, supervisor_only, transition};
 pub use claim::{
     Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,
