@@ -27,7 +27,6 @@ pub fn analyze(project: &Project, actor: &Actor) -> Result<Analysis, OpsError> {
     let state = project.store.snapshot()?.state;
     let matches = circuit_breaker::analyze(&state);
     let report = project.store.paths().dir.join("circuit_breaker_report.md");
-    write_report(&report, &state.sprint.id, &matches)?;
     let trigger = trigger_node(&matches);
     project
         .store
@@ -62,6 +61,8 @@ pub fn analyze(project: &Project, actor: &Actor) -> Result<Analysis, OpsError> {
             Ok::<_, OpsError>(())
         })
         .map_err(OpsError::from)?;
+    // After the transaction: a refused one leaves every file as it was.
+    write_report(&report, &state.sprint.id, &matches)?;
     let stop_at: Vec<String> = state
         .config
         .circuit_breaker
