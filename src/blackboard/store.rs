@@ -538,6 +538,12 @@ impl Store {
     }
 
     /// The last committed revision's state, from the journal.
+    /// The last committed revision's state (the journal head), whatever a person's
+    /// unreconciled edit of state.yaml says meanwhile.
+    pub fn committed_state(&self) -> Option<State> {
+        self.head_state()
+    }
+
     fn head_state(&self) -> Option<State> {
         let head = self.journal.entries().ok()?.pop()?;
         let bytes = self.journal.read(&head).ok()?;

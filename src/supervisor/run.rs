@@ -141,8 +141,14 @@ impl Session {
     /// Compares the role boundaries before and after a run.
     async fn check_boundaries(&self, before: &Boundaries, state: &State, task: Option<&TaskId>) {
         let after = Boundaries::read(&self.project.root, state);
-        // Read after the refs, so a merge published meanwhile is already recorded.
-        let fresh = self.snapshot().unwrap_or_else(|_| state.clone());
+        // Read after the refs, so a merge published meanwhile is already recorded; from
+        // the journal head, because state.yaml may hold a person's stale, unreconciled
+        // save that predates the merge.
+        let fresh = self
+            .project
+            .store
+            .committed_state()
+            .unwrap_or_else(|| state.clone());
         let changes = before.changes(&after, &fresh);
         if changes.is_empty() {
             return;
