@@ -5,11 +5,16 @@
 mod common;
 
 use std::fs::File;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::team::add_draft;
 use common::{Repo, assert_exit, assert_success, json, stderr, stdout};
-use liza::blackboard::model::{Task, TaskStatus};
+use liza::blackboard::State;
+use liza::blackboard::document;
+use liza::blackboard::model::{HumanNote, Task, TaskStatus};
+use liza::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
 use liza::blackboard::{Actor, Store, StoreError, TaskId, TxError};
 
 fn store(repo: &Repo) -> Store {
@@ -376,6 +381,117 @@ fn a_save_landing_during_a_transaction_that_conflicts_is_kept_not_lost() {
     );
     let log = repo.log();
     assert_eq!(log.last().unwrap()["action"], "hand_edit_rejected");
+}
+
+/// A person who saves again while liza judges their previous save (the policy is asked
+/// under the lock, in the middle of it): the second save lands then, by rename.
+struct SavesWhileJudging {
+    state: PathBuf,
+    next: Mutex<Option<String>>,
+    /// Edits whose goal description contains this are refused.
+    forbid: &'static str,
+}
+
+impl HandEditPolicy for SavesWhileJudging {
+    fn forbidden_changes(&self, _before: &State, after: &State) -> Vec<String> {
+        if let Some(text) = self.next.lock().unwrap().take() {
+            let temp = self.state.with_file_name("editor.tmp");
+            std::fs::write(&temp, text).unwrap();
+            std::fs::rename(&temp, &self.state).unwrap();
+        }
+        if after.goal.description.contains(self.forbid) {
+            vec!["goal.description: refused by the test's policy".into()]
+        } else {
+            Vec::new()
+        }
+    }
+    fn reconciled(&self, _outcome: &HandEditOutcome) {}
+}
+
+/// `text` (a state.yaml) with one more human note, `id`.
+fn with_note(text: &str, id: &str) -> String {
+    let mut state = document::decode(text.as_bytes()).unwrap().state;
+    state
+        .human_notes
+        .get_or_insert_with(Vec::new)
+        .push(HumanNote {
+            id: id.into(),
+            timestamp: Some(liza::blackboard::Timestamp::now()),
+            message: format!("{id} by hand"),
+            target: Some("all".into()),
+            seen_by: Some(Vec::new()),
+            extra: Default::default(),
+        });
+    document::emit(&state, 0)
+}
+
+fn policy_store(repo: &Repo, next: String, forbid: &'static str) -> Store {
+    store(repo).with_policy(Arc::new(SavesWhileJudging {
+        state: repo.state_path(),
+        next: Mutex::new(Some(next)),
+        forbid,
+    }))
+}
+
+#[test]
+fn a_save_swapped_out_by_a_commit_is_judged_where_the_next_save_cannot_replace_it() {
+    let repo = Repo::initialized();
+    let original = repo.state_text();
+    let first = with_note(&original, "note-7");
+    let second = with_note(&original, "note-8");
+    let store = policy_store(&repo, second, "NEVER");
+    let path = repo.state_path();
+    let revision = store
+        .transact(&Actor::Human, |tx| {
+            std::fs::write(&path, &first).unwrap();
+            tx.state.goal.description = "agent change".into();
+            tx.log("test_change");
+            Ok::<_, String>(())
+        })
+        .unwrap()
+        .revision;
+    assert_eq!(revision, 2);
+    // The commit, the save it swapped out, then the save made while that one was judged.
+    let text = repo.state_text();
+    for expected in [
+        "description: agent change",
+        "note-7 by hand",
+        "note-8 by hand",
+    ] {
+        assert!(text.contains(expected), "{expected} lost:\n{text}");
+    }
+    assert_eq!(repo.revision(), 4);
+    let actions: Vec<_> = repo.log().iter().map(|e| e["action"].clone()).collect();
+    assert_eq!(actions[1..], ["test_change", "human_edit", "human_edit"]);
+    assert!(rejected(&repo).is_empty());
+}
+
+#[test]
+fn a_save_landing_while_a_refused_one_is_restored_is_judged_and_the_refused_one_kept() {
+    let repo = Repo::initialized();
+    let original = repo.state_text();
+    let refused = original.replace(
+        "goal-1\n  description: Add",
+        "goal-1\n  description: FORBIDDEN Add",
+    );
+    assert_ne!(refused, original);
+    let next = with_note(&original, "note-9");
+    let store = policy_store(&repo, next, "FORBIDDEN");
+    std::fs::write(repo.state_path(), &refused).unwrap();
+    store.reconcile().unwrap();
+    let kept = rejected(&repo);
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].0, refused);
+    assert!(
+        kept[0].1.contains("refused by the test's policy"),
+        "{}",
+        kept[0].1
+    );
+    let text = repo.state_text();
+    assert!(text.contains("note-9 by hand"), "{text}");
+    assert!(!text.contains("FORBIDDEN"), "{text}");
+    let actions: Vec<_> = repo.log().iter().map(|e| e["action"].clone()).collect();
+    assert_eq!(actions[1..], ["hand_edit_rejected", "human_edit"]);
 }
 
 #[test]

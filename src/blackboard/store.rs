@@ -447,7 +447,7 @@ impl Store {
         if let Some(saved) = &committed.concurrent_save {
             // Rare: finish this commit, then reconcile the save under the same lock.
             committed.durable.complete()?;
-            let current = self.replay_concurrent_save(&lock, saved, committed.hash)?;
+            let current = self.reconcile_swapped_out(&lock, saved)?;
             self.remember(current.into());
             drop(lock);
             return Ok(Committed {
@@ -537,7 +537,6 @@ impl Store {
         }
     }
 
-    /// The last committed revision's state, from the journal.
     /// The last committed revision's state (the journal head), whatever a person's
     /// unreconciled edit of state.yaml says meanwhile.
     pub fn committed_state(&self) -> Option<State> {
@@ -861,42 +860,8 @@ impl Store {
         Some(temp.to_path_buf())
     }
 
-    /// A save that landed during a commit: put back in place of the revision just
-    /// committed (checked to be still there), then reconciled as a hand edit of the
-    /// revision it was made on — merged, or set aside under `rejected/`. Never lost.
-    fn replay_concurrent_save(
-        &self,
-        lock: &StateLock,
-        saved: &Path,
-        committed: ContentHash,
-    ) -> Result<Current, StoreError> {
-        let target = self.paths.state();
-        let dir = &self.paths.dir;
-        atomic::exchange(dir, saved, &target).map_err(io_err("restore", &target))?;
-        let ours = fs::read(saved).is_ok_and(|b| ContentHash::of(&b) == committed);
-        if ours {
-            let _ = fs::remove_file(saved);
-        } else {
-            // Yet another save in between: keep it rather than guess.
-            let note = "This copy of state.yaml was saved while liza was replaying an earlier \
-                        save; compare it with .liza/state.yaml and redo your change.";
-            self.keep_rejected(saved, "concurrent-save", note);
-        }
-        self.read_current(lock)
-    }
-
-    /// A save that landed while a hand edit was being committed: kept, not replayed (one
-    /// replay at a time).
-    fn keep_concurrent_save(&self, saved: &Path, revision: u64) {
-        let note = format!(
-            "This copy of state.yaml was saved while liza was committing revision {revision}; \
-             compare it with .liza/state.yaml and redo your change."
-        );
-        self.keep_rejected(saved, "concurrent-save", &note);
-    }
-
     /// Moves `file` to `rejected/<ts>-<label>.yaml` with a note beside it.
-    fn keep_rejected(&self, file: &Path, label: &str, note: &str) -> Option<String> {
+    pub(super) fn keep_rejected(&self, file: &Path, label: &str, note: &str) -> Option<String> {
         let dir = self.paths.rejected();
         fs::create_dir_all(&dir).ok()?;
         let stamp = Timestamp::now().to_string().replace(':', "");

@@ -6,12 +6,17 @@
 //!   onto the latest revision and committed;
 //! - conflicting fields, a base gone from the journal, invalid YAML or state rules, or a
 //!   status change a person may not make → the latest revision is restored and the human's
-//!   file kept under `rejected/` with a note saying why and how to redo it.
+//!   file kept under `rejected/` with a note saying why and how to redo it;
+//! - saved while a commit ran (swapped out by it) → judged the same way from where the
+//!   swap left it, never put back in state.yaml, where the person's next save could replace
+//!   it unread; every save a swap brings out is judged in turn.
 //!
 //! Which status changes a person may make is the transition table's business, and alarms
 //! belong to operations: both come from the [`HandEditPolicy`] the `ops` layer installs.
 
 use std::collections::HashSet;
+use std::fs;
+use std::path::Path;
 
 use super::hash::ContentHash;
 use super::journal::JournalEntry;
@@ -158,11 +163,59 @@ impl Store {
                     merged_from,
                     commented: Commented::of(bytes),
                 };
-                self.apply_hand_edit(lock, hash, journal, edit)
+                Ok(self.apply_hand_edit(lock, hash, journal, edit)?.0)
+            }
+            Err(why) => self.reject_hand_edit(lock, &head, head_bytes, journal, bytes, why),
+        }
+    }
+
+    /// A person's save found at `saved` instead of in state.yaml: a commit swapped it out
+    /// because it landed while that commit ran. It is judged like any hand edit against
+    /// the latest revision without being put back in state.yaml, where the person's next
+    /// save could replace it before it is read: applied or merged as the next revision,
+    /// or kept under `rejected/`. Nothing is set aside unjudged.
+    pub(super) fn reconcile_swapped_out(
+        &self,
+        lock: &StateLock,
+        saved: &Path,
+    ) -> Result<Current, StoreError> {
+        let bytes = fs::read(saved).map_err(io_err("read", saved))?;
+        let journal = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?;
+        let Some(head) = journal.last().cloned() else {
+            // Cannot happen after a commit; keep the save rather than guess.
+            let note = "This copy of state.yaml was saved while liza was committing; \
+                        compare it with .liza/state.yaml and redo your change.";
+            self.keep_rejected(saved, "concurrent-save", note);
+            return self.read_current(lock);
+        };
+        let head_bytes = self
+            .journal
+            .read(&head)
+            .map_err(io_err("read", &head.path))?;
+        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
+        match self.judge(&bytes, &head, &head_decoded, &journal, &Choices::new()) {
+            Ok((state, merged_from)) => {
+                let detail =
+                    hand_edit_detail(&head_decoded.state, &state, merged_from, head.revision);
+                let edit = Applied {
+                    state,
+                    detail,
+                    merged_from,
+                    commented: Commented::of(&bytes),
+                };
+                // state.yaml holds the head (or a newer save, which the commit swaps out
+                // and settles in turn).
+                let (current, _) = self.apply_hand_edit(lock, head.hash, journal, edit)?;
+                let _ = fs::remove_file(saved);
+                Ok(current)
             }
             Err(why) => {
-                self.reject_hand_edit(&head, &head_bytes, why)?;
-                self.load_committed(head.hash, head_bytes, journal)
+                self.set_aside(saved, head.revision, why)?;
+                // state.yaml still holds the head, or a save made meanwhile.
+                self.read_current(lock)
             }
         }
     }
@@ -260,8 +313,8 @@ impl Store {
                     merged_from,
                     commented: Commented::of(bytes),
                 };
-                let done = self.apply_hand_edit(&lock, current.hash, current.journal, edit)?;
-                let revision = done.state.revision();
+                let (done, revision) =
+                    self.apply_hand_edit(&lock, current.hash, current.journal, edit)?;
                 self.remember(done.into());
                 Ok(Ok(revision))
             }
@@ -269,14 +322,16 @@ impl Store {
         }
     }
 
-    /// Commits an accepted hand edit as the next revision (`human_edit`).
+    /// Commits an accepted hand edit as the next revision (`human_edit`); `hash` is what
+    /// state.yaml is expected to hold. Returns the state after it (and after any save
+    /// that landed during the commit) and the edit's revision.
     fn apply_hand_edit(
         &self,
         lock: &StateLock,
         hash: ContentHash,
         journal: Vec<JournalEntry>,
         edit: Applied,
-    ) -> Result<Current, StoreError> {
+    ) -> Result<(Current, u64), StoreError> {
         let Applied {
             mut state,
             detail,
@@ -294,9 +349,6 @@ impl Store {
             commented: commented.as_ref(),
         };
         let committed = self.commit(lock, &mut state, journal, replaced, vec![entry])?;
-        if let Some(saved) = &committed.concurrent_save {
-            self.keep_concurrent_save(saved, committed.revision);
-        }
         if let Some(replaced) = head_hash {
             // The cache of the revision the edit was made on.
             self.cache.remove(replaced);
@@ -310,54 +362,78 @@ impl Store {
                 state: Box::new(state.clone()),
             });
         }
-        Ok(Current {
+        if let Some(saved) = &committed.concurrent_save {
+            return Ok((self.reconcile_swapped_out(lock, saved)?, committed.revision));
+        }
+        let current = Current {
             state,
             hash: committed.hash,
             journal,
             texts: committed.texts,
             commented: committed.commented,
-        })
+        };
+        Ok((current, committed.revision))
     }
 
-    /// Puts the latest revision back in place and keeps the human's file under
-    /// `rejected/` with a note; logs `hand_edit_rejected`.
+    /// Puts the latest revision back in place, keeps the human's file (`bytes`, as read)
+    /// under `rejected/` with a note and logs `hand_edit_rejected`. A save that replaced
+    /// it meanwhile is swapped out by the restore and settled in turn.
     fn reject_hand_edit(
         &self,
+        lock: &StateLock,
         head: &JournalEntry,
-        head_bytes: &[u8],
+        head_bytes: Vec<u8>,
+        journal: Vec<JournalEntry>,
+        bytes: &[u8],
         why: Rejection,
-    ) -> Result<(), StoreError> {
+    ) -> Result<Current, StoreError> {
         let dir = &self.paths.dir;
         let target = self.paths.state();
-        let temp = atomic::write_temp_synced(dir, super::TEMP_PREFIX, head_bytes)
+        let temp = atomic::write_temp_synced(dir, super::TEMP_PREFIX, &head_bytes)
             .map_err(io_err("write a temporary file in", dir))?;
         atomic::exchange(dir, &temp, &target).map_err(io_err("restore", &target))?;
-        let shown = self.paths.display(&target);
+        let newer = fs::read(&temp).map_or(true, |b| b != bytes);
+        if !newer {
+            self.set_aside(&temp, head.revision, why)?;
+            return self.load_committed(head.hash, head_bytes, journal);
+        }
+        // The person saved again after liza read the rejected copy: that copy is kept
+        // from what was read, the newer save judged next.
+        let copy = atomic::write_temp_synced(dir, super::TEMP_PREFIX, bytes)
+            .map_err(io_err("write a temporary file in", dir))?;
+        self.set_aside(&copy, head.revision, why)?;
+        self.reconcile_swapped_out(lock, &temp)
+    }
+
+    /// Keeps `file`, a hand edit that was not applied, under `rejected/` with a note
+    /// saying why; logs `hand_edit_rejected` and tells the policy. `revision` is the
+    /// latest, which state.yaml holds.
+    fn set_aside(&self, file: &Path, revision: u64, why: Rejection) -> Result<(), StoreError> {
+        let dir = &self.paths.dir;
+        let shown = self.paths.display(&self.paths.state());
         let lines = why.lines(&shown);
         let note = format!(
             "This copy of {shown} was not applied: {}.\n\
-             The blackboard was put back to revision {}.\n\n{}\n\n\
+             The blackboard was put back to revision {revision}.\n\n{}\n\n\
              To redo the change, edit the current {shown} (or use `liza edit`).",
             why.summary(),
-            head.revision,
             lines.join("\n")
         );
-        let kept_as = self.keep_rejected(&temp, why.label(), &note);
+        let kept_as = self.keep_rejected(file, why.label(), &note);
         atomic::fsync_dir(dir).map_err(io_err("sync", dir))?;
         // No revision of its own: nothing was committed.
         let mut entry = LogEntry::new(Timestamp::now(), "human", "hand_edit_rejected");
         entry.detail = Some(format!(
-            "{}; kept as {}; revision {} restored",
+            "{}; kept as {}; revision {revision} restored",
             why.summary(),
             kept_as.as_deref().unwrap_or("(could not be kept)"),
-            head.revision
         ));
         if let Err(err) = activity::append(&self.paths.log(), &[entry]) {
             tracing::warn!(%err, "could not log the rejected hand edit");
         }
         if let Some(policy) = &self.policy {
             policy.reconciled(&HandEditOutcome::Rejected {
-                revision: head.revision,
+                revision,
                 why,
                 kept_as,
             });
@@ -395,7 +471,7 @@ impl Store {
                     .into(),
             merged_from: None,
         };
-        self.apply_hand_edit(lock, hash, journal, edit)
+        Ok(self.apply_hand_edit(lock, hash, journal, edit)?.0)
     }
 }
 
