@@ -109,6 +109,17 @@ fn liza(dir: &Path, args: &[&str]) {
 /// puts a person's comment above every tenth task and at the top, so every transaction
 /// takes the minimal-edit path that keeps them.
 fn project(tasks: usize, bytes_per_task: usize, commented: bool) -> (tempfile::TempDir, usize) {
+    project_with(tasks, bytes_per_task, commented, None)
+}
+
+/// [`project`], plus `history` = (count, archived): that many MERGED tasks of earlier work,
+/// in state.yaml or moved to the archive (its file written, its index in state.yaml).
+fn project_with(
+    tasks: usize,
+    bytes_per_task: usize,
+    commented: bool,
+    history: Option<(usize, bool)>,
+) -> (tempfile::TempDir, usize) {
     let dir = tempfile::Builder::new()
         .prefix("liza-bench-")
         .tempdir_in(bench_root())
@@ -120,7 +131,23 @@ fn project(tasks: usize, bytes_per_task: usize, commented: bool) -> (tempfile::T
     git(p, &["add", "."]);
     git(p, &["commit", "-q", "-m", "start"]);
     liza(p, &["init", "Benchmark goal"]);
-    let state = liza::bench::generate_state(tasks, bytes_per_task, Timestamp::now());
+    let mut state = liza::bench::generate_state(tasks, bytes_per_task, Timestamp::now());
+    if let Some((count, archived)) = history {
+        let records = liza::bench::add_history(&mut state, count, 2600, archived);
+        if archived {
+            let archive = liza::blackboard::model::Archive {
+                sprint: "sprint-0".into(),
+                tasks: liza::blackboard::model::TaskList(records),
+                extra: Default::default(),
+            };
+            std::fs::create_dir_all(p.join(".liza/archive")).unwrap();
+            std::fs::write(
+                p.join(".liza/archive/sprint-0.yaml"),
+                liza::blackboard::document::emit_record(&archive),
+            )
+            .unwrap();
+        }
+    }
     for spec in liza::bench::spec_files() {
         std::fs::write(p.join(spec), "# spec\n").unwrap();
     }
@@ -333,6 +360,8 @@ fn main() {
         }
     }
 
+    rows.extend(growth_rows(n(20)));
+
     println!(
         "{:<6} {:<92} {:>10} {:>10} {:>8}  {:<22} verdict",
         "id", "scenario", "median", "p95", "floor", "target"
@@ -355,6 +384,60 @@ fn main() {
         );
     }
     let _ = std::fs::remove_dir_all(bench_root());
+}
+
+/// Archiving keeps a transaction's cost with the live work (blackboard.md *Growth*): P1
+/// and P2 with 1 000 terminal tasks of earlier sprints left in state.yaml, and archived —
+/// the archived case must stay within 1.25 × the same board without that history.
+fn growth_rows(samples: usize) -> Vec<Row> {
+    let mut rows = Vec::new();
+    for (tasks, per_task, id) in [(50usize, 2600usize, "P1"), (300, 13_500, "P2")] {
+        let (plain, _) = project(tasks, per_task, false);
+        let (kept, kept_size) = project_with(tasks, per_task, false, Some((1000, false)));
+        let (archived, archived_size) = project_with(tasks, per_task, false, Some((1000, true)));
+        // Alternate the three so drift in the machine affects each alike.
+        let time = |p: &Path, i: usize| {
+            let t = Instant::now();
+            liza(p, &["note", "all", &format!("growth {i}")]);
+            t.elapsed()
+        };
+        for dir in [&plain, &kept, &archived] {
+            time(dir.path(), 0);
+        }
+        let (mut a, mut b, mut c, mut floors) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for i in 1..=samples {
+            a.push(time(plain.path(), i));
+            b.push(time(kept.path(), i));
+            c.push(time(archived.path(), i));
+            floors.push(floor_once());
+        }
+        let base = sample_of(&mut a, &mut floors.clone());
+        let kept_s = sample_of(&mut b, &mut floors.clone());
+        let archived_s = sample_of(&mut c, &mut floors);
+        let ratio = archived_s.median.as_secs_f64() / base.median.as_secs_f64();
+        rows.push(Row {
+            id: if id == "P1" { "P1h" } else { "P2h" },
+            scenario: format!(
+                "liza note, {tasks} live + 1000 terminal tasks left in state.yaml ({:.0} KB); without them {:.2} ms",
+                kept_size as f64 / 1024.0,
+                ms(base.median)
+            ),
+            target: "reported".into(),
+            verdict: format!("×{:.2}", kept_s.median.as_secs_f64() / base.median.as_secs_f64()),
+            sample: kept_s,
+        });
+        rows.push(Row {
+            id: if id == "P1" { "P1a" } else { "P2a" },
+            scenario: format!(
+                "liza note, {tasks} live + 1000 archived tasks ({:.0} KB; index only)",
+                archived_size as f64 / 1024.0
+            ),
+            target: "≤ 1.25 × without history".into(),
+            verdict: format!("{} (×{ratio:.2})", verdict(ratio <= 1.25)),
+            sample: archived_s,
+        });
+    }
+    rows
 }
 
 /// `liza note` as a whole process, `samples` times.

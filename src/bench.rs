@@ -237,6 +237,58 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
     state
 }
 
+/// Adds `count` MERGED tasks of earlier work (`hist-0000`…, about `bytes_per_task` each):
+/// kept in `state.tasks` when `archived` is false, else only in the `archived` index, their
+/// records returned for the archive file (blackboard.md *Growth*).
+pub fn add_history(
+    state: &mut State,
+    count: usize,
+    bytes_per_task: usize,
+    archived: bool,
+) -> Vec<std::sync::Arc<Task>> {
+    let start = state
+        .sprint
+        .timeline
+        .as_ref()
+        .and_then(|t| t.started)
+        .unwrap_or(Timestamp::from_unix(0))
+        .plus_seconds(-7 * 86_400);
+    let mut records = Vec::with_capacity(count);
+    for i in 0..count {
+        let id = TaskId::parse(&format!("hist-{i:04}")).expect("generated ids are valid");
+        let mut t = Task::new(id, TaskStatus::Merged);
+        t.description = Some(format!("Earlier part {i} of the report CLI"));
+        t.status_changed_at = Some(start.plus_seconds(i as i64 * 60));
+        t.created = Some(start);
+        t.spec_ref = Some(format!("specs/area-{}.md#part-{i}", i % 5));
+        t.done_when = Some(format!("part {i} is covered by the test suite"));
+        t.assigned_to = Some(coder(1 + i % 3));
+        t.base_commit = Some(sha(i + 5000));
+        t.review_commit = Some(sha(i + 6000));
+        t.merge_commit = Some(sha(i + 7000));
+        t.approved_by = Some(AgentId::parse("code-reviewer-1").expect("valid"));
+        t.iteration = Some(1);
+        pad_history(&mut t, bytes_per_task, start);
+        records.push(std::sync::Arc::new(t));
+    }
+    if archived {
+        let index = state.archived.get_or_insert_with(IdMap::default);
+        for t in &records {
+            index.insert(
+                t.id.clone(),
+                crate::blackboard::model::ArchivedTask {
+                    status: TaskStatus::Merged,
+                    sprint: Some("sprint-0".into()),
+                    extra: Default::default(),
+                },
+            );
+        }
+    } else {
+        state.tasks.0.extend(records.iter().cloned());
+    }
+    records
+}
+
 /// Adds history events until the task is about `target` bytes of YAML.
 fn pad_history(task: &mut Task, target: usize, start: Timestamp) {
     const BASE: usize = 900;

@@ -13,6 +13,7 @@ pub mod ids;
 pub mod keyed;
 pub mod liveness;
 pub mod log;
+pub mod log_tally;
 pub mod merge3;
 pub mod metrics;
 pub mod model;

@@ -7,6 +7,7 @@ mod agents;
 mod analyze;
 mod builtin;
 mod demo;
+mod doctor;
 mod edit;
 mod error;
 mod exit;
@@ -20,12 +21,16 @@ mod note;
 mod output;
 mod planning;
 mod progress;
+mod reference;
 mod report;
 mod reports;
+mod retro;
 mod show;
 mod sprint;
 pub mod status;
+mod up;
 mod validate;
+mod watch;
 mod work;
 
 use clap::{Parser, Subcommand};
@@ -138,6 +143,12 @@ enum Command {
     Builtin(builtin::BuiltinArgs),
     /// A whole sprint, offline: planner, two coders and a reviewer on a tiny project.
     Demo(demo::DemoArgs),
+    /// Check git, the blackboard, agent CLIs, the model endpoint, worktrees, the lock.
+    Doctor,
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions(reference::CompletionsArgs),
+    /// Print the man page (or write one per command with --dir).
+    Man(reference::ManArgs),
 
     // Operator.
     /// Release a coder's or reviewer's claim.
@@ -146,6 +157,12 @@ enum Command {
     ClearStale,
     /// The circuit breaker's patterns over the sprint's anomalies (may checkpoint it).
     Analyze,
+    /// Code the sprint's interactions with one agent per identity, grounded in quotes.
+    Retro(retro::RetroArgs),
+    /// Alarms on every change and every 10 s, continuous analysis, /metrics.
+    Watch(watch::WatchArgs),
+    /// A tmux session with a pane per agent and the live status (--down stops it).
+    Up(up::UpArgs),
     /// Supervisors start no new runs until `liza resume`.
     Pause,
     /// Continue after pause or checkpoint.
@@ -164,7 +181,10 @@ pub fn run() -> i32 {
 /// Runs the command line `args` (program name first) and returns the exit code.
 pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
     let wants_json = args.iter().any(|a| a == "--json");
-    let cli = match Cli::try_parse_from(&args) {
+    let cli = match reference::command()
+        .try_get_matches_from(&args)
+        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(err) => return usage_error(err, wants_json),
     };
@@ -207,10 +227,16 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Agent(args) => agent::cmd_agent(args, &out),
         Command::Builtin(args) => builtin::cmd_builtin(args, &out),
         Command::Demo(args) => demo::cmd_demo(args, &out),
+        Command::Doctor => doctor::cmd_doctor(&out),
+        Command::Completions(args) => reference::cmd_completions(args, &out),
+        Command::Man(args) => reference::cmd_man(args, &out),
         Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
         Command::ClearStale => moves::cmd_clear_stale(&out),
         Command::Pause => sprint::cmd_pause(&out),
         Command::Analyze => analyze::cmd_analyze(&out),
+        Command::Retro(args) => retro::cmd_retro(args, &out),
+        Command::Watch(args) => watch::cmd_watch(args, &out),
+        Command::Up(args) => up::cmd_up(args, &out),
         Command::Resume(args) => sprint::cmd_resume(args, &out),
         Command::Abort(args) => sprint::cmd_abort(args, &out),
         Command::Gc(args) => gc::cmd_gc(args, &out),

@@ -12,6 +12,7 @@
 //! [`State`]: crate::blackboard::State
 
 pub mod agents;
+pub mod archiving;
 pub mod circuit_breaker;
 pub mod claims;
 pub mod context;
@@ -46,7 +47,10 @@ pub use planning::{
 };
 pub use refusal::Refusal;
 pub use run_reports::{RunResult, record_builtin_result, record_run_report};
-pub use sprint::{abort, checkpoint, complete_if_done, goal_complete, resume, sprint_next};
+pub use sprint::{
+    DECISIONS, abort, checkpoint, checkpoint_at_deadline, complete_if_done, goal_complete, resume,
+    sprint_next,
+};
 pub use table::{Command, Kind};
 pub use work::{Candidate, ReviewWork, WorkClass, coder_work, reviewer_work};
 pub use work_done::{

@@ -7,6 +7,7 @@
 mod agents;
 pub mod alarms;
 mod analyze;
+mod archive;
 mod authority;
 mod claim;
 mod command;
@@ -23,14 +24,19 @@ mod note;
 mod project;
 mod reports;
 mod sprint;
+mod sprint_summary;
 mod supervision;
 mod task_lock;
 mod tasks;
-pub mod webhook;
 mod work;
 
 pub use agents::{Heartbeat, heartbeat, mint_generation, register, unregister};
-pub use analyze::{Analysis, DEFAULT_CHECKPOINT_AT, analyze};
+pub use analyze::{
+    Analysis, DEFAULT_CHECKPOINT_AT, all_matches, analysis_recorded, analyze, analyze_with,
+};
+pub use archive::{
+    Archived, Select as ArchiveSelect, archive_terminal, check_stem as check_sprint_stem,
+};
 pub use authority::{Authority, Transition, authorize, dry_run, supervisor_only, transition};
 pub use claim::{
     Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,
@@ -45,7 +51,10 @@ pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, resc
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env};
 pub use reports::{DiscoveryDecision, anomaly, discover, discovery, log_add};
-pub use sprint::{abort, checkpoint, goal_complete, pause, resume, sprint_next};
+pub use sprint::{
+    abort, auto_checkpoint, checkpoint, deadline_checkpoint, goal_complete, pause, resume,
+    sprint_next,
+};
 pub use supervision::{
     acknowledge_triggers, record_run_report, release_review_claim, start_run, supervisor_block,
     void_verdict,

@@ -3,22 +3,8 @@
 
 mod common;
 
-use common::team::add;
+use common::team::{add, retry_loop};
 use common::{Repo, assert_success, json};
-
-fn retry_loop(repo: &Repo, task: &str, pattern: &str) {
-    assert_success(&repo.liza(&[
-        "anomaly",
-        "--type",
-        "retry_loop",
-        "--task",
-        task,
-        "--detail",
-        "count=3",
-        "--detail",
-        &format!("error_pattern={pattern}"),
-    ]));
-}
 
 #[test]
 fn a_retry_cluster_is_reported_recorded_and_checkpoints_the_sprint() {

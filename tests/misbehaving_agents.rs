@@ -34,6 +34,32 @@ fn still_running_then_stop(project: &AgentProject, mut child: Supervisor, id: &s
     );
 }
 
+/// Two watchers at once, then a restart: alerts.log holds exactly one `category` alarm
+/// (the supervisor's own, when it raised one, has the watcher's key); returns its line.
+fn watchers_fire_once(project: &AgentProject, category: &str) -> String {
+    let repo = &project.repo;
+    let spawn = || {
+        repo.command()
+            .args(["watch", "--cycles", "2", "--interval", "0.05"])
+            .output()
+            .unwrap()
+    };
+    std::thread::scope(|s| {
+        let a = s.spawn(spawn);
+        let b = s.spawn(spawn);
+        assert_success(&a.join().unwrap());
+        assert_success(&b.join().unwrap());
+    });
+    assert_success(&repo.liza(&["watch", "--cycles", "2", "--interval", "0.05"]));
+    let alerts = std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap_or_default();
+    let found: Vec<&str> = alerts
+        .lines()
+        .filter(|l| l.split(' ').nth(2) == Some(category))
+        .collect();
+    assert_eq!(found.len(), 1, "{alerts}");
+    found[0].to_owned()
+}
+
 fn blocked_reason(project: &AgentProject) -> String {
     task_of(&project.repo, "t-1")["blocked_reason"]
         .as_str()
@@ -112,6 +138,12 @@ fn a_crash_loop_blocks_the_task_after_3_crashes() {
         blocked_reason(&project)
     );
     assert_eq!(project.runs().len(), 3);
+    // The coder's supervisor blocks; the watcher's rule reads the crashes from log.yaml.
+    let line = watchers_fire_once(&project, "CRASH_LOOP");
+    assert!(
+        line.contains("coder-1") && line.contains(" on t-1"),
+        "{line}"
+    );
     still_running_then_stop(&project, child, "coder-1");
 }
 
@@ -266,6 +298,7 @@ fn a_provider_usage_limit_keeps_the_task_claimed_without_blame_or_restart_storm(
     );
     let log = project.repo.git(&["log", "-1", "--format=%s", "task/t-1"]);
     assert!(log.starts_with("WIP: saved by liza"), "{log}");
+    watchers_fire_once(&project, "PROVIDER_QUOTA_EXHAUSTED");
     still_running_then_stop(&project, child, "coder-1");
 }
 
@@ -300,6 +333,7 @@ fn a_reviewer_crash_loop_releases_the_review_and_raises_an_alarm() {
         t["failed_by"].as_array().is_none_or(|f| f.is_empty()),
         "no blame for a reviewer crash: {t}"
     );
+    watchers_fire_once(&project, "CRASH_LOOP");
     still_running_then_stop(&project, reviewer, "code-reviewer-1");
     still_running_then_stop(&project, coder, "coder-1");
 }
@@ -315,5 +349,7 @@ fn a_planner_crash_loop_backs_off_and_raises_an_alarm() {
     });
     // 5 s, then 10 s between the three turns: not a re-spawn loop.
     assert_eq!(project.runs().len(), 3, "{:?}", project.runs());
+    // The planner's supervisor runs a watcher too: still one alarm.
+    watchers_fire_once(&project, "CRASH_LOOP");
     still_running_then_stop(&project, planner, "planner-1");
 }

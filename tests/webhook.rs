@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use liza::builtin::scripted_server::{Script, ScriptedServer, Step};
-use liza::ops::webhook::{AlarmPayload, Delivery, Webhook};
+use liza::monitor::webhook::{AlarmPayload, Delivery, Webhook};
 
 fn alarm(key: &str) -> AlarmPayload {
     AlarmPayload {

@@ -117,6 +117,23 @@ pub fn read_limited(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// Decodes `bytes` as another record liza keeps in the same YAML form (an archive).
+pub fn decode_record<T: Decode>(bytes: &[u8]) -> Result<T, Vec<Finding>> {
+    let (root, _) = parse_root(bytes)?;
+    let mut d = Decoder::default();
+    match T::decode(&root, &mut d) {
+        Some(value) if d.findings.is_empty() => Ok(value),
+        _ => Err(d.findings),
+    }
+}
+
+/// Serialises a record as liza writes state.yaml.
+pub fn emit_record<T: Emit>(value: &T) -> String {
+    let mut e = Emitter::with_capacity(4096);
+    value.emit(&mut e);
+    e.finish()
+}
+
 /// Serialises a state as liza writes it.
 pub fn emit(state: &State, size_hint: usize) -> String {
     let mut e = Emitter::with_capacity(size_hint + size_hint / 8 + 4096);

@@ -14,7 +14,7 @@ pub use config::{
     ExecutionTimeout, JournalKeep, LEGACY_CONFIG_KEYS, PlanApproval, PromptMode, ValidationMode,
 };
 pub use records::{
-    Anomaly, AnomalyType, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, Discovery,
+    Anomaly, AnomalyType, Archive, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, Discovery,
     DiscoverySeverity, Handoff, HumanNote, SpecChange, Urgency,
 };
 pub use sprint::{

@@ -63,6 +63,11 @@ impl LizaPaths {
         self.dir.join(name)
     }
 
+    /// `archive/<sprint>.yaml` (the sprint id is checked by the caller).
+    pub fn archive(&self, sprint: &str) -> PathBuf {
+        self.dir.join("archive").join(format!("{sprint}.yaml"))
+    }
+
     pub fn alerts(&self) -> PathBuf {
         self.dir.join("alerts.log")
     }

@@ -474,6 +474,23 @@ impl Store {
         })
     }
 
+    /// Appends entries that record no state change (a supervisor's wake-ups and agent run
+    /// ends) to log.yaml, under the state lock so they never land inside a transaction's
+    /// append; the lock is held for the append alone.
+    pub fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
+        let lock = self.lock()?;
+        let file = activity::append_unsynced(&self.paths.log(), entries)
+            .map_err(io_err("append to", &self.paths.log()))?;
+        drop(lock);
+        file.sync_data().map_err(io_err("sync", &self.paths.log()))
+    }
+
+    /// Who holds the state lock right now (`None`: free), without waiting.
+    pub fn lock_holder(&self) -> Result<Option<String>, StoreError> {
+        lock::probe(&self.paths.lock(), &self.paths.lock_owner())
+            .map_err(io_err("read", &self.paths.lock()))
+    }
+
     /// The revisions kept in the journal, oldest first (`config.journal_keep` bounds them).
     pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
         let entries = self

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use super::output::Output;
+use super::progress::Progress;
 use super::{CliError, EXIT_OK};
 
 #[derive(clap::Args)]
@@ -13,7 +14,7 @@ pub struct DemoArgs {
     dir: Option<PathBuf>,
 }
 
-pub fn cmd_demo(args: DemoArgs, _out: &Output) -> Result<i32, CliError> {
+pub fn cmd_demo(args: DemoArgs, out: &Output) -> Result<i32, CliError> {
     let dir = match args.dir {
         Some(d) => d,
         None => tempfile::Builder::new()
@@ -28,7 +29,14 @@ pub fn cmd_demo(args: DemoArgs, _out: &Output) -> Result<i32, CliError> {
         "liza demo: a planner, two coders and a reviewer (the built-in agent) on a tiny shell project"
     );
     let started = dir.join(".liza/demo").exists();
-    let report = crate::demo::run(&dir, &liza, |line| println!("  {line}")).map_err(|e| {
+    let progress = Progress::start(out.json);
+    progress.status("the sprint is running");
+    let report = crate::demo::run(&dir, &liza, |line| {
+        progress.println(&format!("  {line}"));
+        progress.status(line);
+    });
+    progress.finish();
+    let report = report.map_err(|e| {
         let err = CliError::refused(e);
         if !started && dir.join(".liza/demo").exists() {
             let logs = dir.join(".liza");

@@ -87,3 +87,18 @@ impl From<OpsError> for CliError {
         }
     }
 }
+
+impl From<crate::tmux::TmuxError> for CliError {
+    fn from(err: crate::tmux::TmuxError) -> CliError {
+        CliError::from_diagnostic(&err)
+    }
+}
+
+impl From<crate::retro::RetroError> for CliError {
+    fn from(err: crate::retro::RetroError) -> CliError {
+        match err {
+            crate::retro::RetroError::Ops(ops) => ops.into(),
+            other => CliError::from_diagnostic(&other),
+        }
+    }
+}

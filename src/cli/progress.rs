@@ -1,11 +1,11 @@
-//! Progress of long-running commands (operations.md *CLI conventions*): a spinner with
-//! the current step and its elapsed time on a terminal, one plain line per step
-//! otherwise, nothing with `--json` (stdout carries the one JSON object).
+//! Progress of long-running commands (operations.md *CLI conventions*): an `indicatif`
+//! spinner with the current step and its elapsed time on a terminal, one plain line per
+//! step otherwise, nothing with `--json` (stdout carries the one JSON object).
 
-use std::io::{IsTerminal, Write};
-use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::io::IsTerminal;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 pub struct Progress {
     mode: Mode,
@@ -14,51 +14,20 @@ pub struct Progress {
 enum Mode {
     Quiet,
     Lines,
-    Spinner {
-        steps: Sender<String>,
-        drawer: Option<JoinHandle<()>>,
-    },
+    Spinner(ProgressBar),
 }
-
-const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 impl Progress {
     pub fn start(json: bool) -> Progress {
         let mode = if json {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() {
-            let (steps, received) = mpsc::channel::<String>();
-            let drawer = std::thread::spawn(move || {
-                let mut step = String::new();
-                let mut since = Instant::now();
-                let mut frame = 0;
-                loop {
-                    match received.recv_timeout(Duration::from_millis(100)) {
-                        Ok(next) => {
-                            step = next;
-                            since = Instant::now();
-                        }
-                        Err(RecvTimeoutError::Timeout) => {}
-                        Err(RecvTimeoutError::Disconnected) => break,
-                    }
-                    if !step.is_empty() {
-                        frame = (frame + 1) % FRAMES.len();
-                        let mut err = std::io::stderr().lock();
-                        let _ = write!(
-                            err,
-                            "\r\x1b[2K{} {step} ({} s)",
-                            FRAMES[frame],
-                            since.elapsed().as_secs()
-                        );
-                        let _ = err.flush();
-                    }
-                }
-                let _ = write!(std::io::stderr(), "\r\x1b[2K");
-            });
-            Mode::Spinner {
-                steps,
-                drawer: Some(drawer),
+            let bar = ProgressBar::new_spinner();
+            if let Ok(style) = ProgressStyle::with_template("{spinner} {wide_msg} ({elapsed})") {
+                bar.set_style(style);
             }
+            bar.enable_steady_tick(Duration::from_millis(100));
+            Mode::Spinner(bar)
         } else {
             Mode::Lines
         };
@@ -70,19 +39,33 @@ impl Progress {
         match &self.mode {
             Mode::Quiet => {}
             Mode::Lines => eprintln!("liza: {step}"),
-            Mode::Spinner { steps, .. } => {
-                let _ = steps.send(step.to_owned());
+            Mode::Spinner(bar) => {
+                bar.reset_elapsed();
+                bar.set_message(step.to_owned());
             }
+        }
+    }
+
+    /// Updates the spinner's message only (no line when there is no spinner): for a
+    /// command that prints its own lines.
+    pub fn status(&self, text: &str) {
+        if let Mode::Spinner(bar) = &self.mode {
+            bar.set_message(text.to_owned());
+        }
+    }
+
+    /// Prints a line that stays (above the spinner on a terminal) on stdout.
+    pub fn println(&self, line: &str) {
+        match &self.mode {
+            Mode::Spinner(bar) => bar.suspend(|| println!("{line}")),
+            _ => println!("{line}"),
         }
     }
 
     /// Clears the spinner before the result is printed.
     pub fn finish(self) {
-        if let Mode::Spinner { steps, drawer } = self.mode {
-            drop(steps);
-            if let Some(drawer) = drawer {
-                let _ = drawer.join();
-            }
+        if let Mode::Spinner(bar) = self.mode {
+            bar.finish_and_clear();
         }
     }
 }

@@ -6,6 +6,8 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::blackboard::log_tally::ActivityReader;
+
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
 use crate::blackboard::model::{PlanApproval, State, TaskStatus};
@@ -14,12 +16,38 @@ use crate::blackboard::{LizaPaths, Snapshot, Timestamp};
 use crate::ops::Project;
 
 #[derive(clap::Args)]
-pub struct StatusArgs {}
+pub struct StatusArgs {
+    /// A live dashboard redrawn on every change (keys: ↑↓ ⏎ p r e q).
+    #[arg(long)]
+    watch: bool,
+}
 
-pub fn cmd_status(_args: StatusArgs, out: &Output) -> Result<i32, CliError> {
+pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
     let project = Project::discover(&current_dir()?)?;
+    if args.watch {
+        if out.json {
+            return Err(CliError::usage(
+                "--watch draws a dashboard; --json prints one report (run it in a loop)".into(),
+            ));
+        }
+        let actor = crate::ops::actor_from_env()?;
+        crate::dashboard::run(&project, &actor).map_err(|e| {
+            CliError::refused(e)
+                .with_hint("run it in a terminal, or use `liza status` without --watch")
+        })?;
+        return Ok(EXIT_OK);
+    }
     let snapshot = project.store.snapshot()?;
-    let report = Report::new(&snapshot, project.store.paths(), Timestamp::now());
+    let mut report = Report::new(&snapshot, project.store.paths(), Timestamp::now());
+    if out.json {
+        // The numbers of `liza watch --metrics-addr` (`/metrics`), from the same tally.
+        let activity = ActivityReader::read_all(&project.store.paths().log());
+        report.operations = Some(crate::monitor::metrics::collect(
+            &snapshot.state,
+            &activity,
+            crate::ops::alarms::counts_by_category(&project.store.paths().dir),
+        ));
+    }
     out.ok(serde_json::to_value(&report).unwrap_or_default(), || {
         report.render()
     });
@@ -41,6 +69,9 @@ pub struct Report {
     pub integration_branch: String,
     /// The built-in agent's metrics, per agent and in total.
     pub builtin: crate::builtin::metrics::Metrics,
+    /// The operational metrics `/metrics` serves (`--json` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operations: Option<crate::monitor::metrics::Numbers>,
 }
 
 #[derive(Debug, Serialize)]
@@ -74,6 +105,8 @@ pub struct AgentLine {
     /// Seconds until the effective lease expires (negative: expired).
     pub lease_remaining_s: Option<i64>,
     pub cli: Option<String>,
+    /// Seconds since its agent last wrote output (its newest `.liza/agent-logs/` file).
+    pub output_age_s: Option<i64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -88,6 +121,53 @@ pub struct TaskLine {
     /// Seconds in the current status.
     pub age_s: Option<i64>,
     pub depends_on: Vec<String>,
+}
+
+impl AgentLine {
+    pub const HEADER: [&'static str; 7] =
+        ["ID", "ROLE", "STATUS", "TASK", "LEASE", "CLI", "OUTPUT"];
+
+    /// The row `liza status` and the dashboard show, in [`AgentLine::HEADER`] order.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.clone(),
+            self.role.clone(),
+            self.status.clone(),
+            self.task.clone().unwrap_or_else(|| "-".into()),
+            self.lease_remaining_s
+                .map_or_else(|| "-".into(), lease_text),
+            self.cli.clone().unwrap_or_else(|| "-".into()),
+            self.output_age_s
+                .map_or_else(|| "-".into(), |age| format!("{} ago", human_duration(age))),
+        ]
+    }
+}
+
+impl TaskLine {
+    pub const HEADER: [&'static str; 8] = [
+        "ID", "STATUS", "PRI", "ASSIGNEE", "ITER", "REVIEWS", "AGE", "DEPENDS",
+    ];
+
+    /// The row `liza status` and the dashboard show, in [`TaskLine::HEADER`] order.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.clone(),
+            self.status.clone(),
+            self.priority.to_string(),
+            self.assignee.clone().unwrap_or_else(|| "-".into()),
+            self.iteration.map_or_else(|| "-".into(), |i| i.to_string()),
+            format!(
+                "{}/{}",
+                self.review_cycles_current, self.review_cycles_total
+            ),
+            self.age_s.map_or_else(|| "-".into(), human_duration),
+            if self.depends_on.is_empty() {
+                "-".into()
+            } else {
+                self.depends_on.join(",")
+            },
+        ]
+    }
 }
 
 impl Report {
@@ -123,6 +203,7 @@ impl Report {
                     lease_expires: a.lease_expires,
                     lease_remaining_s: a.lease_expires.map(|l| l.seconds_since(now)),
                     cli: a.cli.clone(),
+                    output_age_s: output_age(&paths.dir.join("agent-logs"), id.as_str(), now),
                 })
                 .collect(),
             tasks: state
@@ -143,6 +224,7 @@ impl Report {
             alarms: recent_alarms(&paths.alerts(), 5),
             builtin: crate::builtin::metrics::collect(state),
             integration_branch: state.config.integration_branch().to_owned(),
+            operations: None,
         }
     }
 
@@ -194,54 +276,12 @@ impl Report {
         }
 
         let _ = writeln!(s, "\nAgents ({})", self.agents.len());
-        let rows: Vec<Vec<String>> = self
-            .agents
-            .iter()
-            .map(|a| {
-                vec![
-                    a.id.clone(),
-                    a.role.clone(),
-                    a.status.clone(),
-                    a.task.clone().unwrap_or_else(|| "-".into()),
-                    a.lease_remaining_s.map_or_else(|| "-".into(), lease_text),
-                    a.cli.clone().unwrap_or_else(|| "-".into()),
-                ]
-            })
-            .collect();
-        table(
-            &mut s,
-            &["ID", "ROLE", "STATUS", "TASK", "LEASE", "CLI"],
-            &rows,
-        );
+        let rows: Vec<Vec<String>> = self.agents.iter().map(AgentLine::cells).collect();
+        table(&mut s, &AgentLine::HEADER, &rows);
 
         let _ = writeln!(s, "\nTasks ({})", self.tasks.len());
-        let rows: Vec<Vec<String>> = self
-            .tasks
-            .iter()
-            .map(|t| {
-                vec![
-                    t.id.clone(),
-                    t.status.clone(),
-                    t.priority.to_string(),
-                    t.assignee.clone().unwrap_or_else(|| "-".into()),
-                    t.iteration.map_or_else(|| "-".into(), |i| i.to_string()),
-                    format!("{}/{}", t.review_cycles_current, t.review_cycles_total),
-                    t.age_s.map_or_else(|| "-".into(), human_duration),
-                    if t.depends_on.is_empty() {
-                        "-".into()
-                    } else {
-                        t.depends_on.join(",")
-                    },
-                ]
-            })
-            .collect();
-        table(
-            &mut s,
-            &[
-                "ID", "STATUS", "PRI", "ASSIGNEE", "ITER", "REVIEWS", "AGE", "DEPENDS",
-            ],
-            &rows,
-        );
+        let rows: Vec<Vec<String>> = self.tasks.iter().map(TaskLine::cells).collect();
+        table(&mut s, &TaskLine::HEADER, &rows);
 
         let _ = writeln!(s, "\nAlarms");
         if self.alarms.is_empty() {
@@ -258,6 +298,12 @@ fn sprint_line(state: &State) -> SprintLine {
     let mut counts = BTreeMap::new();
     for t in &state.tasks {
         *counts.entry(t.status.to_string()).or_insert(0) += 1;
+    }
+    // Tasks of this sprint moved to the archive still count.
+    for (_, a) in state.archived.iter().flat_map(|a| a.iter()) {
+        if a.sprint.as_deref() == Some(state.sprint.id.as_str()) {
+            *counts.entry(a.status.to_string()).or_insert(0) += 1;
+        }
     }
     let planned = state.sprint.planned();
     let terminal = planned
@@ -278,7 +324,7 @@ fn sprint_line(state: &State) -> SprintLine {
     }
 }
 
-fn lease_text(remaining: i64) -> String {
+pub fn lease_text(remaining: i64) -> String {
     if remaining >= 0 {
         human_duration(remaining)
     } else {
@@ -286,7 +332,7 @@ fn lease_text(remaining: i64) -> String {
     }
 }
 
-fn bar(done: usize, total: usize, width: usize) -> String {
+pub fn bar(done: usize, total: usize, width: usize) -> String {
     let filled = (done * width).checked_div(total).unwrap_or(0);
     format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
 }
@@ -321,7 +367,24 @@ fn table(s: &mut String, header: &[&str], rows: &[Vec<String>]) {
 }
 
 /// The last `n` lines of `.liza/alerts.log`.
-fn recent_alarms(path: &Path, n: usize) -> Vec<String> {
+/// Seconds since the newest `<agent>-….log` in `dir` was written.
+fn output_age(dir: &Path, agent: &str, now: Timestamp) -> Option<i64> {
+    let prefix = format!("{agent}-");
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .max()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| now.unix() - d.as_secs() as i64)
+}
+
+pub fn recent_alarms(path: &Path, n: usize) -> Vec<String> {
     let Ok(text) = std::fs::read_to_string(path) else {
         return Vec::new();
     };
@@ -332,23 +395,31 @@ fn recent_alarms(path: &Path, n: usize) -> Vec<String> {
         .collect()
 }
 
+/// The mid-sprint fixture as a snapshot read at a fixed time, with no `.liza/` to look
+/// at: what the status and dashboard rendering tests draw.
+#[cfg(test)]
+pub(crate) fn mid_sprint_fixture() -> (Snapshot, LizaPaths, Timestamp) {
+    let text = include_str!("../../tests/fixtures/mid-sprint.yaml");
+    let state = crate::blackboard::document::decode(text.as_bytes())
+        .unwrap()
+        .state;
+    let snapshot = Snapshot {
+        state,
+        hash: crate::blackboard::store::hash::ContentHash::of(text.as_bytes()),
+        pending_hand_edit: false,
+    };
+    let paths = LizaPaths::new(std::path::Path::new("/nonexistent"));
+    let now = Timestamp::parse("2026-03-01T12:30:00Z").unwrap();
+    (snapshot, paths, now)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackboard::document;
-    use crate::blackboard::store::hash::ContentHash;
 
     #[test]
     fn the_status_of_a_mid_sprint_board_reads_well() {
-        let text = include_str!("../../tests/fixtures/mid-sprint.yaml");
-        let state = document::decode(text.as_bytes()).unwrap().state;
-        let snapshot = Snapshot {
-            state,
-            hash: ContentHash::of(text.as_bytes()),
-            pending_hand_edit: false,
-        };
-        let paths = LizaPaths::new(std::path::Path::new("/nonexistent"));
-        let now = Timestamp::parse("2026-03-01T12:30:00Z").unwrap();
+        let (snapshot, paths, now) = mid_sprint_fixture();
         insta::assert_snapshot!(Report::new(&snapshot, &paths, now).render());
     }
 }

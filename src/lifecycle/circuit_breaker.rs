@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::blackboard::State;
+use crate::blackboard::log_tally::RunEnded;
 use crate::blackboard::model::{Anomaly, AnomalyType};
 
 /// How serious a match is; `config.circuit_breaker.checkpoint_at` lists the severities
@@ -177,6 +178,124 @@ pub fn analyze(state: &State) -> Vec<PatternMatch> {
     matches
 }
 
+/// Crash loops (3 crashes of one agent on one task within 5 minutes) by this many
+/// distinct agents in a sprint say the agents' tooling or environment is broken.
+pub const CRASH_LOOP_AGENTS: usize = 2;
+/// Usage limits hit by this many distinct agents within [`STORM_WINDOW_S`].
+pub const STORM_AGENTS: usize = 2;
+pub const STORM_WINDOW_S: i64 = 30 * 60;
+/// Tasks rejected at least [`CHURN_REJECTIONS`] times each, this many in one sprint.
+pub const CHURN_TASKS: usize = 2;
+pub const CHURN_REJECTIONS: usize = 3;
+
+/// The runtime patterns of the current sprint: crash loops, usage-limit storms (from the
+/// agents' run ends in log.yaml) and rejection churn (from the tasks' histories).
+pub fn analyze_runtime(state: &State, run_ends: &[RunEnded]) -> Vec<PatternMatch> {
+    let since = state.sprint.timeline.as_ref().and_then(|t| t.started);
+    let ends: Vec<&RunEnded> = run_ends
+        .iter()
+        .filter(|r| since.is_none_or(|s| r.ts >= s))
+        .collect();
+    let mut matches = Vec::new();
+    // Crash loops, per agent and task.
+    let mut windows: BTreeMap<(&str, Option<&str>), Vec<crate::blackboard::Timestamp>> =
+        BTreeMap::new();
+    let mut loops: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for end in ends.iter().filter(|e| e.is_crash()) {
+        let times = windows
+            .entry((end.agent.as_str(), end.task.as_deref()))
+            .or_default();
+        times.retain(|t| end.ts.seconds_since(*t) < 300);
+        times.push(end.ts);
+        if times.len() == 3 {
+            loops.entry(end.agent.as_str()).or_default().push(format!(
+                "{} crashed 3 times in 5 minutes{} (last at {})",
+                end.agent,
+                end.task
+                    .as_deref()
+                    .map_or(String::new(), |t| format!(" on {t}")),
+                end.ts
+            ));
+        }
+    }
+    if loops.len() >= CRASH_LOOP_AGENTS {
+        let tasks = sorted(
+            ends.iter()
+                .filter(|e| e.is_crash() && loops.contains_key(e.agent.as_str()))
+                .filter_map(|e| e.task.clone()),
+        );
+        matches.push(PatternMatch {
+            pattern: "crash_loops",
+            severity: Severity::ExternalDependency,
+            group: None,
+            count: loops.values().map(Vec::len).sum(),
+            evidence: loops.into_values().flatten().collect(),
+            tasks,
+        });
+    }
+    // Usage-limit storms: distinct agents within a sliding window.
+    let limits: Vec<&&RunEnded> = ends
+        .iter()
+        .filter(|e| e.exit_class == "usage_limit")
+        .collect();
+    for (i, last) in limits.iter().enumerate() {
+        let window: Vec<&&&RunEnded> = limits[..=i]
+            .iter()
+            .filter(|e| last.ts.seconds_since(e.ts) <= STORM_WINDOW_S)
+            .collect();
+        let agents = sorted(window.iter().map(|e| e.agent.clone()));
+        if agents.len() >= STORM_AGENTS {
+            matches.push(PatternMatch {
+                pattern: "usage_limit_storm",
+                severity: Severity::ExternalDependency,
+                group: None,
+                count: window.len(),
+                evidence: window
+                    .iter()
+                    .map(|e| format!("{} hit a provider usage limit at {}", e.agent, e.ts))
+                    .collect(),
+                tasks: sorted(window.iter().filter_map(|e| e.task.clone())),
+            });
+            break;
+        }
+    }
+    // Rejection churn: tasks of this sprint rejected again and again.
+    let churned: Vec<(String, usize)> = state
+        .tasks
+        .iter()
+        .map(|t| {
+            let n = t
+                .history()
+                .iter()
+                .filter(|e| e.event == "rejected" && since.is_none_or(|s| e.time >= s))
+                .count();
+            (t.id.to_string(), n)
+        })
+        .filter(|(_, n)| *n >= CHURN_REJECTIONS)
+        .collect();
+    if churned.len() >= CHURN_TASKS {
+        matches.push(PatternMatch {
+            pattern: "rejection_churn",
+            severity: Severity::SpecFlaw,
+            group: None,
+            count: churned.len(),
+            evidence: churned
+                .iter()
+                .map(|(t, n)| format!("{t} rejected {n} times this sprint"))
+                .collect(),
+            tasks: churned.into_iter().map(|(t, _)| t).collect(),
+        });
+    }
+    matches
+}
+
+fn sorted(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = items.collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,5 +448,98 @@ mod tests {
         new.timestamp = Some(started.plus_seconds(60));
         state.anomalies = Some(vec![old.clone(), old, new.clone(), new]);
         assert!(analyze(&state).is_empty());
+    }
+
+    fn end(agent: &str, task: Option<&str>, class: &str, at: i64) -> RunEnded {
+        RunEnded {
+            ts: crate::blackboard::Timestamp::parse("2026-03-01T10:00:00Z")
+                .unwrap()
+                .plus_seconds(at),
+            agent: agent.into(),
+            role: "coder".into(),
+            task: task.map(Into::into),
+            exit_class: class.into(),
+            revision: None,
+        }
+    }
+
+    #[test]
+    fn crash_loops_of_two_agents_trigger_and_one_or_slow_crashes_do_not() {
+        let state = state_with(Vec::new());
+        let looped = |agent: &'static str, task: &'static str, start: i64| {
+            (0..3).map(move |i| end(agent, Some(task), "crash", start + i * 60))
+        };
+        let two: Vec<RunEnded> = looped("coder-1", "t-1", 0)
+            .chain(looped("coder-2", "t-2", 30))
+            .collect();
+        let m = analyze_runtime(&state, &two);
+        assert_eq!(names(&m), [("crash_loops", None, 2)]);
+        assert_eq!(m[0].severity, Severity::ExternalDependency);
+        assert_eq!(m[0].tasks, ["t-1", "t-2"]);
+        // One agent's loop is the supervisor's business (the task is blocked), not a pattern.
+        let one: Vec<RunEnded> = looped("coder-1", "t-1", 0).collect();
+        assert!(analyze_runtime(&state, &one).is_empty());
+        // Three crashes spread over more than 5 minutes are no loop.
+        let slow: Vec<RunEnded> = (0..3)
+            .flat_map(|i| {
+                [
+                    end("coder-1", Some("t-1"), "crash", i * 200),
+                    end("coder-2", Some("t-2"), "crash", i * 200),
+                ]
+            })
+            .collect();
+        assert!(analyze_runtime(&state, &slow).is_empty());
+        // Runs that ended otherwise never count as crashes.
+        let fine: Vec<RunEnded> = (0..6)
+            .map(|i| end("coder-1", Some("t-1"), "graceful_abort", i))
+            .collect();
+        assert!(analyze_runtime(&state, &fine).is_empty());
+    }
+
+    #[test]
+    fn usage_limits_of_two_agents_within_half_an_hour_are_a_storm() {
+        let state = state_with(Vec::new());
+        let storm = [
+            end("coder-1", Some("t-1"), "usage_limit", 0),
+            end("code-reviewer-1", None, "usage_limit", 600),
+        ];
+        let m = analyze_runtime(&state, &storm);
+        assert_eq!(names(&m), [("usage_limit_storm", None, 2)]);
+        let same_agent = [
+            end("coder-1", Some("t-1"), "usage_limit", 0),
+            end("coder-1", Some("t-1"), "usage_limit", 600),
+        ];
+        assert!(analyze_runtime(&state, &same_agent).is_empty());
+        let apart = [
+            end("coder-1", Some("t-1"), "usage_limit", 0),
+            end("coder-2", Some("t-2"), "usage_limit", 3600),
+        ];
+        assert!(analyze_runtime(&state, &apart).is_empty());
+    }
+
+    #[test]
+    fn rejection_churn_needs_two_tasks_rejected_three_times() {
+        use crate::blackboard::model::HistoryEvent;
+        let mut state = state_with(Vec::new());
+        let at = crate::blackboard::Timestamp::parse("2026-03-01T10:00:00Z").unwrap();
+        let rejected = |n: usize| -> Vec<HistoryEvent> {
+            (0..n)
+                .map(|i| HistoryEvent {
+                    time: at.plus_seconds(i as i64),
+                    event: "rejected".into(),
+                    agent: Some("code-reviewer-1".into()),
+                    extra: Default::default(),
+                })
+                .collect()
+        };
+        let ids: Vec<_> = state.tasks.iter().map(|t| t.id.clone()).collect();
+        assert!(ids.len() >= 2);
+        state.task_mut(&ids[0]).unwrap().history = Some(rejected(3));
+        state.task_mut(&ids[1]).unwrap().history = Some(rejected(2));
+        assert!(analyze_runtime(&state, &[]).is_empty(), "one churned task");
+        state.task_mut(&ids[1]).unwrap().history = Some(rejected(3));
+        let m = analyze_runtime(&state, &[]);
+        assert_eq!(names(&m), [("rejection_churn", None, 2)]);
+        assert_eq!(m[0].severity, Severity::SpecFlaw);
     }
 }

@@ -60,7 +60,7 @@ fn is_done(state: &State, id: &TaskId) -> bool {
     }
 }
 
-fn timeline(sprint: &mut Sprint) -> &mut Timeline {
+fn timeline_mut(sprint: &mut Sprint) -> &mut Timeline {
     sprint.timeline.get_or_insert_with(Timeline::default)
 }
 
@@ -76,7 +76,7 @@ pub fn complete_if_done(state: &mut State, now: Timestamp) -> Option<Outcome> {
         return None;
     }
     state.sprint.status = SprintStatus::Completed;
-    timeline(&mut state.sprint).ended = Some(now);
+    timeline_mut(&mut state.sprint).ended = Some(now);
     let mut outcome = Outcome::default();
     let detail = format!(
         "{}: {} planned tasks terminal",
@@ -94,16 +94,56 @@ pub fn checkpoint(
     message: Option<&str>,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
-    planner_or_human(who, "checkpoint the sprint")?;
+    // liza checkpoints by itself at the deadline and on a circuit-breaker match.
+    if who.kind() != Kind::Supervisor {
+        planner_or_human(who, "checkpoint the sprint")?;
+    }
     require_sprint(
         state,
         SprintStatus::InProgress,
         "only a running sprint takes a checkpoint",
     )?;
     state.sprint.status = SprintStatus::Checkpoint;
-    timeline(&mut state.sprint).checkpoint_at = Some(now);
+    timeline_mut(&mut state.sprint).checkpoint_at = Some(now);
     let mut outcome = Outcome::default();
     outcome.event("checkpoint", &who.name(), None, message.map(str::to_owned));
+    Ok(outcome)
+}
+
+/// The automatic checkpoint at `sprint.timeline.deadline` (S): once per deadline — the
+/// deadline it stopped for is remembered in `timeline.deadline_reached`, so a sprint a
+/// person resumed past its deadline runs on until the deadline is moved.
+pub fn checkpoint_at_deadline(
+    state: &mut State,
+    who: &Who,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let timeline = state.sprint.timeline.clone().unwrap_or_default();
+    let Some(deadline) = timeline.deadline.filter(|d| *d <= now) else {
+        return Err(Refusal::new(
+            "sprint-deadline",
+            "the sprint's deadline has not passed",
+            "nothing to do",
+        ));
+    };
+    let reached = deadline.to_string();
+    if timeline
+        .extra
+        .get("deadline_reached")
+        .and_then(Node::as_str)
+        == Some(reached.as_str())
+    {
+        return Err(Refusal::new(
+            "sprint-deadline",
+            format!("the sprint already stopped for its deadline {deadline}"),
+            "move sprint.timeline.deadline to stop at another time",
+        ));
+    }
+    let message = format!("the sprint deadline ({deadline}) was reached");
+    let outcome = checkpoint(state, who, Some(&message), now)?;
+    timeline_mut(&mut state.sprint)
+        .extra
+        .insert("deadline_reached", Node::str(reached));
     Ok(outcome)
 }
 
@@ -128,7 +168,7 @@ pub fn resume(
     match state.sprint.status {
         SprintStatus::Checkpoint => {
             state.sprint.status = SprintStatus::InProgress;
-            timeline(&mut state.sprint).checkpoint_at = None;
+            timeline_mut(&mut state.sprint).checkpoint_at = None;
         }
         SprintStatus::InProgress => {}
         other => {
@@ -206,7 +246,7 @@ pub fn abort(state: &mut State, who: &Who, goal: bool, now: Timestamp) -> Result
         SprintStatus::InProgress | SprintStatus::Checkpoint
     ) {
         state.sprint.status = SprintStatus::Aborted;
-        timeline(&mut state.sprint).ended = Some(now);
+        timeline_mut(&mut state.sprint).ended = Some(now);
     }
     if goal {
         if state
@@ -273,7 +313,7 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
         SprintStatus::InProgress | SprintStatus::Checkpoint
     ) {
         state.sprint.status = SprintStatus::Completed;
-        timeline(&mut state.sprint).ended = Some(now);
+        timeline_mut(&mut state.sprint).ended = Some(now);
     }
     let mut outcome = Outcome::default();
     outcome.event(

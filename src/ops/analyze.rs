@@ -6,9 +6,10 @@
 use std::path::PathBuf;
 
 use super::{OpsError, Project};
+use crate::blackboard::log_tally::{ActivityReader, RunEnded};
 use crate::blackboard::model::{CircuitBreaker, CircuitBreakerStatus, SprintStatus};
 use crate::blackboard::node::{Entry, Node, Pos, Value};
-use crate::blackboard::{Actor, Timestamp};
+use crate::blackboard::{Actor, State, Timestamp};
 use crate::lifecycle::circuit_breaker::{self, PatternMatch};
 
 /// Severities that checkpoint the sprint when the config names none.
@@ -24,8 +25,39 @@ pub struct Analysis {
 
 /// Analyses the sprint, records the result, and checkpoints when a match calls for it.
 pub fn analyze(project: &Project, actor: &Actor) -> Result<Analysis, OpsError> {
+    let activity = ActivityReader::read_all(&project.store.paths().log());
+    analyze_with(project, actor, &activity.run_ends)
+}
+
+/// Every match: the anomaly patterns and the runtime ones (`run_ends` from log.yaml).
+pub fn all_matches(state: &State, run_ends: &[RunEnded]) -> Vec<PatternMatch> {
+    let mut matches = circuit_breaker::analyze(state);
+    matches.extend(circuit_breaker::analyze_runtime(state, run_ends));
+    matches
+}
+
+/// Whether the state already records exactly this analysis (the watcher then has
+/// nothing to write).
+pub fn analysis_recorded(state: &State, matches: &[PatternMatch]) -> bool {
+    let Some(cb) = &state.circuit_breaker else {
+        return matches.is_empty();
+    };
+    let status = if matches.is_empty() {
+        CircuitBreakerStatus::Ok
+    } else {
+        CircuitBreakerStatus::Triggered
+    };
+    cb.status == Some(status) && cb.current_trigger == trigger_node(matches)
+}
+
+/// [`analyze`] with the run ends already read.
+pub fn analyze_with(
+    project: &Project,
+    actor: &Actor,
+    run_ends: &[RunEnded],
+) -> Result<Analysis, OpsError> {
     let state = project.store.snapshot()?.state;
-    let matches = circuit_breaker::analyze(&state);
+    let matches = all_matches(&state, run_ends);
     let report = project.store.paths().dir.join("circuit_breaker_report.md");
     let trigger = trigger_node(&matches);
     project
@@ -86,7 +118,7 @@ pub fn analyze(project: &Project, actor: &Actor) -> Result<Analysis, OpsError> {
             m.pattern,
             m.severity.as_str()
         );
-        super::checkpoint(project, actor, Some(&message))?;
+        super::sprint::auto_checkpoint(project, &message)?;
         checkpointed_by = Some(m.pattern.to_owned());
     }
     Ok(Analysis {

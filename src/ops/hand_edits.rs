@@ -6,7 +6,9 @@
 
 use std::path::PathBuf;
 
-use super::alarms::{Level, raise_in};
+use std::sync::mpsc::Sender;
+
+use super::alarms::{Alarm, Fired, Level, fire};
 use crate::blackboard::model::{AgentStatus, State, TaskStatus};
 use crate::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
 use crate::lifecycle::table::human_may_move;
@@ -14,11 +16,47 @@ use crate::lifecycle::table::human_may_move;
 /// The lifecycle's rules for hand edits, and where their alarms go.
 pub struct HandEditRules {
     liza_dir: PathBuf,
+    /// Where the alarms this process raised go besides alerts.log (`liza watch` shows
+    /// them like its own).
+    forward: Option<Sender<Fired>>,
 }
 
 impl HandEditRules {
     pub fn new(liza_dir: PathBuf) -> HandEditRules {
-        HandEditRules { liza_dir }
+        HandEditRules {
+            liza_dir,
+            forward: None,
+        }
+    }
+
+    pub fn forwarding(mut self, to: Sender<Fired>) -> HandEditRules {
+        self.forward = Some(to);
+        self
+    }
+
+    fn raise(
+        &self,
+        level: Level,
+        category: &str,
+        message: String,
+        key: String,
+    ) -> std::io::Result<()> {
+        let alarm = Alarm {
+            level,
+            category: category.to_owned(),
+            message,
+            task: None,
+            agent: None,
+            revision: None,
+            key,
+        };
+        let fired = fire(&self.liza_dir, vec![alarm])?;
+        if let Some(to) = &self.forward {
+            for f in fired {
+                let _ = to.send(f);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -57,15 +95,14 @@ impl HandEditPolicy for HandEditRules {
                 if running.is_empty() {
                     return;
                 }
-                raise_in(
-                    &self.liza_dir,
+                self.raise(
                     Level::Warn,
                     "HAND_EDIT_DURING_RUN",
-                    &format!(
+                    format!(
                         "state.yaml was edited by hand while {} ran (revision {revision}: {summary}); agents must use liza commands, never edit the blackboard",
                         running.join(", ")
                     ),
-                    &format!("hand-edit-during-run:{revision}"),
+                    format!("hand-edit-during-run:{revision}"),
                 )
             }
             HandEditOutcome::Rejected {
@@ -74,15 +111,14 @@ impl HandEditPolicy for HandEditRules {
                 kept_as,
             } => {
                 let kept = kept_as.as_deref().unwrap_or("(could not be kept)");
-                raise_in(
-                    &self.liza_dir,
+                self.raise(
                     Level::Error,
                     "HAND_EDIT_REJECTED",
-                    &format!(
+                    format!(
                         "a hand edit of state.yaml was not applied and revision {revision} was restored; your file is {kept}: {}",
                         why.lines(".liza/state.yaml").join("; ")
                     ),
-                    &format!("hand-edit-rejected:{kept}"),
+                    format!("hand-edit-rejected:{kept}"),
                 )
             }
         };

@@ -2,6 +2,9 @@
 
 use super::hand_edits::HandEditRules;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, channel};
+
+use super::alarms::Fired;
 
 use super::OpsError;
 use crate::blackboard::{Actor, AgentId, Store};
@@ -16,6 +19,21 @@ impl Project {
     /// Finds the repository's main checkout from `cwd` (any subdirectory or worktree)
     /// and opens its blackboard.
     pub fn discover(cwd: &Path) -> Result<Project, OpsError> {
+        Project::discover_with(cwd, HandEditRules::new)
+    }
+
+    /// [`Project::discover`], with the alarms its hand-edit reconciliations raise also
+    /// sent to the returned receiver (the watcher shows them like its own).
+    pub fn discover_forwarding_alarms(cwd: &Path) -> Result<(Project, Receiver<Fired>), OpsError> {
+        let (to, from) = channel();
+        let project = Project::discover_with(cwd, |dir| HandEditRules::new(dir).forwarding(to))?;
+        Ok((project, from))
+    }
+
+    fn discover_with(
+        cwd: &Path,
+        rules: impl FnOnce(PathBuf) -> HandEditRules,
+    ) -> Result<Project, OpsError> {
         let root = match find_project_root(cwd) {
             Ok(root) => root,
             Err(GitError::NotARepository { .. }) => {
@@ -26,7 +44,7 @@ impl Project {
             Err(e) => return Err(e.into()),
         };
         let store = Store::open(&root)?;
-        let rules = HandEditRules::new(store.paths().dir.clone());
+        let rules = rules(store.paths().dir.clone());
         let store = store.with_policy(std::sync::Arc::new(rules));
         Ok(Project { root, store })
     }

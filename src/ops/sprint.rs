@@ -36,34 +36,102 @@ pub fn goal_complete(project: &Project, actor: &Actor) -> Result<Transition<()>,
     })
 }
 
+/// `sprint next`; the finished sprint's terminal tasks then move to its archive.
 pub fn sprint_next(project: &Project, actor: &Actor) -> Result<Transition<String>, OpsError> {
-    transition(&project.store, actor, Authority::Caller, |s, w, n| {
+    let mut done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
+        let previous = s.sprint.id.clone();
         let outcome = lifecycle::sprint_next(s, w, n)?;
-        Ok((outcome, s.sprint.id.clone()))
+        Ok((outcome, (s.sprint.id.clone(), previous)))
+    })?;
+    let (next, previous) = done.value.clone();
+    // The new sprint is open either way; a failed move only leaves the tasks live.
+    match super::archive_terminal(
+        project,
+        actor,
+        Authority::Caller,
+        &previous,
+        super::ArchiveSelect::AllTerminal,
+    ) {
+        Ok(Some(archived)) => done.revision = archived.revision,
+        Ok(None) => {}
+        Err(e) => done.outcome.warnings.push(format!(
+            "the terminal tasks of {previous} stay in state.yaml: {e}"
+        )),
+    }
+    Ok(Transition {
+        value: next,
+        outcome: done.outcome,
+        revision: done.revision,
     })
 }
 
-/// `checkpoint [--message M]`: sprint → CHECKPOINT and `.liza/CHECKPOINT`.
+/// `checkpoint [--message M]`: sprint → CHECKPOINT, `.liza/CHECKPOINT` and
+/// `.liza/sprint_summary.md`.
 pub fn checkpoint(
     project: &Project,
     actor: &Actor,
     message: Option<&str>,
 ) -> Result<Transition<()>, OpsError> {
-    let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
+    checkpoint_as(project, actor, Authority::Caller, message)
+}
+
+/// The checkpoint liza takes itself when the circuit breaker found a pattern that needs a
+/// person.
+pub fn auto_checkpoint(project: &Project, message: &str) -> Result<Transition<()>, OpsError> {
+    checkpoint_as(project, &Actor::Human, Authority::Supervisor, Some(message))
+}
+
+/// The checkpoint at the sprint deadline (once per deadline; refused when not due).
+pub fn deadline_checkpoint(project: &Project) -> Result<Transition<()>, OpsError> {
+    let done = transition(
+        &project.store,
+        &Actor::Human,
+        Authority::Supervisor,
+        |s, w, n| Ok((lifecycle::checkpoint_at_deadline(s, w, n)?, ())),
+    )?;
+    let message = done.outcome.events.first().and_then(|e| e.detail.clone());
+    after_checkpoint(project, message.as_deref())?;
+    Ok(done)
+}
+
+fn checkpoint_as(
+    project: &Project,
+    actor: &Actor,
+    authority: Authority,
+    message: Option<&str>,
+) -> Result<Transition<()>, OpsError> {
+    let done = transition(&project.store, actor, authority, |s, w, n| {
         Ok((lifecycle::checkpoint(s, w, message, n)?, ()))
     })?;
-    let at = done
-        .outcome
-        .events
-        .first()
-        .map(|_| crate::blackboard::Timestamp::now())
-        .unwrap_or_else(crate::blackboard::Timestamp::now);
+    after_checkpoint(project, message)?;
+    Ok(done)
+}
+
+/// `.liza/CHECKPOINT` and `.liza/sprint_summary.md`, once the checkpoint is committed.
+fn after_checkpoint(project: &Project, message: Option<&str>) -> Result<(), OpsError> {
+    let now = crate::blackboard::Timestamp::now();
     write_control(
         project,
         "CHECKPOINT",
-        &format!("{at}\n{}\n", message.unwrap_or("")),
+        &format!("{now}\n{}\n", message.unwrap_or("")),
     )?;
-    Ok(done)
+    // The summary describes the committed checkpoint; a failure to read it back only
+    // costs the summary, never the checkpoint.
+    match project.store.snapshot() {
+        Ok(snapshot) => {
+            let text = super::sprint_summary::render(&snapshot.state, message, now);
+            let path = project.store.paths().dir.join("sprint_summary.md");
+            std::fs::write(&path, text).map_err(|source| {
+                OpsError::Store(StoreError::Io {
+                    action: "write",
+                    path: path.display().to_string(),
+                    source,
+                })
+            })?;
+        }
+        Err(e) => tracing::warn!(error = %e, "checkpoint taken; could not write sprint_summary.md"),
+    }
+    Ok(())
 }
 
 /// `pause`: supervisors start no new runs while `.liza/PAUSE` exists.

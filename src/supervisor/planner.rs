@@ -55,7 +55,7 @@ impl Session {
         let (end, _) = self
             .run_turn(None, &root, &text, first.kind.name(), &state)
             .await?;
-        self.reconcile_planner_exit(&end, &state).await;
+        self.reconcile_planner_exit(&end).await;
         if end != RunEnd::Exited(Some(0)) {
             // Not handled: the triggers stay unacknowledged, so the next turn (after the
             // backoff) is shown them again.
@@ -108,7 +108,7 @@ impl Session {
 
     /// The exit-code protocol for a planner turn: exit 42 and crashes back off (a crash
     /// loop alarms); a usage limit stops all turns until the reset.
-    async fn reconcile_planner_exit(&mut self, end: &RunEnd, state: &State) {
+    async fn reconcile_planner_exit(&mut self, end: &RunEnd) {
         let now = Instant::now();
         match end {
             RunEnd::Exited(Some(0)) => {
@@ -135,7 +135,12 @@ impl Session {
                             "{}: the planner crashed {CRASH_LOOP} times in 5 minutes; backing off",
                             self.agent
                         ),
-                        &format!("crash-loop:{}:{}", self.agent, state.revision.unwrap_or(0)),
+                        &crate::monitor::rules::crash_loop_key(
+                            self.agent.as_str(),
+                            None,
+                            self.last_run_end
+                                .unwrap_or_else(crate::blackboard::Timestamp::now),
+                        ),
                     );
                 }
             }

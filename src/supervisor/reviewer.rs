@@ -153,7 +153,7 @@ impl Session {
         if failed_review {
             self.release_review(task).await;
         }
-        self.reconcile_review_exit(task, &end, &after_state).await;
+        self.reconcile_review_exit(task, &end).await;
         if changed {
             let message = format!(
                 "{} changed the worktree of {task} while reviewing it",
@@ -212,7 +212,7 @@ impl Session {
     /// The exit-code protocol for a review run: backoffs, a usage limit, and an alarm when
     /// the reviewer crashes 3 times in 5 minutes on the task (its claim is released with
     /// every run that ends without a verdict).
-    async fn reconcile_review_exit(&mut self, task: &TaskId, end: &RunEnd, state: &State) {
+    async fn reconcile_review_exit(&mut self, task: &TaskId, end: &RunEnd) {
         let now = Instant::now();
         match end {
             RunEnd::Exited(Some(0)) => {
@@ -233,10 +233,10 @@ impl Session {
                             "{}: the reviewer crashed {CRASH_LOOP} times in 5 minutes on {task}; its review claim is released",
                             self.agent
                         ),
-                        &format!(
-                            "crash-loop:{}:{task}:{}",
-                            self.agent,
-                            state.revision.unwrap_or(0)
+                        &crate::monitor::rules::crash_loop_key(
+                            self.agent.as_str(),
+                            Some(task.as_str()),
+                            self.last_run_end.unwrap_or_else(crate::blackboard::Timestamp::now),
                         ),
                     );
                 }

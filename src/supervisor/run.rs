@@ -12,6 +12,8 @@ use super::agent_process::AgentProcess;
 use super::run_report;
 use super::session::Session;
 use crate::backend::{ReportFiles, RunInput};
+use crate::blackboard::log::LogEntry;
+use crate::blackboard::log_tally;
 use crate::blackboard::model::ValidationMode;
 use crate::blackboard::node::Node;
 use crate::blackboard::{Actor, Role, State, TaskId};
@@ -36,6 +38,25 @@ pub(super) enum RunEnd {
     /// It exited 0, but what it left is unusable (a strict-mode run report that does not
     /// parse or match its schema): counted like a crash.
     Failed(String),
+}
+
+impl RunEnd {
+    /// The exit class of operations.md *Metrics* (`liza_agent_runs_total`).
+    pub(super) fn exit_class(&self, usage_limit: bool, soft_and_hard: bool) -> &'static str {
+        match self {
+            RunEnd::Exited(Some(0)) => "ok",
+            RunEnd::Exited(Some(42)) => "graceful_abort",
+            RunEnd::Exited(_) if usage_limit => "usage_limit",
+            RunEnd::Exited(Some(crate::builtin::EXIT_SOFT_FAIL)) if soft_and_hard => "soft_fail",
+            RunEnd::Exited(Some(crate::builtin::EXIT_HARD_FAIL)) if soft_and_hard => "hard_fail",
+            RunEnd::Exited(_) | RunEnd::Failed(_) => "crash",
+            RunEnd::Stalled(_) => "stalled",
+            RunEnd::TimedOut(_) => "timed_out",
+            RunEnd::Aborted => "aborted",
+            RunEnd::Signalled => "signalled",
+            RunEnd::NotStarted(_) => "not_started",
+        }
+    }
 }
 
 /// What the human's checkout and the integration ref looked like (role boundaries).
@@ -134,8 +155,32 @@ impl Session {
             end = failed;
         }
         let after = self.snapshot()?;
+        self.log_run_end(task, &end, &after).await;
         self.check_boundaries(&bounds, &after, task).await;
         Ok((end, after))
+    }
+
+    /// Logs how the run ended (`agent_run_ended`: role, exit class, the revision seen),
+    /// for the metrics and the watcher's crash-loop and usage-limit rules.
+    async fn log_run_end(&mut self, task: Option<&TaskId>, end: &RunEnd, state: &State) {
+        let now = crate::blackboard::Timestamp::now();
+        let class = end.exit_class(
+            super::usage_limit::is_usage_limit(&self.last_output),
+            self.backend.reports_soft_and_hard_failures(),
+        );
+        let mut entry = LogEntry::new(now, self.agent.as_str(), log_tally::RUN_ENDED);
+        entry.task = task.map(ToString::to_string);
+        entry.detail = Some(format!("{end:?}"));
+        entry
+            .extra
+            .insert("role", Node::str(self.role().yaml_name()));
+        entry.extra.insert("exit_class", Node::str(class));
+        entry.extra.insert(
+            "seen_revision",
+            Node::new(crate::blackboard::node::Value::Int(state.revision() as i64)),
+        );
+        self.last_run_end = Some(now);
+        self.append_log(entry).await;
     }
 
     /// Compares the role boundaries before and after a run.
@@ -341,8 +386,7 @@ impl Session {
                 .info(&format!("prompt saved to {}", prompt_file.display()));
             return Ok(self.run_interactive(&invocation.argv, workdir, &env).await);
         }
-        let log = agent_log(&self.project.store.paths().dir, self.agent.as_str(), task)
-            .and_then(|p| std::fs::File::create(p).ok());
+        let log = agent_log(&self.project.store.paths().dir, self.agent.as_str(), task);
         let mut process =
             match AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone()) {
                 Ok(p) => p,
@@ -466,13 +510,29 @@ fn read_bounded(path: &Path, limit: usize) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
-/// `.liza/agent-logs/<agent>-<task>-<ts>.log`.
-fn agent_log(liza: &Path, agent: &str, task: Option<&TaskId>) -> Option<PathBuf> {
+/// A new `.liza/agent-logs/<agent>-<task>-<ts>.log` (`<ts>.<n>` for the n-th run of the
+/// same second: an earlier run's output is never overwritten).
+fn agent_log(liza: &Path, agent: &str, task: Option<&TaskId>) -> Option<std::fs::File> {
     let dir = liza.join("agent-logs");
     std::fs::create_dir_all(&dir).ok()?;
     let stamp = crate::blackboard::Timestamp::now()
         .to_string()
         .replace(['-', ':'], "");
     let what = task.map_or("turn", TaskId::as_str);
-    Some(dir.join(format!("{agent}-{what}-{stamp}.log")))
+    for n in 1..1000 {
+        let name = match n {
+            1 => format!("{agent}-{what}-{stamp}.log"),
+            _ => format!("{agent}-{what}-{stamp}.{n}.log"),
+        };
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dir.join(name))
+        {
+            Ok(file) => return Some(file),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
 }

@@ -14,7 +14,10 @@ use super::memory::TaskMemory;
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
 use crate::backend::Backend;
+use crate::blackboard::log::LogEntry;
+use crate::blackboard::log_tally;
 use crate::blackboard::model::{GoalStatus, SprintStatus};
+use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, AgentId, Role, State, TaskId};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::lifecycle::Registration;
@@ -54,6 +57,14 @@ pub struct Session {
     pub(super) quota_until: Option<Instant>,
     /// The tail of the last run's output (usage-limit messages, diagnostics).
     pub(super) last_output: String,
+    /// When the last agent run ended, as logged (`agent_run_ended`): alarm keys of crash
+    /// loops and usage limits name it, as the watcher's rules do.
+    pub(super) last_run_end: Option<crate::blackboard::Timestamp>,
+    /// Milliseconds from the last state change to the wake-up it caused (-1: none
+    /// pending); logged as `woke` when the wake-up leads to work.
+    pending_wake_us: Arc<AtomicI64>,
+    /// Stops the planner's built-in watcher when the supervisor ends.
+    monitor_stop: Arc<std::sync::atomic::AtomicBool>,
     runs: u32,
 }
 
@@ -145,8 +156,14 @@ impl Session {
             planner_runs: TaskMemory::default(),
             quota_until: None,
             last_output: String::new(),
+            last_run_end: None,
+            pending_wake_us: Arc::new(AtomicI64::new(-1)),
+            monitor_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             runs: 0,
         };
+        if role == Role::Planner {
+            session.start_monitor();
+        }
         session.start_heartbeats(&state);
         session.watch_signals();
         Ok(session)
@@ -187,8 +204,12 @@ impl Session {
                 Role::CodeReviewer => self.reviewer_step(&state).await?,
                 Role::Planner => self.planner_step(&state).await?,
             };
+            let woke_us = self.pending_wake_us.swap(-1, Ordering::SeqCst);
             match step {
                 Step::Worked => {
+                    if woke_us >= 0 {
+                        self.log_wake(woke_us).await;
+                    }
                     idle_since = Instant::now();
                     self.runs += 1;
                     if self.options.once {
@@ -214,6 +235,7 @@ impl Session {
 
     /// Unregisters (only this generation) and stops heartbeats' effect.
     pub async fn finish(&mut self) {
+        self.monitor_stop.store(true, Ordering::SeqCst);
         let project = self.project.clone();
         let (agent, generation) = (self.agent.clone(), self.generation.clone());
         let result = tokio::task::spawn_blocking(move || {
@@ -268,8 +290,77 @@ impl Session {
     pub(super) async fn wait(&self, d: Duration) {
         let stopped = self.stopped.clone();
         tokio::select! {
-            _ = self.wake.wait(d) => {}
+            woken = self.wake.wait(d) => {
+                if woken {
+                    self.note_wake();
+                }
+            }
             _ = stopped.notified() => {}
+        }
+    }
+
+    /// Remembers how long after state.yaml last changed this wake-up came (a wake-up by a
+    /// control file, or long after the change, is not a state change's latency).
+    fn note_wake(&self) {
+        let path = self.project.store.paths().state();
+        let Some(changed) = std::fs::metadata(&path)
+            .ok()
+            .and_then(|m| m.modified().ok())
+        else {
+            return;
+        };
+        if let Ok(latency) = std::time::SystemTime::now().duration_since(changed)
+            && latency < Duration::from_secs(10)
+        {
+            self.pending_wake_us
+                .store(latency.as_micros() as i64, Ordering::SeqCst);
+        }
+    }
+
+    /// Logs a wake-up that led to work, with its latency (operations.md *Metrics*).
+    async fn log_wake(&self, micros: i64) {
+        let mut entry = LogEntry::new(
+            crate::blackboard::Timestamp::now(),
+            self.agent.as_str(),
+            log_tally::WOKE,
+        );
+        entry.extra.insert(
+            "wake_latency_ms",
+            Node::new(Value::Float(micros as f64 / 1000.0)),
+        );
+        self.append_log(entry).await;
+    }
+
+    /// Appends a log entry that changes no state (wake-ups, run ends).
+    pub(super) async fn append_log(&self, entry: LogEntry) {
+        let appended = self
+            .blocking(move |project| project.store.append_log(&[entry]))
+            .await;
+        if let Err(e) = appended {
+            tracing::warn!(error = %e, "could not append to log.yaml");
+        }
+    }
+
+    /// The planner's supervisor also runs `liza watch` (operations.md): alarms, the
+    /// deadline checkpoint and continuous analysis, on a thread of its own.
+    fn start_monitor(&self) {
+        let root = self.project.root.clone();
+        let stop = self.monitor_stop.clone();
+        let console = self.console.clone();
+        let spawned = std::thread::Builder::new()
+            .name("liza-watch".into())
+            .spawn(move || {
+                let echo: crate::monitor::delivery::Echo =
+                    Box::new(move |line| console.info(&format!("alarm: {line}")));
+                match crate::monitor::Monitor::open(&root, echo) {
+                    Ok(monitor) => {
+                        monitor.run(crate::monitor::INTERVAL, None, &stop);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "the watcher could not start"),
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not start the watcher; run `liza watch` yourself");
         }
     }
 
@@ -422,15 +513,19 @@ impl Session {
         use tokio::signal::unix::{SignalKind, signal};
         let (flag, stopped) = (self.signal.clone(), self.stopped.clone());
         tokio::spawn(async move {
-            let (Ok(mut int), Ok(mut term)) = (
+            // SIGHUP (the terminal or tmux pane closed) stops as gracefully as SIGTERM:
+            // the work is saved and the agent unregistered, never left for a lease to lapse.
+            let (Ok(mut int), Ok(mut term), Ok(mut hup)) = (
                 signal(SignalKind::interrupt()),
                 signal(SignalKind::terminate()),
+                signal(SignalKind::hangup()),
             ) else {
                 return;
             };
             let sig = tokio::select! {
                 _ = int.recv() => 2,
                 _ = term.recv() => 15,
+                _ = hup.recv() => 1,
             };
             flag.store(sig, Ordering::SeqCst);
             stopped.notify_waiters();

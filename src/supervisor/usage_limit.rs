@@ -35,7 +35,6 @@ impl Session {
             .map_or(0, |d| d.as_secs());
         let sleep = sleep_for(&self.last_output, epoch);
         self.quota_until = Some(Instant::now() + sleep);
-        let revision = self.snapshot().ok().and_then(|s| s.revision).unwrap_or(0);
         self.alarm(
             Level::Error,
             "PROVIDER_QUOTA_EXHAUSTED",
@@ -44,7 +43,11 @@ impl Session {
                 self.agent,
                 sleep.as_secs().div_ceil(60)
             ),
-            &format!("quota:{}:{revision}", self.agent),
+            &crate::monitor::rules::quota_key(
+                self.agent.as_str(),
+                self.last_run_end
+                    .unwrap_or_else(crate::blackboard::Timestamp::now),
+            ),
         );
     }
 }

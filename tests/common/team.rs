@@ -134,3 +134,18 @@ pub fn expire_lease(repo: &Repo, task: &str) {
 pub fn configure(repo: &Repo, change: impl FnOnce(&mut liza::blackboard::model::Config)) {
     edit_state(repo, "test_config", |state, _| change(&mut state.config));
 }
+
+/// A `retry_loop` anomaly on `task` with `pattern` as its error pattern.
+pub fn retry_loop(repo: &Repo, task: &str, pattern: &str) {
+    assert_success(&repo.liza(&[
+        "anomaly",
+        "--type",
+        "retry_loop",
+        "--task",
+        task,
+        "--detail",
+        "count=3",
+        "--detail",
+        &format!("error_pattern={pattern}"),
+    ]));
+}

@@ -241,6 +241,10 @@ pub struct Config {
     pub lock_timeout: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_keep: Option<JournalKeep>,
+    /// Seconds after which a terminal task is moved to the archive by the watcher (unset:
+    /// only when the next sprint opens).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archive_after: Option<i64>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -270,6 +274,7 @@ record!(Config {
     opt circuit_breaker: "circuit_breaker",
     opt lock_timeout: "lock_timeout",
     opt journal_keep: "journal_keep",
+    opt archive_after: "archive_after",
 });
 
 /// A positive setting read with its default: out-of-range values are reported by the
@@ -280,8 +285,9 @@ fn positive(value: Option<i64>, default: i64) -> i64 {
 
 impl Config {
     /// The integer settings with their allowed minimum, for the validator.
-    pub fn integer_settings(&self) -> [(&'static str, Option<i64>, i64); 13] {
+    pub fn integer_settings(&self) -> [(&'static str, Option<i64>, i64); 14] {
         [
+            ("archive_after", self.archive_after, 1),
             ("max_coder_iterations", self.max_coder_iterations, 1),
             ("max_review_cycles", self.max_review_cycles, 1),
             ("exit42_restart_threshold", self.exit42_restart_threshold, 1),

@@ -240,3 +240,17 @@ record!(ArchivedTask {
     req status: "status",
     opt sprint: "sprint",
 });
+
+/// `archive/<sprint>.yaml`: terminal tasks moved out of state.yaml (blackboard.md
+/// *Growth*), each with its full record.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Archive {
+    pub sprint: String,
+    pub tasks: super::TaskList,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(Archive {
+    req sprint: "sprint",
+    req tasks: "tasks",
+});

@@ -72,6 +72,26 @@ pub fn acquire(
     Ok(lock)
 }
 
+/// Whether the lock is held right now, and by whom (the owner file's line): for
+/// `liza doctor`. Never waits.
+pub fn probe(lock_path: &Path, owner_path: &Path) -> io::Result<Option<String>> {
+    let file = match File::open(lock_path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            Ok(None)
+        }
+        Err(std::fs::TryLockError::WouldBlock) => Ok(Some(
+            read_owner(owner_path).unwrap_or_else(|| "an unknown process".into()),
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(e),
+    }
+}
+
 /// Blocks in `flock` on a helper thread so waiters are woken by the kernel as soon as
 /// the holder releases, instead of polling; gives up after `timeout`. A helper that
 /// acquires after the caller gave up releases the lock at once.

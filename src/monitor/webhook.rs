@@ -98,6 +98,25 @@ impl Webhook {
             let _ = t.join();
         }
     }
+
+    /// Like [`Webhook::finish`], but waits at most `limit`: a receiver that is down must
+    /// not hold a watcher that is exiting (its alarms are in alerts.log). Returns whether
+    /// every queued alarm was dealt with.
+    pub fn finish_within(mut self, limit: Duration) -> bool {
+        self.queue.take();
+        let Some(t) = self.thread.take() else {
+            return true;
+        };
+        let deadline = std::time::Instant::now() + limit;
+        while !t.is_finished() {
+            if std::time::Instant::now() >= deadline {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let _ = t.join();
+        true
+    }
 }
 
 impl Drop for Webhook {

@@ -1,0 +1,215 @@
+//! What log.yaml says happened, tallied for the metrics and the runtime alarm rules: every
+//! transaction's action and lock timings (`lock_wait_ms`, `lock_hold_ms`), supervisors'
+//! wake-ups (`woke`, `wake_latency_ms`) and agent runs (`agent_run_ended`, with role and
+//! exit class). Read incrementally: a long-running watcher only parses what was appended
+//! since its last look; a torn final line is left for the next look.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use super::log::{LogEntry, parse_items};
+use super::node::{Node, Value};
+use super::timestamp::Timestamp;
+
+/// The log action a supervisor appends when an agent run ends.
+pub const RUN_ENDED: &str = "agent_run_ended";
+/// The log action a supervisor appends when a wake-up led it to act.
+pub const WOKE: &str = "woke";
+
+/// Upper bounds (ms) of the latency histograms' buckets; `+Inf` is implied.
+pub const BUCKETS_MS: &[f64] = &[
+    0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0,
+];
+
+/// A latency histogram in milliseconds (cumulative counts per bucket at render time).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Histogram {
+    /// Observations per bucket of [`BUCKETS_MS`], plus one for `+Inf`.
+    pub counts: Vec<u64>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Histogram {
+    pub fn observe(&mut self, ms: f64) {
+        if self.counts.is_empty() {
+            self.counts = vec![0; BUCKETS_MS.len() + 1];
+        }
+        let slot = BUCKETS_MS
+            .iter()
+            .position(|b| ms <= *b)
+            .unwrap_or(BUCKETS_MS.len());
+        self.counts[slot] += 1;
+        self.sum += ms;
+        self.count += 1;
+    }
+
+    /// `(upper bound, cumulative count)` per bucket, `+Inf` last as `f64::INFINITY`.
+    pub fn cumulative(&self) -> Vec<(f64, u64)> {
+        let mut total = 0;
+        BUCKETS_MS
+            .iter()
+            .copied()
+            .chain([f64::INFINITY])
+            .enumerate()
+            .map(|(i, bound)| {
+                total += self.counts.get(i).copied().unwrap_or(0);
+                (bound, total)
+            })
+            .collect()
+    }
+}
+
+/// How an agent run ended, as logged by its supervisor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunEnded {
+    pub ts: Timestamp,
+    pub agent: String,
+    pub role: String,
+    pub task: Option<String>,
+    /// `ok`, `graceful_abort`, `crash`, `usage_limit`, `soft_fail`, `hard_fail`,
+    /// `stalled`, `timed_out`, `not_started`, `aborted`, `signalled`.
+    pub exit_class: String,
+    pub revision: Option<u64>,
+}
+
+impl RunEnded {
+    pub fn is_crash(&self) -> bool {
+        self.exit_class == "crash"
+    }
+}
+
+/// The tally of log.yaml so far.
+#[derive(Debug, Clone, Default)]
+pub struct Activity {
+    /// Committed transactions by their log action.
+    pub transitions: BTreeMap<String, u64>,
+    pub lock_wait: Histogram,
+    pub lock_hold: Histogram,
+    pub wake_latency: Histogram,
+    /// Agent runs by `(role, exit class)`.
+    pub runs: BTreeMap<(String, String), u64>,
+    /// Every run end, oldest first (crash loops, usage-limit storms).
+    pub run_ends: Vec<RunEnded>,
+    pub merges: u64,
+    pub integration_failures: u64,
+    /// Entries that could not be read.
+    pub unreadable: u64,
+    last_timed_revision: Option<i64>,
+}
+
+impl Activity {
+    pub fn add(&mut self, entry: &LogEntry) {
+        if entry.revision.is_some() {
+            *self.transitions.entry(entry.action.clone()).or_insert(0) += 1;
+            // A transaction with several events logs its timings on each entry: one
+            // observation per revision.
+            if entry.revision != self.last_timed_revision {
+                if let Some(ms) = entry.lock_wait_ms {
+                    self.lock_wait.observe(ms.as_f64());
+                }
+                if let Some(ms) = entry.lock_hold_ms {
+                    self.lock_hold.observe(ms.as_f64());
+                }
+                if entry.lock_wait_ms.is_some() || entry.lock_hold_ms.is_some() {
+                    self.last_timed_revision = entry.revision;
+                }
+            }
+            match entry.action.as_str() {
+                "merged" => self.merges += 1,
+                "integration_failed" => self.integration_failures += 1,
+                _ => {}
+            }
+        }
+        match entry.action.as_str() {
+            WOKE => {
+                if let Some(ms) = number(entry.extra.get("wake_latency_ms")) {
+                    self.wake_latency.observe(ms);
+                }
+            }
+            RUN_ENDED => {
+                let text = |key: &str| entry.extra.get(key).and_then(Node::as_str);
+                let end = RunEnded {
+                    ts: entry.timestamp.unwrap_or(Timestamp::from_unix(0)),
+                    agent: entry.agent.clone().unwrap_or_default(),
+                    role: text("role").unwrap_or("unknown").to_owned(),
+                    task: entry.task.clone(),
+                    exit_class: text("exit_class").unwrap_or("unknown").to_owned(),
+                    revision: number(entry.extra.get("seen_revision")).map(|r| r as u64),
+                };
+                *self
+                    .runs
+                    .entry((end.role.clone(), end.exit_class.clone()))
+                    .or_insert(0) += 1;
+                self.run_ends.push(end);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn number(node: Option<&Node>) -> Option<f64> {
+    match node.map(|n| &n.value) {
+        Some(Value::Int(i)) => Some(*i as f64),
+        Some(Value::Float(f)) => Some(*f),
+        Some(Value::Str(s)) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// Reads log.yaml incrementally into an [`Activity`].
+#[derive(Debug)]
+pub struct ActivityReader {
+    path: PathBuf,
+    offset: u64,
+    line: usize,
+    pub activity: Activity,
+}
+
+impl ActivityReader {
+    pub fn new(log: &Path) -> ActivityReader {
+        ActivityReader {
+            path: log.to_path_buf(),
+            offset: 0,
+            line: 0,
+            activity: Activity::default(),
+        }
+    }
+
+    /// The whole log, read once.
+    pub fn read_all(log: &Path) -> Activity {
+        let mut reader = ActivityReader::new(log);
+        reader.refresh();
+        reader.activity
+    }
+
+    /// Takes in what was appended since the last call (a log that shrank is re-read).
+    pub fn refresh(&mut self) {
+        let Ok(mut file) = std::fs::File::open(&self.path) else {
+            return;
+        };
+        let len = file.metadata().map_or(0, |m| m.len());
+        if len < self.offset {
+            *self = ActivityReader::new(&self.path);
+        }
+        if len == self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
+            return;
+        }
+        let mut bytes = Vec::with_capacity((len - self.offset) as usize);
+        if file.read_to_end(&mut bytes).is_err() {
+            return;
+        }
+        // Only whole lines: a torn or still-being-written last line waits for next time.
+        let Some(end) = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1) else {
+            return;
+        };
+        let read = parse_items(&bytes[..end], self.line);
+        for entry in &read.entries {
+            self.activity.add(entry);
+        }
+        self.activity.unreadable += read.unreadable.len() as u64;
+        self.line += bytes[..end].iter().filter(|b| **b == b'\n').count();
+        self.offset += end as u64;
+    }
+}

@@ -1,0 +1,310 @@
+//! `liza up`: a tmux session with one pane per agent — planner-1, coder-1..N,
+//! code-reviewer-1..M, each running the `liza-agent` beside this `liza` with its id —
+//! and a pane with `liza status --watch`; pane titles show the agent ids. Ids are the
+//! lowest not held by a live agent. `liza up --down` stops the agents with SIGINT (they
+//! finish their step, save work and unregister), waits for them, and removes the session.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::output::Output;
+use super::{CliError, EXIT_OK, current_dir};
+use crate::blackboard::liveness;
+use crate::blackboard::{Role, State, Timestamp};
+use crate::ops::Project;
+use crate::tmux::Tmux;
+
+#[derive(clap::Args)]
+pub struct UpArgs {
+    /// Coder panes.
+    #[arg(long, default_value_t = 2)]
+    coders: u32,
+    /// Code-reviewer panes.
+    #[arg(long, default_value_t = 1)]
+    reviewers: u32,
+    /// The agents' backend (default: config.default_cli).
+    #[arg(long)]
+    cli: Option<String>,
+    /// The tmux session (default: liza-<repository directory>).
+    #[arg(long)]
+    session: Option<String>,
+    /// Attach (or switch the current client) to the session.
+    #[arg(long)]
+    attach: bool,
+    /// Stop the session's agents gracefully and remove the session.
+    #[arg(long)]
+    down: bool,
+}
+
+/// How long `--down` waits for the agents to stop before it sends SIGTERM.
+const GRACE: Duration = Duration::from_secs(30);
+
+pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
+    let project = Project::discover(&current_dir()?)?;
+    let tmux = Tmux::find()?;
+    let session = match &args.session {
+        Some(s) => checked_session(s)?,
+        None => default_session(&project.root),
+    };
+    if args.down {
+        return down(&tmux, &session, out);
+    }
+    if tmux.has_session(&session) {
+        out.ok(json!({"session": session, "created": false}), || {
+            format!("tmux session {session} is already running; `liza up --down --session {session}` stops it")
+        });
+        return attach(&tmux, &session, args.attach);
+    }
+    let state = project.store.snapshot()?.state;
+    let live = live_agents(&project, &state);
+    let mut agents = vec![(Role::Planner, free_ids(&live, Role::Planner, 1))];
+    agents.push((Role::Coder, free_ids(&live, Role::Coder, args.coders)));
+    agents.push((
+        Role::CodeReviewer,
+        free_ids(&live, Role::CodeReviewer, args.reviewers),
+    ));
+    let (liza, agent) = binaries()?;
+    // The status pane first, so the window's options (a pane whose agent exited keeps its
+    // output; titles on the borders) hold before any agent starts; agents go before it.
+    let status = tmux.new_session(
+        &session,
+        "liza",
+        &project.root,
+        &[],
+        &[
+            liza.display().to_string(),
+            "status".into(),
+            "--watch".into(),
+        ],
+    )?;
+    tmux.run(&["select-pane", "-t", &status, "-T", "status"])?;
+    for option in [
+        ["remain-on-exit", "on"],
+        ["pane-border-status", "top"],
+        ["pane-border-format", " #{pane_title} "],
+    ] {
+        tmux.run(&["set-option", "-w", "-t", &status, option[0], option[1]])?;
+    }
+    let mut created = Vec::new();
+    for (role, ids) in &agents {
+        for id in ids {
+            let mut argv = agent.clone();
+            argv.push(role_arg(*role).into());
+            if let Some(cli) = &args.cli {
+                argv.extend(["--cli".into(), cli.clone()]);
+            }
+            let env = [("LIZA_AGENT_ID", id.as_str())];
+            let pane = tmux.split_before(&status, &project.root, &env, &argv)?;
+            tmux.run(&["select-pane", "-t", &pane, "-T", id])?;
+            created.push(id.clone());
+        }
+    }
+    out.ok(
+        json!({"session": session, "created": true, "agents": created}),
+        || {
+            format!(
+                "tmux session {session}: {} and the status pane\nattach: tmux attach -t {session} · stop: liza up --down --session {session}",
+                created.join(", ")
+            )
+        },
+    );
+    attach(&tmux, &session, args.attach)
+}
+
+fn role_arg(role: Role) -> &'static str {
+    match role {
+        Role::Planner => "planner",
+        Role::Coder => "coder",
+        Role::CodeReviewer => "code-reviewer",
+    }
+}
+
+/// `liza` itself and the argv prefix of the supervisor: the `liza-agent` beside it,
+/// else `liza agent`.
+fn binaries() -> Result<(PathBuf, Vec<String>), CliError> {
+    let liza = std::env::current_exe()
+        .map_err(|e| CliError::refused(format!("cannot find the running liza: {e}")))?;
+    let beside = liza.with_file_name("liza-agent");
+    let agent = if beside.is_file() {
+        vec![beside.display().to_string()]
+    } else {
+        vec![liza.display().to_string(), "agent".into()]
+    };
+    Ok((liza, agent))
+}
+
+/// Agents whose effective lease has not expired.
+fn live_agents(project: &Project, state: &State) -> HashSet<String> {
+    let now = Timestamp::now();
+    let leases = liveness::read_all(&project.store.paths().live()).agent_leases(state);
+    state
+        .agents
+        .iter()
+        .filter(|(id, a)| {
+            a.lease_expires
+                .max(leases.get(*id).copied())
+                .is_some_and(|l| l > now)
+        })
+        .map(|(id, _)| id.to_string())
+        .collect()
+}
+
+/// The lowest `count` ids `<role>-N` no live agent holds.
+pub fn free_ids(live: &HashSet<String>, role: Role, count: u32) -> Vec<String> {
+    (1..)
+        .map(|n| format!("{}-{n}", role.id_prefix()))
+        .filter(|id| !live.contains(id))
+        .take(count as usize)
+        .collect()
+}
+
+fn default_session(root: &Path) -> String {
+    let name: String = root
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("project")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("liza-{name}")
+}
+
+/// tmux session names may not hold `.` or `:` (they address windows and panes).
+fn checked_session(name: &str) -> Result<String, CliError> {
+    let ok = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if ok {
+        return Ok(name.to_owned());
+    }
+    Err(CliError::usage(format!(
+        "--session {name:?}: use letters, digits, `-` and `_`"
+    )))
+}
+
+fn attach(tmux: &Tmux, session: &str, wanted: bool) -> Result<i32, CliError> {
+    if !wanted {
+        return Ok(EXIT_OK);
+    }
+    let verb = if std::env::var_os("TMUX").is_some() {
+        "switch-client"
+    } else {
+        "attach-session"
+    };
+    let status = std::process::Command::new(
+        crate::backend::find_executable("tmux").unwrap_or_else(|| "tmux".into()),
+    )
+    .args([verb, "-t", &format!("={session}")])
+    .status()
+    .map_err(|e| CliError::refused(format!("cannot run tmux {verb}: {e}")))?;
+    let _ = tmux;
+    Ok(if status.success() { EXIT_OK } else { 1 })
+}
+
+/// SIGINT to every live pane's process, a grace period, SIGTERM to the rest, then the
+/// session is removed.
+fn down(tmux: &Tmux, session: &str, out: &Output) -> Result<i32, CliError> {
+    if !tmux.has_session(session) {
+        return Err(
+            CliError::refused(format!("there is no tmux session {session}"))
+                .with_hint("`tmux ls` lists the sessions; name one with --session"),
+        );
+    }
+    // A session always has a pane; an empty listing (seen under heavy load) is asked again.
+    let mut panes = tmux.panes(session)?;
+    for _ in 0..20 {
+        if !panes.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        panes = tmux.panes(session)?;
+    }
+    let running: Vec<i32> = panes.iter().filter(|p| !p.dead).map(|p| p.pid).collect();
+    signal_all(&running, nix::sys::signal::Signal::SIGINT);
+    let deadline = Instant::now() + GRACE;
+    while running.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let stubborn: Vec<i32> = running.iter().copied().filter(|p| alive(*p)).collect();
+    signal_all(&stubborn, nix::sys::signal::Signal::SIGTERM);
+    tmux.run(&["kill-session", "-t", &format!("={session}")])?;
+    // Nothing of the session outlives the command.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while running.iter().any(|pid| alive(*pid)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let listed: Vec<serde_json::Value> = panes
+        .iter()
+        .map(|p| json!({"title": p.title, "pid": p.pid, "dead": p.dead}))
+        .collect();
+    out.ok(
+        json!({"session": session, "stopped": running.len(), "forced": stubborn.len(), "panes": listed}),
+        || {
+            format!(
+                "stopped {} pane(s) of {session}{} and removed the session",
+                running.len(),
+                if stubborn.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({} needed SIGTERM)", stubborn.len())
+                }
+            )
+        },
+    );
+    Ok(EXIT_OK)
+}
+
+fn signal_all(pids: &[i32], signal: nix::sys::signal::Signal) {
+    for pid in pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), signal);
+    }
+}
+
+/// Whether `pid` runs (a zombie is gone for this purpose).
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_skip_the_live_ones() {
+        let live: HashSet<String> = ["coder-1", "coder-3", "planner-1"]
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        assert_eq!(
+            free_ids(&live, Role::Coder, 3),
+            ["coder-2", "coder-4", "coder-5"]
+        );
+        assert_eq!(free_ids(&live, Role::Planner, 1), ["planner-2"]);
+        assert_eq!(free_ids(&live, Role::CodeReviewer, 1), ["code-reviewer-1"]);
+    }
+
+    #[test]
+    fn session_names_are_checked() {
+        assert!(checked_session("liza-demo_1").is_ok());
+        assert!(checked_session("a:b").is_err());
+        assert!(checked_session("a.b").is_err());
+        assert_eq!(
+            default_session(Path::new("/work/my project")),
+            "liza-my-project"
+        );
+    }
+}

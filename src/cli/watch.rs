@@ -1,0 +1,55 @@
+//! `liza watch [--metrics-addr ADDR]`: the alarm rules on every change and every 10 s,
+//! continuous circuit-breaker analysis, the deadline checkpoint, and `/metrics`.
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::output::Output;
+use super::{CliError, EXIT_OK, current_dir};
+use crate::monitor::Monitor;
+
+#[derive(clap::Args)]
+pub struct WatchArgs {
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464).
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<SocketAddr>,
+    /// Seconds between evaluations when nothing changes.
+    #[arg(long, default_value_t = crate::monitor::INTERVAL.as_secs_f64(), value_name = "SECONDS")]
+    interval: f64,
+    /// Stop after this many evaluations (scripts and tests).
+    #[arg(long, hide = true)]
+    cycles: Option<u64>,
+}
+
+pub fn cmd_watch(args: WatchArgs, out: &Output) -> Result<i32, CliError> {
+    let cwd = current_dir()?;
+    if !(args.interval.is_finite() && args.interval > 0.0) {
+        return Err(CliError::usage(format!(
+            "--interval {} is not a positive number of seconds",
+            args.interval
+        )));
+    }
+    let interval = Duration::from_secs_f64(args.interval);
+    let monitor = Monitor::open(&cwd, Box::new(|line| eprintln!("{line}")))?;
+    if let Some(addr) = args.metrics_addr {
+        let bound = monitor.serve_metrics(addr).map_err(|e| {
+            CliError::refused(format!("cannot serve metrics on {addr}: {e}"))
+                .with_hint("choose a free address, e.g. --metrics-addr 127.0.0.1:9464")
+        })?;
+        // The bound address matters when the port was 0 (any free port).
+        eprintln!("liza watch: metrics at http://{bound}/metrics");
+    }
+    if args.cycles.is_none() && !out.json {
+        eprintln!(
+            "liza watch: evaluating the alarm rules on every change and every {} s; Ctrl-C stops",
+            args.interval
+        );
+    }
+    let stop = AtomicBool::new(false);
+    let (cycles, fired) = monitor.run(interval, args.cycles, &stop);
+    out.ok(json!({ "cycles": cycles, "fired": fired }), String::new);
+    Ok(EXIT_OK)
+}

@@ -1,0 +1,111 @@
+//! What the dashboard shows, read once per refresh: the status report (the same one
+//! `liza status` prints), the tail of log.yaml and the open alarms, plus the selected
+//! task's record for the detail pane.
+
+use std::path::Path;
+
+use crate::blackboard::codec::Emit;
+use crate::blackboard::log::{self, LogEntry};
+use crate::blackboard::store::Snapshot;
+use crate::blackboard::yaml::Emitter;
+use crate::blackboard::{LizaPaths, Timestamp};
+use crate::cli::status::{Report, recent_alarms};
+
+/// Log entries kept for the log pane.
+pub const LOG_TAIL: usize = 200;
+
+pub struct View {
+    pub report: Report,
+    /// `HH:MM:SS agent action task detail`, oldest first.
+    pub log: Vec<String>,
+    pub alarms: Vec<String>,
+    /// Each task's YAML, in the order of `report.tasks`.
+    pub task_yaml: Vec<String>,
+    pub now: Timestamp,
+}
+
+impl View {
+    pub fn read(snapshot: &Snapshot, paths: &LizaPaths, now: Timestamp) -> View {
+        let entries = log_tail(&paths.log(), LOG_TAIL);
+        View::new(
+            snapshot,
+            paths,
+            now,
+            entries,
+            recent_alarms(&paths.alerts(), 50),
+        )
+    }
+
+    pub fn new(
+        snapshot: &Snapshot,
+        paths: &LizaPaths,
+        now: Timestamp,
+        log: Vec<LogEntry>,
+        alarms: Vec<String>,
+    ) -> View {
+        let task_yaml = snapshot
+            .state
+            .tasks
+            .iter()
+            .map(|t| {
+                let mut e = Emitter::default();
+                t.emit(&mut e);
+                e.finish()
+            })
+            .collect();
+        View {
+            report: Report::new(snapshot, paths, now),
+            log: log.iter().map(log_line).collect(),
+            alarms,
+            task_yaml,
+            now,
+        }
+    }
+}
+
+/// The last `n` entries of log.yaml (reads only the file's end).
+fn log_tail(path: &Path, n: usize) -> Vec<LogEntry> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    // Entries are one line of ~200 bytes; read generously and drop the first partial line.
+    let start = len.saturating_sub((n as u64) * 600);
+    if file.seek(SeekFrom::Start(start)).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    if start > 0 {
+        match bytes.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                bytes.drain(..=i);
+            }
+            None => return Vec::new(),
+        }
+    }
+    let mut entries = log::parse_items(&bytes, 0).entries;
+    let skip = entries.len().saturating_sub(n);
+    entries.drain(..skip);
+    entries
+}
+
+fn log_line(e: &LogEntry) -> String {
+    let time = e
+        .timestamp
+        .map(|t| t.to_string().get(11..19).unwrap_or("").to_owned())
+        .unwrap_or_default();
+    let mut line = format!("{time} {} {}", e.agent.as_deref().unwrap_or("-"), e.action);
+    if let Some(task) = &e.task {
+        line.push(' ');
+        line.push_str(task);
+    }
+    if let Some(detail) = &e.detail {
+        line.push_str(": ");
+        line.push_str(&detail.replace('\n', " "));
+    }
+    line
+}

@@ -1,0 +1,435 @@
+//! `liza doctor`: what is wrong with this machine or this blackboard, each finding with
+//! what to do about it — git, the blackboard itself, the agent CLIs of every backend in
+//! use, the model endpoint of the built-in agent, worktrees against the state, the state
+//! lock, and liveness records or agents left behind by supervisors that are gone.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::backend::{Backend, find_executable};
+use crate::blackboard::liveness;
+use crate::blackboard::model::TaskStatus;
+use crate::blackboard::validate::{ValidationEnv, validate};
+use crate::blackboard::{State, Timestamp};
+use crate::builtin::endpoint::{Endpoint, Env};
+use crate::ops::Project;
+
+/// The oldest git whose worktree and `-C` behaviour liza relies on.
+pub const MIN_GIT: (u32, u32) = (2, 25);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Warn,
+    Fail,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Check {
+    pub name: String,
+    pub status: Status,
+    pub detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &str, detail: impl Into<String>) -> Check {
+        Check {
+            name: name.into(),
+            status: Status::Ok,
+            detail: detail.into(),
+            hint: None,
+        }
+    }
+
+    fn problem(
+        status: Status,
+        name: &str,
+        detail: impl Into<String>,
+        hint: impl Into<String>,
+    ) -> Check {
+        Check {
+            name: name.into(),
+            status,
+            detail: detail.into(),
+            hint: Some(hint.into()),
+        }
+    }
+}
+
+/// Every check, in the order a person would fix them.
+pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
+    let mut checks = vec![git()];
+    let project = match Project::discover(cwd) {
+        Ok(p) => p,
+        Err(e) => {
+            checks.push(Check::problem(
+                Status::Fail,
+                "blackboard",
+                e.to_string(),
+                "run liza inside the project's repository, after `liza init \"<goal>\"`",
+            ));
+            return checks;
+        }
+    };
+    let state = match project.store.snapshot() {
+        Ok(s) => s.state,
+        Err(e) => {
+            checks.push(Check::problem(
+                Status::Fail,
+                "blackboard",
+                e.to_string(),
+                "`liza validate` lists every problem with its line and column",
+            ));
+            return checks;
+        }
+    };
+    checks.push(blackboard(&project, &state));
+    checks.extend(backends(&state));
+    if let Some(check) = endpoint(&state, env) {
+        checks.push(check);
+    }
+    checks.extend(worktrees(&project, &state));
+    checks.push(lock(&project, &state));
+    checks.extend(leftovers(&project, &state));
+    checks
+}
+
+fn git() -> Check {
+    let Some(path) = find_executable("git") else {
+        return Check::problem(
+            Status::Fail,
+            "git",
+            "git is not on PATH",
+            "install git (apt install git, brew install git)",
+        );
+    };
+    let out = std::process::Command::new(&path).arg("--version").output();
+    let text = out
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default();
+    let version = text
+        .split_whitespace()
+        .nth(2)
+        .map(|v| {
+            let mut parts = v.split('.').map(|n| n.parse::<u32>().unwrap_or(0));
+            (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+        })
+        .unwrap_or((0, 0));
+    if version < MIN_GIT {
+        return Check::problem(
+            Status::Fail,
+            "git",
+            format!(
+                "{} ({}) is older than {}.{}",
+                text,
+                path.display(),
+                MIN_GIT.0,
+                MIN_GIT.1
+            ),
+            "install a newer git",
+        );
+    }
+    Check::ok("git", format!("{text} ({})", path.display()))
+}
+
+fn blackboard(project: &Project, state: &State) -> Check {
+    let env = ValidationEnv::new(Some(&project.root), Timestamp::now());
+    let findings = validate(state, &env);
+    let errors = findings.iter().filter(|f| f.is_error()).count();
+    if errors > 0 {
+        return Check::problem(
+            Status::Fail,
+            "blackboard",
+            format!(
+                "revision {} has {errors} validation error(s)",
+                state.revision()
+            ),
+            "`liza validate` lists them; `liza edit` fixes them by hand",
+        );
+    }
+    Check::ok(
+        "blackboard",
+        format!(
+            "revision {}, {} task(s), {} agent(s), valid",
+            state.revision(),
+            state.tasks.len(),
+            state.agents.len()
+        ),
+    )
+}
+
+/// The default backend must run; the others registered agents use should.
+fn backends(state: &State) -> Vec<Check> {
+    let default = state.config.default_cli().to_owned();
+    let mut names = vec![default.clone()];
+    for (_, agent) in state.agents.iter() {
+        if let Some(cli) = &agent.cli
+            && !names.contains(cli)
+        {
+            names.push(cli.clone());
+        }
+    }
+    for (name, _) in state.config.agent_tools.iter().flat_map(|t| t.iter()) {
+        if !names.contains(name) {
+            names.push(name.clone());
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let label = format!("backend {name}");
+            let severity = if name == default {
+                Status::Fail
+            } else {
+                Status::Warn
+            };
+            match Backend::resolve(&name, &state.config).and_then(|b| b.check_usable()) {
+                Ok(path) => Check::ok(&label, format!("runs {}", path.display())),
+                Err(e) => Check::problem(severity, &label, e.to_string(), e.hint()),
+            }
+        })
+        .collect()
+}
+
+/// The built-in agent's endpoint answers, when the built-in agent is in use or an
+/// endpoint is configured.
+fn endpoint(state: &State, env: &dyn Env) -> Option<Check> {
+    let in_use = state.config.default_cli() == "builtin"
+        || state
+            .agents
+            .iter()
+            .any(|(_, a)| a.cli.as_deref() == Some("builtin"))
+        || env.var("LIZA_LLM_BASE_URL").is_some();
+    if !in_use {
+        return None;
+    }
+    let config = state.config.builtin.clone().unwrap_or_default();
+    let endpoint = match Endpoint::resolve(env, &config, crate::blackboard::Role::Coder) {
+        Ok(e) => e,
+        Err(e) => {
+            return Some(Check::problem(
+                Status::Fail,
+                "model endpoint",
+                e,
+                "set LIZA_LLM_BASE_URL to the OpenAI-compatible API's base URL",
+            ));
+        }
+    };
+    let url = format!("{}/models", endpoint.base_url);
+    let answer = reach(&url, endpoint.api_key.as_deref());
+    Some(match answer {
+        Ok(status) if (200..300).contains(&status) => Check::ok(
+            "model endpoint",
+            format!(
+                "{} answers (HTTP {status}); model {}",
+                endpoint.base_url, endpoint.model
+            ),
+        ),
+        Ok(status @ (401 | 403)) => Check::problem(
+            Status::Fail,
+            "model endpoint",
+            format!("{} refuses the key (HTTP {status})", endpoint.base_url),
+            "set LIZA_LLM_API_KEY (or OPENAI_API_KEY) to a valid key",
+        ),
+        Ok(status) => Check::problem(
+            Status::Warn,
+            "model endpoint",
+            format!("{url} answers HTTP {status}"),
+            "the server is up; check that LIZA_LLM_BASE_URL ends in the API's version path (…/v1)",
+        ),
+        Err(e) => Check::problem(
+            Status::Fail,
+            "model endpoint",
+            format!("{} cannot be reached: {e}", endpoint.base_url),
+            "start the model server or correct LIZA_LLM_BASE_URL",
+        ),
+    })
+}
+
+/// An HTTP GET with a short timeout; the status code or why there was none.
+fn reach(url: &str, key: Option<&str>) -> Result<u16, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut request = client.get(url);
+        if let Some(key) = key {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.map_err(|e| {
+            let mut text = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            text
+        })?;
+        Ok(response.status().as_u16())
+    })
+}
+
+/// Task worktrees the state names must exist; directories no task names are orphans.
+fn worktrees(project: &Project, state: &State) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let mut missing = Vec::new();
+    for task in state.tasks.iter() {
+        if task.status.is_terminal() || task.status == TaskStatus::Draft {
+            continue;
+        }
+        if let Some(wt) = &task.worktree
+            && !project.root.join(wt).is_dir()
+        {
+            missing.push(format!("{} ({wt})", task.id));
+        }
+    }
+    if missing.is_empty() {
+        checks.push(Check::ok(
+            "worktrees",
+            "every worktree the state names exists",
+        ));
+    } else {
+        checks.push(Check::problem(
+            Status::Fail,
+            "worktrees",
+            format!("missing: {}", missing.join(", ")),
+            "`liza reassign <task> --reason …` gives the task back (its branch keeps the commits)",
+        ));
+    }
+    let named: Vec<String> = state
+        .tasks
+        .iter()
+        .filter_map(|t| t.worktree.clone())
+        .collect();
+    let mut orphans: Vec<String> = std::fs::read_dir(project.root.join(".worktrees"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|name| name != "_integration")
+        .filter(|name| {
+            !named.iter().any(|w| {
+                w.trim_end_matches('/')
+                    .ends_with(&format!(".worktrees/{name}"))
+            })
+        })
+        .collect();
+    orphans.sort();
+    if !orphans.is_empty() {
+        checks.push(Check::problem(
+            Status::Warn,
+            "orphaned worktrees",
+            format!("no task names .worktrees/{}", orphans.join(", .worktrees/")),
+            "`liza gc` lists them; `liza gc --apply` saves their work to the attic and removes them",
+        ));
+    }
+    checks
+}
+
+fn lock(project: &Project, state: &State) -> Check {
+    match project.store.lock_holder() {
+        Ok(None) => Check::ok("state lock", "free"),
+        Ok(Some(holder)) => {
+            // The owner line: `pid N since <ts> command …`.
+            let since = holder
+                .split_whitespace()
+                .skip_while(|w| *w != "since")
+                .nth(1)
+                .and_then(|t| Timestamp::parse(t).ok());
+            let held = since.map(|s| Timestamp::now().seconds_since(s));
+            let limit = state.config.lock_timeout().max(1);
+            match held {
+                Some(secs) if secs > limit => Check::problem(
+                    Status::Fail,
+                    "state lock",
+                    format!("held for {secs} s (longer than lock_timeout, {limit} s) by {holder}"),
+                    "if that process is stuck, stop it: the lock is released when it exits",
+                ),
+                _ => Check::ok("state lock", format!("held right now by {holder}")),
+            }
+        }
+        Err(e) => Check::problem(
+            Status::Fail,
+            "state lock",
+            e.to_string(),
+            "check the permissions of .liza/",
+        ),
+    }
+}
+
+/// Liveness records of agents or generations no longer registered, and registered agents
+/// whose supervisor process is gone.
+fn leftovers(project: &Project, state: &State) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let live_dir = project.store.paths().live();
+    let records = liveness::read_all(&live_dir);
+    let mut stale = Vec::new();
+    for entry in std::fs::read_dir(&live_dir).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".yaml") else {
+            continue;
+        };
+        let current = stem.rsplit_once('.').is_some_and(|(agent, generation)| {
+            state
+                .agents
+                .iter()
+                .any(|(id, a)| id.as_str() == agent && a.generation.as_deref() == Some(generation))
+        });
+        if !current {
+            stale.push(format!(".liza/live/{name}"));
+        }
+    }
+    if !stale.is_empty() {
+        checks.push(Check::problem(
+            Status::Warn,
+            "liveness records",
+            format!("of agents no longer registered: {}", stale.join(", ")),
+            "readers ignore them; delete them (`rm` the files) to tidy up",
+        ));
+    }
+    // An agent whose effective lease (state or heartbeat, the later) has lapsed has no
+    // supervisor renewing it.
+    let now = Timestamp::now();
+    let mut gone = Vec::new();
+    for (id, agent) in state.agents.iter() {
+        let heartbeat = records.current(state, id).map(|r| r.lease_expires);
+        let lease = agent.lease_expires.max(heartbeat);
+        if let Some(lease) = lease
+            && lease < now
+        {
+            gone.push(format!(
+                "{id} (lease expired {} ago)",
+                crate::blackboard::timestamp::human_duration(now.seconds_since(lease))
+            ));
+        }
+    }
+    if gone.is_empty() {
+        checks.push(Check::ok(
+            "agents",
+            format!("{} registered, none left behind", state.agents.len()),
+        ));
+    } else {
+        checks.push(Check::problem(
+            Status::Warn,
+            "agents",
+            format!(
+                "registered, but no supervisor renews them: {}",
+                gone.join(", ")
+            ),
+            "`liza unregister <agent>` removes an entry; `liza clear-stale` frees expired claims",
+        ));
+    }
+    checks
+}

@@ -1,0 +1,297 @@
+//! `liza watch` (operations.md *Watch and alarms*, *Metrics*; also run inside the planner
+//! supervisor): on every change of the blackboard (file watch) and every 10 s, one cycle —
+//! reconcile a hand edit, evaluate every alarm rule and fire the new occurrences
+//! (`ops::alarms::fire`, once across processes), checkpoint the sprint at its deadline,
+//! run the circuit breaker's analysis, recording it only when its result changed, and
+//! archive terminal tasks older than `config.archive_after`.
+//! `/metrics` is served from the same tally of log.yaml.
+
+pub mod delivery;
+pub mod http;
+pub mod metrics;
+pub mod rules;
+pub mod webhook;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Receiver;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::blackboard::log_tally::ActivityReader;
+use crate::blackboard::model::SprintStatus;
+use crate::blackboard::{Actor, State, Timestamp};
+use crate::ops::alarms::{self, Alarm, Fired, Level};
+use crate::ops::{self, OpsError, Project};
+use crate::watch::DirWatch;
+use delivery::{Echo, Outlets};
+use metrics::Numbers;
+
+/// The default period of the rule evaluation when nothing changes.
+pub const INTERVAL: Duration = Duration::from_secs(10);
+
+/// Files whose change starts a cycle at once.
+const WATCHED: &[&str] = &["state.yaml", "log.yaml", "PAUSE", "CHECKPOINT", "ABORT"];
+
+/// What one cycle did.
+#[derive(Debug, Default)]
+pub struct Cycle {
+    pub fired: Vec<Fired>,
+    /// Why the cycle checkpointed the sprint, when it did.
+    pub checkpointed: Option<String>,
+}
+
+pub struct Monitor {
+    project: Arc<Project>,
+    /// Alarms the store raised in this process (hand edits reconciled by a cycle).
+    raised_here: Receiver<Fired>,
+    reader: Arc<Mutex<ActivityReader>>,
+    outlets: Outlets,
+}
+
+impl Monitor {
+    /// The watcher of the project `dir` is in (any directory of the repository).
+    pub fn open(dir: &Path, echo: Echo) -> Result<Monitor, OpsError> {
+        let (project, raised_here) = Project::discover_forwarding_alarms(dir)?;
+        let reader = ActivityReader::new(&project.store.paths().log());
+        let outlets = Outlets::new(&project.root, echo);
+        Ok(Monitor {
+            project: Arc::new(project),
+            raised_here,
+            reader: Arc::new(Mutex::new(reader)),
+            outlets,
+        })
+    }
+
+    pub fn with_outlets(mut self, outlets: impl FnOnce(Outlets) -> Outlets) -> Monitor {
+        self.outlets = outlets(self.outlets);
+        self
+    }
+
+    /// Serves `/metrics` on `addr`; returns the bound address.
+    pub fn serve_metrics(&self, addr: SocketAddr) -> std::io::Result<SocketAddr> {
+        let (project, reader) = (self.project.clone(), self.reader.clone());
+        http::serve(
+            addr,
+            Arc::new(move || match numbers(&project, &reader) {
+                Ok(n) => metrics::prometheus(&n),
+                Err(e) => format!("# the blackboard cannot be read: {}\n", one_line(&e)),
+            }),
+        )
+    }
+
+    /// One evaluation.
+    pub fn cycle(&mut self) -> Cycle {
+        let paths = self.project.store.paths();
+        let read = read_state(&self.project);
+        let mut fired: Vec<Fired> = self.raised_here.try_iter().collect();
+        self.outlets.deliver(&fired);
+        let state = match read {
+            Ok(state) => state,
+            Err(e) => {
+                let alarm = invalid_state(&paths.state(), &e);
+                fired.extend(self.fire(vec![alarm]));
+                return Cycle {
+                    fired,
+                    checkpointed: None,
+                };
+            }
+        };
+        self.outlets
+            .set_webhook(state.config.escalation_webhook.as_deref());
+        let now = Timestamp::now();
+        let facts = facts(&self.project);
+        let (alarms, matches) = {
+            let mut reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+            reader.refresh();
+            let activity = &reader.activity;
+            (
+                rules::evaluate(&state, activity, &facts, now),
+                ops::all_matches(&state, &activity.run_ends),
+            )
+        };
+        fired.extend(self.fire(alarms));
+        let mut checkpointed = None;
+        if state.sprint.status == SprintStatus::InProgress
+            && let Some(deadline) = state.sprint.timeline.as_ref().and_then(|t| t.deadline)
+            && deadline <= now
+            && done(ops::deadline_checkpoint(&self.project))
+        {
+            checkpointed = Some(format!("the sprint deadline ({deadline}) was reached"));
+        }
+        if !ops::analysis_recorded(&state, &matches) {
+            let run_ends = {
+                let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
+                reader.activity.run_ends.clone()
+            };
+            match ops::analyze_with(&self.project, &Actor::Human, &run_ends) {
+                Ok(analysis) => {
+                    if let Some(pattern) = analysis.checkpointed_by {
+                        checkpointed = Some(format!("circuit breaker: {pattern}"));
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "circuit-breaker analysis not recorded"),
+            }
+        }
+        if let Some(after) = state.config.archive_after.filter(|a| *a > 0) {
+            let archived = ops::archive_terminal(
+                &self.project,
+                &Actor::Human,
+                ops::Authority::Supervisor,
+                &state.sprint.id,
+                ops::ArchiveSelect::OlderThan(after),
+            );
+            if let Err(e) = archived {
+                tracing::warn!(error = %e, "terminal tasks not archived");
+            }
+        }
+        Cycle {
+            fired,
+            checkpointed,
+        }
+    }
+
+    fn fire(&self, alarms: Vec<Alarm>) -> Vec<Fired> {
+        match alarms::fire(&self.project.store.paths().dir, alarms) {
+            Ok(fired) => {
+                self.outlets.deliver(&fired);
+                fired
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not write .liza/alerts.log");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Cycles on every change and every `interval` until `stop` is set, or `cycles` ran;
+    /// returns how many cycles ran and the keys of the alarms this watcher fired.
+    pub fn run(
+        mut self,
+        interval: Duration,
+        cycles: Option<u64>,
+        stop: &AtomicBool,
+    ) -> (u64, Vec<String>) {
+        let dir = self.project.store.paths().dir.clone();
+        let watch = DirWatch::new(&dir, WATCHED, Duration::from_millis(50))
+            .map_err(|e| tracing::warn!(error = %e, "no file events; evaluating every interval"))
+            .ok();
+        let mut ran = 0u64;
+        let mut keys = Vec::new();
+        loop {
+            keys.extend(self.cycle().fired.into_iter().map(|f| f.alarm.key));
+            ran += 1;
+            if cycles.is_some_and(|c| ran >= c) || stop.load(Ordering::SeqCst) {
+                break;
+            }
+            match &watch {
+                Some(w) => {
+                    w.wait(interval);
+                }
+                None => std::thread::sleep(interval),
+            }
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+        }
+        self.outlets.finish();
+        (ran, keys)
+    }
+}
+
+/// The numbers of `/metrics` and `liza status --json` for `project`, read now.
+pub fn numbers(project: &Project, reader: &Mutex<ActivityReader>) -> Result<Numbers, String> {
+    let state = project.store.snapshot().map_err(|e| e.to_string())?.state;
+    let mut reader = reader.lock().unwrap_or_else(|p| p.into_inner());
+    reader.refresh();
+    Ok(metrics::collect(
+        &state,
+        &reader.activity,
+        alarms::counts_by_category(&project.store.paths().dir),
+    ))
+}
+
+/// The snapshot, a pending hand edit reconciled first (as supervisors do).
+fn read_state(project: &Project) -> Result<State, String> {
+    let snapshot = project.store.snapshot().map_err(|e| e.to_string())?;
+    if !snapshot.pending_hand_edit {
+        return Ok(snapshot.state);
+    }
+    if let Err(e) = project.store.reconcile() {
+        tracing::warn!(error = %e, "could not reconcile the hand edit of state.yaml");
+    }
+    Ok(project.store.snapshot().map_err(|e| e.to_string())?.state)
+}
+
+fn invalid_state(path: &Path, error: &str) -> Alarm {
+    let hash = std::fs::read(path)
+        .map(|b| blake3::hash(&b).to_hex()[..16].to_owned())
+        .unwrap_or_else(|_| "unreadable".into());
+    Alarm {
+        level: Level::Error,
+        category: "INVALID_STATE".into(),
+        message: format!(
+            "the blackboard cannot be read: {}; `liza validate` lists every problem",
+            one_line(error)
+        ),
+        task: None,
+        agent: None,
+        revision: None,
+        key: format!("invalid-state:{hash}"),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.lines().collect::<Vec<_>>().join("; ")
+}
+
+/// Whether an automatic step happened; "someone else did it first" is not an error.
+fn done<T>(result: Result<T, OpsError>) -> bool {
+    match result {
+        Ok(_) => true,
+        Err(OpsError::Refused { .. } | OpsError::Nothing) => false,
+        Err(e) => {
+            tracing::warn!(error = %e, "automatic checkpoint failed");
+            false
+        }
+    }
+}
+
+fn facts(project: &Project) -> rules::Facts {
+    let paths = project.store.paths();
+    let since = |name: &str| control_since(&paths.control(name));
+    let mut rejected_edits: Vec<String> = std::fs::read_dir(paths.rejected())
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .map(|p| paths.display(&p))
+        .collect();
+    rejected_edits.sort();
+    rules::Facts {
+        paused_since: since("PAUSE"),
+        checkpoint_file_since: since("CHECKPOINT"),
+        rejected_edits,
+    }
+}
+
+/// When a control file was created: the timestamp liza writes on its first line, else
+/// its modification time.
+fn control_since(path: &Path) -> Option<Timestamp> {
+    let text = std::fs::read_to_string(path).ok()?;
+    if let Some(ts) = text
+        .lines()
+        .next()
+        .and_then(|l| Timestamp::parse(l.trim()).ok())
+    {
+        return Some(ts);
+    }
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    let secs = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?
+        .as_secs();
+    Some(Timestamp::from_unix(secs as i64))
+}

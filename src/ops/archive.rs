@@ -1,0 +1,163 @@
+//! Terminal-task archiving (blackboard.md *Growth*): the tasks' full records are written
+//! to `.liza/archive/<sprint>.yaml` first (merged by id with what the file holds, written
+//! atomically and synced), then one transaction removes them from state.yaml and indexes
+//! them. A crash between the two leaves the tasks live and their copies in the archive,
+//! which the next archiving overwrites: nothing is ever only in memory.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::{Authority, OpsError, Project, transition};
+use crate::blackboard::document::{decode_record, emit_record};
+use crate::blackboard::model::{Archive, Task, TaskList};
+use crate::blackboard::{Actor, StoreError, Timestamp};
+use crate::lifecycle;
+
+/// Which terminal tasks to move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Select {
+    /// Every terminal task (the sprint is over).
+    AllTerminal,
+    /// Terminal tasks that entered their status more than this many seconds ago.
+    OlderThan(i64),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Archived {
+    pub sprint: String,
+    pub file: PathBuf,
+    pub tasks: Vec<String>,
+    pub revision: u64,
+}
+
+/// Archives the selected terminal tasks under `sprint`; `None` when there were none.
+pub fn archive_terminal(
+    project: &Project,
+    actor: &Actor,
+    authority: Authority,
+    sprint: &str,
+    select: Select,
+) -> Result<Option<Archived>, OpsError> {
+    check_stem(sprint)?;
+    let state = project.store.snapshot()?.state;
+    let now = Timestamp::now();
+    let chosen: Vec<Arc<Task>> = state
+        .tasks
+        .iter()
+        .filter(|t| t.status.is_terminal())
+        .filter(|t| match select {
+            Select::AllTerminal => true,
+            Select::OlderThan(secs) => t
+                .status_changed_at
+                .is_some_and(|at| now.seconds_since(at) > secs),
+        })
+        .cloned()
+        .collect();
+    if chosen.is_empty() {
+        return Ok(None);
+    }
+    let file = project.store.paths().archive(sprint);
+    write_archive(&file, sprint, &chosen)?;
+    let done = match transition(&project.store, actor, authority, |s, w, _n| {
+        Ok(lifecycle::archiving::archive(s, w, &chosen, sprint))
+    }) {
+        Ok(done) => done,
+        Err(OpsError::Nothing) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    Ok(Some(Archived {
+        sprint: sprint.to_owned(),
+        file,
+        tasks: done.value,
+        revision: done.revision,
+    }))
+}
+
+/// Sprint ids become file names: the same characters task ids allow.
+pub fn check_stem(sprint: &str) -> Result<(), OpsError> {
+    let ok = !sprint.is_empty()
+        && sprint.len() <= 64
+        && sprint
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && sprint
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !sprint.contains("..");
+    if ok {
+        return Ok(());
+    }
+    Err(OpsError::refused(
+        format!("sprint id {sprint:?} cannot name an archive file"),
+        "use letters, digits, `-`, `_` and `.` in sprint.id",
+    ))
+}
+
+/// Merges `tasks` into the archive file by id (a newer record replaces an older one) and
+/// writes it atomically. An archive that cannot be read is never overwritten.
+fn write_archive(
+    file: &std::path::Path,
+    sprint: &str,
+    tasks: &[Arc<Task>],
+) -> Result<(), OpsError> {
+    let io = |action: &'static str| {
+        let path = file.display().to_string();
+        move |source: std::io::Error| {
+            OpsError::Store(StoreError::Io {
+                action,
+                path,
+                source,
+            })
+        }
+    };
+    let mut archive = match std::fs::read(file) {
+        Ok(bytes) => decode_record::<Archive>(&bytes).map_err(|findings| {
+            OpsError::refused(
+                format!(
+                    "{} cannot be read, so nothing is added to it: {}",
+                    file.display(),
+                    findings
+                        .iter()
+                        .map(|f| format!(
+                            "{}:{}:{}: {}",
+                            file.display(),
+                            f.line,
+                            f.column,
+                            f.message
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+                "repair or move the file, then archive again",
+            )
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Archive {
+            sprint: sprint.to_owned(),
+            tasks: TaskList::default(),
+            extra: Default::default(),
+        },
+        Err(e) => return Err(io("read")(e)),
+    };
+    for task in tasks {
+        match archive.tasks.0.iter_mut().find(|t| t.id == task.id) {
+            Some(slot) => *slot = task.clone(),
+            None => archive.tasks.0.push(task.clone()),
+        }
+    }
+    let text = format!(
+        "# Terminal tasks of {sprint}, moved out of state.yaml by liza (index: `archived`).\n{}",
+        emit_record(&archive)
+    );
+    let dir = file.parent().unwrap_or(file);
+    std::fs::create_dir_all(dir).map_err(io("create"))?;
+    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io("write"))?;
+    temp.write_all(text.as_bytes()).map_err(io("write"))?;
+    temp.as_file().sync_all().map_err(io("sync"))?;
+    temp.persist(file).map_err(|e| io("replace")(e.error))?;
+    std::fs::File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io("sync"))?;
+    Ok(())
+}
