@@ -3,18 +3,26 @@
 //! on loopback. Configure it like the agent: `LIZA_LLM_BASE_URL`, `LIZA_LLM_API_KEY`,
 //! `LIZA_LLM_MODEL`.
 
+mod common;
+
 use liza::blackboard::ids::Role;
 use liza::blackboard::model::BuiltinConfig;
 use liza::builtin::client::{Call, ChatClient, RetryPolicy};
 use liza::builtin::endpoint::{Endpoint, ProcessEnv};
 use liza::builtin::response::{self, Expect};
 
-#[test]
-fn a_real_endpoint_answers_in_json() {
+fn live() -> bool {
     let live = std::env::var("LIVE_TESTS").is_ok_and(|v| v == "1");
     let dry = std::env::var("DRY_RUN").is_ok_and(|v| v == "1");
     if !live || dry {
         println!("skipped: set LIVE_TESTS=1 (and DRY_RUN unset or 0) to call a real endpoint");
+    }
+    live && !dry
+}
+
+#[test]
+fn a_real_endpoint_answers_in_json() {
+    if !live() {
         return;
     }
     let endpoint = Endpoint::resolve(&ProcessEnv, &BuiltinConfig::default(), Role::Coder).unwrap();
@@ -31,4 +39,59 @@ fn a_real_endpoint_answers_in_json() {
     let answer = outcome.result.expect("the endpoint answers");
     let parsed = response::parse(&answer.content, Expect::Object).expect("JSON in the answer");
     assert_eq!(parsed.value["ok"], true);
+}
+
+#[test]
+fn liza_retro_codes_a_sprint_with_a_real_model_and_every_quote_holds() {
+    if !live() {
+        return;
+    }
+    let repo = common::Repo::initialized();
+    common::assert_success(&repo.liza(&[
+        "note",
+        "all",
+        "The reviewer rejected t-1 twice because the totals key was missing; please add a test for it.",
+    ]));
+    std::fs::write(
+        repo.path().join("identities.yaml"),
+        "- id: quality\n  name: Quality\n  prompt_prefix: You look for defects and missing tests.\n",
+    )
+    .unwrap();
+    let env: Vec<(String, String)> = [
+        "LIZA_LLM_BASE_URL",
+        "LIZA_LLM_API_KEY",
+        "OPENAI_API_KEY",
+        "LIZA_LLM_MODEL",
+    ]
+    .iter()
+    .filter_map(|k| std::env::var(k).ok().map(|v| (k.to_string(), v)))
+    .collect();
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let out = repo.liza_env(&env, &["retro", "--json"]);
+    common::assert_success(&out);
+    let sprint = repo.state_json()["sprint"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let text =
+        std::fs::read_to_string(repo.liza_dir().join(format!("retro/{sprint}.yaml"))).unwrap();
+    let report = liza::blackboard::yaml::parse(&text)
+        .unwrap()
+        .root
+        .unwrap()
+        .to_json();
+    let note = report["interactions"][0]["messages"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for code in report["codes"].as_array().unwrap() {
+        for q in code["quotes"].as_array().unwrap() {
+            let (start, end) = (
+                q["start_pos"].as_u64().unwrap() as usize,
+                q["end_pos"].as_u64().unwrap() as usize,
+            );
+            let at: String = note.chars().skip(start).take(end - start).collect();
+            assert_eq!(at, q["text"].as_str().unwrap());
+        }
+    }
 }

@@ -66,6 +66,26 @@ impl Endpoint {
     /// `config.builtin.<role>.model`, then `LIZA_LLM_MODEL`, then `config.builtin.model`,
     /// then `gpt-4o`. The timeout is `LIZA_LLM_TIMEOUT` seconds (default 120).
     pub fn resolve(env: &dyn Env, config: &BuiltinConfig, role: Role) -> Result<Endpoint, String> {
+        let role_model = match role {
+            Role::Planner => config.planner.as_ref(),
+            Role::Coder => config.coder.as_ref(),
+            Role::CodeReviewer => config.code_reviewer.as_ref(),
+        }
+        .and_then(|r| r.model.clone());
+        Endpoint::resolve_model(env, config, role_model)
+    }
+
+    /// The endpoint for model work that belongs to no agent role (`liza retro`'s coder
+    /// agents): the model is `LIZA_LLM_MODEL`, then `config.builtin.model`, then gpt-4o.
+    pub fn resolve_roleless(env: &dyn Env, config: &BuiltinConfig) -> Result<Endpoint, String> {
+        Endpoint::resolve_model(env, config, None)
+    }
+
+    fn resolve_model(
+        env: &dyn Env,
+        config: &BuiltinConfig,
+        role_model: Option<String>,
+    ) -> Result<Endpoint, String> {
         let base_url = env
             .var("LIZA_LLM_BASE_URL")
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
@@ -78,12 +98,6 @@ impl Endpoint {
         let api_key = env
             .var("LIZA_LLM_API_KEY")
             .or_else(|| env.var("OPENAI_API_KEY"));
-        let role_model = match role {
-            Role::Planner => config.planner.as_ref(),
-            Role::Coder => config.coder.as_ref(),
-            Role::CodeReviewer => config.code_reviewer.as_ref(),
-        }
-        .and_then(|r| r.model.clone());
         let model = role_model
             .or_else(|| env.var("LIZA_LLM_MODEL"))
             .or_else(|| config.model.clone())

@@ -71,10 +71,24 @@ impl<'t> Source<'t> {
     /// The quotes that hold, at most `max`; drops are logged at WARNING (without the
     /// text: it came from the model).
     pub fn ground(&self, quotes: &[Quote], max: usize, what: &str) -> Vec<Quote> {
+        self.ground_tallied(quotes, max, what).0
+    }
+
+    /// [`Source::ground`], saying how many quotes were repaired and dropped.
+    pub fn ground_tallied(
+        &self,
+        quotes: &[Quote],
+        max: usize,
+        what: &str,
+    ) -> (Vec<Quote>, QuoteTally) {
         let mut kept = Vec::new();
+        let mut tally = QuoteTally::default();
         for q in quotes {
             match self.check(q) {
-                Checked::Verified(q) => kept.push(q),
+                Checked::Verified(q) => {
+                    tally.verified += 1;
+                    kept.push(q);
+                }
                 Checked::Repaired(fixed) => {
                     tracing::debug!(
                         what,
@@ -82,13 +96,33 @@ impl<'t> Source<'t> {
                         to = fixed.start_pos,
                         "quote offsets repaired"
                     );
+                    tally.repaired += 1;
                     kept.push(fixed);
                 }
-                Checked::Dropped(why) => tracing::warn!(what, why, "quote dropped"),
+                Checked::Dropped(why) => {
+                    tally.dropped += 1;
+                    tracing::warn!(what, why, "quote dropped");
+                }
             }
         }
         kept.truncate(max);
-        kept
+        (kept, tally)
+    }
+}
+
+/// What grounding did to a set of quotes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct QuoteTally {
+    pub verified: usize,
+    pub repaired: usize,
+    pub dropped: usize,
+}
+
+impl QuoteTally {
+    pub fn add(&mut self, other: QuoteTally) {
+        self.verified += other.verified;
+        self.repaired += other.repaired;
+        self.dropped += other.dropped;
     }
 }
 

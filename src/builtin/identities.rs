@@ -158,13 +158,18 @@ fn cache() -> &'static Mutex<HashMap<PathBuf, Arc<Vec<Identity>>>> {
 
 /// The identities of the project at `root`, read once per process.
 pub fn load(root: &Path) -> Result<Arc<Vec<Identity>>, IdentityError> {
-    let file = root.join(FILE_NAME);
+    load_file(&root.join(FILE_NAME))
+}
+
+/// The identities in `file`, read once per process (`liza retro --identities FILE`).
+pub fn load_file(file: &Path) -> Result<Arc<Vec<Identity>>, IdentityError> {
+    let file = file.to_path_buf();
     if let Some(hit) = cache().lock().ok().and_then(|c| c.get(&file).cloned()) {
         return Ok(hit);
     }
     let text = std::fs::read_to_string(&file).map_err(|e| {
         let problem = if e.kind() == std::io::ErrorKind::NotFound {
-            "missing: an agent uses an identity, so the project needs this file (`- id: security\\n  name: Security reviewer\\n  prompt_prefix: You review for security.`)".to_owned()
+            "missing: identities are in use, so create this file with at least one (`- id: security\\n  name: Security reviewer\\n  prompt_prefix: You review for security.`)".to_owned()
         } else {
             format!("cannot be read: {e}")
         };

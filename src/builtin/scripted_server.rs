@@ -1,7 +1,7 @@
 //! A scripted OpenAI-compatible model server on loopback: it answers
 //! `POST …/chat/completions` from a script, so the tests and `liza demo` drive the
 //! built-in agent over real HTTP with no model. Each step answers requests whose messages
-//! contain its `when` text (any request when absent), `times` times (0: forever), in
+//! contain its `when` text (and `and_when`; any request when absent), `times` times (0: forever), in
 //! script order. Steps can also misbehave on purpose — an HTTP status, a delay, a
 //! byte-by-byte trickle, a huge body, a dropped connection — for the R7 tests.
 //!
@@ -40,6 +40,10 @@ pub struct Step {
     /// Text the request's messages must contain.
     #[serde(default)]
     pub when: Option<String>,
+    /// More text the messages must contain too (`liza retro`'s tests match an identity
+    /// and a chunk).
+    #[serde(default)]
+    pub and_when: Option<String>,
     /// How many requests this step answers; 0 = all of them. Default 1.
     #[serde(default)]
     pub times: Option<u32>,
@@ -216,6 +220,10 @@ async fn handle(mut stream: TcpStream, shared: Arc<Mutex<Shared>>) {
             let times = step.times.unwrap_or(1);
             (times == 0 || *used < times)
                 && step.when.as_ref().is_none_or(|w| text.contains(w.as_str()))
+                && step
+                    .and_when
+                    .as_ref()
+                    .is_none_or(|w| text.contains(w.as_str()))
         });
         found.map(|(step, used)| {
             *used += 1;
