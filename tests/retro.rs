@@ -712,6 +712,41 @@ fn a_dry_run_calls_nothing_and_still_grounds_and_encodes_quote_ids() {
 }
 
 #[test]
+fn calls_run_in_parallel_up_to_the_bound() {
+    let repo = noted("the first note");
+    for n in ["second", "third"] {
+        assert_success(&repo.liza(&["note", "all", &format!("the {n} note")]));
+    }
+    write_identities(&repo, IDENTITIES);
+    let delay = Duration::from_millis(400);
+    let s = server(vec![Step {
+        times: Some(0),
+        delay_ms: delay.as_millis() as u64,
+        ..Step::answer("[]")
+    }]);
+    let out = retro(&repo, Some(&s), &[], &["--jobs", "2"]);
+    assert_success(&out);
+    let mut received: Vec<_> = s.requests().iter().map(|r| r.received).collect();
+    received.sort();
+    assert_eq!(received.len(), 6, "3 notes × 2 identities");
+    // Never more than 2 in flight: a third starts only when an answer came back.
+    for w in received.windows(3) {
+        assert!(w[2] - w[0] >= delay, "3 calls in flight at once");
+    }
+    // But 2 are: the second starts before the first is answered.
+    assert!(
+        received[1] - received[0] < delay,
+        "the calls ran one at a time"
+    );
+    // Each identity's CoderResult holds its codes and usage.
+    let report = report(&repo);
+    for identity in report["identities"].as_array().unwrap() {
+        assert_eq!(identity["codes"], json!([]));
+        assert_eq!(identity["token_usage"]["prompt_tokens"], 30);
+    }
+}
+
+#[test]
 fn a_past_sprint_is_read_from_its_archive_and_an_unknown_one_is_refused() {
     let repo = noted("a note");
     write_identities(&repo, "- id: a\n  name: A\n  prompt_prefix: p\n");

@@ -65,7 +65,12 @@ pub fn cmd_retro(args: RetroArgs, out: &Output) -> Result<i32, CliError> {
         "calls": t.calls,
         "token_usage": t.token_usage,
         "tally": t.tally,
-        "identities": r.identities,
+        "identities": r.identities.iter().map(|i| json!({
+            "id": i.id,
+            "codes": i.codes.len(),
+            "token_usage": i.token_usage,
+            "tally": i.tally,
+        })).collect::<Vec<_>>(),
         "yaml": shown(&done.yaml),
         "markdown": shown(&done.markdown),
     });

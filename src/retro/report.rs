@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::coding::{CoderResult, Tally};
+use super::coding::{Code, CoderResult, Tally};
 use super::interactions::Interaction;
 use super::merge::MergedCode;
 use crate::blackboard::Timestamp;
@@ -27,14 +27,15 @@ pub struct Report {
     pub interactions: Vec<InteractionText>,
 }
 
-/// One identity's CoderResult without its codes (they are merged under `codes`).
+/// One identity's CoderResult: its codes as it gave them (chunk by chunk, before merging)
+/// and the tokens they took.
 #[derive(Clone, Debug, Serialize)]
 pub struct IdentityRun {
     pub id: String,
     pub name: String,
-    pub codes: usize,
     pub token_usage: Usage,
     pub tally: Tally,
+    pub codes: Vec<Code>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -86,7 +87,7 @@ impl Report {
                 IdentityRun {
                     id: r.identity,
                     name,
-                    codes: r.codes.len(),
+                    codes: r.codes,
                     token_usage: r.token_usage,
                     tally: r.tally,
                 }
@@ -223,7 +224,7 @@ impl Report {
                 md,
                 "| {} | {} | {} | {} / {} / {} | {} | {} | {} |",
                 i.id,
-                i.codes,
+                i.codes.len(),
                 i.tally.chunks,
                 q.verified,
                 q.repaired,
