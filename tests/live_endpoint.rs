@@ -69,29 +69,7 @@ fn liza_retro_codes_a_sprint_with_a_real_model_and_every_quote_holds() {
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let out = repo.liza_env(&env, &["retro", "--json"]);
     common::assert_success(&out);
-    let sprint = repo.state_json()["sprint"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let text =
-        std::fs::read_to_string(repo.liza_dir().join(format!("retro/{sprint}.yaml"))).unwrap();
-    let report = liza::blackboard::yaml::parse(&text)
-        .unwrap()
-        .root
-        .unwrap()
-        .to_json();
-    let note = report["interactions"][0]["messages"][0]["text"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    for code in report["codes"].as_array().unwrap() {
-        for q in code["quotes"].as_array().unwrap() {
-            let (start, end) = (
-                q["start_pos"].as_u64().unwrap() as usize,
-                q["end_pos"].as_u64().unwrap() as usize,
-            );
-            let at: String = note.chars().skip(start).take(end - start).collect();
-            assert_eq!(at, q["text"].as_str().unwrap());
-        }
-    }
+    let report = common::retro::report(&repo);
+    let checked = common::retro::assert_grounded(&report);
+    println!("{checked} quotes verbatim at their offsets");
 }

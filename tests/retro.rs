@@ -8,6 +8,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
+use common::retro::*;
 use common::supervision::*;
 use common::team::*;
 use common::*;
@@ -62,65 +63,12 @@ fn retro(
     repo.liza_env(&env, &all)
 }
 
-/// The report's YAML, read with liza's own parser.
-fn report(repo: &Repo) -> Value {
-    let sprint = repo.state_json()["sprint"]["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let text =
-        std::fs::read_to_string(repo.liza_dir().join(format!("retro/{sprint}.yaml"))).unwrap();
-    liza::blackboard::yaml::parse(&text)
-        .unwrap()
-        .root
-        .unwrap()
-        .to_json()
-}
-
-/// The code points `start..end` of `text`.
-fn slice(text: &str, start: usize, end: usize) -> String {
-    text.chars().skip(start).take(end - start).collect()
-}
-
 fn pos(text: &str, needle: &str) -> usize {
     text[..text
         .find(needle)
         .unwrap_or_else(|| panic!("{needle:?} not in {text:?}"))]
         .chars()
         .count()
-}
-
-/// Every quote in the report is verbatim at its offsets in the message it names, and its
-/// id encodes interaction, message, chunk and offsets. Returns how many were checked.
-fn assert_grounded(report: &Value) -> usize {
-    let mut checked = 0;
-    for code in report["codes"].as_array().unwrap() {
-        for q in code["quotes"].as_array().unwrap() {
-            let interaction = report["interactions"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|i| i["id"] == q["interaction"])
-                .unwrap_or_else(|| panic!("no interaction for {q}"));
-            let n = q["message"].as_u64().unwrap() as usize;
-            let text = interaction["messages"][n]["text"].as_str().unwrap();
-            let (start, end) = (
-                q["start_pos"].as_u64().unwrap() as usize,
-                q["end_pos"].as_u64().unwrap() as usize,
-            );
-            assert_eq!(slice(text, start, end), q["text"].as_str().unwrap(), "{q}");
-            assert_eq!(
-                q["id"],
-                format!(
-                    "{}:msg_{n}:{}:{start}-{end}",
-                    q["interaction"].as_str().unwrap(),
-                    q["chunk_index"]
-                ),
-            );
-            checked += 1;
-        }
-    }
-    checked
 }
 
 fn codes(answer: Value) -> String {
@@ -428,12 +376,7 @@ fn end_to_end_on_a_real_sprint_with_wrong_offsets_invented_quotes_and_multibyte_
     .unwrap();
     let out = retro(repo, None, &[("DRY_RUN", "1")], &["--sprint", "sprint-0"]);
     assert_success(&out);
-    let yaml = std::fs::read_to_string(repo.liza_dir().join("retro/sprint-0.yaml")).unwrap();
-    let past = liza::blackboard::yaml::parse(&yaml)
-        .unwrap()
-        .root
-        .unwrap()
-        .to_json();
+    let past = report_of(repo, Some("sprint-0"));
     assert_eq!(past["sprint"], "sprint-0");
     assert!(has_reason(&past), "{past:#}");
 }
