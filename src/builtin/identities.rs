@@ -125,6 +125,17 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<Identity>, IdentityError> {
             prompt_prefix: text("prompt_prefix", true)?.unwrap_or_default(),
             description: text("description", false)?,
         };
+        if !is_safe_id(&identity.id) {
+            return Err(error(
+                file,
+                position_of(item),
+                format!(
+                    "id `{}` of identity {} cannot name files and agents: use 1-64 letters, digits, `-`, `_` and `.`, starting with a letter or digit",
+                    identity.id,
+                    identities.len() + 1
+                ),
+            ));
+        }
         if let Some(first) = identities.iter().position(|x| x.id == identity.id) {
             return Err(error(
                 file,
@@ -139,6 +150,16 @@ pub fn parse(file: &Path, text: &str) -> Result<Vec<Identity>, IdentityError> {
         identities.push(identity);
     }
     Ok(identities)
+}
+
+/// An id that can be part of a file name (artifact directories) and a log field.
+fn is_safe_id(id: &str) -> bool {
+    id.len() <= 64
+        && id.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        && !id.contains("..")
 }
 
 fn position_of(item: &Node) -> Pos {
@@ -233,6 +254,14 @@ mod tests {
             ("- id: [a\n", "not valid YAML"),
             ("just text\n", "expected a list of identities"),
             ("- plain\n", "identity 1 must be a mapping"),
+            (
+                "- id: ../../etc\n  name: A\n  prompt_prefix: P\n",
+                "identities.yaml:1:7: id `../../etc` of identity 1 cannot name files",
+            ),
+            (
+                "- id: a b\n  name: A\n  prompt_prefix: P\n",
+                "cannot name files",
+            ),
         ];
         for (text, expected) in cases {
             let err = check(text).unwrap_err();
