@@ -79,6 +79,10 @@ pub enum OpsError {
         message: String,
         hint: Option<String>,
     },
+    /// Another process holds the task's lock (claiming or changing it) right now: a
+    /// refusal of the moment, worth retrying soon.
+    #[error("task {task} is being claimed or changed by another process [task-busy]")]
+    TaskBusy { task: String },
     #[error("no blackboard: {cwd} is not inside a git repository")]
     NoProject { cwd: String },
     #[error("LIZA_AGENT_ID is set to an invalid id")]
@@ -121,9 +125,10 @@ impl Diagnostic for OpsError {
         match self {
             OpsError::Store(e) => e.class(),
             OpsError::Git(e) => e.class(),
-            OpsError::Refused { .. } | OpsError::BadIdentity(_) | OpsError::Nothing => {
-                ErrorClass::Refused
-            }
+            OpsError::Refused { .. }
+            | OpsError::TaskBusy { .. }
+            | OpsError::BadIdentity(_)
+            | OpsError::Nothing => ErrorClass::Refused,
             OpsError::NoProject { .. } => ErrorClass::Blackboard,
         }
     }
@@ -133,6 +138,7 @@ impl Diagnostic for OpsError {
             OpsError::Store(e) => e.hints(),
             OpsError::Git(e) => e.hints(),
             OpsError::Refused { hint, .. } => hint.iter().cloned().collect(),
+            OpsError::TaskBusy { .. } => vec!["try the next task, or retry in a moment".into()],
             OpsError::NoProject { .. } => {
                 vec!["cd into the project's repository, or run `liza init \"<goal>\"` there".into()]
             }

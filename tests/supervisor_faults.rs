@@ -159,6 +159,40 @@ fn pause_stops_new_runs_without_killing_the_running_agent() {
     }
 }
 
+/// A claim that finds the task locked by another process (which may give up without
+/// changing the state, so no file event follows) is tried again shortly, not after the
+/// poll interval.
+#[test]
+fn a_task_locked_by_another_claim_is_tried_again_without_waiting_for_the_poll() {
+    let project = AgentProject::new();
+    configure(&project.repo, |c| c.coder_poll_interval = Some(3600));
+    add(&project.repo, "t-1", "");
+    project.step("coder", "t-1", "work t-1.txt done\nsubmit\n");
+    let locks = project.repo.liza_dir().join("locks");
+    std::fs::create_dir_all(&locks).unwrap();
+    let held = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(locks.join("task-t-1.lock"))
+        .unwrap();
+    held.try_lock().unwrap();
+    let coder = project.supervisor("coder", "coder-1");
+    project.wait_until("coder-1 registered", GUARD, || {
+        model(&project.repo)["agents"].get("coder-1").is_some()
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(task_of(&project.repo, "t-1")["status"], "UNCLAIMED");
+    // The other claim gives up: nothing changes in .liza/ but the lock.
+    held.unlock().unwrap();
+    drop(held);
+    project.wait_until("t-1 claimed once the lock is free", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    let (code, out) = stop(coder, Signal::SIGTERM);
+    assert_eq!(code, Some(143), "{out}");
+}
+
 #[test]
 fn abort_stops_the_running_agent_after_saving_its_work_and_every_supervisor_exits() {
     let project = AgentProject::new();

@@ -33,10 +33,9 @@ impl TaskLock {
             .map_err(io)?;
         match file.try_lock() {
             Ok(()) => Ok(TaskLock { _file: file }),
-            Err(TryLockError::WouldBlock) => Err(OpsError::refused(
-                format!("task {id} is being claimed or changed by another process [task-busy]"),
-                "try the next task, or retry in a moment",
-            )),
+            Err(TryLockError::WouldBlock) => Err(OpsError::TaskBusy {
+                task: id.to_string(),
+            }),
             Err(TryLockError::Error(e)) => Err(io(e)),
         }
     }

@@ -19,6 +19,9 @@ use crate::git::{Repo, worktree_dir};
 use crate::lifecycle::{self, BlockCause, RunStart};
 use crate::ops::{self, OpsError};
 
+/// How soon a coder looks again when a task it wanted was locked by another claim.
+const BUSY_RETRY: Duration = Duration::from_millis(250);
+
 impl Session {
     pub(super) async fn coder_step(&mut self, state: &State) -> Result<Step, SupervisorError> {
         let now = Timestamp::now();
@@ -30,6 +33,7 @@ impl Session {
             candidates.retain(|t| *t != first);
             candidates.insert(0, first);
         }
+        let mut busy = false;
         for task in candidates {
             if let Some(at) = self.memory(&task).resume_at
                 && at > Instant::now()
@@ -46,9 +50,17 @@ impl Session {
                     self.claim_failures = 0;
                     return self.work_on(&task).await;
                 }
+                Err(OpsError::TaskBusy { .. }) => busy = true,
                 Err(e) if e.class() == ErrorClass::Refused => continue,
                 Err(e) => return self.claim_failed(&task, e).await,
             }
+        }
+        if busy {
+            // Another process is claiming it and may yet fail (a coder still waiting on
+            // its review, say) without changing the state: no file event would come, so
+            // look again shortly instead of sleeping a whole poll interval.
+            self.wait(BUSY_RETRY).await;
+            return Ok(Step::Waited);
         }
         Ok(Step::Idle)
     }
