@@ -158,7 +158,7 @@ pub fn run(project: &Project, options: &Options) -> Result<Retro, RetroError> {
     let unanswered: usize = results.iter().map(|r| r.tally.calls_failed).sum();
     if calls > 0 && unanswered == calls {
         return Err(RetroError::Endpoint(format!(
-            "the model endpoint answered none of the {calls} calls; nothing was written"
+            "the model endpoint answered none of the {calls} calls, so no report was written (each failure is in .liza/agent-outputs/retro-*)"
         )));
     }
     let codes = merge::merge(&results);
