@@ -52,7 +52,10 @@ pub use sprint::{
     sprint_next,
 };
 pub use table::{Command, Kind};
-pub use work::{Candidate, ReviewWork, WorkClass, coder_work, reviewer_work};
+pub use work::{
+    Candidate, ReviewWork, WorkClass, coder_work, coder_work_frees_at, reviewer_work,
+    reviewer_work_frees_at,
+};
 pub use work_done::{
     BlockCause, SubmitFacts, Verdict, block, handoff, submit, verdict, void_verdict,
 };

@@ -41,6 +41,8 @@ fn another_coder_takes_over_after_the_lease_lapses_and_nothing_is_lost() {
     configure(&project.repo, |c| {
         c.lease_duration = Some(3);
         c.heartbeat_interval = Some(1);
+        // A lease runs out with no file event: the waiting coder must not need a poll.
+        c.coder_poll_interval = Some(3600);
     });
     add(&project.repo, "t-1", "");
     project.step("coder", "default", FIRST_RUN_HANGS);
@@ -190,6 +192,40 @@ fn a_task_locked_by_another_claim_is_tried_again_without_waiting_for_the_poll() 
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
     let (code, out) = stop(coder, Signal::SIGTERM);
+    assert_eq!(code, Some(143), "{out}");
+}
+
+#[test]
+fn a_review_whose_claim_ran_out_is_taken_over_without_waiting_for_the_poll() {
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    configure(repo, |c| {
+        c.lease_duration = Some(3);
+        c.heartbeat_interval = Some(1);
+        c.reviewer_poll_interval = Some(3600);
+    });
+    add(repo, "t-1", "");
+    let coder = register(repo, "coder-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let head = commit_in(
+        repo,
+        &repo.path().join(".worktrees/t-1"),
+        "t-1.txt",
+        "done\n",
+    );
+    assert_success(&repo.liza_env(
+        &as_agent("coder-1", &coder),
+        &["submit-for-review", "t-1", &head],
+    ));
+    // A reviewer that claims the review and is never heard of again.
+    register(repo, "code-reviewer-1");
+    assert_success(&repo.liza(&["claim-review", "t-1", "code-reviewer-1"]));
+    project.step("code-reviewer", "default", "approve\n");
+    let reviewer = project.supervisor("code-reviewer", "code-reviewer-2");
+    project.wait_until("code-reviewer-2's approval", GUARD, || {
+        task_of(repo, "t-1")["approved_by"] == "code-reviewer-2"
+    });
+    let (code, out) = stop(reviewer, Signal::SIGTERM);
     assert_eq!(code, Some(143), "{out}");
 }
 

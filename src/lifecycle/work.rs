@@ -81,6 +81,57 @@ fn class_of(state: &State, t: &Task, agent: &AgentId, now: Timestamp) -> Option<
     Some(class)
 }
 
+/// When coder `agent` may find work by time alone: the earliest lease, still running at
+/// `now`, on another coder's CLAIMED or REJECTED task it could then take over. A lease runs
+/// out without any change to state.yaml, so no file event announces it.
+pub fn coder_work_frees_at(state: &State, agent: &AgentId, now: Timestamp) -> Option<Timestamp> {
+    state
+        .tasks
+        .iter()
+        .filter(|t| t.assigned_to.is_some() && t.assigned_to.as_ref() != Some(agent))
+        .filter(|t| {
+            let failed = t.failed_by.as_deref().unwrap_or(&[]);
+            failed.len() < 2 && !failed.contains(agent)
+        })
+        .filter_map(|t| match t.status {
+            TaskStatus::Claimed => t.lease_expires,
+            TaskStatus::Rejected => state
+                .agents
+                .get(t.assigned_to.as_ref()?)
+                .and_then(|a| a.lease_expires),
+            _ => None,
+        })
+        .filter(|lease| *lease > now)
+        .min()
+}
+
+/// When reviewer `reviewer` may find work by time alone: the earliest running review
+/// lease on a task it could review, or agent lease of an approver whose approval it could
+/// then merge.
+pub fn reviewer_work_frees_at(
+    state: &State,
+    reviewer: &AgentId,
+    now: Timestamp,
+) -> Option<Timestamp> {
+    state
+        .tasks
+        .iter()
+        .filter_map(|t| match t.status {
+            TaskStatus::ReadyForReview
+                if t.assigned_to.as_ref() != Some(reviewer)
+                    && t.reviewing_by.as_ref().is_some_and(|r| r != reviewer) =>
+            {
+                t.review_lease_expires
+            }
+            TaskStatus::Approved if t.approved_by.as_ref().is_some_and(|a| a != reviewer) => {
+                state.agents.get(t.approved_by.as_ref()?)?.lease_expires
+            }
+            _ => None,
+        })
+        .filter(|lease| *lease > now)
+        .min()
+}
+
 /// A candidate with its sort keys: class, priority, tasks waiting on it (more first),
 /// creation time, id.
 type Ranked<'a> = (

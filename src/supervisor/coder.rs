@@ -62,6 +62,11 @@ impl Session {
             self.wait(BUSY_RETRY).await;
             return Ok(Step::Waited);
         }
+        if let Some(at) = lifecycle::coder_work_frees_at(state, &self.agent, now) {
+            // Another coder's task becomes takeable when its lease runs out.
+            self.wait_for_lease(state, at).await;
+            return Ok(Step::Waited);
+        }
         Ok(Step::Idle)
     }
 

@@ -61,6 +61,11 @@ impl Session {
                 .await;
             return Ok(Step::Waited);
         }
+        if let Some(at) = lifecycle::reviewer_work_frees_at(state, &self.agent, now) {
+            // Another reviewer's claim, or an approver's registration, runs out then.
+            self.wait_for_lease(state, at).await;
+            return Ok(Step::Waited);
+        }
         Ok(Step::Idle)
     }
 

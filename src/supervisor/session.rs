@@ -274,7 +274,22 @@ impl Session {
 
     /// Waits for a wake-up, the poll interval, or a signal.
     pub(super) async fn idle_wait(&self, state: &State) {
-        let poll = match self.role() {
+        self.wait(self.poll_interval(state)).await;
+    }
+
+    /// Waits until just after `at` — a lease running out, which no file event announces —
+    /// or a wake-up or a signal; at most the poll interval.
+    pub(super) async fn wait_for_lease(&self, state: &State, at: crate::blackboard::Timestamp) {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let until = Duration::from_secs(at.unix().max(0).unsigned_abs()).saturating_sub(now)
+            + Duration::from_millis(50);
+        self.wait(until.min(self.poll_interval(state))).await;
+    }
+
+    fn poll_interval(&self, state: &State) -> Duration {
+        match self.role() {
             Role::Coder => state.config.coder_poll_interval,
             Role::CodeReviewer => state.config.reviewer_poll_interval,
             Role::Planner => state.config.planner_poll_interval,
@@ -282,8 +297,7 @@ impl Session {
         .filter(|s| *s > 0)
         .map_or(Duration::from_secs(30), |s| {
             Duration::from_secs(s.unsigned_abs())
-        });
-        self.wait(poll).await;
+        })
     }
 
     /// Waits up to `d` for a state change or a signal.

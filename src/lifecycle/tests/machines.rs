@@ -166,6 +166,56 @@ fn coder_work_follows_the_six_classes_then_priority_dependents_and_age() {
 }
 
 #[test]
+fn work_that_frees_up_when_a_lease_runs_out_is_announced_by_its_time() {
+    let mut w = W::new();
+    w.claimed("theirs", 2);
+    let lease = w.s.task(&id("theirs")).unwrap().lease_expires.unwrap();
+    assert!(lease > w.now);
+    // Another coder may take it over when the lease runs out; its owner has it already.
+    assert_eq!(
+        coder_work_frees_at(&w.s, &agent("coder-1"), w.now),
+        Some(lease)
+    );
+    assert_eq!(coder_work_frees_at(&w.s, &agent("coder-2"), w.now), None);
+    w.s.task_mut(&id("theirs")).unwrap().failed_by = Some(vec![agent("coder-1")]);
+    assert_eq!(coder_work_frees_at(&w.s, &agent("coder-1"), w.now), None);
+    w.s.task_mut(&id("theirs")).unwrap().failed_by = None;
+    // Once it ran out it is work now, not later.
+    w.later(lease.seconds_since(w.now));
+    assert_eq!(coder_work_frees_at(&w.s, &agent("coder-1"), w.now), None);
+    assert!(
+        coder_work(&w.s, &agent("coder-1"), w.now)
+            .iter()
+            .any(|c| c.task == id("theirs"))
+    );
+
+    let mut w = W::new();
+    w.in_review("r", 1, 1);
+    let review_lease = w.s.task(&id("r")).unwrap().review_lease_expires.unwrap();
+    assert_eq!(
+        reviewer_work_frees_at(&w.s, &agent("code-reviewer-2"), w.now),
+        Some(review_lease)
+    );
+    assert_eq!(
+        reviewer_work_frees_at(&w.s, &agent("code-reviewer-1"), w.now),
+        None,
+        "its own review is work already"
+    );
+    let mut w = W::new();
+    w.approved("a");
+    let approver =
+        w.s.agents
+            .get(&agent("code-reviewer-1"))
+            .and_then(|a| a.lease_expires)
+            .unwrap();
+    assert_eq!(
+        reviewer_work_frees_at(&w.s, &agent("code-reviewer-2"), w.now),
+        Some(approver),
+        "the approval is another reviewer's to merge once its approver is gone"
+    );
+}
+
+#[test]
 fn reviewer_work_merges_its_approvals_first_then_reviews_oldest_first() {
     let mut w = W::new();
     w.approved("a");
