@@ -479,7 +479,7 @@ fn timeouts_and_server_errors_are_retried_and_a_final_failure_gives_no_codes() {
         // The first note: a timeout, then a 500, then an answer.
         Step {
             when: Some("about reviews".into()),
-            delay_ms: 3000,
+            delay_ms: 6000,
             content: Some(answer("the")),
             ..Step::default()
         },
@@ -502,7 +502,7 @@ fn timeouts_and_server_errors_are_retried_and_a_final_failure_gives_no_codes() {
     let out = retro(
         &repo,
         Some(&s),
-        &[("LIZA_LLM_TIMEOUT", "1"), ("LIZA_LOG", "info")],
+        &[("LIZA_LLM_TIMEOUT", "2"), ("LIZA_LOG", "info")],
         &["--json"],
     );
     assert_success(&out);
@@ -661,7 +661,7 @@ fn calls_run_in_parallel_up_to_the_bound() {
         assert_success(&repo.liza(&["note", "all", &format!("the {n} note")]));
     }
     write_identities(&repo, IDENTITIES);
-    let delay = Duration::from_millis(400);
+    let delay = Duration::from_millis(1500);
     let s = server(vec![Step {
         times: Some(0),
         delay_ms: delay.as_millis() as u64,
