@@ -5,17 +5,20 @@ use std::time::Duration;
 
 use liza::builtin::scripted_server::{Script, ScriptedServer, Step};
 use liza::monitor::webhook::{AlarmPayload, Delivery, Webhook};
+use liza::ops::alarms::{Alarm, Level};
 
 fn alarm(key: &str) -> AlarmPayload {
     AlarmPayload {
         ts: "2026-11-22T23:59:00Z".into(),
-        level: "ERROR".into(),
-        category: "TASK_BLOCKED".into(),
-        message: "t-1 is BLOCKED: the spec is silent".into(),
-        task: Some("t-1".into()),
-        agent: Some("coder-1".into()),
-        revision: Some(42),
-        key: key.into(),
+        alarm: Alarm {
+            level: Level::Error,
+            category: "TASK_BLOCKED".into(),
+            message: "t-1 is BLOCKED: the spec is silent".into(),
+            task: Some("t-1".into()),
+            agent: Some("coder-1".into()),
+            revision: Some(42),
+            key: key.into(),
+        },
         project: "/work/demo".into(),
     }
 }
@@ -66,6 +69,8 @@ fn alarms_are_posted_as_documented_and_retried_after_a_failure() {
     );
     assert_eq!(body["key"], "blocked:t-1:42");
     assert_eq!(body["revision"], 42);
+    assert_eq!(body["level"], "ERROR");
+    assert_eq!(body["task"], "t-1");
     let last: serde_json::Value = serde_json::from_str(&requests[2].body).unwrap();
     assert_eq!(last["key"], "blocked:t-2:43");
 }

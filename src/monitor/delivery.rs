@@ -65,13 +65,7 @@ impl Outlets {
             if let Some((_, hook)) = &self.webhook {
                 hook.send(AlarmPayload {
                     ts: f.ts.to_string(),
-                    level: f.alarm.level.as_str().to_owned(),
-                    category: f.alarm.category.clone(),
-                    message: f.alarm.message.clone(),
-                    task: f.alarm.task.clone(),
-                    agent: f.alarm.agent.clone(),
-                    revision: f.alarm.revision,
-                    key: f.alarm.key.clone(),
+                    alarm: f.alarm.clone(),
                     project: self.project.clone(),
                 });
             }

@@ -10,17 +10,15 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-/// One alarm as the webhook receives it.
+use crate::ops::alarms::Alarm;
+
+/// One alarm as the webhook receives it: `{"ts", "level", "category", "message", "task",
+/// "agent", "revision", "key", "project"}` — the alarm's own fields between when and where.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct AlarmPayload {
     pub ts: String,
-    pub level: String,
-    pub category: String,
-    pub message: String,
-    pub task: Option<String>,
-    pub agent: Option<String>,
-    pub revision: Option<u64>,
-    pub key: String,
+    #[serde(flatten)]
+    pub alarm: Alarm,
     pub project: String,
 }
 
@@ -85,7 +83,7 @@ impl Webhook {
         match queue.try_send(alarm) {
             Ok(()) => {}
             Err(TrySendError::Full(alarm)) => {
-                tracing::warn!(key = %alarm.key, "webhook queue full; this alarm is only in alerts.log");
+                tracing::warn!(key = %alarm.alarm.key, "webhook queue full; this alarm is only in alerts.log");
             }
             Err(TrySendError::Disconnected(_)) => {}
         }
@@ -166,15 +164,17 @@ async fn deliver(
         match sent {
             Ok(r) if r.status().is_success() => return true,
             Ok(r) => {
-                tracing::warn!(status = r.status().as_u16(), attempt, key = %alarm.key, "webhook refused the alarm")
+                tracing::warn!(status = r.status().as_u16(), attempt, key = %alarm.alarm.key, "webhook refused the alarm")
             }
-            Err(e) => tracing::warn!(error = %e, attempt, key = %alarm.key, "webhook unreachable"),
+            Err(e) => {
+                tracing::warn!(error = %e, attempt, key = %alarm.alarm.key, "webhook unreachable")
+            }
         }
         if attempt < delivery.attempts {
             tokio::time::sleep(wait).await;
             wait = wait.saturating_mul(2).min(Duration::from_secs(300));
         }
     }
-    tracing::warn!(key = %alarm.key, "webhook delivery given up; the alarm is in alerts.log");
+    tracing::warn!(key = %alarm.alarm.key, "webhook delivery given up; the alarm is in alerts.log");
     false
 }

@@ -14,7 +14,8 @@ use std::path::Path;
 use super::Project;
 use crate::blackboard::Timestamp;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "UPPERCASE")]
 pub enum Level {
     Warn,
     Error,
@@ -30,7 +31,7 @@ impl Level {
 }
 
 /// One alarm: what the rule found, about which task or agent, and its occurrence key.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Alarm {
     pub level: Level,
     pub category: String,
