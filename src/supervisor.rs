@@ -43,6 +43,8 @@ pub struct Options {
     pub cli: Option<String>,
     /// `--identity ID` (built-in agent identities).
     pub identity: Option<String>,
+    /// `--model M`: the model, mapped to the backend's own flag.
+    pub model: Option<String>,
     /// `-i`: run the agent CLI interactively.
     pub interactive: bool,
     /// `--once`: run the agent once, then exit.

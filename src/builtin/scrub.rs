@@ -87,6 +87,105 @@ impl Scrubber {
     }
 }
 
+/// Scrubs a stream of output chunks (an agent's stdout or stderr): a secret split across
+/// two chunks, or a character split across two reads, comes out whole. Complete lines
+/// (ended by `\n` or `\r`) are released at once, since no secret spans a line break; a
+/// line longer than [`Stream::WINDOW`] is released but for its last `WINDOW` bytes, which
+/// may be the start of a secret; a private-key block is held until its end line (or
+/// [`Stream::PEM_LIMIT`], then redacted as far as it went).
+pub struct Stream {
+    scrubber: Scrubber,
+    /// Bytes of a character not yet complete.
+    partial: Vec<u8>,
+    /// Text not yet released.
+    pending: String,
+}
+
+impl Stream {
+    /// The longest secret a single line may hide at its end.
+    pub const WINDOW: usize = 512;
+    /// How much of an unterminated private-key block is held back.
+    pub const PEM_LIMIT: usize = 64 * 1024;
+
+    pub fn new(scrubber: Scrubber) -> Stream {
+        Stream {
+            scrubber,
+            partial: Vec::new(),
+            pending: String::new(),
+        }
+    }
+
+    /// Takes a chunk; returns the scrubbed text that can be released now.
+    pub fn push(&mut self, chunk: &[u8]) -> String {
+        self.partial.extend_from_slice(chunk);
+        let valid = match std::str::from_utf8(&self.partial) {
+            Ok(_) => self.partial.len(),
+            Err(e) if e.error_len().is_none() => e.valid_up_to(),
+            // Invalid bytes (not a split character): decoded lossily, as before.
+            Err(_) => self.partial.len(),
+        };
+        let rest = self.partial.split_off(valid);
+        let text = String::from_utf8_lossy(&self.partial).into_owned();
+        self.partial = rest;
+        self.pending.push_str(&text);
+        let cut = self.release_point();
+        let released: String = self.pending.drain(..cut).collect();
+        self.scrubber.scrub(&released)
+    }
+
+    /// What is held back, when the stream has been quiet for a while (a prompt without a
+    /// line end must reach the terminal); an open private-key block and a split
+    /// character still wait.
+    pub fn flush(&mut self) -> String {
+        let cut = open_pem(&self.pending).unwrap_or(self.pending.len());
+        let released: String = self.pending.drain(..cut).collect();
+        self.scrubber.scrub(&released)
+    }
+
+    /// Everything left, at the end of the stream.
+    pub fn finish(&mut self) -> String {
+        let mut text = std::mem::take(&mut self.pending);
+        text.push_str(&String::from_utf8_lossy(&std::mem::take(&mut self.partial)));
+        let scrubbed = self.scrubber.scrub(&text);
+        redact_open_pem(&scrubbed)
+    }
+
+    /// How much of `pending` can be scrubbed and released.
+    fn release_point(&mut self) -> usize {
+        let pending = &self.pending;
+        if let Some(begin) = open_pem(pending) {
+            if pending.len() - begin < Self::PEM_LIMIT {
+                return begin;
+            }
+            // Too long to hold: what came of the block is redacted, the rest waits.
+            let mut text = pending[..begin].to_owned();
+            text.push_str(REDACTED);
+            self.pending = text;
+            return self.pending.len();
+        }
+        let line_end = pending.rfind(['\n', '\r']).map_or(0, |i| i + 1);
+        let mut cut = line_end.max(pending.len().saturating_sub(Self::WINDOW));
+        while !pending.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        cut
+    }
+}
+
+/// Where a private-key block without its end line starts.
+fn open_pem(text: &str) -> Option<usize> {
+    let begin = text.rfind("-----BEGIN ")?;
+    let rest = &text[begin..];
+    (rest.contains("PRIVATE KEY") && !rest.contains("-----END ")).then_some(begin)
+}
+
+fn redact_open_pem(text: &str) -> String {
+    match open_pem(text) {
+        Some(begin) => format!("{}{REDACTED}", &text[..begin]),
+        None => text.to_owned(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,5 +238,69 @@ mod tests {
         let text =
             "fn token_count(s: &str) -> usize { s.len() / 4 }\nThe secret of good code is tests.\n";
         assert_eq!(s.scrub(text), text);
+    }
+
+    fn streamed(scrubber: &Scrubber, chunks: &[&[u8]]) -> String {
+        let mut stream = Stream::new(scrubber.clone());
+        let mut out = String::new();
+        for chunk in chunks {
+            out.push_str(&stream.push(chunk));
+        }
+        out.push_str(&stream.finish());
+        out
+    }
+
+    #[test]
+    fn a_secret_split_across_chunks_is_scrubbed_at_every_split() {
+        let key = "canary-key-7f3a9c1e55";
+        let s = Scrubber::new([key.to_owned()]);
+        let text = format!("starting\nusing {key} now\nAuthorization: Bearer abcdefghijklmnop1234\nsk-proj-abcdefghijklmnopqrstuv done\n");
+        let bytes = text.as_bytes();
+        for split in 0..bytes.len() {
+            let out = streamed(&s, &[&bytes[..split], &bytes[split..]]);
+            assert!(!out.contains(key), "split at {split}: {out}");
+            assert!(!out.contains("abcdefghijklmnop1234"), "split at {split}: {out}");
+            assert!(!out.contains("sk-proj-abcdefghijklmnop"), "split at {split}: {out}");
+            assert!(out.starts_with("starting\nusing [REDACTED] now\n"), "{out}");
+        }
+        // Byte by byte as well.
+        let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+        assert_eq!(streamed(&s, &singles), s.scrub(&text));
+    }
+
+    #[test]
+    fn a_character_split_across_reads_stays_whole() {
+        let text = "naïve café — 日本語 ✓\n";
+        let bytes = text.as_bytes();
+        for split in 0..bytes.len() {
+            let out = streamed(&Scrubber::default(), &[&bytes[..split], &bytes[split..]]);
+            assert_eq!(out, text, "split at {split}");
+        }
+    }
+
+    #[test]
+    fn complete_lines_are_released_at_once_and_a_long_line_is_not_held_whole() {
+        let mut stream = Stream::new(Scrubber::default());
+        assert_eq!(stream.push(b"line one\nline t"), "line one\n");
+        assert_eq!(stream.push(b"wo\r"), "line two\r");
+        let long = "x".repeat(3 * Stream::WINDOW);
+        let out = stream.push(long.as_bytes());
+        assert_eq!(out.len(), 2 * Stream::WINDOW);
+        assert_eq!(stream.push(b"Continue? [y/n] ").len(), "Continue? [y/n] ".len());
+        let held = stream.flush();
+        assert_eq!(held.len(), Stream::WINDOW);
+        assert!(held.ends_with("Continue? [y/n] "), "{held}");
+        assert_eq!(stream.finish(), "");
+    }
+
+    #[test]
+    fn a_private_key_block_is_held_until_its_end_or_redacted() {
+        let s = Scrubber::default();
+        let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nb\n";
+        let bytes = pem.as_bytes();
+        let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+        assert_eq!(streamed(&s, &lines), format!("a\n{REDACTED}\nb\n"));
+        let open = "a\n-----BEGIN PRIVATE KEY-----\nMIIE\n";
+        assert_eq!(streamed(&s, &[open.as_bytes()]), format!("a\n{REDACTED}"));
     }
 }

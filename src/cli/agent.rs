@@ -20,6 +20,10 @@ pub struct AgentArgs {
     /// config.agent_tools); default config.default_cli.
     #[arg(long)]
     cli: Option<String>,
+    /// The model, passed with the backend CLI's own flag (overrides
+    /// config.agent_tools.<cli>.model).
+    #[arg(long)]
+    model: Option<String>,
     /// The identity of the built-in agent to use.
     #[arg(long)]
     identity: Option<String>,
@@ -119,6 +123,7 @@ pub fn cmd_agent(args: AgentArgs, out: &Output) -> Result<i32, CliError> {
         auto_id: args.auto_id,
         task: args.task,
         cli: args.cli,
+        model: args.model,
         identity: args.identity,
         interactive: args.interactive,
         once: args.once,

@@ -109,9 +109,9 @@ impl Repo {
             .map_err(git2_err(format!("delete branch {name}")))
     }
 
-    /// Adds `patterns` to the repository's `info/exclude` (shared by all worktrees),
-    /// skipping those already there; returns the ones added.
-    pub fn add_excludes(&self, patterns: &[&str]) -> Result<Vec<String>, GitError> {
+    /// Adds `patterns` to the repository's `info/exclude` (shared by all worktrees) under
+    /// a `# liza: <why>` line, skipping those already there; returns the ones added.
+    pub fn add_excludes(&self, patterns: &[&str], why: &str) -> Result<Vec<String>, GitError> {
         let info = self.inner.commondir().join("info");
         let path = info.join("exclude");
         let io = |action: &'static str, p: &Path| {
@@ -140,7 +140,7 @@ impl Repo {
         if !existing.is_empty() && !existing.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str("# liza: blackboard and task worktrees\n");
+        text.push_str(&format!("# liza: {why}\n"));
         for p in &missing {
             text.push_str(p);
             text.push('\n');

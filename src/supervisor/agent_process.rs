@@ -18,6 +18,7 @@ use tokio::process::{Child, Command};
 
 use super::Console;
 use crate::backend::{Invocation, is_secret};
+use crate::builtin::scrub::{Scrubber, Stream};
 
 /// How much of an agent's output is kept in its log file.
 const LOG_CAP: u64 = 8 * 1024 * 1024;
@@ -59,18 +60,21 @@ impl AgentProcess {
             .ok_or_else(|| std::io::Error::other("empty agent command"))?;
         let mut command = Command::new(program);
         command.args(args).current_dir(cwd).process_group(0);
-        let mut secrets = Vec::new();
+        // Every secret's value is scrubbed from the output, passed through or not.
+        let mut secrets = invocation.scrub.clone();
         for (key, value) in std::env::vars() {
-            if is_secret(&key) && !env.iter().any(|(k, _)| *k == key) {
-                if !invocation.keep_env.contains(&key) {
+            if is_secret(&key) {
+                if !invocation.keep_env.contains(&key) && !env.iter().any(|(k, _)| *k == key) {
                     command.env_remove(&key);
                 }
-                // Scrubbed from the saved output either way.
-                if value.len() >= 8 {
-                    secrets.push(value);
-                }
+                secrets.push(value);
             }
         }
+        secrets.extend(
+            env.iter()
+                .filter(|(k, _)| is_secret(k))
+                .map(|(_, v)| v.clone()),
+        );
         command.envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         command
             .stdin(if invocation.stdin.is_some() {
@@ -97,7 +101,7 @@ impl AgentProcess {
             tail: String::new(),
         }));
         let log = Arc::new(Mutex::new((log, 0u64)));
-        let secrets = Arc::new(secrets);
+        let scrubber = Scrubber::new(secrets);
         let mut pumps = Vec::new();
         if let Some(out) = child.stdout.take() {
             pumps.push(pump(
@@ -105,11 +109,11 @@ impl AgentProcess {
                 console.clone(),
                 activity.clone(),
                 log.clone(),
-                secrets.clone(),
+                Stream::new(scrubber.clone()),
             ));
         }
         if let Some(err) = child.stderr.take() {
-            pumps.push(pump(err, console, activity.clone(), log, secrets));
+            pumps.push(pump(err, console, activity.clone(), log, Stream::new(scrubber)));
         }
         Ok(AgentProcess {
             child,
@@ -173,6 +177,10 @@ impl AgentProcess {
     }
 }
 
+/// How long output may be quiet before a line still open (a question waiting for an
+/// answer, a progress bar) is released.
+const QUIET: Duration = Duration::from_millis(300);
+
 type SharedLog = Arc<Mutex<(Option<File>, u64)>>;
 
 fn pump(
@@ -180,24 +188,30 @@ fn pump(
     console: Arc<dyn Console>,
     activity: Arc<Mutex<Activity>>,
     log: SharedLog,
-    secrets: Arc<Vec<String>>,
+    mut scrub: Stream,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 8192];
-        loop {
-            let n = match reader.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => n,
-            };
-            let mut text = String::from_utf8_lossy(&buf[..n]).into_owned();
-            for secret in secrets.iter() {
-                if text.contains(secret.as_str()) {
-                    text = text.replace(secret.as_str(), "[redacted]");
+        let mut ended = false;
+        while !ended {
+            let text = match tokio::time::timeout(QUIET, reader.read(&mut buf)).await {
+                Err(_) => scrub.flush(),
+                Ok(Ok(0) | Err(_)) => {
+                    ended = true;
+                    scrub.finish()
                 }
+                Ok(Ok(n)) => {
+                    if let Ok(mut a) = activity.lock() {
+                        a.last = Some(Instant::now());
+                    }
+                    scrub.push(&buf[..n])
+                }
+            };
+            if text.is_empty() {
+                continue;
             }
             console.agent_output(text.as_bytes());
             if let Ok(mut a) = activity.lock() {
-                a.last = Some(Instant::now());
                 a.tail.push_str(&text);
                 if a.tail.len() > TAIL {
                     let mut cut = a.tail.len() - TAIL;

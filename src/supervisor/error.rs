@@ -25,6 +25,14 @@ pub enum SupervisorError {
     Runtime(std::io::Error),
     #[error(transparent)]
     AgentIdentity(crate::builtin::identities::IdentityError),
+    #[error("the {name} backend has no interactive mode")]
+    NoInteractiveMode { name: String },
+    #[error("the {name} agent could not log in: {message}")]
+    AuthRequired {
+        name: String,
+        message: String,
+        hint: String,
+    },
 }
 
 impl SupervisorError {
@@ -40,7 +48,10 @@ impl SupervisorError {
                 _ => 1,
             },
             SupervisorError::ClaimsFailing { .. } => 6,
-            SupervisorError::Runtime(_) | SupervisorError::AgentIdentity(_) => 1,
+            SupervisorError::Runtime(_)
+            | SupervisorError::AgentIdentity(_)
+            | SupervisorError::NoInteractiveMode { .. } => 1,
+            SupervisorError::AuthRequired { .. } => 5,
         }
     }
 
@@ -56,6 +67,13 @@ impl SupervisorError {
                 "look at `liza log` and the lock holders; restart the supervisor when fixed".into(),
             ],
             SupervisorError::Runtime(_) => Vec::new(),
+            SupervisorError::NoInteractiveMode { .. } => {
+                vec!["run it without -i, or choose another backend with --cli".into()]
+            }
+            SupervisorError::AuthRequired { hint, .. } => vec![
+                hint.clone(),
+                "the task stays claimed; start the supervisor again once the key is set".into(),
+            ],
             SupervisorError::AgentIdentity(_) => vec![
                 "fix identities.yaml (a list of {id, name, prompt_prefix}) or drop --identity"
                     .into(),

@@ -365,6 +365,7 @@ impl Session {
         state: &State,
     ) -> Result<RunEnd, SupervisorError> {
         let git_dir = self.project.root.join(".git");
+        let worktree_git_dir = own_git_dir(workdir);
         let liza_dir = self.project.store.paths().dir.clone();
         let input = RunInput {
             role: self.role().id_prefix(),
@@ -373,13 +374,16 @@ impl Session {
             workdir,
             task: task.map(TaskId::as_str),
             git_dir: &git_dir,
+            worktree_git_dir: worktree_git_dir.as_deref(),
             liza_dir: &liza_dir,
             report: report.map(|r| ReportFiles {
                 schema: &r.schema,
                 output: &r.output,
             }),
         };
-        let invocation = self.backend.invocation(&input, self.options.interactive);
+        let invocation =
+            self.backend
+                .invocation(&input, self.options.interactive, &|var| std::env::var(var).ok());
         let env = self.agent_env(task, workdir);
         if self.options.interactive {
             self.console
@@ -499,6 +503,14 @@ impl Session {
 pub(super) struct ReportPaths {
     schema: PathBuf,
     output: PathBuf,
+}
+
+/// A linked worktree's own git dir (`gitdir:` in its `.git` file), where a commit in it
+/// writes its index and HEAD; `None` for a main checkout.
+fn own_git_dir(workdir: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(workdir.join(".git")).ok()?;
+    let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+    Some(if dir.is_absolute() { dir } else { workdir.join(dir) })
 }
 
 /// At most `limit` bytes of `path` as text (`None`: no such file).

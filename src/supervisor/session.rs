@@ -104,8 +104,15 @@ impl Session {
             .cli
             .clone()
             .unwrap_or_else(|| state.config.default_cli().to_owned());
-        let backend = Backend::resolve(&name, &state.config).map_err(SupervisorError::Backend)?;
+        let backend = Backend::resolve(&name, &state.config, options.model.as_deref(), &|var| {
+            std::env::var(var).ok()
+        })
+        .map_err(SupervisorError::Backend)?;
         backend.check_usable().map_err(SupervisorError::Backend)?;
+        if options.interactive && !backend.has_interactive_mode() {
+            return Err(SupervisorError::NoInteractiveMode { name });
+        }
+        keep_drops_out_of_git(&project.root, &backend);
         if let Some(identity) = &options.identity {
             // Fail fast (builtin-agent.md *Identities*): a bad identities.yaml or an
             // unknown identity is found before the first run, not in every run.
@@ -593,4 +600,18 @@ fn terminal() -> Option<String> {
         .ok()
         .map(|p| p.display().to_string())
         .filter(|p| p.starts_with("/dev/"))
+}
+
+/// Keeps the files the backend's CLI drops in a worktree (`.aider*`, `.gemini/` …) out of
+/// git through the repository's exclude file: never committed, never making a worktree
+/// dirty. A failure only costs that protection, so it is logged, not fatal.
+fn keep_drops_out_of_git(root: &std::path::Path, backend: &Backend) {
+    if backend.drops.is_empty() {
+        return;
+    }
+    let patterns: Vec<&str> = backend.drops.iter().map(String::as_str).collect();
+    let why = format!("files the {} agent CLI drops", backend.name);
+    if let Err(e) = crate::git::Repo::open(root).and_then(|r| r.add_excludes(&patterns, &why)) {
+        tracing::warn!(error = %e, "could not add the backend's files to .git/info/exclude");
+    }
 }

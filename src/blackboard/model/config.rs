@@ -103,26 +103,47 @@ record!(Check {
     opt on_merge: "on_merge",
 });
 
-/// A user-defined agent CLI backend (`config.agent_tools.<name>`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// An agent CLI backend of the user's (`config.agent_tools.<name>`). Under a built-in
+/// backend's name it adjusts that backend: what it leaves out keeps the built-in value.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AgentTool {
-    pub executable: String,
+    /// The program; required for a backend that is not built in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub executable: Option<String>,
+    /// Arguments before the prompt, replacing the built-in ones.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub args: Option<Vec<String>>,
+    /// Arguments added after `args` (the built-in ones, unless `args` replaces them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extra_args: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<PromptMode>,
+    /// Extra environment; `${VAR}` in a value is taken from the supervisor's environment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub env: Option<IdMap<String, String>>,
+    /// Secret variables passed through from the supervisor's environment as they are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_env: Option<Vec<String>>,
+    /// The model, mapped to the CLI's own flag (`liza-agent --model` wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Whether the agent can run shell commands (`liza submit-for-review`) itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runs_commands: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interactive_args: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
 record!(AgentTool {
-    req executable: "executable",
+    opt executable: "executable",
     opt args: "args",
+    opt extra_args: "extra_args",
     opt prompt: "prompt",
     opt env: "env",
+    opt pass_env: "pass_env",
+    opt model: "model",
+    opt runs_commands: "runs_commands",
     opt interactive_args: "interactive_args",
 });
 

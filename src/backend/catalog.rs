@@ -1,0 +1,300 @@
+//! The built-in CLI backends as data (supervisor.md *Backends*): for each agent CLI, the
+//! arguments of an unattended run that may edit, run commands (git, tests, `liza`) and
+//! commit inside its worktree, how the prompt reaches it, the variables it reads for its
+//! key and endpoint, its model flag, its interactive mode, the files it drops in a
+//! worktree, and the release range these were verified against by running the real CLI
+//! (`scripts/e2e-real-clis`). `liza doctor` checks the installed version against it.
+
+use crate::blackboard::model::PromptMode;
+
+/// One built-in agent CLI.
+#[derive(Debug, PartialEq, Eq)]
+pub struct CliSpec {
+    /// The backend's name (`--cli NAME`).
+    pub name: &'static str,
+    /// The program.
+    pub executable: &'static str,
+    /// Arguments of an unattended run. Placeholders: `{worktree}`, `{git_dir}` (the shared
+    /// `.git`), `{worktree_git_dir}` (`.git/worktrees/<name>` of this worktree),
+    /// `{liza_dir}`, `{prompt_file}`, `{task_id}`, `{role}`.
+    pub args: &'static [&'static str],
+    /// How the prompt is passed (never as one argument: Linux refuses an argument over
+    /// 128 KiB, and prompts can be larger).
+    pub prompt: PromptMode,
+    /// Arguments of an interactive run (`liza-agent -i`); the prompt is pointed to by
+    /// [`INTERACTIVE_PROMPT`] where `{interactive_prompt}` appears. Empty: no interactive
+    /// mode.
+    pub interactive_args: &'static [&'static str],
+    /// The model flag: `{model}` is replaced by the chosen model.
+    pub model_args: &'static [&'static str],
+    /// Arguments added only when a variable is set in the supervisor's environment, for
+    /// CLIs that no longer read it themselves (`{value}` is its value).
+    pub env_args: &'static [(&'static str, &'static [&'static str])],
+    /// Secret-looking variables the CLI documents for its authentication and endpoint:
+    /// passed through although liza strips every other secret.
+    pub pass_env: &'static [&'static str],
+    /// Whether it can run shell commands (git, `liza`) itself. A backend that cannot gets
+    /// its work submitted by the supervisor, and reviews with a verdict line.
+    pub runs_commands: bool,
+    /// Files and directories it drops in its working directory: excluded through git's
+    /// exclude file so they are never committed nor make a worktree dirty.
+    pub drops: &'static [&'static str],
+    /// The releases these arguments were verified against (inclusive; `x.y.z`).
+    pub tested: (&'static str, &'static str),
+    /// Printed when it waits for an interactive login instead of failing: a run that
+    /// prints one of these is stopped at once and reported as an authentication error.
+    pub login_prompts: &'static [&'static str],
+    /// Printed when it has no usable credentials (lower case).
+    pub auth_errors: &'static [&'static str],
+    /// Where its key comes from, for the authentication error's hint.
+    pub auth_hint: &'static str,
+}
+
+/// The short text an interactive run starts with: the prompt itself may be far larger
+/// than one argument may be.
+pub const INTERACTIVE_PROMPT: &str =
+    "Read the file {prompt_file} and do exactly what it says. It is your whole assignment.";
+
+/// Every built-in CLI backend.
+pub const CLIS: &[CliSpec] = &[
+    CliSpec {
+        name: "claude",
+        executable: "claude",
+        args: &[
+            "-p",
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Bash,Edit,MultiEdit,Write,Read,Glob,Grep,LS",
+        ],
+        prompt: PromptMode::Stdin,
+        interactive_args: &[
+            "--permission-mode",
+            "acceptEdits",
+            "--allowedTools",
+            "Bash,Edit,MultiEdit,Write,Read,Glob,Grep,LS",
+            "{interactive_prompt}",
+        ],
+        model_args: &["--model", "{model}"],
+        env_args: &[],
+        pass_env: &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_MODEL",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ],
+        runs_commands: true,
+        drops: &[".claude/"],
+        tested: ("2.1.0", "2.1.999"),
+        login_prompts: &[],
+        auth_errors: &["not logged in", "invalid api key", "please run /login"],
+        auth_hint: "set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint), or log in once with `claude` in a terminal",
+    },
+    CliSpec {
+        name: "codex",
+        executable: "codex",
+        args: &[
+            "exec",
+            "--sandbox",
+            "workspace-write",
+            "--skip-git-repo-check",
+            "--cd",
+            "{worktree}",
+            // Commits write to the worktree's own git dir and the shared objects and
+            // refs, and `liza` to .liza/: all must be writable roots of the sandbox.
+            "--add-dir",
+            "{git_dir}",
+            "--add-dir",
+            "{worktree_git_dir}",
+            "--add-dir",
+            "{liza_dir}",
+            // A login shell rebuilds PATH and loses liza's directory.
+            "-c",
+            "allow_login_shell=false",
+            "-",
+        ],
+        prompt: PromptMode::Stdin,
+        interactive_args: &[
+            "--sandbox",
+            "workspace-write",
+            "--cd",
+            "{worktree}",
+            "--add-dir",
+            "{git_dir}",
+            "--add-dir",
+            "{worktree_git_dir}",
+            "--add-dir",
+            "{liza_dir}",
+            "-c",
+            "allow_login_shell=false",
+            "{interactive_prompt}",
+        ],
+        model_args: &["--model", "{model}"],
+        env_args: &[("OPENAI_BASE_URL", &["-c", "openai_base_url=\"{value}\""])],
+        pass_env: &["CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"],
+        runs_commands: true,
+        drops: &[".codex/"],
+        tested: ("0.169.0", "0.169.999"),
+        login_prompts: &[],
+        auth_errors: &[
+            "missing api key",
+            "not logged in",
+            "401 unauthorized",
+            "incorrect api key",
+        ],
+        auth_hint: "set CODEX_API_KEY (or OPENAI_API_KEY) and OPENAI_BASE_URL for another endpoint, or log in once with `codex login`",
+    },
+    CliSpec {
+        name: "gemini",
+        executable: "gemini",
+        args: &["--approval-mode", "yolo", "--skip-trust"],
+        prompt: PromptMode::Stdin,
+        interactive_args: &[
+            "--approval-mode",
+            "yolo",
+            "--skip-trust",
+            "--prompt-interactive",
+            "{interactive_prompt}",
+        ],
+        model_args: &["--model", "{model}"],
+        env_args: &[],
+        pass_env: &[
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_GEMINI_BASE_URL",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ],
+        runs_commands: true,
+        drops: &[".gemini/"],
+        tested: ("0.61.0", "0.61.999"),
+        login_prompts: &[],
+        auth_errors: &[
+            "please set an auth method",
+            "gemini_api_key environment variable not found",
+            "api key not valid",
+        ],
+        auth_hint: "set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
+    },
+    CliSpec {
+        name: "mistral",
+        executable: "vibe",
+        args: &["--auto-approve"],
+        prompt: PromptMode::Stdin,
+        interactive_args: &["--auto-approve", "{interactive_prompt}"],
+        model_args: &["--model", "{model}"],
+        env_args: &[],
+        pass_env: &["MISTRAL_API_KEY", "MISTRAL_BASE_URL"],
+        runs_commands: true,
+        drops: &[".vibe/"],
+        tested: ("3.0.2", "3.0.999"),
+        login_prompts: &[],
+        auth_errors: &["missing mistral_api_key"],
+        auth_hint: "set MISTRAL_API_KEY",
+    },
+    CliSpec {
+        name: "aider",
+        executable: "aider",
+        args: &[
+            "--yes-always",
+            "--no-gitignore",
+            "--no-check-update",
+            "--no-show-release-notes",
+            "--no-analytics",
+            "--no-pretty",
+            "--message-file",
+            "{prompt_file}",
+        ],
+        prompt: PromptMode::File,
+        interactive_args: &[
+            "--no-gitignore",
+            "--no-check-update",
+            "--no-show-release-notes",
+            "--no-analytics",
+        ],
+        model_args: &["--model", "{model}"],
+        env_args: &[],
+        pass_env: &[
+            "OPENAI_API_KEY",
+            "OPENAI_API_BASE",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "MISTRAL_API_KEY",
+            "OPENROUTER_API_KEY",
+            "DEEPSEEK_API_KEY",
+            "AIDER_OPENAI_API_KEY",
+            "AIDER_OPENAI_API_BASE",
+            "AIDER_ANTHROPIC_API_KEY",
+            "AIDER_API_KEY",
+            "AIDER_MODEL",
+        ],
+        runs_commands: false,
+        drops: &[".aider*"],
+        tested: ("0.86.2", "0.86.999"),
+        login_prompts: &["login to openrouter", "openrouter.ai/auth"],
+        auth_errors: &["no llm model was specified", "api key"],
+        auth_hint: "set OPENAI_API_KEY and OPENAI_API_BASE (or the key of your provider) and choose a model with --model",
+    },
+    CliSpec {
+        name: "opencode",
+        executable: "opencode",
+        args: &["run"],
+        prompt: PromptMode::Stdin,
+        interactive_args: &["--prompt", "{interactive_prompt}"],
+        model_args: &["--model", "{model}"],
+        env_args: &[],
+        pass_env: &[
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "GEMINI_API_KEY",
+            "GOOGLE_GENERATIVE_AI_API_KEY",
+            "MISTRAL_API_KEY",
+            "OPENROUTER_API_KEY",
+            "OPENCODE_CONFIG",
+            "OPENCODE_CONFIG_CONTENT",
+        ],
+        runs_commands: true,
+        drops: &[".opencode/"],
+        tested: ("1.18.33", "1.18.999"),
+        login_prompts: &[],
+        auth_errors: &["api key is missing"],
+        auth_hint: "set the key of your provider (e.g. OPENAI_API_KEY) and its base URL",
+    },
+];
+
+/// The built-in CLI named `name`.
+pub fn find(name: &str) -> Option<&'static CliSpec> {
+    CLIS.iter().find(|c| c.name == name)
+}
+
+/// Every built-in backend's name (the CLIs and `builtin`).
+pub fn names() -> Vec<&'static str> {
+    CLIS.iter()
+        .map(|c| c.name)
+        .chain(std::iter::once("builtin"))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_built_in_backend_passes_the_prompt_as_one_argument() {
+        // Linux refuses a single argument over 128 KiB (MAX_ARG_STRLEN).
+        for cli in CLIS {
+            assert_ne!(cli.prompt, PromptMode::Arg, "{}", cli.name);
+        }
+    }
+
+    #[test]
+    fn every_cli_has_a_model_flag_and_a_tested_range() {
+        for cli in CLIS {
+            assert!(cli.model_args.contains(&"{model}"), "{}", cli.name);
+            assert!(cli.tested.0 <= cli.tested.1, "{}", cli.name);
+        }
+    }
+}

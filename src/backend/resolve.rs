@@ -1,0 +1,602 @@
+//! One resolved backend: a built-in CLI (`catalog`) adjusted by the user's
+//! `config.agent_tools.<name>` entry, a backend of the user's own, or the built-in agent;
+//! and the argv and stdin of one run of it.
+
+use std::path::{Path, PathBuf};
+
+use super::catalog::{self, CliSpec, INTERACTIVE_PROMPT};
+use super::environment::expand_vars;
+use crate::blackboard::model::{AgentTool, Config, PromptMode};
+
+/// One resolved backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Backend {
+    pub name: String,
+    pub executable: String,
+    /// Arguments before the prompt; `{prompt_file}`, `{worktree}`, `{worktree_git_dir}`,
+    /// `{task_id}`, `{role}`, `{git_dir}` (the repository's shared `.git`) and
+    /// `{liza_dir}` are replaced.
+    pub args: Vec<String>,
+    pub prompt: PromptMode,
+    /// Extra environment, `${VAR}` already taken from the supervisor's environment.
+    pub env: Vec<(String, String)>,
+    /// Arguments for `-i` (interactive) runs, replacing `args`; empty: none.
+    pub interactive_args: Vec<String>,
+    /// Secret variables passed through from liza's own environment (the CLI's key and
+    /// endpoint); every other secret is removed from the agent's environment.
+    pub keep_env: Vec<String>,
+    /// The model flag with `{model}` replaced, when a model is chosen.
+    pub model_args: Vec<String>,
+    /// Arguments added when a variable is set in the supervisor's environment.
+    pub env_args: Vec<(String, Vec<String>)>,
+    /// Whether the agent can run shell commands (`liza …`) itself.
+    pub runs_commands: bool,
+    /// Paths the CLI drops in its working directory (git exclude patterns).
+    pub drops: Vec<String>,
+    /// The built-in CLI this backend is, or adjusts.
+    pub spec: Option<&'static CliSpec>,
+    /// The values of the variables `${VAR}` took from the environment: scrubbed from
+    /// the agent's saved output like every other secret.
+    pub expanded_secrets: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("unknown agent backend {name:?}: not built in and not in config.agent_tools")]
+    Unknown { name: String },
+    #[error("the {name} backend needs `{executable}`, which is not on PATH")]
+    Missing { name: String, executable: String },
+    #[error("config.agent_tools.{name} names no executable, and {name} is not a built-in backend")]
+    NoExecutable { name: String },
+    #[error("config.agent_tools.{name}.env.{key} uses ${{{var}}}, which is not set")]
+    UnsetVariable {
+        name: String,
+        key: String,
+        var: String,
+    },
+}
+
+impl BackendError {
+    pub fn hint(&self) -> String {
+        match self {
+            BackendError::Unknown { .. } => format!(
+                "use --cli with one of {}, or add it to config.agent_tools",
+                catalog::names().join(", ")
+            ),
+            BackendError::Missing { executable, .. } => {
+                format!(
+                    "install {executable}, put it on PATH, or choose another backend with --cli"
+                )
+            }
+            BackendError::NoExecutable { name } => format!(
+                "add `executable: /path/to/program` to config.agent_tools.{name} (`liza edit`)"
+            ),
+            BackendError::UnsetVariable { var, .. } => {
+                format!("export {var} in the supervisor's environment, or remove it from the config")
+            }
+        }
+    }
+}
+
+impl Backend {
+    /// The backend named `name`: a built-in CLI, the built-in agent, or a user backend,
+    /// each adjusted by `config.agent_tools.<name>`; `model` (`liza-agent --model`) wins
+    /// over the config's. `${VAR}` in env values comes from `lookup`.
+    pub fn resolve(
+        name: &str,
+        config: &Config,
+        model: Option<&str>,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Backend, BackendError> {
+        let tool = config
+            .agent_tools
+            .as_ref()
+            .and_then(|tools| tools.get(&name.to_owned()));
+        let mut backend = match (catalog::find(name), name) {
+            (Some(spec), _) => from_spec(spec),
+            (None, "builtin") => builtin(),
+            (None, _) => match tool {
+                Some(tool) => Backend {
+                    name: name.to_owned(),
+                    executable: tool.executable.clone().ok_or_else(|| {
+                        BackendError::NoExecutable {
+                            name: name.to_owned(),
+                        }
+                    })?,
+                    args: Vec::new(),
+                    prompt: PromptMode::Stdin,
+                    env: Vec::new(),
+                    interactive_args: Vec::new(),
+                    keep_env: Vec::new(),
+                    model_args: Vec::new(),
+                    env_args: Vec::new(),
+                    runs_commands: true,
+                    drops: Vec::new(),
+                    spec: None,
+                    expanded_secrets: Vec::new(),
+                },
+                None => {
+                    return Err(BackendError::Unknown {
+                        name: name.to_owned(),
+                    });
+                }
+            },
+        };
+        let model_flag = backend.model_args.clone();
+        backend.model_args.clear();
+        if let Some(tool) = tool {
+            backend.adjust(tool, lookup)?;
+        }
+        let chosen = model
+            .map(str::to_owned)
+            .or_else(|| tool.and_then(|t| t.model.clone()));
+        if let Some(chosen) = chosen {
+            if backend.name == "builtin" {
+                backend.env.push(("LIZA_LLM_MODEL".into(), chosen));
+            } else {
+                backend.model_args = model_flag
+                    .iter()
+                    .map(|a| a.replace("{model}", &chosen))
+                    .collect();
+            }
+        }
+        Ok(backend)
+    }
+
+    /// Applies the user's entry: what it gives replaces or extends, what it leaves out
+    /// stays.
+    fn adjust(
+        &mut self,
+        tool: &AgentTool,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<(), BackendError> {
+        if let Some(executable) = &tool.executable {
+            self.executable.clone_from(executable);
+        }
+        if let Some(args) = &tool.args {
+            self.args.clone_from(args);
+        }
+        self.args
+            .extend(tool.extra_args.iter().flatten().cloned());
+        if let Some(prompt) = tool.prompt {
+            self.prompt = prompt;
+        }
+        if let Some(args) = &tool.interactive_args {
+            self.interactive_args.clone_from(args);
+        }
+        if let Some(runs) = tool.runs_commands {
+            self.runs_commands = runs;
+        }
+        for var in tool.pass_env.iter().flatten() {
+            if !self.keep_env.contains(var) {
+                self.keep_env.push(var.clone());
+            }
+        }
+        for (key, value) in tool.env.iter().flat_map(|e| e.0.iter()) {
+            let (text, used) = expand_vars(value, lookup).map_err(|var| {
+                BackendError::UnsetVariable {
+                    name: self.name.clone(),
+                    key: key.clone(),
+                    var,
+                }
+            })?;
+            self.expanded_secrets.extend(used);
+            self.env.retain(|(k, _)| k != key);
+            self.env.push((key.clone(), text));
+        }
+        Ok(())
+    }
+
+    /// The executable's path, if it can be run (an absolute or relative path that exists,
+    /// or a name found on `PATH`).
+    pub fn check_usable(&self) -> Result<PathBuf, BackendError> {
+        find_executable(&self.executable).ok_or_else(|| BackendError::Missing {
+            name: self.name.clone(),
+            executable: self.executable.clone(),
+        })
+    }
+
+    /// Whether this backend can write a structured run report (`config.codex_report`).
+    pub fn reports(&self) -> bool {
+        self.name == "codex"
+    }
+
+    /// Whether its exit codes 3 and 4 mean SOFT_FAIL and HARD_FAIL (the built-in agent's
+    /// protocol) rather than a crash.
+    pub fn reports_soft_and_hard_failures(&self) -> bool {
+        self.name == "builtin"
+    }
+
+    /// Whether it runs the `on_review` checks itself and reads their output (the built-in
+    /// reviewer), so the supervisor need not run them for its prompt.
+    pub fn runs_review_checks(&self) -> bool {
+        self.name == "builtin"
+    }
+
+    /// Whether `-i` can start it interactively.
+    pub fn has_interactive_mode(&self) -> bool {
+        !self.interactive_args.is_empty() || self.spec.is_none() && self.name != "builtin"
+    }
+
+    /// The argv and stdin of one run. `env_value` reads the supervisor's environment
+    /// (for [`Backend::env_args`]).
+    pub fn invocation(
+        &self,
+        run: &RunInput<'_>,
+        interactive: bool,
+        env_value: &dyn Fn(&str) -> Option<String>,
+    ) -> Invocation {
+        let worktree_git_dir = run.worktree_git_dir.unwrap_or(run.git_dir);
+        let fill = |arg: &str| {
+            let interactive_prompt = INTERACTIVE_PROMPT
+                .replace("{prompt_file}", &run.prompt_file.display().to_string());
+            arg.replace("{interactive_prompt}", &interactive_prompt)
+                .replace("{prompt_file}", &run.prompt_file.display().to_string())
+                .replace("{role}", run.role)
+                .replace("{worktree_git_dir}", &worktree_git_dir.display().to_string())
+                .replace("{worktree}", &run.workdir.display().to_string())
+                .replace("{task_id}", run.task.unwrap_or(""))
+                .replace("{git_dir}", &run.git_dir.display().to_string())
+                .replace("{liza_dir}", &run.liza_dir.display().to_string())
+        };
+        let interactive = interactive && !self.interactive_args.is_empty();
+        let template = if interactive {
+            &self.interactive_args
+        } else {
+            &self.args
+        };
+        let mut argv = vec![self.executable.clone()];
+        argv.extend(template.iter().map(|a| fill(a)));
+        // Options go before a trailing `-` (read the prompt from stdin) or a positional
+        // prompt, and right after a subcommand such as `exec` or `run`.
+        let mut options: Vec<String> = self.model_args.clone();
+        for (var, args) in &self.env_args {
+            if let Some(value) = env_value(var).filter(|v| !v.is_empty() && !v.contains('"')) {
+                options.extend(args.iter().map(|a| a.replace("{value}", &value)));
+            }
+        }
+        if let Some(report) = run.report.filter(|_| !interactive) {
+            options.extend([
+                "--output-schema".to_owned(),
+                report.schema.display().to_string(),
+                "--output-last-message".to_owned(),
+                report.output.display().to_string(),
+            ]);
+        }
+        let at = argv
+            .iter()
+            .position(|a| a == "exec" || a == "run")
+            .filter(|i| *i == 1)
+            .map_or(1, |i| i + 1);
+        argv.splice(at..at, options);
+        let mut stdin = None;
+        if !interactive {
+            match self.prompt {
+                PromptMode::Stdin => stdin = Some(run.prompt.to_owned()),
+                PromptMode::Arg => argv.push(run.prompt.to_owned()),
+                PromptMode::File => {
+                    if !template.iter().any(|a| a.contains("{prompt_file}")) {
+                        argv.push(run.prompt_file.display().to_string());
+                    }
+                }
+            }
+        }
+        Invocation {
+            argv,
+            stdin,
+            keep_env: self.keep_env.clone(),
+            scrub: self.expanded_secrets.clone(),
+        }
+    }
+}
+
+fn from_spec(spec: &'static CliSpec) -> Backend {
+    let strings = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+    Backend {
+        name: spec.name.to_owned(),
+        executable: spec.executable.to_owned(),
+        args: strings(spec.args),
+        prompt: spec.prompt,
+        env: Vec::new(),
+        interactive_args: strings(spec.interactive_args),
+        keep_env: strings(spec.pass_env),
+        model_args: strings(spec.model_args),
+        env_args: spec
+            .env_args
+            .iter()
+            .map(|(var, args)| ((*var).to_owned(), strings(args)))
+            .collect(),
+        runs_commands: spec.runs_commands,
+        drops: strings(spec.drops),
+        spec: Some(spec),
+        expanded_secrets: Vec::new(),
+    }
+}
+
+/// The built-in agent (builtin-agent.md): this same executable's hidden `builtin`
+/// subcommand, which reads its task from the blackboard and the supervisor's prompt from
+/// the prompt file, and needs the model key.
+fn builtin() -> Backend {
+    // `liza` beside the running executable (the supervisor may be `liza-agent`).
+    let executable = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("liza")))
+        .filter(|p| p.is_file())
+        .map_or_else(|| "liza".to_owned(), |p| p.display().to_string());
+    Backend {
+        name: "builtin".into(),
+        executable,
+        args: [
+            "builtin",
+            "{role}",
+            "--task",
+            "{task_id}",
+            "--prompt-file",
+            "{prompt_file}",
+        ]
+        .map(String::from)
+        .to_vec(),
+        prompt: PromptMode::File,
+        env: Vec::new(),
+        interactive_args: Vec::new(),
+        keep_env: vec!["LIZA_LLM_API_KEY".into(), "OPENAI_API_KEY".into()],
+        model_args: Vec::new(),
+        env_args: Vec::new(),
+        runs_commands: true,
+        drops: Vec::new(),
+        spec: None,
+        expanded_secrets: Vec::new(),
+    }
+}
+
+/// What one run is given.
+pub struct RunInput<'a> {
+    /// The role's CLI name: `planner`, `coder` or `code-reviewer` (`{role}`).
+    pub role: &'a str,
+    pub prompt: &'a str,
+    pub prompt_file: &'a Path,
+    pub workdir: &'a Path,
+    pub task: Option<&'a str>,
+    pub git_dir: &'a Path,
+    /// The worktree's own git dir (`.git/worktrees/<name>`), when it is a worktree.
+    pub worktree_git_dir: Option<&'a Path>,
+    pub liza_dir: &'a Path,
+    /// The structured run report asked of a backend that supports it (codex).
+    pub report: Option<ReportFiles<'a>>,
+}
+
+/// Where the report's schema is and where the agent writes its report.
+#[derive(Clone, Copy)]
+pub struct ReportFiles<'a> {
+    pub schema: &'a Path,
+    pub output: &'a Path,
+}
+
+/// An agent process to start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    pub argv: Vec<String>,
+    pub stdin: Option<String>,
+    /// Secret variables passed through (see [`Backend::keep_env`]).
+    pub keep_env: Vec<String>,
+    /// Secret values to scrub from the output beyond the environment's secrets (those
+    /// `${VAR}` put into other variables).
+    pub scrub: Vec<String>,
+}
+
+/// Looks `name` up like a shell would, without a shell.
+pub fn find_executable(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        return runnable(&path).then_some(path);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(name))
+            .find(|p| runnable(p))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackboard::codec::IdMap;
+
+    fn run<'a>(file: &'a Path, dir: &'a Path) -> RunInput<'a> {
+        RunInput {
+            role: "coder",
+            prompt: "do the task",
+            prompt_file: file,
+            workdir: dir,
+            task: Some("t-1"),
+            git_dir: Path::new("/r/.git"),
+            worktree_git_dir: Some(Path::new("/r/.git/worktrees/t-1")),
+            liza_dir: Path::new("/r/.liza"),
+            report: None,
+        }
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn resolve(name: &str, config: &Config) -> Backend {
+        Backend::resolve(name, config, None, &no_env).unwrap()
+    }
+
+    fn config_with(name: &str, tool: AgentTool) -> Config {
+        Config {
+            agent_tools: Some(IdMap(vec![(name.to_owned(), tool)])),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn built_in_backends_pass_the_prompt_on_stdin_or_in_a_file() {
+        let config = Config::default();
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        let claude = resolve("claude", &config).invocation(&run(file, dir), false, &no_env);
+        assert_eq!(claude.argv[..2], ["claude".to_owned(), "-p".to_owned()]);
+        assert_eq!(claude.stdin.as_deref(), Some("do the task"));
+        let aider = resolve("aider", &config).invocation(&run(file, dir), false, &no_env);
+        assert!(aider.argv.contains(&"/p/prompt.md".to_owned()));
+        assert!(aider.stdin.is_none());
+        for name in ["gemini", "mistral", "opencode", "codex"] {
+            let inv = resolve(name, &config).invocation(&run(file, dir), false, &no_env);
+            assert!(!inv.argv.iter().any(|a| a == "do the task"), "{name}");
+            assert_eq!(inv.stdin.as_deref(), Some("do the task"), "{name}");
+        }
+        assert!(matches!(
+            Backend::resolve("nope", &config, None, &no_env),
+            Err(BackendError::Unknown { .. })
+        ));
+    }
+
+    #[test]
+    fn codex_may_write_the_worktrees_git_dir_and_liza_and_is_asked_for_its_report_first() {
+        let codex = resolve("codex", &Config::default());
+        assert!(codex.reports());
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        let mut input = run(file, dir);
+        let plain = codex.invocation(&input, false, &no_env).argv;
+        let writable: Vec<&str> = plain
+            .windows(2)
+            .filter(|w| w[0] == "--add-dir")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(writable, ["/r/.git", "/r/.git/worktrees/t-1", "/r/.liza"]);
+        input.report = Some(ReportFiles {
+            schema: Path::new("/o/schema.json"),
+            output: Path::new("/o/report.json"),
+        });
+        let argv = codex.invocation(&input, false, &no_env).argv;
+        assert_eq!(
+            argv[..6],
+            [
+                "codex",
+                "exec",
+                "--output-schema",
+                "/o/schema.json",
+                "--output-last-message",
+                "/o/report.json"
+            ]
+        );
+        assert_eq!(argv.last().map(String::as_str), Some("-"));
+    }
+
+    #[test]
+    fn codex_gets_the_base_url_from_the_environment_as_its_config_key() {
+        let codex = resolve("codex", &Config::default());
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        let env = |v: &str| (v == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:9/v1".to_owned());
+        let argv = codex.invocation(&run(file, dir), false, &env).argv;
+        let at = argv.iter().position(|a| a.starts_with("openai_base_url=")).unwrap();
+        assert_eq!(argv[at - 1], "-c");
+        assert_eq!(argv[at], "openai_base_url=\"http://127.0.0.1:9/v1\"");
+        assert!(at < argv.len() - 1, "before the `-` that reads stdin: {argv:?}");
+    }
+
+    #[test]
+    fn a_config_entry_named_like_a_built_in_adjusts_it() {
+        let tool = AgentTool {
+            extra_args: Some(vec!["--verbose".into()]),
+            env: Some(IdMap(vec![("ANTHROPIC_API_KEY".into(), "${MY_KEY}".into())])),
+            pass_env: Some(vec!["MY_PROXY_TOKEN".into()]),
+            model: Some("sonnet".into()),
+            ..AgentTool::default()
+        };
+        let config = config_with("claude", tool);
+        let lookup = |v: &str| (v == "MY_KEY").then(|| "sk-test-0123456789".to_owned());
+        let claude = Backend::resolve("claude", &config, None, &lookup).unwrap();
+        assert_eq!(claude.executable, "claude");
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        let argv = claude.invocation(&run(file, dir), false, &no_env).argv;
+        assert_eq!(argv[1..3], ["--model".to_owned(), "sonnet".to_owned()]);
+        assert!(argv.contains(&"--permission-mode".to_owned()), "built-in args kept");
+        assert_eq!(argv.last().map(String::as_str), Some("--verbose"));
+        assert_eq!(
+            claude.env,
+            [("ANTHROPIC_API_KEY".to_owned(), "sk-test-0123456789".to_owned())]
+        );
+        assert_eq!(claude.expanded_secrets, ["sk-test-0123456789"]);
+        assert!(claude.keep_env.contains(&"MY_PROXY_TOKEN".to_owned()));
+        assert!(claude.keep_env.contains(&"ANTHROPIC_API_KEY".to_owned()));
+        // --model on the command line wins over the config's.
+        let chosen = Backend::resolve("claude", &config, Some("opus"), &lookup).unwrap();
+        assert_eq!(chosen.model_args, ["--model", "opus"]);
+        // An unset variable is a configuration error naming it.
+        let err = Backend::resolve("claude", &config, None, &no_env).unwrap_err();
+        assert!(err.to_string().contains("${MY_KEY}"), "{err}");
+    }
+
+    #[test]
+    fn a_user_backend_needs_an_executable_and_defaults_to_stdin() {
+        let config = config_with("mine", AgentTool::default());
+        assert!(matches!(
+            Backend::resolve("mine", &config, None, &no_env),
+            Err(BackendError::NoExecutable { .. })
+        ));
+        let config = config_with(
+            "mine",
+            AgentTool {
+                executable: Some("/bin/mine".into()),
+                args: Some(vec!["--auto".into()]),
+                ..AgentTool::default()
+            },
+        );
+        let mine = resolve("mine", &config);
+        let inv = mine.invocation(&run(Path::new("/p"), Path::new("/w")), false, &no_env);
+        assert_eq!(inv.argv, ["/bin/mine", "--auto"]);
+        assert_eq!(inv.stdin.as_deref(), Some("do the task"));
+        assert!(mine.runs_commands);
+    }
+
+    #[test]
+    fn interactive_runs_point_at_the_saved_prompt_in_one_short_argument() {
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        for cli in catalog::CLIS {
+            let backend = resolve(cli.name, &Config::default());
+            assert!(backend.has_interactive_mode(), "{}", cli.name);
+            let inv = backend.invocation(&run(file, dir), true, &no_env);
+            assert!(inv.stdin.is_none(), "{}", cli.name);
+            assert!(!inv.argv.contains(&"-p".to_owned()), "{}: {:?}", cli.name, inv.argv);
+            if cli.name != "aider" {
+                assert!(
+                    inv.argv.iter().any(|a| a.contains("/p/prompt.md")),
+                    "{}: {:?}",
+                    cli.name,
+                    inv.argv
+                );
+            }
+        }
+        assert!(!resolve("builtin", &Config::default()).has_interactive_mode());
+    }
+
+    #[test]
+    fn builtin_is_this_executable_with_role_task_and_prompt_file_and_keeps_the_model_key() {
+        let builtin = resolve("builtin", &Config::default());
+        let (file, dir) = (Path::new("/tmp/prompt.md"), Path::new("/tmp/wt"));
+        let inv = builtin.invocation(&run(file, dir), false, &no_env);
+        assert_eq!(
+            inv.argv[1..],
+            [
+                "builtin",
+                "coder",
+                "--task",
+                "t-1",
+                "--prompt-file",
+                "/tmp/prompt.md"
+            ]
+            .map(String::from)
+        );
+        assert!(inv.argv[0].ends_with("liza"), "{:?}", inv.argv);
+        assert_eq!(inv.stdin, None);
+        assert_eq!(inv.keep_env, ["LIZA_LLM_API_KEY", "OPENAI_API_KEY"]);
+        let chosen = Backend::resolve("builtin", &Config::default(), Some("m-1"), &no_env).unwrap();
+        assert_eq!(chosen.env, [("LIZA_LLM_MODEL".to_owned(), "m-1".to_owned())]);
+    }
+}
