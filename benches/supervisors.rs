@@ -65,12 +65,9 @@ impl Bench {
         store
             .transact(&Actor::Human, |tx| {
                 let tool = AgentTool {
-                    executable: agent.clone(),
-                    args: None,
+                    executable: Some(agent.clone()),
                     prompt: Some(PromptMode::Stdin),
-                    env: None,
-                    interactive_args: None,
-                    extra: Default::default(),
+                    ..Default::default()
                 };
                 tx.state.config.agent_tools =
                     Some(liza::blackboard::codec::IdMap(vec![("fake".into(), tool)]));

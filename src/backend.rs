@@ -7,6 +7,7 @@
 //! blackboard content reaches the agent only as the prompt (stdin or a file), never
 //! through a shell.
 
+pub mod auth;
 pub mod catalog;
 pub mod environment;
 pub mod probe;

@@ -14,6 +14,7 @@ mod coder;
 mod error;
 pub mod identity;
 mod memory;
+mod on_behalf;
 mod planner;
 pub mod prompt;
 mod reviewer;

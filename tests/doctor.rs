@@ -36,12 +36,8 @@ fn healthy() -> Repo {
         c.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(
             "fake".to_owned(),
             liza::blackboard::model::AgentTool {
-                executable: agent.clone(),
-                args: None,
-                prompt: None,
-                env: None,
-                interactive_args: None,
-                extra: Default::default(),
+                executable: Some(agent.clone()),
+                ..Default::default()
             },
         )]));
         c.default_cli = Some("fake".into());

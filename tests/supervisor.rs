@@ -67,7 +67,7 @@ fn startup_failures_say_what_is_wrong_and_exit_with_the_documented_codes() {
     // A backend whose program is missing: exit 5, before registering.
     configure(&project.repo, |c| {
         let mut tools = c.agent_tools.clone().unwrap();
-        tools.0[0].1.executable = "/nonexistent/agent".into();
+        tools.0[0].1.executable = Some("/nonexistent/agent".into());
         c.agent_tools = Some(tools);
     });
     let before = project.repo.files();

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::SupervisorError;
 use super::memory::CRASH_LOOP;
+use super::on_behalf;
 use super::prompt;
 use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
@@ -108,7 +109,15 @@ impl Session {
             return Ok(Step::Worked);
         };
         let workdir = worktree_dir(&self.project.root, task);
-        let situation = situation(&state, &t);
+        let mut situation = situation(&state, &t);
+        if let Some(undone) = self.memory(task).left_undone.take() {
+            situation.push_str("\n\n");
+            situation.push_str(&undone);
+        }
+        if !self.backend.runs_commands {
+            situation.push_str("\n\n");
+            situation.push_str(&on_behalf::no_commands_note(false));
+        }
         let text = prompt::coder(
             &state,
             &self.project.root,
@@ -128,9 +137,15 @@ impl Session {
             .run_turn(Some(task), &workdir, &text, &what, &state)
             .await?;
         let after = worktree_state(&workdir);
-        let still_mine = after_state.task(task).is_some_and(|t| {
+        let mut still_mine = after_state.task(task).is_some_and(|t| {
             t.status == TaskStatus::Claimed && t.assigned_to.as_ref() == Some(&self.agent)
         });
+        if still_mine && end == RunEnd::Exited(Some(0)) {
+            let committed = after.0.is_some() && after.0 != before.0;
+            if self.finish_for_agent(task, &workdir, committed).await {
+                still_mine = false;
+            }
+        }
         let progressed = before != after || !still_mine;
         self.reconcile_coder(task, end, progressed, still_mine, &after_state)
             .await
@@ -248,6 +263,8 @@ impl Session {
                 }
             }
             RunEnd::NotStarted(why) => self.agent_not_started(task, &why),
+            // Handled where the run ended (`run_turn`): the supervisor stops.
+            RunEnd::AuthRequired(_) => {}
             RunEnd::Signalled | RunEnd::Stalled(_) | RunEnd::TimedOut(_) => {}
         }
         if let Some(((reason, questions), cause)) = blocked {

@@ -25,6 +25,10 @@ pub enum SupervisorError {
     Runtime(std::io::Error),
     #[error(transparent)]
     AgentIdentity(crate::builtin::identities::IdentityError),
+    #[error(
+        "the {name} backend cannot run commands, so it cannot plan (a plan is made of `liza add-task` commands)"
+    )]
+    CannotPlan { name: String },
     #[error("the {name} backend has no interactive mode")]
     NoInteractiveMode { name: String },
     #[error("the {name} agent could not log in: {message}")]
@@ -50,7 +54,8 @@ impl SupervisorError {
             SupervisorError::ClaimsFailing { .. } => 6,
             SupervisorError::Runtime(_)
             | SupervisorError::AgentIdentity(_)
-            | SupervisorError::NoInteractiveMode { .. } => 1,
+            | SupervisorError::NoInteractiveMode { .. }
+            | SupervisorError::CannotPlan { .. } => 1,
             SupervisorError::AuthRequired { .. } => 5,
         }
     }
@@ -67,6 +72,10 @@ impl SupervisorError {
                 "look at `liza log` and the lock holders; restart the supervisor when fixed".into(),
             ],
             SupervisorError::Runtime(_) => Vec::new(),
+            SupervisorError::CannotPlan { .. } => vec![
+                "run the planner with another backend, e.g. `liza-agent planner --cli claude`"
+                    .into(),
+            ],
             SupervisorError::NoInteractiveMode { .. } => {
                 vec!["run it without -i, or choose another backend with --cli".into()]
             }

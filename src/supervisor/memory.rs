@@ -30,6 +30,8 @@ pub(super) struct TaskMemory {
     pub backoff: Option<Duration>,
     /// No run before this instant.
     pub resume_at: Option<Instant>,
+    /// What the last run left undone, said in the next prompt.
+    pub left_undone: Option<String>,
 }
 
 impl TaskMemory {

@@ -120,6 +120,8 @@ impl Session {
             RunEnd::Exited(_) if usage_limit::is_usage_limit(&self.last_output) => {
                 self.hit_usage_limit(None).await;
             }
+            // Handled where the run ended (`run_turn`): the supervisor stops.
+            RunEnd::AuthRequired(_) => {}
             RunEnd::Exited(_) | RunEnd::Failed(_) | RunEnd::NotStarted(_) => {
                 let crashes = self.planner_runs.crashed(now);
                 let wait = self.planner_runs.backoff.unwrap_or_default().as_secs();

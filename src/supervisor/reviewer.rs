@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::SupervisorError;
 use super::memory::CRASH_LOOP;
+use super::on_behalf;
 use super::prompt::{self, ReviewFacts};
 use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
@@ -126,6 +127,10 @@ impl Session {
             return Ok(Step::Worked);
         }
         let mut facts = self.review_facts(&state, &t, &workdir).await;
+        if !self.backend.runs_commands {
+            facts.situation.push_str("\n\n");
+            facts.situation.push_str(&on_behalf::no_commands_note(true));
+        }
         if let Some((then, now)) = spec_changed {
             facts.spec_changed = ops::spec_change_text(&self.project.root, &t, &then, &now);
         }
@@ -140,10 +145,23 @@ impl Session {
         self.console
             .info(&format!("{}: reviewing {task}", self.agent));
         let before = worktree_state(&workdir);
-        let (end, after_state) = self
+        let (end, mut after_state) = self
             .run_turn(Some(task), &workdir, &text, task.as_str(), &state)
             .await?;
         let changed = worktree_state(&workdir) != before;
+        let review_commit = t.review_commit.as_ref().map(ToString::to_string);
+        if !self.backend.runs_commands
+            && !changed
+            && end == RunEnd::Exited(Some(0))
+            && let Some(commit) = review_commit
+            && after_state.task(task).is_some_and(|t| {
+                t.status == TaskStatus::ReadyForReview
+                    && t.reviewing_by.as_ref() == Some(&self.agent)
+            })
+            && self.verdict_for_agent(task, &commit).await
+        {
+            after_state = self.snapshot()?;
+        }
         let now_task = after_state.task(task);
         let verdict_given = now_task.is_some_and(|t| {
             matches!(t.status, TaskStatus::Approved | TaskStatus::Rejected)
@@ -247,6 +265,8 @@ impl Session {
                 }
             }
             RunEnd::NotStarted(why) => self.agent_not_started(task, why),
+            // Handled where the run ended (`run_turn`): the supervisor stops.
+            RunEnd::AuthRequired(_) => {}
             RunEnd::Stalled(_) | RunEnd::TimedOut(_) | RunEnd::Aborted | RunEnd::Signalled => {}
         }
     }

@@ -35,6 +35,9 @@ pub(super) enum RunEnd {
     Signalled,
     /// The agent could not be started.
     NotStarted(String),
+    /// The agent has no usable credentials, or waited for a login (stopped): the line
+    /// that says so.
+    AuthRequired(String),
     /// It exited 0, but what it left is unusable (a strict-mode run report that does not
     /// parse or match its schema): counted like a crash.
     Failed(String),
@@ -55,6 +58,7 @@ impl RunEnd {
             RunEnd::Aborted => "aborted",
             RunEnd::Signalled => "signalled",
             RunEnd::NotStarted(_) => "not_started",
+            RunEnd::AuthRequired(_) => "auth_required",
         }
     }
 }
@@ -157,7 +161,64 @@ impl Session {
         let after = self.snapshot()?;
         self.log_run_end(task, &end, &after).await;
         self.check_boundaries(&bounds, &after, task).await;
+        if let RunEnd::AuthRequired(line) = &end {
+            return Err(self.cannot_log_in(task, line).await);
+        }
         Ok((end, after))
+    }
+
+    /// The agent has no usable credentials: its work is kept (a coder's worktree as a WIP
+    /// commit, the task still claimed; a reviewer's claim released), an alarm says what to
+    /// set, and the supervisor stops — every further run would fail the same way.
+    async fn cannot_log_in(&mut self, task: Option<&TaskId>, line: &str) -> SupervisorError {
+        if let Some(task) = task {
+            let (id, agent) = (task.clone(), self.agent.clone());
+            let root = self.project.root.clone();
+            let role = self.role();
+            let kept = self
+                .blocking(move |project| match role {
+                    Role::Coder => Repo::open(&root)
+                        .and_then(|r| {
+                            r.commit_wip(
+                                &crate::git::worktree_dir(&root, &id),
+                                "the agent could not log in",
+                            )
+                        })
+                        .map(drop)
+                        .map_err(|e| e.to_string()),
+                    Role::CodeReviewer => ops::release_review_claim(project, &id, &agent)
+                        .map(drop)
+                        .map_err(|e| e.to_string()),
+                    Role::Planner => Ok(()),
+                })
+                .await;
+            if let Err(e) = kept {
+                tracing::warn!(error = %e, "could not keep the work of a run that could not log in");
+            }
+        }
+        let hint = self
+            .backend
+            .spec
+            .map_or(
+                "set the key the agent CLI documents, then start the supervisor again",
+                |s| s.auth_hint,
+            )
+            .to_owned();
+        let message = format!(
+            "{}: the {} agent could not log in ({line}); {hint}",
+            self.agent, self.backend.name
+        );
+        self.alarm(
+            Level::Error,
+            "AGENT_AUTH",
+            &message,
+            &format!("agent-auth:{}:{}", self.agent, self.generation),
+        );
+        SupervisorError::AuthRequired {
+            name: self.backend.name.clone(),
+            message: line.to_owned(),
+            hint,
+        }
     }
 
     /// Logs how the run ended (`agent_run_ended`: role, exit class, the revision seen),
@@ -381,9 +442,11 @@ impl Session {
                 output: &r.output,
             }),
         };
-        let invocation =
-            self.backend
-                .invocation(&input, self.options.interactive, &|var| std::env::var(var).ok());
+        let invocation = self
+            .backend
+            .invocation(&input, self.options.interactive, &|var| {
+                std::env::var(var).ok()
+            });
         let env = self.agent_env(task, workdir);
         if self.options.interactive {
             self.console
@@ -430,8 +493,12 @@ impl Session {
                 .ok(),
         );
         let mut progress_at = Instant::now();
+        let mut changed_anything = false;
         let stopped = self.stopped.clone();
         let grace = Duration::from_secs(10);
+        let spec = self.backend.spec;
+        // A CLI waiting for a login is stopped within a second: nobody will log in.
+        let mut login_check = tokio::time::interval(Duration::from_millis(500));
         let end = loop {
             tokio::select! {
                 status = process.wait() => {
@@ -440,6 +507,12 @@ impl Session {
                         Err(e) => RunEnd::NotStarted(e.to_string()),
                     };
                 }
+                _ = login_check.tick() => {
+                    if let Some(line) = crate::backend::auth::login_wait(spec, &process.output_tail()) {
+                        let _ = process.stop(grace).await;
+                        break RunEnd::AuthRequired(line);
+                    }
+                }
                 _ = tick.tick() => {
                     if self.project.store.paths().control("ABORT").exists() {
                         let _ = process.stop(grace).await;
@@ -447,6 +520,7 @@ impl Session {
                     }
                     let now_seen = (worktree_state(workdir), self.project.store.paths().dir.join("state.yaml").metadata().and_then(|m| m.modified()).ok());
                     if now_seen != last_seen {
+                        changed_anything = true;
                         last_seen = now_seen;
                         progress_at = Instant::now();
                     }
@@ -470,6 +544,25 @@ impl Session {
         };
         self.pgid.store(0, Ordering::SeqCst);
         self.last_output = process.output_tail();
+        // A run that changed nothing and ends saying it has no key failed for want of one,
+        // whatever its exit status (aider exits 0).
+        if matches!(end, RunEnd::Exited(_))
+            && !changed_anything
+            && (
+                worktree_state(workdir),
+                self.project
+                    .store
+                    .paths()
+                    .dir
+                    .join("state.yaml")
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok(),
+            ) == last_seen
+            && let Some(line) = crate::backend::auth::auth_failure(spec, &self.last_output)
+        {
+            return Ok(RunEnd::AuthRequired(line));
+        }
         Ok(end)
     }
 
@@ -510,7 +603,11 @@ pub(super) struct ReportPaths {
 fn own_git_dir(workdir: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(workdir.join(".git")).ok()?;
     let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
-    Some(if dir.is_absolute() { dir } else { workdir.join(dir) })
+    Some(if dir.is_absolute() {
+        dir
+    } else {
+        workdir.join(dir)
+    })
 }
 
 /// At most `limit` bytes of `path` as text (`None`: no such file).

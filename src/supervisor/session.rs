@@ -112,6 +112,11 @@ impl Session {
         if options.interactive && !backend.has_interactive_mode() {
             return Err(SupervisorError::NoInteractiveMode { name });
         }
+        if role == Role::Planner && !backend.runs_commands {
+            // A plan is made of `liza add-task` commands; nothing can be taken from its
+            // answer on its behalf.
+            return Err(SupervisorError::CannotPlan { name });
+        }
         keep_drops_out_of_git(&project.root, &backend);
         if let Some(identity) = &options.identity {
             // Fail fast (builtin-agent.md *Identities*): a bad identities.yaml or an

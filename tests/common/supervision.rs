@@ -27,12 +27,9 @@ impl AgentProject {
         let agent = fake_agent().display().to_string();
         configure(&repo, |c| {
             let tool = liza::blackboard::model::AgentTool {
-                executable: agent.clone(),
-                args: None,
+                executable: Some(agent.clone()),
                 prompt: Some(liza::blackboard::model::PromptMode::Stdin),
-                env: None,
-                interactive_args: None,
-                extra: Default::default(),
+                ..Default::default()
             };
             c.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(
                 "fake".to_owned(),
