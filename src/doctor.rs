@@ -189,7 +189,9 @@ fn backends(state: &State) -> Vec<Check> {
             } else {
                 Status::Warn
             };
-            match Backend::resolve(&name, &state.config, None, &|var| std::env::var(var).ok()).and_then(|b| b.check_usable()) {
+            match Backend::resolve(&name, &state.config, None, &|var| std::env::var(var).ok())
+                .and_then(|b| b.check_usable())
+            {
                 Ok(path) => Check::ok(&label, format!("runs {}", path.display())),
                 Err(e) => Check::problem(severity, &label, e.to_string(), e.hint()),
             }

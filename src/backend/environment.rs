@@ -28,9 +28,17 @@ pub fn is_secret(name: &str) -> bool {
         return true;
     }
     let upper = name.to_ascii_uppercase();
-    ["API_KEY", "APIKEY", "SECRET", "PASSWORD", "PASSWD", "ACCESS_KEY", "PRIVATE_KEY"]
-        .iter()
-        .any(|word| upper.contains(word))
+    [
+        "API_KEY",
+        "APIKEY",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "ACCESS_KEY",
+        "PRIVATE_KEY",
+    ]
+    .iter()
+    .any(|word| upper.contains(word))
         || ["_KEY", "_TOKEN", "_CREDENTIALS"]
             .iter()
             .any(|end| upper.ends_with(end))
@@ -111,7 +119,8 @@ mod tests {
             "REGION" => Some("eu".to_owned()),
             _ => None,
         };
-        let (text, used) = expand_vars("Bearer ${MY_KEY} in ${REGION} for $$5 $x", &lookup).unwrap();
+        let (text, used) =
+            expand_vars("Bearer ${MY_KEY} in ${REGION} for $$5 $x", &lookup).unwrap();
         assert_eq!(text, "Bearer k-123456789 in eu for $5 $x");
         assert_eq!(used, ["k-123456789"]);
         assert_eq!(expand_vars("${NOPE}", &lookup).unwrap_err(), "NOPE");

@@ -72,7 +72,9 @@ impl BackendError {
                 "add `executable: /path/to/program` to config.agent_tools.{name} (`liza edit`)"
             ),
             BackendError::UnsetVariable { var, .. } => {
-                format!("export {var} in the supervisor's environment, or remove it from the config")
+                format!(
+                    "export {var} in the supervisor's environment, or remove it from the config"
+                )
             }
         }
     }
@@ -156,8 +158,7 @@ impl Backend {
         if let Some(args) = &tool.args {
             self.args.clone_from(args);
         }
-        self.args
-            .extend(tool.extra_args.iter().flatten().cloned());
+        self.args.extend(tool.extra_args.iter().flatten().cloned());
         if let Some(prompt) = tool.prompt {
             self.prompt = prompt;
         }
@@ -173,13 +174,12 @@ impl Backend {
             }
         }
         for (key, value) in tool.env.iter().flat_map(|e| e.0.iter()) {
-            let (text, used) = expand_vars(value, lookup).map_err(|var| {
-                BackendError::UnsetVariable {
+            let (text, used) =
+                expand_vars(value, lookup).map_err(|var| BackendError::UnsetVariable {
                     name: self.name.clone(),
                     key: key.clone(),
                     var,
-                }
-            })?;
+                })?;
             self.expanded_secrets.extend(used);
             self.env.retain(|(k, _)| k != key);
             self.env.push((key.clone(), text));
@@ -228,12 +228,15 @@ impl Backend {
     ) -> Invocation {
         let worktree_git_dir = run.worktree_git_dir.unwrap_or(run.git_dir);
         let fill = |arg: &str| {
-            let interactive_prompt = INTERACTIVE_PROMPT
-                .replace("{prompt_file}", &run.prompt_file.display().to_string());
+            let interactive_prompt =
+                INTERACTIVE_PROMPT.replace("{prompt_file}", &run.prompt_file.display().to_string());
             arg.replace("{interactive_prompt}", &interactive_prompt)
                 .replace("{prompt_file}", &run.prompt_file.display().to_string())
                 .replace("{role}", run.role)
-                .replace("{worktree_git_dir}", &worktree_git_dir.display().to_string())
+                .replace(
+                    "{worktree_git_dir}",
+                    &worktree_git_dir.display().to_string(),
+                )
                 .replace("{worktree}", &run.workdir.display().to_string())
                 .replace("{task_id}", run.task.unwrap_or(""))
                 .replace("{git_dir}", &run.git_dir.display().to_string())
@@ -494,17 +497,26 @@ mod tests {
         let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
         let env = |v: &str| (v == "OPENAI_BASE_URL").then(|| "http://127.0.0.1:9/v1".to_owned());
         let argv = codex.invocation(&run(file, dir), false, &env).argv;
-        let at = argv.iter().position(|a| a.starts_with("openai_base_url=")).unwrap();
+        let at = argv
+            .iter()
+            .position(|a| a.starts_with("openai_base_url="))
+            .unwrap();
         assert_eq!(argv[at - 1], "-c");
         assert_eq!(argv[at], "openai_base_url=\"http://127.0.0.1:9/v1\"");
-        assert!(at < argv.len() - 1, "before the `-` that reads stdin: {argv:?}");
+        assert!(
+            at < argv.len() - 1,
+            "before the `-` that reads stdin: {argv:?}"
+        );
     }
 
     #[test]
     fn a_config_entry_named_like_a_built_in_adjusts_it() {
         let tool = AgentTool {
             extra_args: Some(vec!["--verbose".into()]),
-            env: Some(IdMap(vec![("ANTHROPIC_API_KEY".into(), "${MY_KEY}".into())])),
+            env: Some(IdMap(vec![(
+                "ANTHROPIC_API_KEY".into(),
+                "${MY_KEY}".into(),
+            )])),
             pass_env: Some(vec!["MY_PROXY_TOKEN".into()]),
             model: Some("sonnet".into()),
             ..AgentTool::default()
@@ -516,11 +528,17 @@ mod tests {
         let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
         let argv = claude.invocation(&run(file, dir), false, &no_env).argv;
         assert_eq!(argv[1..3], ["--model".to_owned(), "sonnet".to_owned()]);
-        assert!(argv.contains(&"--permission-mode".to_owned()), "built-in args kept");
+        assert!(
+            argv.contains(&"--permission-mode".to_owned()),
+            "built-in args kept"
+        );
         assert_eq!(argv.last().map(String::as_str), Some("--verbose"));
         assert_eq!(
             claude.env,
-            [("ANTHROPIC_API_KEY".to_owned(), "sk-test-0123456789".to_owned())]
+            [(
+                "ANTHROPIC_API_KEY".to_owned(),
+                "sk-test-0123456789".to_owned()
+            )]
         );
         assert_eq!(claude.expanded_secrets, ["sk-test-0123456789"]);
         assert!(claude.keep_env.contains(&"MY_PROXY_TOKEN".to_owned()));
@@ -563,7 +581,12 @@ mod tests {
             assert!(backend.has_interactive_mode(), "{}", cli.name);
             let inv = backend.invocation(&run(file, dir), true, &no_env);
             assert!(inv.stdin.is_none(), "{}", cli.name);
-            assert!(!inv.argv.contains(&"-p".to_owned()), "{}: {:?}", cli.name, inv.argv);
+            assert!(
+                !inv.argv.contains(&"-p".to_owned()),
+                "{}: {:?}",
+                cli.name,
+                inv.argv
+            );
             if cli.name != "aider" {
                 assert!(
                     inv.argv.iter().any(|a| a.contains("/p/prompt.md")),
@@ -597,6 +620,9 @@ mod tests {
         assert_eq!(inv.stdin, None);
         assert_eq!(inv.keep_env, ["LIZA_LLM_API_KEY", "OPENAI_API_KEY"]);
         let chosen = Backend::resolve("builtin", &Config::default(), Some("m-1"), &no_env).unwrap();
-        assert_eq!(chosen.env, [("LIZA_LLM_MODEL".to_owned(), "m-1".to_owned())]);
+        assert_eq!(
+            chosen.env,
+            [("LIZA_LLM_MODEL".to_owned(), "m-1".to_owned())]
+        );
     }
 }

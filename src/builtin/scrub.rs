@@ -254,13 +254,21 @@ mod tests {
     fn a_secret_split_across_chunks_is_scrubbed_at_every_split() {
         let key = "canary-key-7f3a9c1e55";
         let s = Scrubber::new([key.to_owned()]);
-        let text = format!("starting\nusing {key} now\nAuthorization: Bearer abcdefghijklmnop1234\nsk-proj-abcdefghijklmnopqrstuv done\n");
+        let text = format!(
+            "starting\nusing {key} now\nAuthorization: Bearer abcdefghijklmnop1234\nsk-proj-abcdefghijklmnopqrstuv done\n"
+        );
         let bytes = text.as_bytes();
         for split in 0..bytes.len() {
             let out = streamed(&s, &[&bytes[..split], &bytes[split..]]);
             assert!(!out.contains(key), "split at {split}: {out}");
-            assert!(!out.contains("abcdefghijklmnop1234"), "split at {split}: {out}");
-            assert!(!out.contains("sk-proj-abcdefghijklmnop"), "split at {split}: {out}");
+            assert!(
+                !out.contains("abcdefghijklmnop1234"),
+                "split at {split}: {out}"
+            );
+            assert!(
+                !out.contains("sk-proj-abcdefghijklmnop"),
+                "split at {split}: {out}"
+            );
             assert!(out.starts_with("starting\nusing [REDACTED] now\n"), "{out}");
         }
         // Byte by byte as well.
@@ -286,7 +294,10 @@ mod tests {
         let long = "x".repeat(3 * Stream::WINDOW);
         let out = stream.push(long.as_bytes());
         assert_eq!(out.len(), 2 * Stream::WINDOW);
-        assert_eq!(stream.push(b"Continue? [y/n] ").len(), "Continue? [y/n] ".len());
+        assert_eq!(
+            stream.push(b"Continue? [y/n] ").len(),
+            "Continue? [y/n] ".len()
+        );
         let held = stream.flush();
         assert_eq!(held.len(), Stream::WINDOW);
         assert!(held.ends_with("Continue? [y/n] "), "{held}");
@@ -296,7 +307,8 @@ mod tests {
     #[test]
     fn a_private_key_block_is_held_until_its_end_or_redacted() {
         let s = Scrubber::default();
-        let pem = "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nb\n";
+        let pem =
+            "a\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nb\n";
         let bytes = pem.as_bytes();
         let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
         assert_eq!(streamed(&s, &lines), format!("a\n{REDACTED}\nb\n"));

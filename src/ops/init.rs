@@ -79,7 +79,8 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
         }
         return Err(err.into());
     }
-    let excludes_added = repo.add_excludes(&[".liza/", ".worktrees/"], "blackboard and task worktrees")?;
+    let excludes_added =
+        repo.add_excludes(&[".liza/", ".worktrees/"], "blackboard and task worktrees")?;
     Ok(InitOutcome {
         root,
         goal_id: "goal-1".into(),

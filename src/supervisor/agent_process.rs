@@ -113,7 +113,13 @@ impl AgentProcess {
             ));
         }
         if let Some(err) = child.stderr.take() {
-            pumps.push(pump(err, console, activity.clone(), log, Stream::new(scrubber)));
+            pumps.push(pump(
+                err,
+                console,
+                activity.clone(),
+                log,
+                Stream::new(scrubber),
+            ));
         }
         Ok(AgentProcess {
             child,
