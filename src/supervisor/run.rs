@@ -544,21 +544,25 @@ impl Session {
         };
         self.pgid.store(0, Ordering::SeqCst);
         self.last_output = process.output_tail();
-        // A run that changed nothing and ends saying it has no key failed for want of one,
-        // whatever its exit status (aider exits 0).
-        if matches!(end, RunEnd::Exited(_))
-            && !changed_anything
-            && (
-                worktree_state(workdir),
-                self.project
-                    .store
-                    .paths()
-                    .dir
-                    .join("state.yaml")
-                    .metadata()
-                    .and_then(|m| m.modified())
-                    .ok(),
-            ) == last_seen
+        // A run that ends saying it has no usable key failed for want of one — unless it
+        // exited 0 having changed something (then it only talked about keys; aider exits 0
+        // when it has none, having done nothing).
+        let changed_nothing = || {
+            !changed_anything
+                && (
+                    worktree_state(workdir),
+                    self.project
+                        .store
+                        .paths()
+                        .dir
+                        .join("state.yaml")
+                        .metadata()
+                        .and_then(|m| m.modified())
+                        .ok(),
+                ) == last_seen
+        };
+        if let RunEnd::Exited(code) = end
+            && (code != Some(0) || changed_nothing())
             && let Some(line) = crate::backend::auth::auth_failure(spec, &self.last_output)
         {
             return Ok(RunEnd::AuthRequired(line));

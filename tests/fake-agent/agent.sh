@@ -8,6 +8,8 @@
 # Step scripts use the helpers below and the real `liza` on PATH (the supervisor puts its
 # own directory first).
 set -u
+# The arguments, logged below (argv.log) once the scenario directory is known.
+argv="$*"
 # The codex backend's run report file (--output-last-message), when liza asks for one.
 report_file=""
 while [ $# -gt 0 ]; do
@@ -22,6 +24,7 @@ if [ -z "$key" ]; then
   key=$(printf '%s\n' "$prompt" | sed -n 's/^WOKEN FOR: \([A-Z_]*\).*/\1/p' | head -n 1)
 fi
 mkdir -p "$dir/runs"
+printf '%s\n' "$argv" >> "$dir/argv.log"
 count_file="$dir/runs/$LIZA_AGENT_ID.$key"
 n=$(( $(cat "$count_file" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$count_file"
