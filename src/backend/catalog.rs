@@ -48,6 +48,21 @@ pub struct CliSpec {
     pub auth_errors: &'static [&'static str],
     /// Where its key comes from, for the authentication error's hint.
     pub auth_hint: &'static str,
+    /// A settings file liza writes for it when some variables are set, to work around
+    /// what its environment variables alone cannot select.
+    pub settings_file: Option<SettingsFile>,
+}
+
+/// A settings file for a CLI: written to `~/.cache/liza/backends/<name>` and named to the CLI by
+/// the variable `var`, when every variable of `when_set` is set.
+#[derive(Debug, PartialEq, Eq)]
+pub struct SettingsFile {
+    pub when_set: &'static [&'static str],
+    pub var: &'static str,
+    pub name: &'static str,
+    pub content: &'static str,
+    /// Why it is needed (in the file's neighbourhood and in the docs).
+    pub why: &'static str,
 }
 
 /// The short text an interactive run starts with: the prompt itself may be far larger
@@ -90,6 +105,7 @@ pub const CLIS: &[CliSpec] = &[
         login_prompts: &[],
         auth_errors: &["not logged in", "invalid api key", "please run /login"],
         auth_hint: "set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint), or log in once with `claude` in a terminal",
+        settings_file: None,
     },
     CliSpec {
         name: "codex",
@@ -144,6 +160,7 @@ pub const CLIS: &[CliSpec] = &[
             "incorrect api key",
         ],
         auth_hint: "set CODEX_API_KEY (or OPENAI_API_KEY) and OPENAI_BASE_URL for another endpoint, or log in once with `codex login`",
+        settings_file: None,
     },
     CliSpec {
         name: "gemini",
@@ -171,10 +188,18 @@ pub const CLIS: &[CliSpec] = &[
         login_prompts: &[],
         auth_errors: &[
             "please set an auth method",
-            "gemini_api_key environment variable not found",
+            "invalid auth method selected",
+            "you must specify the gemini_api_key",
             "api key not valid",
         ],
-        auth_hint: "set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint)",
+        auth_hint: "set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint); with a base URL, liza selects the API key in ~/.cache/liza/backends/gemini-system-settings.json, which gemini ignores when a parent directory is writable by others",
+        settings_file: Some(SettingsFile {
+            when_set: &["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+            var: "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+            name: "gemini-system-settings.json",
+            content: "{\"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}}\n",
+            why: "gemini 0.61 takes GOOGLE_GEMINI_BASE_URL for a `gateway` login that its headless mode then refuses (\"Invalid auth method selected.\", exit 41); selecting the API key keeps the base URL",
+        }),
     },
     CliSpec {
         name: "mistral",
@@ -191,6 +216,7 @@ pub const CLIS: &[CliSpec] = &[
         login_prompts: &[],
         auth_errors: &["missing mistral_api_key"],
         auth_hint: "set MISTRAL_API_KEY",
+        settings_file: None,
     },
     CliSpec {
         name: "aider",
@@ -235,6 +261,7 @@ pub const CLIS: &[CliSpec] = &[
         login_prompts: &["login to openrouter", "openrouter.ai/auth"],
         auth_errors: &["no llm model was specified", "api key"],
         auth_hint: "set OPENAI_API_KEY and OPENAI_API_BASE (or the key of your provider) and choose a model with --model",
+        settings_file: None,
     },
     CliSpec {
         name: "opencode",
@@ -262,6 +289,7 @@ pub const CLIS: &[CliSpec] = &[
         login_prompts: &[],
         auth_errors: &["api key is missing"],
         auth_hint: "set the key of your provider (e.g. OPENAI_API_KEY) and its base URL",
+        settings_file: None,
     },
 ];
 

@@ -213,6 +213,34 @@ impl Backend {
         self.name == "builtin"
     }
 
+    /// Writes the CLI's settings file under `dir` (`.liza/backends/`) when its
+    /// conditions hold, and names it in the agent's environment.
+    pub fn write_settings_file(
+        &mut self,
+        dir: &Path,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> std::io::Result<()> {
+        let Some(file) = self.spec.and_then(|s| s.settings_file.as_ref()) else {
+            return Ok(());
+        };
+        if self.env.iter().any(|(k, _)| k == file.var)
+            || lookup(file.var).is_some()
+            || !file
+                .when_set
+                .iter()
+                .all(|v| lookup(v).is_some_and(|x| !x.is_empty()))
+        {
+            // The user chose their own settings, or the case does not arise.
+            return Ok(());
+        }
+        std::fs::create_dir_all(dir)?;
+        let path = dir.join(file.name);
+        std::fs::write(&path, file.content)?;
+        self.env
+            .push((file.var.to_owned(), path.display().to_string()));
+        Ok(())
+    }
+
     /// Whether `-i` can start it interactively.
     pub fn has_interactive_mode(&self) -> bool {
         !self.interactive_args.is_empty() || self.spec.is_none() && self.name != "builtin"

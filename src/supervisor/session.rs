@@ -118,6 +118,19 @@ impl Session {
             return Err(SupervisorError::CannotPlan { name });
         }
         keep_drops_out_of_git(&project.root, &backend);
+        let mut backend = backend;
+        // In the user's cache, not the project: a CLI may refuse a settings file with a
+        // parent directory others can write (gemini does), and projects live in /tmp too.
+        let settings_dir = std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+            .map_or_else(
+                || project.store.paths().dir.join("backends"),
+                |c| c.join("liza/backends"),
+            );
+        if let Err(e) = backend.write_settings_file(&settings_dir, &|var| std::env::var(var).ok()) {
+            tracing::warn!(error = %e, "could not write the backend's settings file");
+        }
         if let Some(identity) = &options.identity {
             // Fail fast (builtin-agent.md *Identities*): a bad identities.yaml or an
             // unknown identity is found before the first run, not in every run.
