@@ -27,6 +27,8 @@ pub struct CliSpec {
     pub interactive_args: &'static [&'static str],
     /// The model flag: `{model}` is replaced by the chosen model.
     pub model_args: &'static [&'static str],
+    /// The variable that chooses the model, for a CLI without a model flag.
+    pub model_env: Option<&'static str>,
     /// Arguments added only when a variable is set in the supervisor's environment, for
     /// CLIs that no longer read it themselves (`{value}` is its value).
     pub env_args: &'static [(&'static str, &'static [&'static str])],
@@ -91,6 +93,7 @@ pub const CLIS: &[CliSpec] = &[
             "{interactive_prompt}",
         ],
         model_args: &["--model", "{model}"],
+        model_env: None,
         env_args: &[],
         pass_env: &[
             "ANTHROPIC_API_KEY",
@@ -147,6 +150,7 @@ pub const CLIS: &[CliSpec] = &[
             "{interactive_prompt}",
         ],
         model_args: &["--model", "{model}"],
+        model_env: None,
         env_args: &[("OPENAI_BASE_URL", &["-c", "openai_base_url=\"{value}\""])],
         pass_env: &["CODEX_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"],
         runs_commands: true,
@@ -175,6 +179,7 @@ pub const CLIS: &[CliSpec] = &[
             "{interactive_prompt}",
         ],
         model_args: &["--model", "{model}"],
+        model_env: None,
         env_args: &[],
         pass_env: &[
             "GEMINI_API_KEY",
@@ -204,12 +209,23 @@ pub const CLIS: &[CliSpec] = &[
     CliSpec {
         name: "mistral",
         executable: "vibe",
-        args: &["--auto-approve"],
-        prompt: PromptMode::Stdin,
-        interactive_args: &["--auto-approve", "{interactive_prompt}"],
-        model_args: &["--model", "{model}"],
+        // Headless with the prompt from a file; every tool call approved; the worktree
+        // trusted for this run (3.0.2).
+        args: &[
+            "--auto-approve",
+            "--trust",
+            "--prompt-file",
+            "{prompt_file}",
+        ],
+        prompt: PromptMode::File,
+        interactive_args: &["--auto-approve", "--trust", "{interactive_prompt}"],
+        // No model flag: `VIBE_ACTIVE_MODEL` chooses it.
+        model_args: &[],
+        model_env: Some("VIBE_ACTIVE_MODEL"),
         env_args: &[],
-        pass_env: &["MISTRAL_API_KEY", "MISTRAL_BASE_URL"],
+        // The endpoint is a provider in ~/.vibe/config.toml or `VIBE_PROVIDERS` (any
+        // config field is a VIBE_* variable); those are not secrets and pass anyway.
+        pass_env: &["MISTRAL_API_KEY"],
         runs_commands: true,
         drops: &[".vibe/"],
         tested: ("3.0.2", "3.0.999"),
@@ -239,6 +255,7 @@ pub const CLIS: &[CliSpec] = &[
             "--no-analytics",
         ],
         model_args: &["--model", "{model}"],
+        model_env: None,
         env_args: &[],
         pass_env: &[
             "OPENAI_API_KEY",
@@ -266,10 +283,13 @@ pub const CLIS: &[CliSpec] = &[
     CliSpec {
         name: "opencode",
         executable: "opencode",
-        args: &["run"],
+        // Without --auto, `opencode run` auto-rejects every path outside its directory —
+        // the repository's spec, `.liza/` — and exits 0 (1.18.33).
+        args: &["run", "--auto"],
         prompt: PromptMode::Stdin,
-        interactive_args: &["--prompt", "{interactive_prompt}"],
+        interactive_args: &["--auto", "--prompt", "{interactive_prompt}"],
         model_args: &["--model", "{model}"],
+        model_env: None,
         env_args: &[],
         pass_env: &[
             "OPENAI_API_KEY",
@@ -321,7 +341,11 @@ mod tests {
     #[test]
     fn every_cli_has_a_model_flag_and_a_tested_range() {
         for cli in CLIS {
-            assert!(cli.model_args.contains(&"{model}"), "{}", cli.name);
+            assert!(
+                cli.model_args.contains(&"{model}") || cli.model_env.is_some(),
+                "{}",
+                cli.name
+            );
             assert!(cli.tested.0 <= cli.tested.1, "{}", cli.name);
         }
     }

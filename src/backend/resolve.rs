@@ -125,6 +125,7 @@ impl Backend {
             },
         };
         let model_flag = backend.model_args.clone();
+        let model_env = backend.spec.and_then(|s| s.model_env);
         backend.model_args.clear();
         if let Some(tool) = tool {
             backend.adjust(tool, lookup)?;
@@ -135,6 +136,8 @@ impl Backend {
         if let Some(chosen) = chosen {
             if backend.name == "builtin" {
                 backend.env.push(("LIZA_LLM_MODEL".into(), chosen));
+            } else if let (true, Some(var)) = (model_flag.is_empty(), model_env) {
+                backend.env.push((var.to_owned(), chosen));
             } else {
                 backend.model_args = model_flag
                     .iter()
