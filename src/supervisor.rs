@@ -28,6 +28,7 @@ use std::sync::Arc;
 
 pub use error::SupervisorError;
 pub use session::Session;
+pub use usage_limit::local_clock;
 
 /// What the command line asked for.
 #[derive(Debug, Clone, Default)]

@@ -406,3 +406,66 @@ fn the_model_reaches_the_cli_through_its_own_flag() {
     assert!(argv.contains("--model from-flag"), "{argv}");
     assert!(!argv.contains("from-config"), "{argv}");
 }
+
+#[test]
+fn a_usage_limit_at_exit_0_waits_for_the_announced_reset_and_status_shows_it() {
+    let project = AgentProject::new();
+    as_built_in(&project, "aider");
+    add(&project.repo, "t-1", "");
+    // aider 0.86.2 after its retries: the provider's message, wrapped, and exit 0.
+    project.step(
+        "coder",
+        "t-1",
+        "echo draft > \"$wt/draft.txt\"\nprintf 'litellm.RateLimitError: RateLimitError: OpenAIException - Rate limit reached for\\ngpt-4.1 in organization org-e2e on tokens per min (TPM): Limit 30000, Used\\n30000, Requested 100. Please try again in 2h13m.\\nThe API provider has rate limited you. Try again later or check your quotas.\\n'\nexit 0\n",
+    );
+    let started = liza::blackboard::Timestamp::now();
+    let coder = project.supervisor("coder", "coder-1");
+    let alerts = project.repo.liza_dir().join("alerts.log");
+    project.wait_until("the usage-limit alarm", GUARD, || {
+        std::fs::read_to_string(&alerts).is_ok_and(|a| a.contains("PROVIDER_QUOTA_EXHAUSTED"))
+    });
+    let status = json(&project.repo.liza(&["status", "--json"]));
+    let agent = status["result"]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["id"] == "coder-1")
+        .unwrap()
+        .clone();
+    let until =
+        liza::blackboard::Timestamp::parse(agent["usage_limit_until"].as_str().unwrap()).unwrap();
+    let wait = until.seconds_since(started);
+    assert!(
+        (2 * 3600 + 13 * 60..=2 * 3600 + 13 * 60 + 60 + 10).contains(&wait),
+        "waits until the announced reset plus at most a minute of jitter: {wait} s"
+    );
+    let human = stdout(&project.repo.liza(&["status"]));
+    assert!(
+        human.contains("coder-1 waiting for usage limit until"),
+        "{human}"
+    );
+    let task = task_of(&project.repo, "t-1");
+    assert_eq!(task["status"], "CLAIMED");
+    assert!(
+        task["failed_by"].as_array().is_none_or(Vec::is_empty),
+        "{task}"
+    );
+    let ended: Vec<_> = project
+        .repo
+        .log()
+        .into_iter()
+        .filter(|e| e["action"] == "agent_run_ended")
+        .collect();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0]["exit_class"], "usage_limit", "{:?}", ended[0]);
+    // The draft was saved, and no second run started.
+    let wt = project.repo.path().join(".worktrees/t-1");
+    assert_eq!(project.repo.git_in(&wt, &["status", "--porcelain"]), "");
+    assert_eq!(project.runs().len(), 1);
+    let (code, out) = stop(coder, Signal::SIGTERM);
+    assert_eq!(code, Some(143), "{out}");
+    assert!(
+        out.contains("coder-1 waiting for usage limit until"),
+        "{out}"
+    );
+}

@@ -26,6 +26,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 LOG_DIR = None
+LIMIT = None
 COUNTER = [0]
 LOCK = threading.Lock()
 
@@ -194,6 +195,8 @@ class Handler(BaseHTTPRequestHandler):
         body = self.body()
         log_request(self.path, body)
         path = self.path.split("?")[0]
+        if LIMIT:
+            return self.limited(path)
         if path.endswith("/messages/count_tokens"):
             return self.send_json({"input_tokens": 100})
         if path.endswith("/messages"):
@@ -207,6 +210,31 @@ class Handler(BaseHTTPRequestHandler):
         if ":generateContent" in path or ":streamGenerateContent" in path:
             return self.gemini(body, stream=":streamGenerateContent" in path)
         self.send_json({"error": {"message": f"no such endpoint {path}"}}, 404)
+
+    # Usage limits ---------------------------------------------------------------
+    def limited(self, path):
+        """429 with the provider's own error body (--limit), to record what each CLI
+        prints on a usage limit and how it exits."""
+        if path.endswith("/messages"):
+            body = {"type": "error", "error": {"type": "rate_limit_error",
+                    "message": "This request would exceed your account's rate limit. Please try again later."}}
+        elif ":generateContent" in path or ":streamGenerateContent" in path:
+            body = {"error": {"code": 429, "status": "RESOURCE_EXHAUSTED",
+                              "message": "You have exhausted your daily quota on this model."}}
+        elif LIMIT == "quota":
+            body = {"error": {"message": "You exceeded your current quota, please check your plan and billing details.",
+                              "type": "insufficient_quota", "param": None, "code": "insufficient_quota"}}
+        else:
+            body = {"error": {"message": "Rate limit reached for gpt-4.1 in organization org-e2e on tokens per min (TPM): "
+                              "Limit 30000, Used 30000, Requested 100. Please try again in 2h13m.",
+                              "type": "tokens", "param": None, "code": "rate_limit_exceeded"}}
+        data = json.dumps(body).encode()
+        self.send_response(429)
+        self.send_header("content-type", "application/json")
+        self.send_header("retry-after", "7980")
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     # Anthropic Messages -------------------------------------------------------
     def anthropic(self, body):
@@ -384,7 +412,11 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file")
     parser.add_argument("--log-dir")
+    parser.add_argument("--limit", choices=["rate", "quota"],
+                        help="answer every request with a 429 usage-limit error")
     args = parser.parse_args()
+    global LIMIT
+    LIMIT = args.limit
     LOG_DIR = args.log_dir
     if LOG_DIR:
         os.makedirs(LOG_DIR, exist_ok=True)

@@ -48,6 +48,8 @@ pub struct CliSpec {
     pub login_prompts: &'static [&'static str],
     /// Printed when it has no usable credentials (lower case).
     pub auth_errors: &'static [&'static str],
+    /// Its own usage-limit messages beyond the common phrases (lower case).
+    pub limit_messages: &'static [&'static str],
     /// Where its key comes from, for the authentication error's hint.
     pub auth_hint: &'static str,
     /// A settings file liza writes for it when some variables are set, to work around
@@ -107,6 +109,7 @@ pub const CLIS: &[CliSpec] = &[
         tested: ("2.1.0", "2.1.999"),
         login_prompts: &[],
         auth_errors: &["not logged in", "invalid api key", "please run /login"],
+        limit_messages: &["request rejected (429)"],
         auth_hint: "set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint), or log in once with `claude` in a terminal",
         settings_file: None,
     },
@@ -163,6 +166,7 @@ pub const CLIS: &[CliSpec] = &[
             "401 unauthorized",
             "incorrect api key",
         ],
+        limit_messages: &["429 too many requests"],
         auth_hint: "set CODEX_API_KEY (or OPENAI_API_KEY) and OPENAI_BASE_URL for another endpoint, or log in once with `codex login`",
         settings_file: None,
     },
@@ -197,6 +201,7 @@ pub const CLIS: &[CliSpec] = &[
             "you must specify the gemini_api_key",
             "api key not valid",
         ],
+        limit_messages: &["failed with status 429"],
         auth_hint: "set GEMINI_API_KEY (and GOOGLE_GEMINI_BASE_URL for another endpoint); with a base URL, liza selects the API key in ~/.cache/liza/backends/gemini-system-settings.json, which gemini ignores when a parent directory is writable by others",
         settings_file: Some(SettingsFile {
             when_set: &["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
@@ -231,6 +236,7 @@ pub const CLIS: &[CliSpec] = &[
         tested: ("3.0.2", "3.0.999"),
         login_prompts: &[],
         auth_errors: &["missing mistral_api_key"],
+        limit_messages: &["status 429"],
         auth_hint: "set MISTRAL_API_KEY",
         settings_file: None,
     },
@@ -277,6 +283,7 @@ pub const CLIS: &[CliSpec] = &[
         tested: ("0.86.2", "0.86.999"),
         login_prompts: &["login to openrouter", "openrouter.ai/auth"],
         auth_errors: &["no llm model was specified", "api key"],
+        limit_messages: &["ratelimiterror", "rate limited you"],
         auth_hint: "set OPENAI_API_KEY and OPENAI_API_BASE (or the key of your provider) and choose a model with --model",
         settings_file: None,
     },
@@ -308,6 +315,7 @@ pub const CLIS: &[CliSpec] = &[
         tested: ("1.18.33", "1.18.999"),
         login_prompts: &[],
         auth_errors: &["api key is missing"],
+        limit_messages: &[],
         auth_hint: "set the key of your provider (e.g. OPENAI_API_KEY) and its base URL",
         settings_file: None,
     },

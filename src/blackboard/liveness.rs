@@ -35,6 +35,9 @@ pub struct LiveRecord {
     /// Process group of the agent process currently running, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pgid: Option<i64>,
+    /// Until when the supervisor waits for a provider usage limit to reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_limit_until: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -46,6 +49,7 @@ record!(LiveRecord {
     opt review_lease_expires: "review_lease_expires",
     opt host: "host",
     opt pgid: "pgid",
+    opt usage_limit_until: "usage_limit_until",
 });
 
 /// The records of one blackboard, by agent.
@@ -276,6 +280,7 @@ mod tests {
             review_lease_expires: None,
             host: Some("h".into()),
             pgid: Some(4242),
+            usage_limit_until: None,
             extra: Extra::default(),
         }
     }

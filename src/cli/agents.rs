@@ -57,7 +57,14 @@ pub struct HeartbeatArgs {
 pub fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError> {
     let id = agent_id(&args.agent)?;
     let (project, actor) = context()?;
-    let beat = ops::heartbeat(&project, &actor, &id, args.generation.as_deref(), args.pgid)?;
+    let beat = ops::heartbeat(
+        &project,
+        &actor,
+        &id,
+        args.generation.as_deref(),
+        args.pgid,
+        None,
+    )?;
     out.ok(serde_json::to_value(&beat).unwrap_or_default(), || {
         format!("{id} lease until {}\n", beat.lease_expires)
     });

@@ -107,6 +107,9 @@ pub struct AgentLine {
     pub cli: Option<String>,
     /// Seconds since its agent last wrote output (its newest `.liza/agent-logs/` file).
     pub output_age_s: Option<i64>,
+    /// Until when its supervisor waits for a provider usage limit (its heartbeat says).
+    #[serde(serialize_with = "rfc3339::option")]
+    pub usage_limit_until: Option<Timestamp>,
 }
 
 #[derive(Debug, Serialize)]
@@ -173,6 +176,7 @@ impl TaskLine {
 impl Report {
     pub fn new(snapshot: &Snapshot, paths: &LizaPaths, now: Timestamp) -> Report {
         let state = &snapshot.state;
+        let live = crate::blackboard::liveness::read_all(&paths.live());
         Report {
             revision: state.revision(),
             pending_hand_edit: snapshot.pending_hand_edit,
@@ -204,6 +208,10 @@ impl Report {
                     lease_remaining_s: a.lease_expires.map(|l| l.seconds_since(now)),
                     cli: a.cli.clone(),
                     output_age_s: output_age(&paths.dir.join("agent-logs"), id.as_str(), now),
+                    usage_limit_until: live
+                        .current(state, id)
+                        .and_then(|r| r.usage_limit_until)
+                        .filter(|until| *until > now),
                 })
                 .collect(),
             tasks: state
@@ -278,6 +286,16 @@ impl Report {
         let _ = writeln!(s, "\nAgents ({})", self.agents.len());
         let rows: Vec<Vec<String>> = self.agents.iter().map(AgentLine::cells).collect();
         table(&mut s, &AgentLine::HEADER, &rows);
+        for agent in &self.agents {
+            if let Some(until) = agent.usage_limit_until {
+                let _ = writeln!(
+                    s,
+                    "{} waiting for usage limit until {}",
+                    agent.id,
+                    crate::supervisor::local_clock(until)
+                );
+            }
+        }
 
         let _ = writeln!(s, "\nTasks ({})", self.tasks.len());
         let rows: Vec<Vec<String>> = self.tasks.iter().map(TaskLine::cells).collect();

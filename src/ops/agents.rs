@@ -120,6 +120,7 @@ pub fn heartbeat(
     id: &AgentId,
     generation: Option<&str>,
     pgid: Option<i64>,
+    usage_limit_until: Option<Timestamp>,
 ) -> Result<Heartbeat, OpsError> {
     supervisor_only(actor, "heartbeat")?;
     let state = project.store.snapshot()?.state;
@@ -160,6 +161,7 @@ pub fn heartbeat(
         review_lease_expires: review_lease,
         host: hostname(),
         pgid,
+        usage_limit_until,
         extra: Default::default(),
     };
     liveness::write(&project.store.paths().live(), id, &record).map_err(|e| live_io(project, e))?;

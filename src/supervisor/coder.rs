@@ -12,7 +12,6 @@ use super::on_behalf;
 use super::prompt;
 use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
-use super::usage_limit;
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
@@ -222,9 +221,6 @@ impl Session {
                     ));
                 }
             }
-            RunEnd::Exited(_) if usage_limit::is_usage_limit(&self.last_output) => {
-                self.hit_usage_limit(Some(task)).await;
-            }
             RunEnd::Exited(_) | RunEnd::Failed(_) => {
                 let crashes = self.memory(task).crashed(now);
                 if crashes >= CRASH_LOOP && still_mine {
@@ -265,6 +261,7 @@ impl Session {
             RunEnd::NotStarted(why) => self.agent_not_started(task, &why),
             // Handled where the run ended (`run_turn`): the supervisor stops.
             RunEnd::AuthRequired(_) => {}
+            RunEnd::UsageLimited(limit) => self.hit_usage_limit(Some(task), &limit).await,
             RunEnd::Signalled | RunEnd::Stalled(_) | RunEnd::TimedOut(_) => {}
         }
         if let Some(((reason, questions), cause)) = blocked {

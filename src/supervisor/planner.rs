@@ -11,7 +11,6 @@ use super::memory::CRASH_LOOP;
 use super::prompt;
 use super::run::RunEnd;
 use super::session::{Session, Step};
-use super::usage_limit;
 use crate::blackboard::State;
 use crate::lifecycle::{self, TriggerKind};
 use crate::ops::{self, alarms::Level};
@@ -117,11 +116,9 @@ impl Session {
             RunEnd::Exited(Some(42)) => {
                 self.planner_runs.graceful_exit(false, now);
             }
-            RunEnd::Exited(_) if usage_limit::is_usage_limit(&self.last_output) => {
-                self.hit_usage_limit(None).await;
-            }
             // Handled where the run ended (`run_turn`): the supervisor stops.
             RunEnd::AuthRequired(_) => {}
+            RunEnd::UsageLimited(limit) => self.hit_usage_limit(None, limit).await,
             RunEnd::Exited(_) | RunEnd::Failed(_) | RunEnd::NotStarted(_) => {
                 let crashes = self.planner_runs.crashed(now);
                 let wait = self.planner_runs.backoff.unwrap_or_default().as_secs();

@@ -12,7 +12,6 @@ use super::on_behalf;
 use super::prompt::{self, ReviewFacts};
 use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
-use super::usage_limit;
 use crate::blackboard::model::{State, Task, TaskStatus};
 use crate::blackboard::{Actor, TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
@@ -172,7 +171,8 @@ impl Session {
         let still_reviewing = after_state.task(task).is_some_and(|t| {
             t.status == TaskStatus::ReadyForReview && t.reviewing_by.as_ref() == Some(&self.agent)
         });
-        let failed_review = still_reviewing && end != RunEnd::Signalled;
+        let failed_review =
+            still_reviewing && end != RunEnd::Signalled && !matches!(end, RunEnd::UsageLimited(_));
         if failed_review {
             self.release_review(task).await;
         }
@@ -244,9 +244,6 @@ impl Session {
             RunEnd::Exited(Some(42)) => {
                 self.memory(task).graceful_exit(false, now);
             }
-            RunEnd::Exited(_) if usage_limit::is_usage_limit(&self.last_output) => {
-                self.hit_usage_limit(Some(task)).await;
-            }
             RunEnd::Exited(_) | RunEnd::Failed(_) => {
                 if self.memory(task).crashed(now) == CRASH_LOOP {
                     self.alarm(
@@ -267,6 +264,7 @@ impl Session {
             RunEnd::NotStarted(why) => self.agent_not_started(task, why),
             // Handled where the run ended (`run_turn`): the supervisor stops.
             RunEnd::AuthRequired(_) => {}
+            RunEnd::UsageLimited(limit) => self.hit_usage_limit(Some(task), limit).await,
             RunEnd::Stalled(_) | RunEnd::TimedOut(_) | RunEnd::Aborted | RunEnd::Signalled => {}
         }
     }

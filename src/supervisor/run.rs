@@ -38,6 +38,9 @@ pub(super) enum RunEnd {
     /// The agent has no usable credentials, or waited for a login (stopped): the line
     /// that says so.
     AuthRequired(String),
+    /// Its output reports a provider usage limit: whatever the exit status, or stopped
+    /// while it kept retrying against the limit.
+    UsageLimited(crate::backend::signals::UsageLimit),
     /// It exited 0, but what it left is unusable (a strict-mode run report that does not
     /// parse or match its schema): counted like a crash.
     Failed(String),
@@ -45,11 +48,11 @@ pub(super) enum RunEnd {
 
 impl RunEnd {
     /// The exit class of operations.md *Metrics* (`liza_agent_runs_total`).
-    pub(super) fn exit_class(&self, usage_limit: bool, soft_and_hard: bool) -> &'static str {
+    pub(super) fn exit_class(&self, soft_and_hard: bool) -> &'static str {
         match self {
+            RunEnd::UsageLimited(_) => "usage_limit",
             RunEnd::Exited(Some(0)) => "ok",
             RunEnd::Exited(Some(42)) => "graceful_abort",
-            RunEnd::Exited(_) if usage_limit => "usage_limit",
             RunEnd::Exited(Some(crate::builtin::EXIT_SOFT_FAIL)) if soft_and_hard => "soft_fail",
             RunEnd::Exited(Some(crate::builtin::EXIT_HARD_FAIL)) if soft_and_hard => "hard_fail",
             RunEnd::Exited(_) | RunEnd::Failed(_) => "crash",
@@ -225,10 +228,7 @@ impl Session {
     /// for the metrics and the watcher's crash-loop and usage-limit rules.
     async fn log_run_end(&mut self, task: Option<&TaskId>, end: &RunEnd, state: &State) {
         let now = crate::blackboard::Timestamp::now();
-        let class = end.exit_class(
-            super::usage_limit::is_usage_limit(&self.last_output),
-            self.backend.reports_soft_and_hard_failures(),
-        );
+        let class = end.exit_class(self.backend.reports_soft_and_hard_failures());
         let mut entry = LogEntry::new(now, self.agent.as_str(), log_tally::RUN_ENDED);
         entry.task = task.map(ToString::to_string);
         entry.detail = Some(format!("{end:?}"));
@@ -499,6 +499,7 @@ impl Session {
         let spec = self.backend.spec;
         // A CLI waiting for a login is stopped within a second: nobody will log in.
         let mut login_check = tokio::time::interval(Duration::from_millis(500));
+        let mut limited_since: Option<Instant> = None;
         let end = loop {
             tokio::select! {
                 status = process.wait() => {
@@ -508,9 +509,23 @@ impl Session {
                     };
                 }
                 _ = login_check.tick() => {
-                    if let Some(line) = crate::backend::auth::login_wait(spec, &process.output_tail()) {
+                    let tail = process.output_tail();
+                    if let Some(line) = crate::backend::auth::login_wait(spec, &tail) {
                         let _ = process.stop(grace).await;
                         break RunEnd::AuthRequired(line);
+                    }
+                    // A CLI retrying against a usage limit (gemini, aider) for minutes
+                    // gains nothing: stopped once the limit has been its only news for
+                    // LIMIT_PATIENCE.
+                    match crate::backend::signals::usage_limit(spec, &tail, chrono::Utc::now()) {
+                        Some(limit) => {
+                            let since = *limited_since.get_or_insert(Instant::now());
+                            if since.elapsed() > LIMIT_PATIENCE && progress_at < since {
+                                let _ = process.stop(grace).await;
+                                break RunEnd::UsageLimited(limit);
+                            }
+                        }
+                        None => limited_since = None,
                     }
                 }
                 _ = tick.tick() => {
@@ -567,6 +582,13 @@ impl Session {
         {
             return Ok(RunEnd::AuthRequired(line));
         }
+        // A usage limit is the provider's, never the agent's failure: on any exit status,
+        // and when the watchdog stopped a run that was waiting on one.
+        if matches!(end, RunEnd::Exited(_) | RunEnd::Stalled(_))
+            && let Some(limit) = self.usage_limit()
+        {
+            return Ok(RunEnd::UsageLimited(limit));
+        }
         Ok(end)
     }
 
@@ -601,6 +623,10 @@ pub(super) struct ReportPaths {
     schema: PathBuf,
     output: PathBuf,
 }
+
+/// How long a run may keep reporting a usage limit, without progress, before it is
+/// stopped.
+const LIMIT_PATIENCE: Duration = Duration::from_secs(120);
 
 /// A linked worktree's own git dir (`gitdir:` in its `.git` file), where a commit in it
 /// writes its index and HEAD; `None` for a main checkout.

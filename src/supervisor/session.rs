@@ -55,6 +55,9 @@ pub struct Session {
     pub(super) planner_runs: TaskMemory,
     /// A provider usage limit: no run before this instant, whatever the role.
     pub(super) quota_until: Option<Instant>,
+    /// The same as a Unix time for the heartbeats (0: not waiting), so `liza status` can
+    /// say until when this agent waits.
+    pub(super) usage_limit_until: Arc<AtomicI64>,
     /// The tail of the last run's output (usage-limit messages, diagnostics).
     pub(super) last_output: String,
     /// When the last agent run ended, as logged (`agent_run_ended`): alarm keys of crash
@@ -180,6 +183,7 @@ impl Session {
             planner_backoff: None,
             planner_runs: TaskMemory::default(),
             quota_until: None,
+            usage_limit_until: Arc::new(AtomicI64::new(0)),
             last_output: String::new(),
             last_run_end: None,
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
@@ -223,6 +227,8 @@ impl Session {
                     continue;
                 }
                 self.quota_until = None;
+                self.usage_limit_until.store(0, Ordering::SeqCst);
+                self.heartbeat_now().await;
             }
             let step = match self.role() {
                 Role::Coder => self.coder_step(&state).await?,
@@ -506,26 +512,33 @@ impl Session {
     fn start_heartbeats(&self, state: &State) {
         let every = Duration::from_secs(state.config.heartbeat_interval().max(1).unsigned_abs());
         let project = self.project.clone();
-        let (agent, generation, pgid) = (
+        let (agent, generation, pgid, waiting) = (
             self.agent.clone(),
             self.generation.clone(),
             self.pgid.clone(),
+            self.usage_limit_until.clone(),
         );
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             loop {
                 tick.tick().await;
-                let (project, agent, generation, pgid) = (
+                let (project, agent, generation, pgid, waiting) = (
                     project.clone(),
                     agent.clone(),
                     generation.clone(),
                     pgid.load(Ordering::SeqCst),
+                    waiting_until(&waiting),
                 );
                 let _ = tokio::task::spawn_blocking(move || {
                     let pgid = (pgid > 0).then_some(pgid);
-                    if let Err(e) =
-                        ops::heartbeat(&project, &Actor::Human, &agent, Some(&generation), pgid)
-                    {
+                    if let Err(e) = ops::heartbeat(
+                        &project,
+                        &Actor::Human,
+                        &agent,
+                        Some(&generation),
+                        pgid,
+                        waiting,
+                    ) {
                         tracing::warn!(error = %e, "heartbeat failed");
                     }
                 })
@@ -536,14 +549,22 @@ impl Session {
 
     /// Writes a heartbeat now (e.g. right after the agent started, to record its group).
     pub(super) async fn heartbeat_now(&self) {
-        let (agent, generation, pgid) = (
+        let (agent, generation, pgid, waiting) = (
             self.agent.clone(),
             self.generation.clone(),
             self.pgid.load(Ordering::SeqCst),
+            waiting_until(&self.usage_limit_until),
         );
         self.blocking(move |project| {
             let pgid = (pgid > 0).then_some(pgid);
-            let _ = ops::heartbeat(project, &Actor::Human, &agent, Some(&generation), pgid);
+            let _ = ops::heartbeat(
+                project,
+                &Actor::Human,
+                &agent,
+                Some(&generation),
+                pgid,
+                waiting,
+            );
         })
         .await;
     }
@@ -618,6 +639,12 @@ fn terminal() -> Option<String> {
         .ok()
         .map(|p| p.display().to_string())
         .filter(|p| p.starts_with("/dev/"))
+}
+
+/// The usage-limit wait a heartbeat reports (0 in the atomic: none).
+fn waiting_until(until: &AtomicI64) -> Option<crate::blackboard::Timestamp> {
+    let at = until.load(Ordering::SeqCst);
+    (at > 0).then(|| crate::blackboard::Timestamp::from_unix(at))
 }
 
 /// Keeps the files the backend's CLI drops in a worktree (`.aider*`, `.gemini/` …) out of
