@@ -161,6 +161,7 @@ pub const CLIS: &[CliSpec] = &[
         tested: ("0.169.0", "0.169.999"),
         login_prompts: &[],
         auth_errors: &[
+            "no codex credentials were found",
             "missing api key",
             "not logged in",
             "401 unauthorized",

@@ -633,11 +633,13 @@ const LIMIT_PATIENCE: Duration = Duration::from_secs(120);
 fn own_git_dir(workdir: &Path) -> Option<PathBuf> {
     let text = std::fs::read_to_string(workdir.join(".git")).ok()?;
     let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
-    Some(if dir.is_absolute() {
+    let dir = if dir.is_absolute() {
         dir
     } else {
         workdir.join(dir)
-    })
+    };
+    // libgit2 writes it with a trailing slash; a CLI comparing paths wants none.
+    Some(dir.components().collect())
 }
 
 /// At most `limit` bytes of `path` as text (`None`: no such file).
