@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::{Backend, find_executable};
+use crate::backend::{Backend, find_executable, probe};
 use crate::blackboard::liveness;
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::validate::{ValidationEnv, validate};
@@ -182,21 +182,111 @@ fn backends(state: &State) -> Vec<Check> {
     }
     names
         .into_iter()
-        .map(|name| {
+        .flat_map(|name| {
             let label = format!("backend {name}");
             let severity = if name == default {
                 Status::Fail
             } else {
                 Status::Warn
             };
-            match Backend::resolve(&name, &state.config, None, &|var| std::env::var(var).ok())
-                .and_then(|b| b.check_usable())
-            {
-                Ok(path) => Check::ok(&label, format!("runs {}", path.display())),
-                Err(e) => Check::problem(severity, &label, e.to_string(), e.hint()),
+            let backend =
+                Backend::resolve(&name, &state.config, None, &|var| std::env::var(var).ok());
+            match backend.and_then(|b| b.check_usable().map(|path| (b, path))) {
+                Ok((backend, path)) => {
+                    let mut checks = vec![Check::ok(&label, format!("runs {}", path.display()))];
+                    checks.extend(installed_cli(&backend, &path, severity));
+                    checks
+                }
+                Err(e) => vec![Check::problem(severity, &label, e.to_string(), e.hint())],
             }
         })
         .collect()
+}
+
+/// A built-in CLI as installed: its version against the release range liza's arguments
+/// were verified with, and every flag liza passes against its `--help`.
+fn installed_cli(backend: &Backend, path: &Path, severity: Status) -> Vec<Check> {
+    let Some(spec) = backend.spec else {
+        return Vec::new();
+    };
+    let name = &backend.name;
+    let mut checks = Vec::new();
+    let label = format!("backend {name} version");
+    match probe::run_briefly(path, &["--version"], probe::PROBE_TIMEOUT) {
+        Err(why) => {
+            // A CLI that does not answer --version will not answer --help either.
+            checks.push(Check::problem(
+                Status::Warn,
+                &label,
+                format!("`{} --version` {why}", spec.executable),
+                "run it by hand to see what it waits for (a login, an update prompt)",
+            ));
+            return checks;
+        }
+        Ok(text) => match probe::parse_version(&text) {
+            None => checks.push(Check::problem(
+                Status::Warn,
+                &label,
+                format!("`{} --version` printed no version: {}", spec.executable, text.trim()),
+                "check that the program on PATH is the agent CLI",
+            )),
+            Some(v) if !probe::in_range(v, spec.tested) => checks.push(Check::problem(
+                Status::Warn,
+                &label,
+                format!(
+                    "{}.{}.{} is outside the releases liza was verified with ({} to {})",
+                    v.0, v.1, v.2, spec.tested.0, spec.tested.1
+                ),
+                format!(
+                    "install a tested release (README, Agent CLIs), or check `liza doctor`'s flag check and override the arguments in config.agent_tools.{name}.args"
+                ),
+            )),
+            Some(v) => checks.push(Check::ok(
+                &label,
+                format!("{}.{}.{} (verified: {} to {})", v.0, v.1, v.2, spec.tested.0, spec.tested.1),
+            )),
+        },
+    }
+    let (main, interactive) = probe::passed_args(backend);
+    for (what, args) in [("", main), (" interactive", interactive)] {
+        if args.is_empty() {
+            continue;
+        }
+        let mut help_args: Vec<&str> = probe::subcommand(&args).into_iter().collect();
+        help_args.push("--help");
+        let label = format!("backend {name}{what} flags");
+        match probe::run_briefly(path, &help_args, probe::PROBE_TIMEOUT) {
+            Err(why) => checks.push(Check::problem(
+                Status::Warn,
+                &label,
+                format!("`{} {}` {why}", spec.executable, help_args.join(" ")),
+                "run it by hand to see what it waits for",
+            )),
+            Ok(help) => {
+                let unknown = probe::unknown_flags(&probe::flags(&args), &help);
+                if unknown.is_empty() {
+                    checks.push(Check::ok(&label, "every flag liza passes is known"));
+                } else {
+                    checks.push(Check::problem(
+                        severity,
+                        &label,
+                        format!(
+                            "the installed {} does not know {} (liza runs: {} {})",
+                            spec.executable,
+                            unknown.join(", "),
+                            spec.executable,
+                            args.join(" ")
+                        ),
+                        format!(
+                            "install a tested release ({} to {}), or set config.agent_tools.{name}.args to arguments this version takes",
+                            spec.tested.0, spec.tested.1
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    checks
 }
 
 /// The built-in agent's endpoint answers, when the built-in agent is in use or an

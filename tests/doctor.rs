@@ -319,3 +319,98 @@ fn help_is_grouped_and_completions_and_man_pages_are_generated() {
     let usage = repo.liza(&["completions", "nosh"]);
     assert_exit(&usage, 64);
 }
+
+/// A directory holding an executable `claude` with `script` as its body, for PATH.
+fn installed_claude(script: &str) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("claude");
+    std::fs::write(&path, format!("#!/bin/sh\n{script}\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+fn with_claude(repo: &Repo, dir: &tempfile::TempDir) -> (i32, Vec<serde_json::Value>) {
+    configure(repo, |c| c.default_cli = Some("claude".into()));
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", dir.path().display());
+    doctor(repo, &[("PATH", path.as_str())])
+}
+
+#[test]
+fn the_installed_clis_version_and_flags_are_checked_against_what_liza_passes() {
+    let repo = healthy();
+    let help = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/clis/help/claude.txt"),
+    )
+    .unwrap();
+    // The real 2.1.197: version in range, every flag known.
+    let real = installed_claude(&format!(
+        "case \"$1\" in --version) echo '2.1.197 (Claude Code)';; *) cat <<'HELP'\n{help}\nHELP\n;; esac"
+    ));
+    let (_, checks) = with_claude(&repo, &real);
+    assert_eq!(
+        check(&checks, "backend claude version")["status"],
+        "ok",
+        "{checks:#?}"
+    );
+    assert_eq!(
+        check(&checks, "backend claude flags")["status"],
+        "ok",
+        "{checks:#?}"
+    );
+    assert_eq!(
+        check(&checks, "backend claude interactive flags")["status"],
+        "ok"
+    );
+    // An old release whose help lacks --permission-mode.
+    let old_help = help.replace("--permission-mode", "--mode");
+    let old = installed_claude(&format!(
+        "case \"$1\" in --version) echo '1.0.3 (Claude Code)';; *) cat <<'HELP'\n{old_help}\nHELP\n;; esac"
+    ));
+    let (code, checks) = with_claude(&repo, &old);
+    assert_eq!(code, 1);
+    let version = check(&checks, "backend claude version");
+    assert_eq!(version["status"], "warn");
+    assert!(
+        version["detail"]
+            .as_str()
+            .unwrap()
+            .contains("1.0.3 is outside"),
+        "{version}"
+    );
+    let flags = check(&checks, "backend claude flags");
+    assert_eq!(flags["status"], "fail");
+    assert!(
+        flags["detail"]
+            .as_str()
+            .unwrap()
+            .contains("does not know --permission-mode"),
+        "{flags}"
+    );
+    assert!(
+        flags["hint"]
+            .as_str()
+            .unwrap()
+            .contains("config.agent_tools.claude.args"),
+        "{flags}"
+    );
+}
+
+#[test]
+fn a_cli_that_hangs_on_version_is_reported_not_waited_for() {
+    let repo = healthy();
+    let hangs = installed_claude("sleep 600");
+    let started = std::time::Instant::now();
+    let (_, checks) = with_claude(&repo, &hangs);
+    assert!(started.elapsed() < std::time::Duration::from_secs(60));
+    let version = check(&checks, "backend claude version");
+    assert_eq!(version["status"], "warn");
+    assert!(
+        version["detail"]
+            .as_str()
+            .unwrap()
+            .contains("did not answer within 10 s"),
+        "{version}"
+    );
+}
