@@ -255,11 +255,14 @@ pub const CLIS: &[CliSpec] = &[
             "{prompt_file}",
         ],
         prompt: PromptMode::File,
+        // Interactive aider takes no first message: the prompt is added read-only.
         interactive_args: &[
             "--no-gitignore",
             "--no-check-update",
             "--no-show-release-notes",
             "--no-analytics",
+            "--read",
+            "{prompt_file}",
         ],
         model_args: &["--model", "{model}"],
         model_env: None,

@@ -98,25 +98,14 @@ impl Backend {
             (Some(spec), _) => from_spec(spec),
             (None, "builtin") => builtin(),
             (None, _) => match tool {
-                Some(tool) => Backend {
-                    name: name.to_owned(),
-                    executable: tool.executable.clone().ok_or_else(|| {
-                        BackendError::NoExecutable {
+                Some(tool) => Backend::bare(
+                    name,
+                    tool.executable
+                        .clone()
+                        .ok_or_else(|| BackendError::NoExecutable {
                             name: name.to_owned(),
-                        }
-                    })?,
-                    args: Vec::new(),
-                    prompt: PromptMode::Stdin,
-                    env: Vec::new(),
-                    interactive_args: Vec::new(),
-                    keep_env: Vec::new(),
-                    model_args: Vec::new(),
-                    env_args: Vec::new(),
-                    runs_commands: true,
-                    drops: Vec::new(),
-                    spec: None,
-                    expanded_secrets: Vec::new(),
-                },
+                        })?,
+                ),
                 None => {
                     return Err(BackendError::Unknown {
                         name: name.to_owned(),
@@ -146,6 +135,25 @@ impl Backend {
             }
         }
         Ok(backend)
+    }
+
+    /// A backend that runs `executable` with the prompt on stdin and nothing else.
+    fn bare(name: &str, executable: String) -> Backend {
+        Backend {
+            name: name.to_owned(),
+            executable,
+            args: Vec::new(),
+            prompt: PromptMode::Stdin,
+            env: Vec::new(),
+            interactive_args: Vec::new(),
+            keep_env: Vec::new(),
+            model_args: Vec::new(),
+            env_args: Vec::new(),
+            runs_commands: true,
+            drops: Vec::new(),
+            spec: None,
+            expanded_secrets: Vec::new(),
+        }
     }
 
     /// Applies the user's entry: what it gives replaces or extends, what it leaves out
@@ -358,8 +366,6 @@ fn builtin() -> Backend {
         .filter(|p| p.is_file())
         .map_or_else(|| "liza".to_owned(), |p| p.display().to_string());
     Backend {
-        name: "builtin".into(),
-        executable,
         args: [
             "builtin",
             "{role}",
@@ -371,15 +377,8 @@ fn builtin() -> Backend {
         .map(String::from)
         .to_vec(),
         prompt: PromptMode::File,
-        env: Vec::new(),
-        interactive_args: Vec::new(),
         keep_env: vec!["LIZA_LLM_API_KEY".into(), "OPENAI_API_KEY".into()],
-        model_args: Vec::new(),
-        env_args: Vec::new(),
-        runs_commands: true,
-        drops: Vec::new(),
-        spec: None,
-        expanded_secrets: Vec::new(),
+        ..Backend::bare("builtin", executable)
     }
 }
 
@@ -620,14 +619,12 @@ mod tests {
                 cli.name,
                 inv.argv
             );
-            if cli.name != "aider" {
-                assert!(
-                    inv.argv.iter().any(|a| a.contains("/p/prompt.md")),
-                    "{}: {:?}",
-                    cli.name,
-                    inv.argv
-                );
-            }
+            assert!(
+                inv.argv.iter().any(|a| a.contains("/p/prompt.md")),
+                "{}: {:?}",
+                cli.name,
+                inv.argv
+            );
         }
         assert!(!resolve("builtin", &Config::default()).has_interactive_mode());
     }

@@ -499,10 +499,7 @@ fn facts(ctx: &RunContext, state: &State, task: &Task) -> Result<Facts, String> 
     let diff = git(&ctx.worktree, &["diff", &format!("{base}..{head}")])?;
     let checks: Vec<CheckRun> = state
         .config
-        .checks
-        .iter()
-        .flatten()
-        .filter(|c| c.on_review == Some(true))
+        .review_checks()
         .filter_map(|c| ops::run_check(c, &ctx.worktree))
         .collect();
     for c in &checks {

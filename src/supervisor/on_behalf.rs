@@ -123,14 +123,7 @@ impl Session {
         workdir: &std::path::Path,
     ) -> Result<(), String> {
         let state = self.snapshot().map_err(|e| e.to_string())?;
-        let checks: Vec<_> = state
-            .config
-            .checks
-            .iter()
-            .flatten()
-            .filter(|c| c.on_review == Some(true))
-            .cloned()
-            .collect();
+        let checks: Vec<_> = state.config.review_checks().cloned().collect();
         let dir = workdir.to_path_buf();
         let failed = self
             .blocking(move |_| {

@@ -320,14 +320,7 @@ impl Session {
 
     /// Runs the `on_review` checks in the worktree (its HEAD is the review commit).
     async fn review_checks(&self, state: &State, workdir: &Path) -> String {
-        let checks: Vec<_> = state
-            .config
-            .checks
-            .iter()
-            .flatten()
-            .filter(|c| c.on_review == Some(true))
-            .cloned()
-            .collect();
+        let checks: Vec<_> = state.config.review_checks().cloned().collect();
         if checks.is_empty() {
             return "(no checks configured with on_review: true)".into();
         }

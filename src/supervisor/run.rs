@@ -481,17 +481,7 @@ impl Session {
             .min(Duration::from_secs(5))
             .max(Duration::from_millis(200));
         let mut tick = tokio::time::interval(check_every);
-        let mut last_seen = (
-            worktree_state(workdir),
-            self.project
-                .store
-                .paths()
-                .dir
-                .join("state.yaml")
-                .metadata()
-                .and_then(|m| m.modified())
-                .ok(),
-        );
+        let mut last_seen = self.progress_marks(workdir);
         let mut progress_at = Instant::now();
         let mut changed_anything = false;
         let stopped = self.stopped.clone();
@@ -533,7 +523,7 @@ impl Session {
                         let _ = process.stop(grace).await;
                         break RunEnd::Aborted;
                     }
-                    let now_seen = (worktree_state(workdir), self.project.store.paths().dir.join("state.yaml").metadata().and_then(|m| m.modified()).ok());
+                    let now_seen = self.progress_marks(workdir);
                     if now_seen != last_seen {
                         changed_anything = true;
                         last_seen = now_seen;
@@ -562,20 +552,7 @@ impl Session {
         // A run that ends saying it has no usable key failed for want of one — unless it
         // exited 0 having changed something (then it only talked about keys; aider exits 0
         // when it has none, having done nothing).
-        let changed_nothing = || {
-            !changed_anything
-                && (
-                    worktree_state(workdir),
-                    self.project
-                        .store
-                        .paths()
-                        .dir
-                        .join("state.yaml")
-                        .metadata()
-                        .and_then(|m| m.modified())
-                        .ok(),
-                ) == last_seen
-        };
+        let changed_nothing = || !changed_anything && self.progress_marks(workdir) == last_seen;
         if let RunEnd::Exited(code) = end
             && (code != Some(0) || changed_nothing())
             && let Some(line) = crate::backend::auth::auth_failure(spec, &self.last_output)
@@ -590,6 +567,16 @@ impl Session {
             return Ok(RunEnd::UsageLimited(limit));
         }
         Ok(end)
+    }
+
+    /// What shows a run's progress: the worktree's HEAD and status, and state.yaml's
+    /// modification time.
+    fn progress_marks(&self, workdir: &Path) -> ProgressMarks {
+        let state = self.project.store.paths().dir.join("state.yaml");
+        (
+            worktree_state(workdir),
+            state.metadata().and_then(|m| m.modified()).ok(),
+        )
     }
 
     async fn run_interactive(
@@ -617,6 +604,8 @@ impl Session {
         }
     }
 }
+
+type ProgressMarks = ((Option<String>, Vec<String>), Option<std::time::SystemTime>);
 
 /// Where a run's report schema and report are.
 pub(super) struct ReportPaths {

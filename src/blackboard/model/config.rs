@@ -404,6 +404,14 @@ impl Config {
         })
     }
 
+    /// The checks liza runs on a review commit (`on_review: true`).
+    pub fn review_checks(&self) -> impl Iterator<Item = &Check> {
+        self.checks
+            .iter()
+            .flatten()
+            .filter(|c| c.on_review == Some(true))
+    }
+
     pub fn default_cli(&self) -> &str {
         self.default_cli.as_deref().unwrap_or("claude")
     }
