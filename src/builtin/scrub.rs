@@ -79,7 +79,15 @@ impl Scrubber {
         if assignment().is_match(&out) {
             out = assignment()
                 .replace_all(&out, |c: &regex::Captures<'_>| {
-                    format!("{}{REDACTED}", &c[1])
+                    // A count is not a secret ("Tokens: 100 sent", "max_tokens: 4096").
+                    if c[2]
+                        .chars()
+                        .all(|ch| ch.is_ascii_digit() || ch == '.' || ch == ',')
+                    {
+                        c[0].to_owned()
+                    } else {
+                        format!("{}{REDACTED}", &c[1])
+                    }
                 })
                 .into_owned();
         }
@@ -230,6 +238,17 @@ mod tests {
             s.scrub("x canary-7f3a9c1e y abc"),
             format!("x {REDACTED} y abc")
         );
+    }
+
+    #[test]
+    fn counts_named_like_secrets_are_kept() {
+        let s = Scrubber::default();
+        assert_eq!(
+            s.scrub("Tokens: 100 sent, 15 received."),
+            "Tokens: 100 sent, 15 received."
+        );
+        assert_eq!(s.scrub("max_tokens: 4096"), "max_tokens: 4096");
+        assert_eq!(s.scrub("API_TOKEN=abc123"), format!("API_TOKEN={REDACTED}"));
     }
 
     #[test]
