@@ -89,6 +89,9 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
         }
     };
     checks.push(blackboard(&project, &state));
+    if let Some(check) = hand_edit(&project) {
+        checks.push(check);
+    }
     checks.extend(backends(&state));
     if let Some(check) = endpoint(&state, env) {
         checks.push(check);
@@ -162,6 +165,35 @@ fn blackboard(project: &Project, state: &State) -> Check {
             state.agents.len()
         ),
     )
+}
+
+/// A hand edit of state.yaml not yet reconciled: said now what the next command will do
+/// with it, so a person fixes a bad one before it is set aside.
+fn hand_edit(project: &Project) -> Option<Check> {
+    let shown = ".liza/state.yaml";
+    match project.store.pending_hand_edit() {
+        Ok(None) => None,
+        Ok(Some(Ok(()))) => Some(Check::ok(
+            "hand edit",
+            format!("{shown} holds a hand edit the next liza command applies"),
+        )),
+        Ok(Some(Err(why))) => Some(Check::problem(
+            Status::Fail,
+            "hand edit",
+            format!(
+                "{shown} holds a hand edit the next liza command sets aside under \
+                 .liza/rejected/ (the last good revision stays): {}",
+                why.lines(shown).join("; ")
+            ),
+            "fix the file now, or redo the change with `liza edit`",
+        )),
+        Err(e) => Some(Check::problem(
+            Status::Fail,
+            "hand edit",
+            e.to_string(),
+            "`liza validate` lists every problem with its line and column",
+        )),
+    }
 }
 
 /// The default backend must run; the others registered agents use should.

@@ -82,15 +82,20 @@ pub enum StoreError {
     ReadOnly { path: String },
     #[error("refused: the change would make the blackboard invalid")]
     WouldInvalidate { findings: Vec<Finding> },
+    #[error(
+        "refused: the change would make {path} {} MiB, over the {} MiB liza reads back",
+        bytes >> 20, document::MAX_STATE_BYTES >> 20
+    )]
+    TooLarge { path: String, bytes: usize },
 }
 
 impl Diagnostic for StoreError {
     fn class(&self) -> ErrorClass {
         match self {
             StoreError::LockTimeout { .. } => ErrorClass::LockTimeout,
-            StoreError::WouldInvalidate { .. } | StoreError::AlreadyInitialized { .. } => {
-                ErrorClass::Refused
-            }
+            StoreError::WouldInvalidate { .. }
+            | StoreError::AlreadyInitialized { .. }
+            | StoreError::TooLarge { .. } => ErrorClass::Refused,
             _ => ErrorClass::Blackboard,
         }
     }
@@ -145,6 +150,9 @@ impl Diagnostic for StoreError {
             StoreError::WouldInvalidate { .. } => {
                 vec!["the state is unchanged; fix what the findings name first".into()]
             }
+            StoreError::TooLarge { .. } => vec![
+                "the state is unchanged; shorten the texts the change adds (descriptions, notes, reasons)".into(),
+            ],
         }
     }
 }
@@ -763,6 +771,21 @@ impl Store {
             task_spans = Vec::new();
         } else if commented.is_some() {
             tracing::warn!("could not keep the comments of state.yaml; wrote it in full");
+        }
+        // Never commit what could not be read back: the journal would then prune good
+        // revisions for one no command can load.
+        if bytes.len() > document::MAX_STATE_BYTES {
+            return Err(StoreError::TooLarge {
+                path: self.paths.display(&self.paths.state()),
+                bytes: bytes.len(),
+            });
+        }
+        // Only a document this large can hold a value over the parser's limits (one
+        // text over 8 MiB): read it back before it replaces a good revision.
+        if bytes.len() > super::yaml::MAX_SCALAR_BYTES
+            && let Err(findings) = document::decode(&bytes)
+        {
+            return Err(StoreError::WouldInvalidate { findings });
         }
         let hash = ContentHash::of(&bytes);
         let dir = &self.paths.dir;

@@ -8,5 +8,5 @@ pub mod patch;
 mod scalar;
 
 pub use emit::{Emitter, ItemTexts};
-pub use parse::{Parsed, YamlError, parse};
+pub use parse::{MAX_SCALAR_BYTES, Parsed, YamlError, parse};
 pub(crate) use scalar::is_flow_plain_safe;

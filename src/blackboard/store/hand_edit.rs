@@ -220,6 +220,31 @@ impl Store {
         }
     }
 
+    /// What the next command will make of state.yaml, if it holds a hand edit (its bytes
+    /// are not the journal head): `Ok` it will be applied, `Err` it will be set aside and
+    /// why. Read-only, without the lock: `liza doctor` tells a person before it happens.
+    pub fn pending_hand_edit(&self) -> Result<Option<Result<(), Rejection>>, StoreError> {
+        let target = self.paths.state();
+        let bytes = document::read_limited(&target).map_err(io_err("read", &target))?;
+        let journal = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?;
+        let Some(head) = journal.last().cloned() else {
+            return Ok(None);
+        };
+        if head.hash == ContentHash::of(&bytes) {
+            return Ok(None);
+        }
+        let head_bytes = self
+            .journal
+            .read(&head)
+            .map_err(io_err("read", &head.path))?;
+        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
+        let verdict = self.judge(&bytes, &head, &head_decoded, &journal, &Choices::new());
+        Ok(Some(verdict.map(|_| ())))
+    }
+
     /// The state a hand edit leads to (and the older revision it was merged from), or why
     /// it cannot be applied.
     fn judge(

@@ -5,6 +5,8 @@
 //! parse of a 4 MB blackboard within the validate budget (P8) and gives every node its
 //! line and column for findings.
 
+use std::collections::HashSet;
+
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
 use super::scalar::{resolve_float, resolve_int, resolve_plain};
@@ -14,8 +16,23 @@ use crate::blackboard::node::{Entry, Node, Pos, Value};
 /// in the recursive decoder, emitter and drop.
 const MAX_DEPTH: usize = 128;
 
-/// Most nodes alias expansion may create (guards against "billion laughs").
+/// Most nodes a document may hold, aliases expanded.
 const MAX_NODES: usize = 20_000_000;
+
+/// Most aliases (`*name`) in one document. liza never writes one; a person's hand edit
+/// needs a handful.
+const MAX_ALIASES: usize = 10_000;
+
+/// Longest scalar accepted (a task description of 8 MiB is already absurd).
+pub const MAX_SCALAR_BYTES: usize = 8 * 1024 * 1024;
+
+/// What aliases may add to a document, in [`weight`] units (nodes plus text bytes): no
+/// more than the document's own size, with a floor so small edits can use them freely.
+/// A string reached through an alias is copied at every use, so a "billion laughs" of
+/// long strings is as dangerous as one of deep lists: both are counted by what they copy.
+fn alias_budget(text_len: usize) -> usize {
+    text_len.max(256 * 1024)
+}
 
 /// A YAML syntax or structure error at a position.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -44,10 +61,16 @@ enum Frame {
         entries: Vec<Entry>,
         key: Option<(String, Pos, bool)>,
         merges: Vec<Node>,
+        /// The keys of a large mapping, so a duplicate is found without rescanning it
+        /// (a hand edit with a million keys in one mapping must not take hours).
+        seen: Option<HashSet<String>>,
         pos: Pos,
         anchor: usize,
     },
 }
+
+/// Mappings up to this many keys are checked for duplicates by scanning them.
+const SCAN_KEYS: usize = 16;
 
 /// Parses exactly one YAML document.
 pub fn parse(text: &str) -> Result<Parsed, YamlError> {
@@ -58,6 +81,9 @@ pub fn parse(text: &str) -> Result<Parsed, YamlError> {
     let mut has_comments = false;
     let mut documents = 0usize;
     let mut nodes = 0usize;
+    let mut aliases = 0usize;
+    let mut expanded = 0usize;
+    let budget = alias_budget(text.len());
 
     for next in parser {
         let (event, span) = next.map_err(|e| YamlError {
@@ -87,14 +113,37 @@ pub fn parse(text: &str) -> Result<Parsed, YamlError> {
                 let Some(Some(target)) = anchors.get(id) else {
                     return Err(err("alias to an anchor that is not defined before it", pos));
                 };
-                nodes += count_nodes(target);
-                if nodes > MAX_NODES {
-                    return Err(err("alias expansion makes the document too large", pos));
+                aliases += 1;
+                if aliases > MAX_ALIASES {
+                    return Err(err(
+                        &format!("more than {MAX_ALIASES} aliases; write the values out"),
+                        pos,
+                    ));
+                }
+                let (count, copied) = weight(target);
+                nodes += count;
+                expanded += copied;
+                if nodes > MAX_NODES || expanded > budget {
+                    return Err(err(
+                        "alias expansion makes the document too large (an alias bomb?); \
+                         write the values out instead of repeating aliases",
+                        pos,
+                    ));
                 }
                 Node::at(target.value.clone(), pos)
             }
             Event::Scalar(text, style, anchor, tag) => {
                 nodes += 1;
+                if text.len() > MAX_SCALAR_BYTES {
+                    return Err(err(
+                        &format!(
+                            "a value of {} bytes is longer than the {} MiB liza accepts",
+                            text.len(),
+                            MAX_SCALAR_BYTES >> 20
+                        ),
+                        pos,
+                    ));
+                }
                 let value = resolve_scalar(&text, style, tag.as_deref(), pos)?;
                 // Keys are kept as their source text, so remember it for the map frame.
                 if let Some(Frame::Map {
@@ -134,6 +183,7 @@ pub fn parse(text: &str) -> Result<Parsed, YamlError> {
                     entries: Vec::new(),
                     key: None,
                     merges: Vec::new(),
+                    seen: None,
                     pos,
                     anchor,
                 });
@@ -144,7 +194,7 @@ pub fn parse(text: &str) -> Result<Parsed, YamlError> {
                 Some(Frame::Seq { items, pos, anchor }) => {
                     let node = Node::at(Value::Seq(items), pos);
                     if anchor != 0 {
-                        remember(&mut anchors, anchor, node.clone());
+                        remember_within(&mut anchors, anchor, node.clone(), &mut expanded, budget)?;
                     }
                     node
                 }
@@ -161,7 +211,7 @@ pub fn parse(text: &str) -> Result<Parsed, YamlError> {
                     apply_merges(&mut entries, merges)?;
                     let node = Node::at(Value::Map(entries), pos);
                     if anchor != 0 {
-                        remember(&mut anchors, anchor, node.clone());
+                        remember_within(&mut anchors, anchor, node.clone(), &mut expanded, budget)?;
                     }
                     node
                 }
@@ -190,6 +240,26 @@ fn pos_of(span: &Span) -> Pos {
     Pos::new(span.start.line().max(1) as u32, span.start.col() as u32 + 1)
 }
 
+/// Keeps an anchored node for its aliases. The copy counts against the alias budget, so
+/// anchors on every level of a deep document cannot multiply its size either.
+fn remember_within(
+    anchors: &mut Vec<Option<Node>>,
+    id: usize,
+    node: Node,
+    expanded: &mut usize,
+    budget: usize,
+) -> Result<(), YamlError> {
+    *expanded += weight(&node).1;
+    if *expanded > budget {
+        return Err(err(
+            "anchors and aliases copy more than the document holds (an alias bomb?); write the values out",
+            node.pos,
+        ));
+    }
+    remember(anchors, id, node);
+    Ok(())
+}
+
 fn remember(anchors: &mut Vec<Option<Node>>, id: usize, node: Node) {
     if anchors.len() <= id {
         anchors.resize(id + 1, None);
@@ -197,12 +267,24 @@ fn remember(anchors: &mut Vec<Option<Node>>, id: usize, node: Node) {
     anchors[id] = Some(node);
 }
 
-fn count_nodes(node: &Node) -> usize {
+/// A node's size: (nodes, nodes plus the bytes of its texts and keys).
+fn weight(node: &Node) -> (usize, usize) {
     match &node.value {
-        Value::Seq(items) => 1 + items.iter().map(count_nodes).sum::<usize>(),
-        Value::Map(entries) => 1 + entries.iter().map(|e| count_nodes(&e.value)).sum::<usize>(),
-        _ => 1,
+        Value::Seq(items) => items.iter().map(weight).fold((1, 1), add),
+        Value::Map(entries) => entries
+            .iter()
+            .map(|e| {
+                let (n, w) = weight(&e.value);
+                (n, w + e.key.len())
+            })
+            .fold((1, 1), add),
+        Value::Str(s) => (1, 1 + s.len()),
+        _ => (1, 1),
     }
+}
+
+fn add(a: (usize, usize), b: (usize, usize)) -> (usize, usize) {
+    (a.0 + b.0, a.1 + b.1)
 }
 
 fn check_depth(stack: &[Frame], pos: Pos) -> Result<(), YamlError> {
@@ -294,6 +376,7 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, node: Node) -> Result<()
             entries,
             key,
             merges,
+            seen,
             ..
         }) => {
             let Some((key, key_pos, is_merge)) = key.take() else {
@@ -308,7 +391,17 @@ fn attach(stack: &mut [Frame], root: &mut Option<Node>, node: Node) -> Result<()
                 merges.push(node);
                 return Ok(());
             }
-            if entries.iter().any(|e| e.key == key) {
+            let duplicate = match seen {
+                Some(seen) => !seen.insert(key.clone()),
+                None if entries.len() < SCAN_KEYS => entries.iter().any(|e| e.key == key),
+                None => {
+                    let mut all: HashSet<String> = entries.iter().map(|e| e.key.clone()).collect();
+                    let duplicate = !all.insert(key.clone());
+                    *seen = Some(all);
+                    duplicate
+                }
+            };
+            if duplicate {
                 return Err(YamlError {
                     message: format!("duplicate key {key:?} in the same mapping"),
                     pos: key_pos,
@@ -429,7 +522,85 @@ mod tests {
             ));
         }
         let e = parse(&text).unwrap_err();
-        assert!(e.message.contains("too large"), "{e:?}");
+        assert!(e.message.contains("alias bomb"), "{e:?}");
+    }
+
+    /// The reviewed attack: a 2–3 KB hand edit whose aliases reach long strings, each
+    /// alias one node but copying the whole string (it grew state.yaml to 7.5 MB).
+    #[test]
+    fn alias_bombs_of_long_strings_are_refused() {
+        let mut text = format!("s0: &s0 {}\n", "x".repeat(1000));
+        for i in 1..6 {
+            let p = i - 1;
+            text.push_str(&format!(
+                "s{i}: &s{i} [*s{p}, *s{p}, *s{p}, *s{p}, *s{p}, *s{p}, *s{p}, *s{p}, *s{p}, *s{p}]\n"
+            ));
+        }
+        assert!(text.len() < 3000, "{}", text.len());
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("alias bomb"), "{e:?}");
+        assert!(e.pos.line > 1, "{e:?}");
+        // One level less of the same thing is refused as well: 10 000 copies of 1 KB.
+        let flat = format!(
+            "s: &s {}\nl: [{}]\n",
+            "x".repeat(1000),
+            vec!["*s"; 1000].join(", ")
+        );
+        assert!(parse(&flat).is_err());
+    }
+
+    #[test]
+    fn a_few_aliases_of_small_values_are_fine() {
+        let text = format!(
+            "d: &d {{a: 1, b: two}}\nl: [{}]\n",
+            vec!["*d"; 500].join(", ")
+        );
+        let n = root(&text);
+        let Value::Seq(items) = &n.get("l").unwrap().value else {
+            panic!()
+        };
+        assert_eq!(items.len(), 500);
+    }
+
+    #[test]
+    fn too_many_aliases_are_refused() {
+        let text = format!("a: &a 1\nl: [{}]\n", vec!["*a"; MAX_ALIASES + 1].join(", "));
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("aliases"), "{e:?}");
+    }
+
+    #[test]
+    fn anchors_on_every_level_count_their_copies() {
+        // Each anchor copies everything below it: 120 levels of a 1 MB leaf would copy
+        // 120 MB without the budget.
+        let depth = 120;
+        let mut text = String::new();
+        for i in 0..depth {
+            text.push_str(&format!("{}k{i}: &a{i}\n", "  ".repeat(i)));
+        }
+        text.push_str(&format!(
+            "{}leaf: {}\n",
+            "  ".repeat(depth),
+            "y".repeat(600_000)
+        ));
+        assert!(parse(&text).unwrap_err().message.contains("copy more"));
+    }
+
+    #[test]
+    fn huge_scalars_are_refused() {
+        let text = format!("a: {}\n", "z".repeat(MAX_SCALAR_BYTES + 1));
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("MiB"), "{e:?}");
+    }
+
+    #[test]
+    fn a_duplicate_key_in_a_large_mapping_is_found() {
+        let mut text: String = (0..100).map(|i| format!("k{i}: {i}\n")).collect();
+        assert!(parse(&text).is_ok());
+        text.push_str("k42: again\n");
+        let e = parse(&text).unwrap_err();
+        assert!(e.message.contains("duplicate key \"k42\""), "{e:?}");
+        assert_eq!(e.pos.line, 101);
     }
 
     #[test]

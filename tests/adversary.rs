@@ -1,0 +1,261 @@
+//! The attacks of an adversarial review (issue 21), each written as the attack itself:
+//! hostile hand edits, hostile agents and odd arguments, asserting the safe outcome.
+
+mod common;
+
+use common::*;
+
+fn note(repo: &Repo, text: &str) {
+    assert_success(&repo.liza(&["note", "all", text]));
+}
+
+/// The files kept under `.liza/rejected/` (the human's files, without their notes).
+fn rejected(repo: &Repo) -> Vec<(String, String)> {
+    let dir = repo.liza_dir().join("rejected");
+    let mut kept: Vec<_> = std::fs::read_dir(&dir)
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    kept.sort();
+    kept.iter()
+        .filter(|p| !p.to_string_lossy().ends_with(".note.txt"))
+        .map(|p| {
+            (
+                std::fs::read_to_string(p).unwrap(),
+                std::fs::read_to_string(p.with_extension("note.txt")).unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// A 2–3 KB hand edit whose nested aliases reach long strings: accepted before, it grew
+/// state.yaml to megabytes and then every write failed. Now it is set aside like any
+/// invalid edit, the last good revision stays and goes on, and doctor names it.
+#[test]
+fn an_alias_bomb_hand_edit_is_set_aside_and_the_blackboard_goes_on() {
+    let repo = Repo::initialized();
+    note(&repo, "one");
+    let good = repo.state_text();
+    let mut bomb = good.clone();
+    bomb.push_str(&format!("x-bomb:\n  s0: &s0 {}\n", "x".repeat(1000)));
+    for i in 1..6 {
+        let p = i - 1;
+        let refs = vec![format!("*s{p}"); 10].join(", ");
+        bomb.push_str(&format!("  s{i}: &s{i} [{refs}]\n"));
+    }
+    assert!(bomb.len() - good.len() < 3000);
+    std::fs::write(repo.state_path(), &bomb).unwrap();
+
+    let doctor = repo.liza(&["doctor"]);
+    let said = format!("{}{}", stdout(&doctor), stderr(&doctor));
+    assert!(!doctor.status.success(), "{said}");
+    assert!(said.contains("alias bomb"), "{said}");
+
+    assert_success(&repo.liza(&["note", "all", "two"]));
+    let kept = rejected(&repo);
+    assert_eq!(kept.len(), 1);
+    assert_eq!(kept[0].0, bomb);
+    assert!(kept[0].1.contains("alias bomb"), "{}", kept[0].1);
+    let now = repo.state_text();
+    assert!(
+        now.len() < good.len() + 1000,
+        "state.yaml grew to {}",
+        now.len()
+    );
+    assert!(now.contains("message: two"));
+    assert!(!now.contains("x-bomb"));
+    // Every journal entry is a small, valid revision.
+    for entry in std::fs::read_dir(repo.liza_dir().join("journal")).unwrap() {
+        let len = entry.unwrap().metadata().unwrap().len();
+        assert!(len < 64 * 1024, "a journal entry of {len} bytes");
+    }
+    assert_success(&repo.liza(&["validate"]));
+}
+
+/// A change that would write a state.yaml liza cannot read back (over 64 MB, or one text
+/// over the parser's 8 MiB) is refused before it replaces the last good revision.
+#[test]
+fn a_change_liza_could_not_read_back_is_refused_and_nothing_moves() {
+    let repo = Repo::initialized();
+    let before = repo.files();
+    let store = liza::blackboard::Store::open(repo.path()).unwrap();
+    for size in [9 << 20, 65 << 20] {
+        let result = store.transact(&liza::blackboard::Actor::Human, |tx| {
+            tx.state.goal.description = "x".repeat(size);
+            tx.log("test_huge");
+            Ok::<_, ()>(())
+        });
+        let Err(err) = result else {
+            panic!("a {size}-byte goal was committed");
+        };
+        let text = match err {
+            liza::blackboard::TxError::Store(e) => e.to_string(),
+            liza::blackboard::TxError::Refused(()) => panic!("refused by the change"),
+        };
+        assert!(text.starts_with("refused"), "{text}");
+        assert_eq!(repo.files(), before, "{size}");
+    }
+    assert_success(&repo.liza(&["validate"]));
+}
+
+/// A hostile hand edit: a fragment of YAML (or bytes) that attacks the parser.
+#[derive(Debug, Clone)]
+enum Hostile {
+    /// `levels` of anchors, each a list of `fan` aliases of the one before, over a string.
+    Aliases {
+        levels: usize,
+        fan: usize,
+        leaf: usize,
+    },
+    /// `depth` nested flow collections, closed or not.
+    Nesting {
+        depth: usize,
+        maps: bool,
+        closed: bool,
+    },
+    /// One long text.
+    Scalar { bytes: usize },
+    /// A key the document already has.
+    DuplicateKey,
+    /// A tag liza does not know (or a core one on the wrong value).
+    Tag(&'static str),
+    /// Bytes that are not UTF-8, at an offset.
+    NotUtf8 { at: usize },
+    /// Binary junk, at an offset.
+    Junk { at: usize, bytes: Vec<u8> },
+}
+
+impl Hostile {
+    fn apply(&self, good: &[u8]) -> Vec<u8> {
+        let mut text = good.to_vec();
+        let append = |text: &mut Vec<u8>, s: String| text.extend_from_slice(s.as_bytes());
+        match self {
+            Hostile::Aliases { levels, fan, leaf } => {
+                append(
+                    &mut text,
+                    format!("x-a:\n  l0: &l0 {}\n", "s".repeat(*leaf + 1)),
+                );
+                for i in 1..=*levels {
+                    let refs = vec![format!("*l{}", i - 1); *fan].join(", ");
+                    append(&mut text, format!("  l{i}: &l{i} [{refs}]\n"));
+                }
+            }
+            Hostile::Nesting {
+                depth,
+                maps,
+                closed,
+            } => {
+                let (open, close) = if *maps { ("{a: ", "}") } else { ("[", "]") };
+                let mut s = format!("x-n: {}", open.repeat(*depth));
+                if *closed {
+                    s.push('1');
+                    s.push_str(&close.repeat(*depth));
+                }
+                s.push('\n');
+                append(&mut text, s);
+            }
+            Hostile::Scalar { bytes } => {
+                append(&mut text, format!("x-s: {}\n", "z".repeat(*bytes)))
+            }
+            Hostile::DuplicateKey => append(&mut text, "version: 1\n".into()),
+            Hostile::Tag(tag) => append(&mut text, format!("x-t: {tag}\n")),
+            Hostile::NotUtf8 { at } => {
+                let at = at % text.len();
+                text.splice(at..at, [0xff, 0xfe, 0xc3]);
+            }
+            Hostile::Junk { at, bytes } => {
+                let at = at % text.len();
+                text.splice(at..at, bytes.iter().copied());
+            }
+        }
+        text
+    }
+}
+
+fn hostile() -> impl proptest::strategy::Strategy<Value = Hostile> {
+    use proptest::prelude::*;
+    prop_oneof![
+        (1usize..9, 1usize..13, 0usize..2000).prop_map(|(levels, fan, leaf)| Hostile::Aliases {
+            levels,
+            fan,
+            leaf
+        }),
+        (1usize..400, any::<bool>(), any::<bool>()).prop_map(|(depth, maps, closed)| {
+            Hostile::Nesting {
+                depth,
+                maps,
+                closed,
+            }
+        }),
+        prop_oneof![Just(100usize), Just(100_000), Just(9 << 20)]
+            .prop_map(|bytes| Hostile::Scalar { bytes }),
+        Just(Hostile::DuplicateKey),
+        prop_oneof![
+            Just("!!binary aGVsbG8="),
+            Just("!custom x"),
+            Just("!!python/object/apply:os.system [ls]"),
+            Just("!!int nope"),
+            Just("!<tag:yaml.org,2002:str> 5"),
+        ]
+        .prop_map(Hostile::Tag),
+        any::<usize>().prop_map(|at| Hostile::NotUtf8 { at }),
+        (
+            any::<usize>(),
+            proptest::collection::vec(any::<u8>(), 1..4096)
+        )
+            .prop_map(|(at, bytes)| Hostile::Junk { at, bytes }),
+    ]
+}
+
+/// Generated hostile hand edits through the real hand-edit path (`liza note` finds the
+/// save and reconciles it): never a panic, the next command works, and an edit that is
+/// not applied is kept byte for byte under `rejected/` while the last good state stays.
+/// Memory stays bounded: the largest liza process of the run is measured at the end.
+#[test]
+fn hostile_hand_edits_never_panic_nor_lose_the_last_good_state() {
+    use proptest::test_runner::{Config, TestRunner};
+    let repo = Repo::initialized();
+    let mut runner = TestRunner::new(Config {
+        cases: 40,
+        failure_persistence: None,
+        ..Config::default()
+    });
+    let case = std::cell::Cell::new(0);
+    runner
+        .run(&hostile(), |attack| {
+            case.set(case.get() + 1);
+            let case = case.get();
+            let good = std::fs::read(repo.state_path()).unwrap();
+            let revision = repo.revision();
+            let bytes = attack.apply(&good);
+            std::fs::write(repo.state_path(), &bytes).unwrap();
+            let out = repo.liza(&["note", "all", &format!("case {case}")]);
+            let said = stderr(&out);
+            assert!(!said.contains("panicked"), "{attack:?}: {said}");
+            assert_success(&out);
+            let now = repo.state_text();
+            assert!(now.contains(&format!("case {case}")));
+            if repo.revision() == revision + 1 {
+                // Not applied: the person's bytes are kept, the last good state went on.
+                let kept = std::fs::read_dir(repo.liza_dir().join("rejected"))
+                    .unwrap()
+                    .filter(|e| {
+                        let p = e.as_ref().unwrap().path();
+                        !p.to_string_lossy().ends_with(".note.txt")
+                            && std::fs::read(&p).unwrap() == bytes
+                    })
+                    .count();
+                assert_eq!(kept, 1, "{attack:?}: the edit is not kept");
+            } else {
+                // Applied (a harmless edit): revision, edit, note.
+                assert_eq!(repo.revision(), revision + 2, "{attack:?}");
+            }
+            assert_success(&repo.liza(&["validate"]));
+            Ok(())
+        })
+        .unwrap();
+    let children =
+        nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
+    // ru_maxrss is in KiB on Linux: the largest child (a liza command) of the whole run.
+    let peak_mib = children.max_rss() / 1024;
+    assert!(peak_mib < 400, "a liza command reached {peak_mib} MiB");
+}
