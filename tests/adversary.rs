@@ -259,3 +259,73 @@ fn hostile_hand_edits_never_panic_nor_lose_the_last_good_state() {
     let peak_mib = children.max_rss() / 1024;
     assert!(peak_mib < 400, "a liza command reached {peak_mib} MiB");
 }
+
+/// A hand edit that writes `revision: 999999` does not move the store's numbering: the
+/// edit is the next revision, and the log says the number was ignored.
+#[test]
+fn a_hand_edited_revision_is_ignored_and_logged() {
+    let repo = Repo::initialized();
+    note(&repo, "one");
+    let revision = repo.revision();
+    let text = repo.state_text();
+    let edited = text
+        .replacen(&format!("revision: {revision}\n"), "revision: 999999\n", 1)
+        .replace("message: one", "message: one, edited");
+    assert_ne!(edited, text);
+    std::fs::write(repo.state_path(), &edited).unwrap();
+    note(&repo, "two");
+    assert_eq!(repo.revision(), revision + 2);
+    let now = repo.state_text();
+    assert!(now.contains("message: one, edited"), "{now}");
+    assert!(
+        now.contains(&format!("revision: {}\n", revision + 2)),
+        "{now}"
+    );
+    let log = repo.log();
+    let edit = log.iter().find(|e| e["action"] == "human_edit").unwrap();
+    assert_eq!(edit["revision"], revision + 1);
+    assert!(
+        edit["detail"]
+            .as_str()
+            .unwrap()
+            .contains("said revision 999999; ignored"),
+        "{edit}"
+    );
+}
+
+/// `--integration-branch` names that collide with task branches, with the branch checked
+/// out in the main worktree, or that are refs rather than branch names are refused at
+/// init, and nothing is created. A hand edit to one is refused by validation.
+#[test]
+fn integration_branches_that_collide_or_are_not_plain_names_are_refused() {
+    let repo = Repo::new();
+    let refs = repo.git(&["for-each-ref"]);
+    for (name, says) in [
+        ("task/t1", "collides with the task branches"),
+        ("task", "collides with the task branches"),
+        ("main", "main is checked out in"),
+        ("refs/heads/x", "write \"x\""),
+        ("HEAD", "not a valid branch name"),
+    ] {
+        let out = repo.liza(&["init", "Goal", "--integration-branch", name]);
+        assert_exit(&out, 1);
+        assert!(stderr(&out).contains(says), "{name}: {}", stderr(&out));
+        assert!(stderr(&out).contains("hint:"), "{name}: {}", stderr(&out));
+        assert!(!repo.liza_dir().exists(), "{name}");
+        assert_eq!(repo.git(&["for-each-ref"]), refs, "{name}");
+    }
+    assert_success(&repo.liza(&["init", "Goal", "--integration-branch", "liza/integration"]));
+    let text = repo.state_text();
+    let edited = text.replace(
+        "integration_branch: liza/integration",
+        "integration_branch: task/t1",
+    );
+    assert_ne!(edited, text);
+    std::fs::write(repo.state_path(), &edited).unwrap();
+    note(&repo, "after");
+    assert!(
+        repo.state_text()
+            .contains("integration_branch: liza/integration")
+    );
+    assert_eq!(rejected(&repo).len(), 1);
+}

@@ -747,14 +747,14 @@ impl Validator<'_, '_> {
             }
         }
         if let Some(branch) = &config.integration_branch
-            && !is_branch_name(branch)
+            && let Some(problem) = integration_branch_problem(branch)
         {
             self.error(
                 11,
                 "config-value",
                 path("integration_branch"),
                 None,
-                format!("integration_branch {branch:?} is not a valid git branch name"),
+                format!("integration_branch {branch:?} {problem}"),
             );
         }
         for (i, check) in config.checks.iter().flatten().enumerate() {
@@ -806,6 +806,29 @@ fn is_blank(text: &Option<String>) -> bool {
 }
 
 /// The subset of git's ref-name rules that matters for a branch liza creates.
+/// What is wrong with `name` as the integration branch, if anything: it must be a plain
+/// branch name (`refs/heads/x` would create `refs/heads/refs/heads/x`) outside the
+/// `task/` namespace of task branches (`task/t1` would be one of them; a branch `task`
+/// would make every `task/<id>` impossible to create).
+pub fn integration_branch_problem(name: &str) -> Option<String> {
+    if !is_branch_name(name) {
+        return Some("is not a valid git branch name".into());
+    }
+    if let Some(plain) = name
+        .strip_prefix("refs/heads/")
+        .or_else(|| name.strip_prefix("heads/"))
+    {
+        return Some(format!("is a ref, not a branch name; write {plain:?}"));
+    }
+    if name.starts_with("refs/") || name == "HEAD" {
+        return Some("is not a plain branch name".into());
+    }
+    if name == "task" || name.starts_with("task/") {
+        return Some("collides with the task branches (task/<id>); choose another name".into());
+    }
+    None
+}
+
 fn is_branch_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with(['-', '/', '.'])
@@ -831,6 +854,17 @@ mod tests {
         for good in ["integration", "liza/integration", "int-2"] {
             assert!(is_branch_name(good), "{good}");
         }
+        for bad in [
+            "refs/heads/x",
+            "heads/x",
+            "refs/tags/v1",
+            "HEAD",
+            "task",
+            "task/t1",
+        ] {
+            assert!(integration_branch_problem(bad).is_some(), "{bad}");
+        }
+        assert_eq!(integration_branch_problem("liza/integration"), None);
         for bad in ["", "-x", "a..b", "a b", "x.lock", "a~1", "a:b", "a/", "@"] {
             assert!(!is_branch_name(bad), "{bad}");
         }

@@ -6,6 +6,7 @@ use super::OpsError;
 use crate::blackboard::codec::IdMap;
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::model::{AlignmentEvent, Config, Goal, GoalStatus, Sprint, State};
+use crate::blackboard::validate::integration_branch_problem;
 use crate::blackboard::{LizaPaths, Store, StoreError, Timestamp};
 use crate::git::{GitError, Repo, find_project_root};
 
@@ -57,7 +58,23 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     if !Repo::is_valid_branch_name(&branch) {
         return Err(GitError::InvalidBranchName { name: branch }.into());
     }
+    if let Some(problem) = integration_branch_problem(&branch) {
+        return Err(OpsError::refused(
+            format!("--integration-branch {branch} {problem}"),
+            "name a branch of its own for approved work, e.g. --integration-branch integration",
+        ));
+    }
     let repo = Repo::open(&root)?;
+    if let Some(path) = repo.checkouts_on_branch(&branch).first() {
+        return Err(OpsError::refused(
+            format!(
+                "{branch} is checked out in {}; liza merges approved work into the integration \
+                 branch and never moves a branch under someone's checkout",
+                path.display()
+            ),
+            "choose a branch nobody has checked out (the default, integration, is created for you)",
+        ));
+    }
     let existing = repo.branch_tip(&branch)?;
     let (tip, created) = match existing {
         Some(tip) => (tip, false),

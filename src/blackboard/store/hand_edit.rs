@@ -363,8 +363,17 @@ impl Store {
             merged_from,
             commented,
         } = edit;
+        // The store owns the revision: the edit becomes head + 1 whatever number the
+        // person wrote (a blackboard adopted without a journal keeps its own).
         let head = journal.last().map_or(0, |h| h.revision);
-        state.revision = Some(head.max(state.revision()) as i64);
+        let written = state.revision();
+        let mut detail = detail;
+        if head > 0 && written > head {
+            detail.push_str(&format!(
+                " (the file said revision {written}; ignored, liza numbers revisions)"
+            ));
+        }
+        state.revision = Some(if head > 0 { head } else { written } as i64);
         let mut entry = LogEntry::new(Timestamp::now(), "human", "human_edit");
         entry.detail = Some(detail.clone());
         let head_hash = journal.last().map(|h| h.hash);
