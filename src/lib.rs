@@ -63,5 +63,6 @@ pub mod monitor;
 pub mod ops;
 pub mod retro;
 pub mod supervisor;
+pub mod terminal_text;
 pub mod tmux;
 pub mod watch;

@@ -329,3 +329,89 @@ fn integration_branches_that_collide_or_are_not_plain_names_are_refused() {
     );
     assert_eq!(rejected(&repo).len(), 1);
 }
+
+/// Escape sequences in blackboard text (a note that clears the screen and retitles the
+/// terminal, a description with a `\r` and a bidi override) reach the terminal only as
+/// visible pictures in `log`, `status`, `show` and errors; `--json` keeps the text exact.
+#[test]
+fn escape_sequences_in_blackboard_text_are_shown_not_sent() {
+    let repo = Repo::initialized();
+    let attack = "hi\u{1b}]0;owned\u{7}\u{1b}[2J\rgone\u{202E}";
+    note(&repo, attack);
+    assert_success(&repo.liza(&[
+        "add-task",
+        "--id",
+        "t-1",
+        "--desc",
+        attack,
+        "--spec",
+        "specs/vision.md",
+        "--done",
+        "it works",
+        "--scope",
+        "all",
+    ]));
+    assert_success(&repo.liza(&["note", "t-1", attack]));
+    for args in [&["log"][..], &["status"], &["show", "t-1"]] {
+        let out = repo.liza(args);
+        assert_success(&out);
+        let text = stdout(&out);
+        assert!(
+            !text.contains('\u{1b}') && !text.contains('\r') && !text.contains('\u{7}'),
+            "{args:?}: {text:?}"
+        );
+        assert!(!text.contains('\u{202E}'), "{args:?}");
+        match args[0] {
+            "status" => continue,
+            // YAML escapes most controls itself; what it leaves is shown.
+            "show" => assert!(
+                text.contains(r#"hi\x1B]0;owned\x07\x1B[2J\rgone<U+202E>"#),
+                "{text}"
+            ),
+            _ => assert!(
+                text.contains("hi␛]0;owned␇␛[2J␍gone<U+202E>"),
+                "{args:?}: {text}"
+            ),
+        }
+        let mut json_args = vec!["--json"];
+        json_args.extend_from_slice(args);
+        let json = stdout(&repo.liza(&json_args));
+        assert!(
+            json.contains("\\u001b[2J\\rgone\u{202E}"),
+            "{args:?}: {json}"
+        );
+    }
+    // An error message quoting hostile input shows it the same way.
+    let out = repo.liza(&["show", "t-\u{1b}[2J"]);
+    assert!(!stderr(&out).contains('\u{1b}'), "{:?}", stderr(&out));
+}
+
+/// An agent's `liza log add` text with control characters is refused (not stored), and
+/// `liza log --task ../x` is refused like any bad task id.
+#[test]
+fn log_add_control_characters_and_log_task_paths_are_refused() {
+    let repo = Repo::initialized();
+    let before = repo.files();
+    let out = repo.liza(&[
+        "log",
+        "add",
+        "--action",
+        "test_run",
+        "--detail",
+        "ok\u{1b}[31m red",
+    ]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("control character U+001B"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.files(), before);
+    let out = repo.liza(&["log", "--task", "../x"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("hint: task ids are"),
+        "{}",
+        stderr(&out)
+    );
+}

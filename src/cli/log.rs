@@ -61,10 +61,15 @@ pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
         }
     };
     let read = activity::parse_items(&bytes, 1);
+    // A task id is checked like everywhere else (`--task ../x` is not one).
+    let task = args
+        .task
+        .as_deref()
+        .map(super::report::task_id)
+        .transpose()?;
     let wanted = |e: &LogEntry| {
-        args.task
-            .as_deref()
-            .is_none_or(|t| e.task.as_deref() == Some(t))
+        task.as_ref()
+            .is_none_or(|t| e.task.as_deref() == Some(t.as_str()))
     };
     let entries: Vec<&LogEntry> = read.entries.iter().filter(|e| wanted(e)).collect();
     for (line, message) in &read.unreadable {
@@ -108,13 +113,14 @@ fn render(e: &LogEntry, json: bool) -> String {
         .timestamp
         .map_or_else(|| "-".repeat(20), |t| t.to_string());
     let rev = e.revision.map_or_else(|| "-".into(), |r| format!("r{r}"));
-    format!(
+    let line = format!(
         "{ts}  {rev:<6} {:<16} {:<26} {:<12} {}",
         e.agent.as_deref().unwrap_or("-"),
         e.action,
         e.task.as_deref().unwrap_or("-"),
         e.detail.as_deref().unwrap_or("").replace('\n', " ⏎ ")
-    )
+    );
+    crate::terminal_text::visible(&line).into_owned()
 }
 
 /// Prints entries appended after `offset` until the process is interrupted. Woken by

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use super::error::CliError;
 use super::exit::{code_name, exit_code};
 use crate::blackboard::Finding;
+use crate::terminal_text::visible;
 
 pub struct Output {
     pub json: bool,
@@ -21,6 +22,7 @@ impl Output {
             let _ = writeln!(stdout, "{}", json!({"ok": true, "result": result}));
         } else {
             let text = human();
+            let text = visible(&text);
             let _ = stdout.write_all(text.as_bytes());
             if !text.is_empty() && !text.ends_with('\n') {
                 let _ = writeln!(stdout);
@@ -39,7 +41,7 @@ impl Output {
             let envelope = json!({"ok": false, "result": result, "error": error_object(err)});
             println!("{envelope}");
         } else {
-            print!("{}", human());
+            print!("{}", visible(&human()));
         }
         exit_code(err.class)
     }
@@ -53,16 +55,20 @@ impl Output {
             );
         } else {
             let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {}", err.message);
+            let mut text = format!("error: {}\n", err.message);
             for cause in &err.detail.causes {
-                let _ = writeln!(stderr, "caused by: {cause}");
+                text.push_str(&format!("caused by: {cause}\n"));
             }
             for f in &err.detail.findings {
-                let _ = writeln!(stderr, "  {}", finding_line(err.detail.file.as_deref(), f));
+                text.push_str(&format!(
+                    "  {}\n",
+                    finding_line(err.detail.file.as_deref(), f)
+                ));
             }
             for hint in &err.hints {
-                let _ = writeln!(stderr, "hint: {hint}");
+                text.push_str(&format!("hint: {hint}\n"));
             }
+            let _ = stderr.write_all(visible(&text).as_bytes());
         }
         exit_code(err.class)
     }

@@ -50,6 +50,17 @@ pub fn draw(frame: &mut Frame, view: &View, ui: &Ui) {
     if ui.detail {
         draw_detail(frame, view, ui, area);
     }
+    show_controls(frame.buffer_mut());
+}
+
+/// Blackboard text may hold escape sequences (a hostile note): a cell holding a control
+/// character gets its one-column picture, so the terminal is never sent one.
+fn show_controls(buffer: &mut ratatui::buffer::Buffer) {
+    for cell in buffer.content.iter_mut() {
+        if let Some(symbol) = crate::terminal_text::cell_symbol(cell.symbol()) {
+            cell.set_symbol(&symbol);
+        }
+    }
 }
 
 fn status_style(status: &str) -> Style {
@@ -303,5 +314,26 @@ mod tests {
         assert!(text.contains("Esc closes"), "{text}");
         assert!(text.contains("paused —"), "{text}");
         insta::assert_snapshot!(text);
+    }
+
+    #[test]
+    fn escape_sequences_in_blackboard_text_never_reach_the_terminal() {
+        let (snapshot, paths, now) = mid_sprint_fixture();
+        let alarms = vec!["2026-03-01T12:30:00Z WARN NOTE \u{1b}]0;owned\u{7}\u{1b}[2J".to_owned()];
+        let mut note = LogEntry::new(now, "human", "note");
+        note.detail = Some("\u{1b}[2J\u{9b}H".into());
+        let view = View::new(&snapshot, &paths, now, vec![note], alarms);
+        let mut terminal = Terminal::new(TestBackend::new(120, 30)).unwrap();
+        terminal.draw(|f| draw(f, &view, &Ui::default())).unwrap();
+        let cells = &terminal.backend().buffer().content;
+        assert!(
+            cells
+                .iter()
+                .all(|c| !c.symbol().chars().any(char::is_control)),
+            "a control character is in a cell"
+        );
+        let text = terminal.backend().to_string();
+        assert!(text.contains("NOTE ␛]0;owned␇␛[2J"), "{text}");
+        assert!(text.contains("note: ␛[2J<U+009B>H"), "{text}");
     }
 }

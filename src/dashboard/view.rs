@@ -50,16 +50,25 @@ impl View {
             .map(|t| {
                 let mut e = Emitter::default();
                 t.emit(&mut e);
-                e.finish()
+                shown(e.finish())
             })
             .collect();
         View {
             report: Report::new(snapshot, paths, now),
-            log: log.iter().map(log_line).collect(),
-            alarms,
+            log: log.iter().map(|e| shown(log_line(e))).collect(),
+            alarms: alarms.into_iter().map(shown).collect(),
             task_yaml,
             now,
         }
+    }
+}
+
+/// Blackboard text with its control characters shown (the rendered buffer is cleaned
+/// as well; cleaning the text first keeps the characters around them in place).
+fn shown(text: String) -> String {
+    match crate::terminal_text::visible(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(clean) => clean,
     }
 }
 

@@ -187,6 +187,18 @@ pub fn log_add(
             "e.g. --action test_run",
         ));
     }
+    if let Some(c) = detail
+        .chars()
+        .find(|&c| c.is_control() && c != '\n' && c != '\t')
+    {
+        return Err(OpsError::refused(
+            format!(
+                "the detail holds the control character U+{:04X} [log-detail]",
+                c as u32
+            ),
+            "log plain text: strip colour codes and escape sequences (e.g. NO_COLOR=1)",
+        ));
+    }
     if detail.contains('\n') || detail.len() > 4096 {
         return Err(OpsError::refused(
             "the detail must be one line of at most 4096 bytes [log-detail]",
