@@ -35,7 +35,7 @@ pub fn cmd_watch(args: WatchArgs, out: &Output) -> Result<i32, CliError> {
     let interval = Duration::from_secs_f64(args.interval);
     let monitor = Monitor::open(
         &cwd,
-        Box::new(|line| eprintln!("{}", crate::terminal_text::visible(&line))),
+        Box::new(|line| eprintln!("{}", crate::terminal_text::visible(line))),
     )?;
     if let Some(addr) = args.metrics_addr {
         let bound = monitor.serve_metrics(addr).map_err(|e| {
