@@ -53,6 +53,7 @@ pub mod bench;
 pub mod blackboard;
 pub mod builtin;
 pub mod cli;
+pub mod confine;
 pub mod dashboard;
 pub mod demo;
 pub mod doctor;

@@ -415,3 +415,93 @@ fn log_add_control_characters_and_log_task_paths_are_refused() {
         stderr(&out)
     );
 }
+
+/// A spec_ref given as an absolute path, with `..`, or through a symbolic link that leaves
+/// the repository is refused by add-task and amend-task with nothing written; a hand edit
+/// that sneaks one in is never read: finalize finds no such spec and copies nothing.
+#[test]
+fn spec_refs_outside_the_repository_are_refused_and_never_read() {
+    let repo = Repo::initialized();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("secret.md");
+    std::fs::write(&secret, "CANARY-7c1e secret text\n").unwrap();
+    std::os::unix::fs::symlink(&secret, repo.path().join("specs/evil.md")).unwrap();
+    // From the repository root up to `/`, then down to the secret.
+    let up = format!(
+        "{}{}",
+        "../".repeat(repo.path().components().count() - 1),
+        secret.to_str().unwrap().trim_start_matches('/')
+    );
+    let add = |spec: &str, finalize: bool| {
+        let mut args = vec![
+            "add-task", "--id", "t-1", "--desc", "x", "--spec", spec, "--done", "y", "--scope", "z",
+        ];
+        if finalize {
+            args.push("--finalize");
+        }
+        repo.liza(&args)
+    };
+    let before = repo.files();
+    for (spec, says) in [
+        (secret.to_str().unwrap(), "is absolute"),
+        (up.as_str(), "goes up with `..`"),
+        ("specs/evil.md", "leads outside the repository"),
+    ] {
+        for finalize in [false, true] {
+            let out = add(spec, finalize);
+            assert_exit(&out, 1);
+            assert!(stderr(&out).contains(says), "{spec}: {}", stderr(&out));
+            assert!(stderr(&out).contains("hint:"), "{spec}");
+            assert_eq!(repo.files(), before, "{spec}");
+        }
+    }
+    assert!(
+        !repo.liza_dir().join("specs").exists()
+            || std::fs::read_dir(repo.liza_dir().join("specs"))
+                .unwrap()
+                .count()
+                == 0
+    );
+    // A DRAFT amended to point outside is refused the same way.
+    assert_success(&add("specs/vision.md", false));
+    let before = repo.files();
+    for spec in [
+        secret.to_str().unwrap(),
+        "specs/evil.md",
+        "specs/../../x.md",
+    ] {
+        let out = repo.liza(&["amend-task", "t-1", "--spec", spec]);
+        assert_exit(&out, 1);
+        assert_eq!(repo.files(), before, "{spec}");
+    }
+    // A hand edit is not refused by validation, but the file is never read or copied.
+    let text = repo.state_text();
+    let at = text.rfind("spec_ref: specs/vision.md").unwrap();
+    let edited = format!("{}spec_ref: specs/evil.md{}", &text[..at], &text[at + 25..]);
+    assert_ne!(edited, text, "{text}");
+    std::fs::write(repo.state_path(), edited).unwrap();
+    let out = repo.liza(&["finalize-task", "t-1"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("does not exist"), "{}", stderr(&out));
+    for entry in walk(&repo.liza_dir()) {
+        let bytes = std::fs::read(&entry).unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("CANARY-7c1e"),
+            "{} holds the secret",
+            entry.display()
+        );
+    }
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}

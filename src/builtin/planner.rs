@@ -526,7 +526,7 @@ fn planning_prompt(ctx: &RunContext, state: &State) -> String {
         .chain(["specs/vision.md"])
     {
         let file = spec.split('#').next().unwrap_or(spec);
-        if let Ok(body) = std::fs::read_to_string(ctx.project.root.join(file)) {
+        if let Some(body) = crate::confine::read_inside(&ctx.project.root, file) {
             text.push_str(&format!(
                 "\n## Spec ({file})\n\n{}\n",
                 truncate_output(&body)

@@ -435,7 +435,7 @@ fn prompt_head(ctx: &RunContext, task: &Task, facts: &Facts) -> String {
     }
     if let Some(spec) = &task.spec_ref {
         let file = spec.split('#').next().unwrap_or(spec);
-        if let Ok(body) = std::fs::read_to_string(ctx.worktree.join(file)) {
+        if let Some(body) = crate::confine::read_inside(&ctx.worktree, file) {
             text.push_str(&format!(
                 "\n## Spec ({spec})\n\n{}\n",
                 truncate_output(&body)

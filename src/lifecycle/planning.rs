@@ -163,6 +163,7 @@ pub fn add_tasks(
             }
             None => None,
         };
+        check_paths(id, n.spec_ref.as_deref(), &n.paths)?;
         let mut task = Task::new(id.clone(), TaskStatus::Draft);
         task.description = Some(description.to_owned());
         task.spec_ref = n.spec_ref.clone().filter(|s| !s.trim().is_empty());
@@ -221,6 +222,11 @@ pub fn amend_task(
     let current = task(state, id)?;
     row(Command::AmendTask, Some(current.status), who.kind())?;
     check_priority(change.priority)?;
+    check_paths(
+        id,
+        change.spec_ref.as_deref(),
+        change.paths.as_deref().unwrap_or_default(),
+    )?;
     let mut updated = current.clone();
     let mut fields: Vec<&str> = Vec::new();
     let mut set_text = |field: &mut Option<String>, value: &Option<String>, name: &'static str| {
@@ -309,6 +315,30 @@ pub fn amend_task(
     let mut outcome = Outcome::default();
     outcome.event("amended", &who.name(), Some(id), Some(fields.join(", ")));
     Ok(outcome)
+}
+
+/// A task's spec file and paths name files inside the repository: relative, no `..`
+/// (where a symbolic link leads is checked by the operation, which may read the disk).
+fn check_paths(id: &TaskId, spec_ref: Option<&str>, paths: &[String]) -> Result<(), Refusal> {
+    if let Some(spec) = spec_ref.filter(|s| !s.trim().is_empty())
+        && let Err(e) = crate::confine::relative(spec_file(spec))
+    {
+        return Err(Refusal::new(
+            "spec-path",
+            format!("task {id}: spec_ref {e}"),
+            "e.g. --spec specs/report.md (inside the repository)",
+        ));
+    }
+    for path in paths {
+        if let Err(e) = crate::confine::relative(path) {
+            return Err(Refusal::new(
+                "task-paths",
+                format!("task {id}: path {e}"),
+                "paths are files or folders relative to the repository root, e.g. src/report/",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The file part of a `spec_ref` (`path#anchor` → `path`).

@@ -1,7 +1,7 @@
 //! Planning operations: `add-task`, `add-tasks --file`, `amend-task`, `finalize-task`.
 
 use std::collections::HashMap;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::model::TaskStatus;
@@ -17,20 +17,35 @@ pub fn spec_facts(root: &Path, spec_ref: Option<&str>) -> SpecFacts {
             blob: None,
         };
     };
-    let relative = Path::new(spec_file(spec_ref));
-    let inside = relative
-        .components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    let path = root.join(relative);
-    if !inside || !path.is_file() {
-        return SpecFacts {
-            exists: false,
-            blob: None,
-        };
-    }
+    // A spec that leads outside the repository (absolute, `..`, a symbolic link out)
+    // does not exist for liza: it is never read, hashed or copied.
+    let path = match crate::confine::inside(root, spec_file(spec_ref)) {
+        Ok(path) if path.is_file() => path,
+        _ => {
+            return SpecFacts {
+                exists: false,
+                blob: None,
+            };
+        }
+    };
     SpecFacts {
         exists: true,
         blob: blob_id(&path).ok(),
+    }
+}
+
+/// Refuses a spec_ref whose file leads outside the repository through a symbolic link
+/// (the transition rules refuse absolute paths and `..` themselves).
+fn spec_inside(project: &Project, spec_ref: &str) -> Result<(), OpsError> {
+    if spec_ref.trim().is_empty() {
+        return Ok(());
+    }
+    match crate::confine::inside(&project.root, spec_file(spec_ref)) {
+        Err(e @ crate::confine::Escape::Outside { .. }) => Err(OpsError::refused(
+            format!("spec_ref {e} [spec-path]"),
+            "point --spec at a file inside the repository (copy the spec in if it lives elsewhere)",
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -43,7 +58,9 @@ fn keep_spec_texts(project: &Project, specs: &HashMap<String, SpecFacts>) {
         if target.exists() {
             continue;
         }
-        let source = project.root.join(spec_file(spec_ref));
+        let Ok(source) = crate::confine::inside(&project.root, spec_file(spec_ref)) else {
+            continue;
+        };
         if std::fs::create_dir_all(&dir).is_ok()
             && let Err(e) = std::fs::copy(&source, &target)
         {
@@ -67,6 +84,9 @@ pub fn add_tasks(
     actor: &Actor,
     tasks: &[NewTask],
 ) -> Result<Transition<Vec<TaskId>>, OpsError> {
+    for spec in tasks.iter().filter_map(|t| t.spec_ref.as_deref()) {
+        spec_inside(project, spec)?;
+    }
     let specs = facts_for(
         project,
         tasks
@@ -112,6 +132,9 @@ pub fn amend_task(
     id: &TaskId,
     change: &Amendment,
 ) -> Result<Transition<()>, OpsError> {
+    if let Some(spec) = &change.spec_ref {
+        spec_inside(project, spec)?;
+    }
     transition(
         &project.store,
         actor,
@@ -188,7 +211,7 @@ pub fn spec_change_text(
 ) -> String {
     let spec = lifecycle::spec_file(t.spec_ref.as_deref().unwrap_or(""));
     let old = std::fs::read_to_string(root.join(".liza/specs").join(then)).unwrap_or_default();
-    let new = std::fs::read_to_string(root.join(spec)).unwrap_or_default();
+    let new = crate::confine::read_inside(root, spec).unwrap_or_default();
     let mut diff = Vec::new();
     for line in old.lines().filter(|l| !new.lines().any(|n| n == *l)) {
         diff.push(format!("- {line}"));

@@ -104,6 +104,20 @@ impl Session {
         }
     }
 
+    /// Whether `task` left review for a coder's rework since `reviewed` was read (a fresh
+    /// snapshot: the coder claims before it touches the worktree).
+    fn worktree_back_with_coder(&self, task: &TaskId, reviewed: &Task) -> bool {
+        self.snapshot().ok().is_some_and(|s| {
+            s.task(task).is_some_and(|now| {
+                now.iteration > reviewed.iteration
+                    || !matches!(
+                        now.status,
+                        TaskStatus::ReadyForReview | TaskStatus::Approved | TaskStatus::Rejected
+                    )
+            })
+        })
+    }
+
     async fn review(
         &mut self,
         task: &TaskId,
@@ -147,7 +161,12 @@ impl Session {
         let (end, mut after_state) = self
             .run_turn(Some(task), &workdir, &text, task.as_str(), &state)
             .await?;
-        let changed = worktree_state(&workdir) != before;
+        let mut changed = worktree_state(&workdir) != before;
+        if changed && self.worktree_back_with_coder(task, &t) {
+            // After a rejection the coder may claim the rework and commit before this run
+            // is reaped: the worktree is theirs again, and their work no violation.
+            changed = false;
+        }
         let review_commit = t.review_commit.as_ref().map(ToString::to_string);
         if !self.backend.runs_commands
             && !changed
