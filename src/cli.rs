@@ -190,6 +190,11 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
     };
     init_tracing(cli.verbose);
     let out = Output { json: cli.json };
+    if let Some(command) = cli.command.for_people()
+        && let Err(err) = refuse_agents(command)
+    {
+        return out.error(&err);
+    }
     let result = match cli.command {
         Command::Init(args) => init::cmd_init(args, &out),
         Command::Validate(args) => validate::cmd_validate(args, &out),
@@ -245,6 +250,37 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Ok(code) => code,
         Err(err) => out.error(&err),
     }
+}
+
+impl Command {
+    /// The name of a command for people only (operations.md), if this is one.
+    fn for_people(&self) -> Option<&'static str> {
+        Some(match self {
+            Command::Edit(_) => "edit",
+            Command::Note(_) => "note",
+            Command::ReleaseClaim(_) => "release-claim",
+            Command::ClearStale => "clear-stale",
+            Command::Pause => "pause",
+            Command::Resume(_) => "resume",
+            Command::Abort(_) => "abort",
+            Command::Analyze => "analyze",
+            Command::Retro(_) => "retro",
+            Command::Watch(_) => "watch",
+            Command::Up(_) => "up",
+            Command::Gc(args) if args.apply => "gc --apply",
+            _ => return None,
+        })
+    }
+}
+
+/// Refuses a command for people to an agent, before it does anything. Outside a
+/// project there is nothing to protect: the command says so itself.
+fn refuse_agents(command: &str) -> Result<(), CliError> {
+    let actor = crate::ops::actor_from_env()?;
+    let Ok(project) = crate::ops::Project::discover(&current_dir()?) else {
+        return Ok(());
+    };
+    Ok(crate::ops::people_only(&project, &actor, command)?)
 }
 
 /// clap exits with 2 on usage errors; liza's 2 means "lock timeout", so usage is 64.

@@ -37,7 +37,10 @@ pub use analyze::{
 pub use archive::{
     Archived, Select as ArchiveSelect, archive_terminal, check_stem as check_sprint_stem,
 };
-pub use authority::{Authority, Transition, authorize, dry_run, supervisor_only, transition};
+pub use authority::{
+    Authority, SUPERVISOR_PID_VAR, Transition, authorize, dry_run, people_only, supervisor_only,
+    transition,
+};
 pub use claim::{
     Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,
 };

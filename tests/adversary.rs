@@ -505,3 +505,74 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+/// An agent runs the commands for people: with its identity, without it, after `setsid`
+/// (a new session and process group), and with the supervisor's mark cleared too. Every
+/// attempt is refused and nothing changes; the same commands work for a person.
+#[test]
+fn commands_for_people_refuse_agents_even_after_setsid() {
+    use common::supervision::*;
+    let project = AgentProject::new();
+    common::team::add(&project.repo, "t-1", "");
+    project.step(
+        "coder",
+        "default",
+        r#"log="$FAKE_AGENT_DIR/attempts"
+# The supervisor's record of itself is written right after the agent starts.
+until grep -qs supervisor_pid "$LIZA_PROJECT_ROOT"/.liza/live/coder-1.*.yaml; do sleep 0.05; done
+for cmd in "edit" "gc --apply" "clear-stale" "analyze" "pause" "note all hi" "abort"; do
+  EDITOR=true liza $cmd </dev/null >/dev/null 2>>"$log.err"
+  echo "identity $cmd $?" >> "$log"
+  env -u LIZA_AGENT_ID -u LIZA_AGENT_GENERATION EDITOR=true setsid -w liza $cmd </dev/null >/dev/null 2>>"$log.err"
+  echo "setsid $cmd $?" >> "$log"
+  env -u LIZA_AGENT_ID -u LIZA_AGENT_GENERATION -u LIZA_SUPERVISOR_PID EDITOR=true setsid -w liza $cmd </dev/null >/dev/null 2>>"$log.err"
+  echo "unmarked $cmd $?" >> "$log"
+done
+# A double fork: once its parent is gone, nothing links the command to the supervisor
+# but the mark in its environment.
+env -u LIZA_AGENT_ID -u LIZA_AGENT_GENERATION setsid -f sh -c '
+  i=0
+  while [ "$(cut -d" " -f4 /proc/$$/stat)" != 1 ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done
+  liza note all orphaned </dev/null >/dev/null 2>>"$1.err"; echo "orphan note $?" >> "$1"
+  echo done >> "$1"' sh "$log"
+hang 3600
+"#,
+    );
+    let before = project.repo.state_text();
+    let child = project.supervisor("coder", "coder-1");
+    let log = project.scenario.path().join("attempts");
+    project.wait_until("the attempts", GUARD_ADVERSARY, || {
+        std::fs::read_to_string(&log).is_ok_and(|t| t.contains("done"))
+    });
+    let attempts = std::fs::read_to_string(&log).unwrap();
+    let errors = std::fs::read_to_string(project.scenario.path().join("attempts.err")).unwrap();
+    let tried: Vec<&str> = attempts.lines().filter(|l| *l != "done").collect();
+    assert_eq!(tried.len(), 22, "{attempts}");
+    for line in &tried {
+        assert!(line.ends_with(" 1"), "not refused: {line}\n{errors}");
+    }
+    assert_eq!(
+        errors.matches("is a command for people").count(),
+        22,
+        "{errors}"
+    );
+    assert!(errors.contains("under coder-1's supervisor"), "{errors}");
+    assert!(errors.contains("LIZA_SUPERVISOR_PID="), "{errors}");
+    let now = project.repo.state_text();
+    assert!(!now.contains("message: hi"), "a note was left");
+    assert!(
+        now.contains("status: IN_PROGRESS"),
+        "the sprint was paused or aborted"
+    );
+    let _ = stop(child, nix::sys::signal::Signal::SIGTERM);
+    assert_ne!(
+        before,
+        project.repo.state_text(),
+        "the supervisor did claim t-1"
+    );
+    // A person may.
+    assert_success(&project.repo.liza(&["note", "all", "from a person"]));
+    assert_success(&project.repo.liza(&["analyze"]));
+}
+
+const GUARD_ADVERSARY: std::time::Duration = std::time::Duration::from_secs(60);

@@ -175,7 +175,7 @@ fn refused_notes_leave_every_file_byte_identical() {
             vec!["note", "all", "x"],
             vec![("LIZA_AGENT_ID", "coder-1")],
             1,
-            "coder-1 may not leave human notes",
+            "note is a command for people, refused for coder-1",
         ),
         (
             vec!["note", "all", "x"],

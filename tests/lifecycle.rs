@@ -612,6 +612,7 @@ fn a_takeover_stops_the_previous_owners_agent_process_group() {
         host: Some(host),
         pgid: Some(i64::from(agent.id())),
         usage_limit_until: None,
+        supervisor_pid: None,
         extra: Default::default(),
     };
     let id = liza::blackboard::AgentId::parse("coder-1").unwrap();

@@ -38,6 +38,10 @@ pub struct LiveRecord {
     /// Until when the supervisor waits for a provider usage limit to reset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage_limit_until: Option<Timestamp>,
+    /// The supervisor's own pid (on `host`): a command whose ancestry leads to it runs
+    /// under that supervisor, whatever process group or session it made for itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supervisor_pid: Option<i64>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -50,6 +54,7 @@ record!(LiveRecord {
     opt host: "host",
     opt pgid: "pgid",
     opt usage_limit_until: "usage_limit_until",
+    opt supervisor_pid: "supervisor_pid",
 });
 
 /// The records of one blackboard, by agent.
@@ -177,6 +182,26 @@ impl LiveRecords {
             .collect()
     }
 
+    /// The agent whose live supervisor, on `host`, is one of `ancestors` (pids).
+    pub fn agent_supervising(
+        &self,
+        state: &State,
+        ancestors: &[i64],
+        host: Option<&str>,
+        now: Timestamp,
+    ) -> Option<AgentId> {
+        self.0
+            .iter()
+            .filter(|(id, r)| {
+                r.supervisor_pid.is_some_and(|pid| ancestors.contains(&pid))
+                    && r.host.as_deref() == host
+                    && r.lease_expires > now
+                    && self.current(state, id).is_some_and(|c| c == r)
+            })
+            .map(|(id, _)| id.clone())
+            .next()
+    }
+
     /// Agents whose current record names process group `pgid` and whose lease is live.
     pub fn agent_with_pgid(&self, state: &State, pgid: i64, now: Timestamp) -> Option<AgentId> {
         self.0
@@ -281,6 +306,7 @@ mod tests {
             host: Some("h".into()),
             pgid: Some(4242),
             usage_limit_until: None,
+            supervisor_pid: None,
             extra: Extra::default(),
         }
     }

@@ -64,6 +64,7 @@ pub fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError>
         args.generation.as_deref(),
         args.pgid,
         None,
+        None,
     )?;
     out.ok(serde_json::to_value(&beat).unwrap_or_default(), || {
         format!("{id} lease until {}\n", beat.lease_expires)

@@ -11,7 +11,7 @@ use crate::ops::{self, Orphan};
 pub struct GcArgs {
     /// Save and remove what is listed (default: only list it).
     #[arg(long)]
-    apply: bool,
+    pub(super) apply: bool,
 }
 
 pub fn cmd_gc(args: GcArgs, out: &Output) -> Result<i32, CliError> {

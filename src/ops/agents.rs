@@ -121,6 +121,7 @@ pub fn heartbeat(
     generation: Option<&str>,
     pgid: Option<i64>,
     usage_limit_until: Option<Timestamp>,
+    supervisor_pid: Option<i64>,
 ) -> Result<Heartbeat, OpsError> {
     supervisor_only(actor, "heartbeat")?;
     let state = project.store.snapshot()?.state;
@@ -162,6 +163,7 @@ pub fn heartbeat(
         host: hostname(),
         pgid,
         usage_limit_until,
+        supervisor_pid,
         extra: Default::default(),
     };
     liveness::write(&project.store.paths().live(), id, &record).map_err(|e| live_io(project, e))?;

@@ -42,11 +42,20 @@ pub fn supervisor_only(actor: &Actor, command: &str) -> Result<(), OpsError> {
     Ok(())
 }
 
+/// The variable a supervisor sets, to its own pid, for the agent processes it starts.
+/// `setsid` keeps it; clearing it by hand still leaves the pid ancestry.
+pub const SUPERVISOR_PID_VAR: &str = "LIZA_SUPERVISOR_PID";
+
 /// Facts about the calling process read before the transaction (no I/O under the lock
 /// beyond the store's own).
 pub struct CallerFacts {
     records: LiveRecords,
     pgid: i64,
+    /// This process's ancestors' pids, parent first.
+    ancestors: Vec<i64>,
+    host: Option<String>,
+    /// The supervisor pid a supervisor put in this process's environment.
+    marker: Option<String>,
 }
 
 impl CallerFacts {
@@ -54,8 +63,95 @@ impl CallerFacts {
         CallerFacts {
             records: liveness::read_all(&store.paths().live()),
             pgid: i64::from(nix::unistd::getpgrp().as_raw()),
+            ancestors: ancestors(),
+            host: nix::unistd::gethostname()
+                .ok()
+                .and_then(|h| h.into_string().ok()),
+            marker: std::env::var(SUPERVISOR_PID_VAR)
+                .ok()
+                .filter(|v| !v.is_empty()),
         }
     }
+
+    /// Why a command without an agent identity is an agent's all the same: it runs in a
+    /// running agent's process group, under a supervisor's pid (even after `setsid` or
+    /// a double fork while the parent lives), or with a supervisor's mark in its
+    /// environment.
+    fn agent_behind(&self, state: &State, now: Timestamp) -> Option<String> {
+        if let Some(agent) = self.records.agent_with_pgid(state, self.pgid, now) {
+            return Some(format!("it runs inside {agent}'s process group"));
+        }
+        if let Some(agent) =
+            self.records
+                .agent_supervising(state, &self.ancestors, self.host.as_deref(), now)
+        {
+            return Some(format!("it runs under {agent}'s supervisor"));
+        }
+        self.marked()
+    }
+
+    /// The supervisor's mark in the environment, said as a reason.
+    fn marked(&self) -> Option<String> {
+        self.marker
+            .as_ref()
+            .map(|pid| format!("it was started by a liza supervisor ({SUPERVISOR_PID_VAR}={pid})"))
+    }
+}
+
+/// The pids above this process, parent first, read from `/proc` (empty elsewhere).
+fn ancestors() -> Vec<i64> {
+    let mut pids = Vec::new();
+    let mut pid = i64::from(std::process::id());
+    // A chain longer than this is not a process tree a person builds.
+    while pids.len() < 256 {
+        let Some(parent) = parent_of(pid) else { break };
+        if parent <= 1 {
+            break;
+        }
+        pids.push(parent);
+        pid = parent;
+    }
+    pids
+}
+
+/// `ppid` from `/proc/<pid>/stat`: the field after the state, after the command name in
+/// parentheses (which may itself hold spaces and parentheses).
+fn parent_of(pid: i64) -> Option<i64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &stat[stat.rfind(')')? + 1..];
+    after.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Refuses a command for people to a caller with an agent identity.
+pub fn no_agent_identity(actor: &Actor, command: &str) -> Result<(), OpsError> {
+    if let Actor::Agent { id, .. } = actor {
+        return Err(OpsError::refused(
+            format!("{command} is a command for people, refused for {id} [human-only]"),
+            "agents report through submit-for-review, block, discover and anomaly; a person runs it without LIZA_AGENT_ID",
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a command for people (operations.md: `edit`, `note`, `release-claim`,
+/// `clear-stale`, `pause`, `resume`, `abort`, `analyze`, `retro`, `watch`, `up`,
+/// `gc --apply`) to an agent: one with its identity set, or one that unset it.
+pub fn people_only(project: &super::Project, actor: &Actor, command: &str) -> Result<(), OpsError> {
+    no_agent_identity(actor, command)?;
+    let facts = CallerFacts::read(&project.store);
+    // An unreadable blackboard cannot say whose records are current: the mark alone
+    // decides, and the command reports the blackboard itself (watch, edit repair it).
+    let why = match project.store.snapshot() {
+        Ok(snapshot) => facts.agent_behind(&snapshot.state, Timestamp::now()),
+        Err(_) => facts.marked(),
+    };
+    if let Some(why) = why {
+        return Err(OpsError::refused(
+            format!("{command} is a command for people, and {why} [human-only]"),
+            "run it from your own terminal, outside any agent's run",
+        ));
+    }
+    Ok(())
 }
 
 /// Establishes `Who` for `actor` against `state`.
@@ -89,11 +185,11 @@ pub fn authorize(
             })
         }
         Actor::Human => {
-            if let Some(agent) = facts.records.agent_with_pgid(state, facts.pgid, now) {
+            if let Some(why) = facts.agent_behind(state, now) {
                 return Err(Refusal::new(
                     "agent-identity",
                     format!(
-                        "agents act under their own identity: this command runs inside {agent}'s process group without LIZA_AGENT_ID"
+                        "agents act under their own identity: this command has no LIZA_AGENT_ID, but {why}"
                     ),
                     "the agent must use the LIZA_AGENT_ID and LIZA_AGENT_GENERATION its supervisor exported",
                 ));

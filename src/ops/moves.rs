@@ -113,12 +113,7 @@ pub fn release_claim(
     reason: &str,
     force: bool,
 ) -> Result<Transition<SavedWork>, OpsError> {
-    if let Actor::Agent { id: agent, .. } = actor {
-        return Err(OpsError::refused(
-            format!("release-claim is a command for people, refused for {agent} [permission]"),
-            "unset LIZA_AGENT_ID to run it as a person",
-        ));
-    }
+    super::authority::no_agent_identity(actor, "release-claim")?;
     let snapshot = project.store.snapshot()?;
     let status = snapshot.state.task(id).map(|t| t.status);
     let coder = match role {

@@ -19,12 +19,7 @@ pub fn note(
     target: &str,
     message: &str,
 ) -> Result<NoteOutcome, OpsError> {
-    if let Actor::Agent { id, .. } = actor {
-        return Err(OpsError::refused(
-            format!("{id} may not leave human notes: `liza note` is a command for people"),
-            "agents report through anomalies and discoveries; unset LIZA_AGENT_ID to act as a person",
-        ));
-    }
+    super::authority::no_agent_identity(actor, "note")?;
     let message = message.trim();
     if message.is_empty() {
         return Err(OpsError::refused(

@@ -21,6 +21,7 @@ use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, AgentId, Role, State, TaskId};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::lifecycle::Registration;
+use crate::ops::SUPERVISOR_PID_VAR;
 use crate::ops::{self, OpsError, Project};
 
 /// What one pass of the loop did.
@@ -485,6 +486,12 @@ impl Session {
                 self.project.root.display().to_string(),
             ),
             ("LIZA_WORKTREE".to_owned(), workdir.display().to_string()),
+            // The mark of a supervised process that `setsid` does not remove (people's
+            // commands refuse it; see ops::authority).
+            (
+                SUPERVISOR_PID_VAR.to_owned(),
+                std::process::id().to_string(),
+            ),
         ];
         if let Some(task) = task {
             env.push(("LIZA_TASK_ID".to_owned(), task.to_string()));
@@ -538,6 +545,7 @@ impl Session {
                         Some(&generation),
                         pgid,
                         waiting,
+                        Some(i64::from(std::process::id())),
                     ) {
                         tracing::warn!(error = %e, "heartbeat failed");
                     }
@@ -564,6 +572,7 @@ impl Session {
                 Some(&generation),
                 pgid,
                 waiting,
+                Some(i64::from(std::process::id())),
             );
         })
         .await;
