@@ -576,3 +576,89 @@ hang 3600
 }
 
 const GUARD_ADVERSARY: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// An agent that commits on a detached HEAD, resets the task branch back, and leaves
+/// modified and untracked files: `abandon` and `release-claim --force` keep all of it
+/// reachable from `liza/attic/<task>-<n>`, which `liza show` names.
+#[test]
+fn detached_reset_and_uncommitted_work_survive_abandon_and_release() {
+    let repo = Repo::initialized();
+    for (task, retire) in [
+        ("t-1", &["abandon", "t-1", "--reason", "not needed"][..]),
+        (
+            "t-2",
+            &[
+                "release-claim",
+                "t-2",
+                "--role",
+                "coder",
+                "--force",
+                "--reason",
+                "stuck",
+            ],
+        ),
+    ] {
+        common::team::add(&repo, task, "");
+        common::team::register(&repo, &format!("coder-{}", &task[2..]));
+        assert_success(&repo.liza(&["claim-task", task, &format!("coder-{}", &task[2..])]));
+        let wt = repo.path().join(".worktrees").join(task);
+        let commit = |file: &str, text: &str| common::team::commit_in(&repo, &wt, file, text);
+        let on_branch = commit("a.txt", "on the branch");
+        let reset_away = commit("b.txt", "reset away");
+        repo.git_in(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
+        repo.git_in(&wt, &["checkout", "-q", "--detach"]);
+        let detached = commit("c.txt", "detached");
+        std::fs::write(wt.join("a.txt"), "modified, not committed").unwrap();
+        std::fs::write(wt.join("new.txt"), "untracked").unwrap();
+
+        assert_success(&repo.liza(retire));
+        assert!(!wt.exists(), "{task}: the worktree is removed");
+        let refs = repo.git(&[
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/liza/attic/",
+        ]);
+        let attic: Vec<&str> = refs
+            .lines()
+            .filter(|r| r.contains(&format!("/{task}-")))
+            .collect();
+        assert_eq!(attic.len(), 1, "{task}: {refs}");
+        let kept = repo.git(&["rev-list", attic[0]]);
+        for (what, sha) in [
+            ("branch", &on_branch),
+            ("reset", &reset_away),
+            ("detached", &detached),
+        ] {
+            assert!(
+                kept.contains(sha.as_str()),
+                "{task}: the {what} commit is lost\n{kept}"
+            );
+        }
+        // The uncommitted files are in the WIP commit on top of the detached HEAD.
+        let wip = repo.git(&["log", "--format=%H", "--grep=WIP: saved by liza", attic[0]]);
+        let wip = wip
+            .lines()
+            .next()
+            .unwrap_or_else(|| panic!("{task}: no WIP commit"));
+        assert_eq!(
+            repo.git(&["show", &format!("{wip}:a.txt")]),
+            "modified, not committed"
+        );
+        assert_eq!(repo.git(&["show", &format!("{wip}:new.txt")]), "untracked");
+        let show = stdout(&repo.liza(&["show", task]));
+        assert!(
+            show.contains(&format!("# saved work: {}", attic[0])),
+            "{show}"
+        );
+        let json = repo.liza(&["--json", "show", task]);
+        assert_eq!(
+            json_of(&json)["result"]["saved_work"][0]["ref"],
+            attic[0],
+            "{task}"
+        );
+    }
+}
+
+fn json_of(out: &std::process::Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}

@@ -33,11 +33,26 @@ pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
     let mut e = Emitter::default();
     task.emit(&mut e);
     let text = e.finish();
-    let json = yaml::parse(&text)
+    let mut json = yaml::parse(&text)
         .ok()
         .and_then(|p| p.root)
         .map(|n| n.to_json())
         .unwrap_or_default();
+    // Work saved from the task's worktrees (abandon, release, takeover) lives on in git.
+    let attic = crate::git::Repo::open(&project.root)
+        .map(|r| r.attic_refs(&id))
+        .unwrap_or_default();
+    if !attic.is_empty()
+        && let Some(object) = json.as_object_mut()
+    {
+        object.insert(
+            "saved_work".into(),
+            attic
+                .iter()
+                .map(|(name, tip)| serde_json::json!({"ref": name, "commit": tip}))
+                .collect(),
+        );
+    }
     out.ok(json, || {
         let ready = task
             .depends_on()
@@ -50,8 +65,12 @@ pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
         } else {
             "# dependencies: not all satisfied yet\n".to_owned()
         };
+        let saved: String = attic
+            .iter()
+            .map(|(name, tip)| format!("# saved work: {name} ({})\n", &tip[..12.min(tip.len())]))
+            .collect();
         format!(
-            "# task {id} · {} · revision {}\n{deps}{text}",
+            "# task {id} · {} · revision {}\n{deps}{saved}{text}",
             task.status,
             state.revision()
         )

@@ -152,10 +152,11 @@ impl Repo {
             moved_dir: self.move_leftover_dir(root, id)?,
             ..SavedWork::default()
         };
-        if self.worktree_present(root, id) {
+        let present = self.worktree_present(root, id);
+        if present {
             saved.wip_commit = self.commit_wip(&worktree_dir(root, id), reason)?;
         }
-        saved.attic = self.archive_branch(id, integration)?;
+        saved.attic = self.archive_all(root, id, present, integration)?;
         self.remove_worktree(root, id)?;
         if self.branch_tip(&task_branch(id))?.is_some() {
             self.delete_branch(&task_branch(id))?;
@@ -200,27 +201,113 @@ impl Repo {
         Ok(Some(oid.to_string()))
     }
 
-    /// Archives `task/<id>` as `liza/attic/<id>-<n>` when it holds commits not on
-    /// `integration`; returns the attic branch.
-    pub fn archive_branch(
+    /// Archives everything the task's worktree ever held that is not on `integration`
+    /// as `liza/attic/<id>-<n>`: the task branch, the worktree's HEAD (a detached HEAD
+    /// and its WIP commit included) and every commit in the HEAD and branch reflogs (work
+    /// an agent reset or rebased away). One tip is archived as it is; several get a keep
+    /// commit whose parents they are, so one ref holds them all.
+    fn archive_all(
         &self,
+        root: &Path,
         id: &TaskId,
+        present: bool,
         integration: &str,
     ) -> Result<Option<String>, GitError> {
-        let Some(tip) = self.branch_tip(&task_branch(id))? else {
-            return Ok(None);
-        };
-        if let Some(integration_tip) = self.branch_tip(integration)?
-            && self.is_ancestor(&tip, &integration_tip)?
-        {
-            return Ok(None);
+        let mut candidates: Vec<git2::Oid> = Vec::new();
+        let mut head = None;
+        if present {
+            let worktree = git2::Repository::open(worktree_dir(root, id))
+                .map_err(git2_err(format!("open worktree .worktrees/{id}")))?;
+            head = worktree.head().ok().and_then(|h| h.target());
+            candidates.extend(head);
+            candidates.extend(reflog_commits(&worktree, "HEAD"));
         }
+        if let Some(tip) = self.branch_tip(&task_branch(id))? {
+            candidates.push(oid(&tip)?);
+        }
+        candidates.extend(reflog_commits(
+            &self.inner,
+            &format!("refs/heads/{}", task_branch(id)),
+        ));
+        let integration_tip = self.branch_tip(integration)?.map(|t| oid(&t)).transpose()?;
+        let mut unique: Vec<git2::Oid> = Vec::new();
+        for c in candidates {
+            let on_integration = integration_tip
+                .is_some_and(|t| t == c || self.inner.graph_descendant_of(t, c).unwrap_or(false));
+            if !unique.contains(&c) && !on_integration && self.inner.find_commit(c).is_ok() {
+                unique.push(c);
+            }
+        }
+        // Only the tips: a commit another candidate descends from is reachable through it.
+        // Newest first, each compared with the few tips kept so far.
+        let time = |c: &git2::Oid| self.inner.find_commit(*c).map_or(0, |c| c.time().seconds());
+        unique.sort_by_key(|c| std::cmp::Reverse(time(c)));
+        let descends =
+            |d: git2::Oid, c: git2::Oid| self.inner.graph_descendant_of(d, c).unwrap_or(false);
+        let mut tips: Vec<git2::Oid> = Vec::new();
+        for c in unique {
+            if !tips.iter().any(|&t| descends(t, c)) {
+                tips.retain(|&t| !descends(c, t));
+                tips.push(c);
+            }
+        }
+        // The worktree's HEAD first: the keep commit takes its files.
+        if let Some(head) = head
+            && let Some(at) = tips.iter().position(|&t| t == head)
+        {
+            tips.swap(0, at);
+        }
+        let keep = match tips.as_slice() {
+            [] => return Ok(None),
+            [one] => *one,
+            [first, ..] => {
+                let parents: Vec<git2::Commit<'_>> = tips
+                    .iter()
+                    .map(|t| self.inner.find_commit(*t))
+                    .collect::<Result<_, _>>()
+                    .map_err(git2_err("read the commits to archive"))?;
+                let tree = self
+                    .inner
+                    .find_commit(*first)
+                    .and_then(|c| c.tree())
+                    .map_err(git2_err("read the tree to archive"))?;
+                let sig = signature()?;
+                let refs: Vec<&git2::Commit<'_>> = parents.iter().collect();
+                let message = format!(
+                    "liza: everything .worktrees/{id} held\n\n\
+                     The parents are the {} commits not on {integration} that no other one \
+                     contains: the worktree's HEAD (its files are this commit's), the task \
+                     branch and commits from their reflogs.\n",
+                    tips.len()
+                );
+                self.inner
+                    .commit(None, &sig, &sig, &message, &tree, &refs)
+                    .map_err(git2_err("write the archive commit"))?
+            }
+        };
         let name = (1..)
             .map(|n| format!("liza/attic/{id}-{n}"))
             .find(|n| self.branch_tip(n).ok().flatten().is_none())
             .expect("an unused attic name exists");
-        self.create_branch(&name, &tip)?;
+        self.create_branch(&name, &keep.to_string())?;
         Ok(Some(name))
+    }
+
+    /// The attic branches of task `id` (`liza/attic/<id>-<n>`) with their commits, in
+    /// the order they were made.
+    pub fn attic_refs(&self, id: &TaskId) -> Vec<(String, String)> {
+        let mut found: Vec<(u32, String, String)> = (1..)
+            .map_while(|n| {
+                let name = format!("liza/attic/{id}-{n}");
+                let tip = self.branch_tip(&name).ok().flatten()?;
+                Some((n, name, tip))
+            })
+            .collect();
+        found.sort();
+        found
+            .into_iter()
+            .map(|(_, name, tip)| (name, tip))
+            .collect()
     }
 
     /// Removes `.worktrees/<id>` and git's record of it, and verifies both are gone.
@@ -280,6 +367,18 @@ impl Repo {
         }
         Ok(files)
     }
+}
+
+/// The commits a reflog names (newest first), at most the last 500 entries.
+fn reflog_commits(repo: &git2::Repository, name: &str) -> Vec<git2::Oid> {
+    let Ok(log) = repo.reflog(name) else {
+        return Vec::new();
+    };
+    log.iter()
+        .take(500)
+        .flat_map(|e| [e.id_new(), e.id_old()])
+        .filter(|id| !id.is_zero())
+        .collect()
 }
 
 /// The HEAD commit of the checkout at `worktree`.
