@@ -210,3 +210,115 @@ fn metrics_after_a_sprint_match_the_blackboard_and_status() {
     let root = watcher.url.trim_end_matches("/metrics");
     assert_eq!(scrape(&format!("{root}/other")).0, 404);
 }
+
+fn threads(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Hostile clients of `/metrics`: 300 idle connections, a 64 MiB request line and a client
+/// sending a byte a second. The watcher's threads and memory stay bounded, the slow
+/// client is cut off, and a scraper is served again afterwards.
+#[test]
+fn hostile_metrics_clients_cannot_exhaust_the_watcher() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let repo = Repo::initialized();
+    let watcher = Watcher::start(&repo);
+    let pid = watcher.child.id();
+    let addr = watcher
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/metrics")
+        .to_owned();
+    assert_eq!(scrape(&watcher.url).0, 200);
+    let base_threads = threads(pid);
+    let base_rss = rss_kib(pid);
+
+    let idle: Vec<TcpStream> = (0..300)
+        .filter_map(|_| TcpStream::connect(&addr).ok())
+        .collect();
+    assert!(idle.len() > 100, "{} connections", idle.len());
+    std::thread::sleep(Duration::from_millis(300));
+    let during = threads(pid);
+    assert!(
+        during <= base_threads + 2,
+        "{base_threads} → {during} threads"
+    );
+
+    // A 64 MiB request line: refused after the head limit, never buffered whole.
+    let mut big = TcpStream::connect(&addr);
+    let mut sent = 0usize;
+    if let Ok(stream) = big.as_mut() {
+        stream
+            .set_write_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let chunk = vec![b'a'; 1 << 20];
+        let _ = stream.write_all(b"GET /");
+        for _ in 0..64 {
+            match stream.write_all(&chunk) {
+                Ok(()) => sent += chunk.len(),
+                Err(_) => break,
+            }
+        }
+    }
+    let grown = rss_kib(pid).saturating_sub(base_rss);
+    assert!(
+        grown < 16 * 1024,
+        "the watcher grew by {grown} KiB ({sent} bytes sent)"
+    );
+    drop(big);
+    drop(idle);
+
+    // A slow client: the connection is closed by the server, not held.
+    let mut slow = TcpStream::connect(&addr).unwrap();
+    slow.set_read_timeout(Some(Duration::from_secs(1))).unwrap();
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n").unwrap();
+    let start = std::time::Instant::now();
+    let closed = loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "the slow client is still served"
+        );
+        if slow.write_all(b"X").is_err() {
+            break true;
+        }
+        let mut buf = [0u8; 512];
+        match slow.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => {} // an error response (408) before the close
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut => {}
+            Err(_) => break true,
+        }
+    };
+    assert!(closed);
+    // And a scraper is served again.
+    let start = std::time::Instant::now();
+    while scrape_status(&watcher.url) != Some(200) {
+        assert!(
+            start.elapsed() < Duration::from_secs(40),
+            "never served again"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(threads(pid) <= base_threads + 2);
+}
+
+/// The status of a GET, `None` when the connection was closed or refused.
+fn scrape_status(url: &str) -> Option<u16> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async { reqwest::get(url).await.ok().map(|r| r.status().as_u16()) })
+}

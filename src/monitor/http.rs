@@ -1,72 +1,127 @@
-//! A minimal HTTP/1.1 server for `/metrics`: one thread accepting on the address given to
-//! `liza watch --metrics-addr`, each request answered on its own short-lived thread, every
-//! response computed fresh (`Connection: close`). Only `GET /metrics` (and `HEAD`) is
-//! served; anything else gets 404 or 405. Requests are read with a timeout and a size
-//! cap, so a stuck or hostile client cannot hold the watcher.
+//! The `/metrics` endpoint of `liza watch --metrics-addr`, served by hyper (HTTP/1.1) on
+//! one background thread: at most [`MAX_CONNECTIONS`] connections at a time (more are
+//! closed at once), request heads capped at [`MAX_HEAD`] bytes, a head that is not read
+//! within [`HEAD_TIMEOUT`] (a client sending a byte every few seconds) ends the
+//! connection, and no connection lives longer than [`CONNECTION_LIFETIME`]. Every
+//! response is computed fresh; only `GET /metrics` (and `HEAD`) is served, anything else
+//! gets 404 or 405.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::convert::Infallible;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 
 /// Produces the body of `/metrics`.
 pub type Render = Arc<dyn Fn() -> String + Send + Sync>;
 
-const MAX_HEAD: usize = 16 * 1024;
+/// Connections served at once; a scraper needs one.
+pub const MAX_CONNECTIONS: usize = 16;
+/// The largest request head read (hyper's smallest buffer limit).
+pub const MAX_HEAD: usize = 8 * 1024;
+/// How long a client may take to send its request head.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long one connection may last, whatever it does.
+pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
 
 /// Binds `addr` and serves on a background thread; returns the bound address (port 0
 /// picks a free port).
 pub fn serve(addr: SocketAddr, render: Render) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr)?;
     let bound = listener.local_addr()?;
+    listener.set_nonblocking(true)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .enable_time()
+        .max_blocking_threads(2)
+        .build()?;
     std::thread::Builder::new()
         .name("liza-metrics".into())
-        .spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let render = render.clone();
-                std::thread::spawn(move || {
-                    if let Err(e) = answer(stream, &render) {
-                        tracing::debug!(error = %e, "metrics request failed");
-                    }
-                });
-            }
-        })?;
+        .spawn(move || runtime.block_on(accept_loop(listener, render)))?;
     Ok(bound)
 }
 
-fn answer(stream: TcpStream, render: &Render) -> std::io::Result<()> {
-    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-    stream.set_write_timeout(Some(Duration::from_secs(5)))?;
-    let mut reader = BufReader::new(stream.try_clone()?);
-    let mut request_line = String::new();
-    reader.read_line(&mut request_line)?;
-    // Drain the headers (bounded), so the client sees a clean close.
-    let mut seen = request_line.len();
-    loop {
-        let mut line = String::new();
-        let n = reader.read_line(&mut line)?;
-        seen += n;
-        if n == 0 || line == "\r\n" || line == "\n" || seen > MAX_HEAD {
-            break;
+async fn accept_loop(listener: TcpListener, render: Render) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::warn!(error = %e, "the metrics endpoint could not start");
+            return;
         }
-    }
-    let mut parts = request_line.split_whitespace();
-    let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-    let path = target.split('?').next().unwrap_or("");
-    let (status, body) = match (method, path) {
-        ("GET" | "HEAD", "/metrics") => ("200 OK", render()),
-        ("GET" | "HEAD", _) => ("404 Not Found", "only /metrics is served here\n".to_owned()),
-        _ => ("405 Method Not Allowed", "use GET /metrics\n".to_owned()),
     };
-    let mut out = stream;
-    write!(
-        out,
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    if method != "HEAD" {
-        out.write_all(body.as_bytes())?;
+    let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            // Out of file descriptors and the like: try again shortly.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        // Over the limit the connection is closed unread: nothing grows with clients.
+        let Ok(permit) = permits.clone().try_acquire_owned() else {
+            drop(stream);
+            continue;
+        };
+        let render = render.clone();
+        tokio::spawn(async move {
+            let connection = hyper::server::conn::http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(HEAD_TIMEOUT)
+                .max_buf_size(MAX_HEAD)
+                .keep_alive(false)
+                .serve_connection(
+                    TokioIo::new(stream),
+                    hyper::service::service_fn(move |request| answer(request, render.clone())),
+                );
+            match tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
+                Ok(Err(e)) => tracing::debug!(error = %e, "metrics connection ended"),
+                Err(_) => tracing::debug!("metrics connection outlived its time"),
+                Ok(Ok(())) => {}
+            }
+            drop(permit);
+        });
     }
-    out.flush()
+}
+
+async fn answer(
+    request: Request<Incoming>,
+    render: Render,
+) -> Result<Response<Full<Bytes>>, Infallible> {
+    let head = request.method() == Method::HEAD;
+    let (status, body) = match (request.method(), request.uri().path()) {
+        (&Method::GET | &Method::HEAD, "/metrics") => {
+            // Reading the blackboard blocks: off the connections' thread.
+            let body = tokio::task::spawn_blocking(move || render())
+                .await
+                .unwrap_or_else(|_| "# rendering the metrics failed\n".to_owned());
+            (StatusCode::OK, body)
+        }
+        (&Method::GET | &Method::HEAD, _) => (
+            StatusCode::NOT_FOUND,
+            "only /metrics is served here\n".to_owned(),
+        ),
+        _ => (
+            StatusCode::METHOD_NOT_ALLOWED,
+            "use GET /metrics\n".to_owned(),
+        ),
+    };
+    let length = body.len();
+    let body = if head {
+        Bytes::new()
+    } else {
+        Bytes::from(body)
+    };
+    let mut response = Response::new(Full::new(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
+    headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
+    Ok(response)
 }
