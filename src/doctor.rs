@@ -98,6 +98,9 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     }
     checks.extend(worktrees(&project, &state));
     checks.push(lock(&project, &state));
+    if let Some(check) = interrupted_merges(&project, &state) {
+        checks.push(check);
+    }
     checks.extend(leftovers(&project, &state));
     checks
 }
@@ -466,6 +469,16 @@ fn lock(project: &Project, state: &State) -> Check {
     match project.store.lock_holder() {
         Ok(None) => Check::ok("state lock", "free"),
         Ok(Some(holder)) => {
+            if let Some(pid) = crate::blackboard::store::lock::dead_owner(&holder) {
+                return Check::problem(
+                    Status::Fail,
+                    "state lock",
+                    format!(
+                        "held, but the owner note names pid {pid}, which is no longer running ({holder})"
+                    ),
+                    "a process that did not record itself holds it (it inherited it, or is another tool): `fuser -v .liza/state.yaml.lock` names it; stop it",
+                );
+            }
             // The owner line: `pid N since <ts> command …`.
             let since = holder
                 .split_whitespace()
@@ -491,6 +504,42 @@ fn lock(project: &Project, state: &State) -> Check {
             "check the permissions of .liza/",
         ),
     }
+}
+
+/// A `merge_intent` with no merge running: a merge was killed between recording its
+/// intent and finishing. Nothing is lost (the next merge recovers it), but the task waits.
+fn interrupted_merges(project: &Project, state: &State) -> Option<Check> {
+    let pending: Vec<String> = state
+        .tasks
+        .iter()
+        .filter_map(|t| {
+            let intent = t.merge_intent.as_ref()?;
+            let at = intent.at.map(|a| format!(" at {a}")).unwrap_or_default();
+            Some(format!(
+                "{} (candidate {}{at})",
+                t.id,
+                intent.candidate.as_str().get(..12).unwrap_or_default()
+            ))
+        })
+        .collect();
+    if pending.is_empty() {
+        return None;
+    }
+    if crate::ops::merge_running(&project.store) {
+        return Some(Check::ok(
+            "merges",
+            format!("in progress: {}", pending.join(", ")),
+        ));
+    }
+    Some(Check::problem(
+        Status::Warn,
+        "merges",
+        format!(
+            "interrupted (a merge process died mid-merge): {}",
+            pending.join(", ")
+        ),
+        "the next merge recovers it (MERGED if the candidate reached integration, else retried): run `liza merge <task>` or start a reviewer's supervisor",
+    ))
 }
 
 /// Liveness records of agents or generations no longer registered, and registered agents

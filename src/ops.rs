@@ -16,6 +16,7 @@ mod hand_edits;
 mod history;
 mod init;
 mod integration_lock;
+pub use integration_lock::merge_running;
 mod merge;
 mod merge_checks;
 mod merge_recovery;

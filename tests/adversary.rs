@@ -662,3 +662,102 @@ fn detached_reset_and_uncommitted_work_survive_abandon_and_release() {
 fn json_of(out: &std::process::Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
+
+/// The lock is held by a process that did not record itself while the owner note names
+/// a pid that is gone: the timeout says the note is stale and how to find the holder, and
+/// doctor says the same.
+#[test]
+fn a_lock_timeout_with_a_dead_owner_says_the_note_is_stale() {
+    let repo = Repo::initialized();
+    let gone = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = gone.id();
+    let mut gone = gone;
+    gone.wait().unwrap();
+    let lock = repo.liza_dir().join("state.yaml.lock");
+    std::fs::write(
+        repo.liza_dir().join("state.yaml.lock.owner"),
+        format!("pid {dead_pid} since 2026-01-01T00:00:00Z command liza note all x\n"),
+    )
+    .unwrap();
+    let mut holder = std::process::Command::new("flock")
+        .arg(&lock)
+        .args(["sleep", "30"])
+        .spawn()
+        .unwrap();
+    // Wait until the holder has the lock (doctor says who holds it).
+    let start = std::time::Instant::now();
+    while !stdout(&repo.liza(&["doctor"])).contains("no longer running") {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(20),
+            "flock never took the lock"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let before = repo.files();
+    let out = repo.liza_env(&[("LIZA_LOCK_TIMEOUT", "0.2")], &["note", "all", "x"]);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_exit(&out, 2);
+    let said = stderr(&out);
+    assert!(
+        said.contains(&format!("names pid {dead_pid}, which is no longer running")),
+        "{said}"
+    );
+    assert!(said.contains("fuser -v .liza/state.yaml.lock"), "{said}");
+    assert_eq!(repo.files(), before);
+}
+
+/// A merge killed after recording its intent: doctor reports the interrupted merge and
+/// how it is recovered, instead of saying nothing.
+#[test]
+fn doctor_reports_a_merge_intent_left_by_a_killed_merge() {
+    let repo = Repo::initialized();
+    common::team::add(&repo, "t-1", "");
+    common::team::edit_state(&repo, "test_intent", |state, now| {
+        let id = liza::blackboard::TaskId::parse("t-1").unwrap();
+        let sha = liza::blackboard::model::CommitId::parse(&"a".repeat(40)).unwrap();
+        state.task_mut(&id).unwrap().merge_intent = Some(liza::blackboard::model::MergeIntent {
+            candidate: sha.clone(),
+            integration_tip: sha,
+            at: Some(now),
+            extra: Default::default(),
+        });
+    });
+    let out = repo.liza(&["doctor"]);
+    let said = stdout(&out);
+    assert!(
+        said.contains("merges") && said.contains("interrupted"),
+        "{said}"
+    );
+    assert!(said.contains("t-1 (candidate aaaaaaaaaaaa"), "{said}");
+    assert!(said.contains("liza merge <task>"), "{said}");
+}
+
+/// `liza-agent code-reviewer --once` that approves also merges, as the next step of a
+/// running supervisor would.
+#[test]
+fn a_reviewer_run_once_merges_what_it_approved() {
+    use common::supervision::*;
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    common::team::add(repo, "t-1", "");
+    let generation = common::team::register(repo, "coder-1");
+    assert_success(&repo.liza(&["claim-task", "t-1", "coder-1"]));
+    let wt = repo.path().join(".worktrees/t-1");
+    common::team::commit_in(repo, &wt, "t-1.txt", "the text of t-1");
+    assert_success(&repo.liza_env(
+        &common::team::as_agent("coder-1", &generation),
+        &["submit-for-review", "t-1"],
+    ));
+    project.step("code-reviewer", "default", "approve\n");
+    let out = project.agent_command(
+        &[("LIZA_AGENT_ID", "code-reviewer-1")],
+        &["code-reviewer", "--once"],
+    );
+    assert_success(&out);
+    assert_eq!(common::team::status(repo, "t-1"), "MERGED");
+    assert_eq!(
+        repo.git(&["show", "integration:t-1.txt"]),
+        "the text of t-1"
+    );
+}

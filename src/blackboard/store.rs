@@ -117,12 +117,26 @@ impl Diagnostic for StoreError {
                 ],
             },
             StoreError::Io { .. } => vec!["check the permissions and free space of .liza/".into()],
-            StoreError::LockTimeout { holder, .. } => {
+            StoreError::LockTimeout { holder, lock, .. } => {
                 let mut hints = vec![
                     "another liza process holds the lock; retry, or wait for it to finish".into(),
                 ];
-                if let Some(h) = holder {
-                    hints.insert(0, format!("held by {h}"));
+                match holder.as_deref().map(|h| (h, lock::dead_owner(h))) {
+                    Some((h, Some(pid))) => {
+                        hints = vec![
+                            format!(
+                                "the lock's owner note names pid {pid}, which is no longer running: \
+                                 that note is stale ({h})"
+                            ),
+                            format!(
+                                "the lock is held by a process that did not record itself (one \
+                                 that inherited it from pid {pid}, or another tool): `fuser -v {lock}` \
+                                 names it; stop it and the lock is free (never delete the lock file)"
+                            ),
+                        ];
+                    }
+                    Some((h, None)) => hints.insert(0, format!("held by {h}")),
+                    None => {}
                 }
                 hints
             }

@@ -21,6 +21,21 @@ pub struct IntegrationLock {
     holder: String,
 }
 
+/// Whether a merge holds the integration lock right now (for `liza doctor`; never waits).
+pub fn merge_running(store: &Store) -> bool {
+    let Ok(file) = File::open(store.paths().dir.join("integration.lock")) else {
+        return false;
+    };
+    match file.try_lock_shared() {
+        Ok(()) => {
+            let _ = file.unlock();
+            false
+        }
+        Err(TryLockError::WouldBlock) => true,
+        Err(TryLockError::Error(_)) => false,
+    }
+}
+
 impl IntegrationLock {
     /// Takes the lock, waiting as long as another merge holds it (`waiting` is told who);
     /// a merge is bounded by its checks' timeouts, and a dead holder releases it at once.

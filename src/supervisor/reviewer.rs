@@ -69,6 +69,19 @@ impl Session {
         Ok(Step::Idle)
     }
 
+    /// `--once`: the approvals this supervisor's reviews gave are merged before it exits,
+    /// as its next step would have done (an approval left unmerged waits for a restart).
+    pub(super) async fn merge_approved(&mut self) {
+        let Ok(state) = self.snapshot() else {
+            return;
+        };
+        for work in lifecycle::reviewer_work(&state, &self.agent, Timestamp::now()) {
+            if let ReviewWork::Merge(task) = work {
+                self.merge(&task).await;
+            }
+        }
+    }
+
     /// Merges an approved task; `true` when the merge ran (MERGED or INTEGRATION_FAILED).
     async fn merge(&mut self, task: &TaskId) -> bool {
         let console = self.console.clone();

@@ -245,6 +245,9 @@ impl Session {
                     idle_since = Instant::now();
                     self.runs += 1;
                     if self.options.once {
+                        if self.role() == Role::CodeReviewer {
+                            self.merge_approved().await;
+                        }
                         return Ok(0);
                     }
                 }

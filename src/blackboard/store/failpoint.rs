@@ -1,9 +1,16 @@
 //! Crash injection for the reliability tests (quality.md R1): `LIZA_FAILPOINT=<step>`
-//! aborts the process at that step of a transaction, as a crash or SIGKILL would.
+//! aborts the process at that step of a transaction, as a crash or SIGKILL would. Only
+//! with the `failpoints` feature (the test suite's): a build people run ignores the
+//! variable, so nobody can make liza abort mid-transaction by setting it.
 
-use std::sync::OnceLock;
-
+#[cfg(not(feature = "failpoints"))]
 fn active() -> Option<&'static str> {
+    None
+}
+
+#[cfg(feature = "failpoints")]
+fn active() -> Option<&'static str> {
+    use std::sync::OnceLock;
     static ACTIVE: OnceLock<Option<String>> = OnceLock::new();
     ACTIVE
         .get_or_init(|| {

@@ -153,6 +153,23 @@ fn write_owner(path: &Path) -> io::Result<()> {
     file.write_all_at(&record, 0)
 }
 
+/// The pid an owner line (`pid N since …`) names, when that process is no longer
+/// running: the line is stale, and whoever holds the lock did not record itself (it
+/// inherited the lock, or is another tool).
+pub fn dead_owner(holder: &str) -> Option<i32> {
+    let pid: i32 = holder
+        .strip_prefix("pid ")?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    let alive = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(e) => e == nix::errno::Errno::EPERM,
+    };
+    (!alive && pid > 0).then_some(pid)
+}
+
 fn read_owner(path: &Path) -> Option<String> {
     let mut text = String::new();
     File::open(path)
