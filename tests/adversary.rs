@@ -9,24 +9,6 @@ fn note(repo: &Repo, text: &str) {
     assert_success(&repo.liza(&["note", "all", text]));
 }
 
-/// The files kept under `.liza/rejected/` (the human's files, without their notes).
-fn rejected(repo: &Repo) -> Vec<(String, String)> {
-    let dir = repo.liza_dir().join("rejected");
-    let mut kept: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| d.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    kept.sort();
-    kept.iter()
-        .filter(|p| !p.to_string_lossy().ends_with(".note.txt"))
-        .map(|p| {
-            (
-                std::fs::read_to_string(p).unwrap(),
-                std::fs::read_to_string(p.with_extension("note.txt")).unwrap(),
-            )
-        })
-        .collect()
-}
-
 /// A 2–3 KB hand edit whose nested aliases reach long strings: accepted before, it grew
 /// state.yaml to megabytes and then every write failed. Now it is set aside like any
 /// invalid edit, the last good revision stays and goes on, and doctor names it.
@@ -51,7 +33,7 @@ fn an_alias_bomb_hand_edit_is_set_aside_and_the_blackboard_goes_on() {
     assert!(said.contains("alias bomb"), "{said}");
 
     assert_success(&repo.liza(&["note", "all", "two"]));
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].0, bomb);
     assert!(kept[0].1.contains("alias bomb"), "{}", kept[0].1);
@@ -327,7 +309,7 @@ fn integration_branches_that_collide_or_are_not_plain_names_are_refused() {
         repo.state_text()
             .contains("integration_branch: liza/integration")
     );
-    assert_eq!(rejected(&repo).len(), 1);
+    assert_eq!(repo.rejected().len(), 1);
 }
 
 /// Escape sequences in blackboard text (a note that clears the screen and retitles the

@@ -76,24 +76,6 @@ fn editing_task_fields_is_summarised_per_task() {
     );
 }
 
-/// The files kept under `.liza/rejected/`: (the human's file, its note).
-fn rejected(repo: &Repo) -> Vec<(String, String)> {
-    let dir = repo.liza_dir().join("rejected");
-    let mut kept: Vec<_> = std::fs::read_dir(&dir)
-        .map(|d| d.map(|e| e.unwrap().path()).collect())
-        .unwrap_or_default();
-    kept.sort();
-    kept.iter()
-        .filter(|p| !p.to_string_lossy().ends_with(".note.txt"))
-        .map(|p| {
-            (
-                std::fs::read_to_string(p).unwrap(),
-                std::fs::read_to_string(p.with_extension("note.txt")).unwrap(),
-            )
-        })
-        .collect()
-}
-
 fn alerts(repo: &Repo) -> String {
     std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap_or_default()
 }
@@ -113,7 +95,7 @@ fn an_invalid_hand_edit_is_set_aside_and_the_last_good_revision_restored() {
     let out = repo.liza(&["note", "all", "two"]);
     assert_success(&out);
     // The human's file is kept byte for byte, with a note giving line and column.
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].0, broken);
     assert!(
@@ -154,7 +136,7 @@ fn an_invalid_hand_edit_is_set_aside_and_the_last_good_revision_restored() {
         .replace("planned: []", "planned: [t-ghost]");
     std::fs::write(repo.state_path(), &bad).unwrap();
     assert_success(&repo.liza(&["note", "all", "three"]));
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert_eq!(kept.len(), 2);
     assert!(
         kept.iter()
@@ -193,7 +175,7 @@ fn a_stale_hand_edit_is_merged_onto_the_latest_revision() {
             .ends_with("(edited on revision 1, merged onto 3)"),
         "{edit}"
     );
-    assert!(rejected(&repo).is_empty());
+    assert!(repo.rejected().is_empty());
 }
 
 #[test]
@@ -207,7 +189,7 @@ fn a_stale_hand_edit_that_conflicts_is_set_aside_with_what_conflicted() {
     assert_success(&repo.liza(&["note", "all", "x"]));
     assert!(repo.state_text().contains("priority: 2"));
     assert!(repo.state_text().contains("message: x"));
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert_eq!(kept[0].0, stale);
     assert!(
         kept[0]
@@ -246,7 +228,7 @@ fn a_stale_hand_edit_whose_base_left_the_journal_is_set_aside() {
     std::fs::write(repo.state_path(), &stale).unwrap();
     assert_success(&repo.liza(&["note", "all", "two"]));
     assert!(!repo.state_text().contains("Changed"));
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert_eq!(kept[0].0, stale);
     assert!(
         kept[0].1.contains("no longer in the journal"),
@@ -264,7 +246,7 @@ fn a_status_change_a_person_may_not_make_is_set_aside() {
     std::fs::write(repo.state_path(), &forbidden).unwrap();
     assert_success(&repo.liza(&["note", "all", "x"]));
     assert!(repo.state_text().contains("status: DRAFT"));
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert!(
         kept[0]
             .1
@@ -279,7 +261,7 @@ fn a_status_change_a_person_may_not_make_is_set_aside() {
     std::fs::write(repo.state_path(), &text).unwrap();
     assert_success(&repo.liza(&["note", "all", "y"]));
     assert!(repo.state_text().contains("status: ABANDONED"));
-    assert_eq!(rejected(&repo).len(), 1);
+    assert_eq!(repo.rejected().len(), 1);
 }
 
 #[test]
@@ -298,7 +280,7 @@ fn a_task_added_by_hand_starts_as_draft() {
     std::fs::write(repo.state_path(), &unclaimed).unwrap();
     assert_success(&repo.liza(&["note", "all", "x"]));
     assert!(!repo.state_text().contains("by-hand"));
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert!(
         kept[0]
             .1
@@ -359,7 +341,7 @@ fn a_save_landing_during_a_transaction_is_merged_after_it() {
     assert_eq!(repo.revision(), 4);
     let log = repo.log();
     assert_eq!(log.last().unwrap()["action"], "human_edit");
-    assert!(rejected(&repo).is_empty());
+    assert!(repo.rejected().is_empty());
 }
 
 #[test]
@@ -371,7 +353,7 @@ fn a_save_landing_during_a_transaction_that_conflicts_is_kept_not_lost() {
     );
     assert_eq!(commit_during_a_save(&repo, &human, "agent change"), 2);
     assert!(repo.state_text().contains("description: agent change"));
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0].0, human);
     assert!(
@@ -463,7 +445,7 @@ fn a_save_swapped_out_by_a_commit_is_judged_where_the_next_save_cannot_replace_i
     assert_eq!(repo.revision(), 4);
     let actions: Vec<_> = repo.log().iter().map(|e| e["action"].clone()).collect();
     assert_eq!(actions[1..], ["test_change", "human_edit", "human_edit"]);
-    assert!(rejected(&repo).is_empty());
+    assert!(repo.rejected().is_empty());
 }
 
 #[test]
@@ -479,7 +461,7 @@ fn a_save_landing_while_a_refused_one_is_restored_is_judged_and_the_refused_one_
     let store = policy_store(&repo, next, "FORBIDDEN");
     std::fs::write(repo.state_path(), &refused).unwrap();
     store.reconcile().unwrap();
-    let kept = rejected(&repo);
+    let kept = repo.rejected();
     assert_eq!(kept.len(), 1, "{kept:?}");
     assert_eq!(kept[0].0, refused);
     assert!(
@@ -619,9 +601,11 @@ fn a_held_lock_times_out_naming_the_holder_while_reads_continue() {
         .open(repo.liza_dir().join("state.yaml.lock"))
         .unwrap();
     lock.lock().unwrap();
+    // This process holds the lock, and the owner note says so.
+    let me = std::process::id();
     std::fs::write(
         repo.liza_dir().join("state.yaml.lock.owner"),
-        "pid 4242 since 2026-03-01T09:00:00Z command liza merge t-1\n",
+        format!("pid {me} since 2026-03-01T09:00:00Z command liza merge t-1\n"),
     )
     .unwrap();
     let before = repo.files();
@@ -635,7 +619,9 @@ fn a_held_lock_times_out_naming_the_holder_while_reads_continue() {
         "{err}"
     );
     assert!(
-        err.contains("hint: held by pid 4242 since 2026-03-01T09:00:00Z command liza merge t-1"),
+        err.contains(&format!(
+            "hint: held by pid {me} since 2026-03-01T09:00:00Z command liza merge t-1"
+        )),
         "{err}"
     );
     assert_eq!(repo.files(), before);

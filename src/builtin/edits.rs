@@ -5,7 +5,9 @@
 //! Edits come as full files (written in path order) or a unified diff (`git apply`,
 //! retried once with trailing whitespace stripped).
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use crate::confine::Escape;
 use std::process::{Command, Stdio};
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -33,29 +35,18 @@ pub enum PathRefusal {
 
 /// The checked location of `rel` in `worktree`.
 pub fn check_path(worktree: &Path, rel: &str, scope: &[String]) -> Result<PathBuf, PathRefusal> {
-    let trimmed = rel.trim();
-    if trimmed.is_empty() || trimmed.ends_with('/') {
+    if rel.trim().ends_with('/') {
         return Err(PathRefusal::Empty(rel.to_owned()));
     }
-    let path = Path::new(trimmed);
-    let mut parts = Vec::new();
-    for component in path.components() {
-        match component {
-            Component::Normal(p) => parts.push(p),
-            Component::CurDir => {}
-            Component::ParentDir => return Err(PathRefusal::ParentDir(rel.to_owned())),
-            Component::RootDir | Component::Prefix(_) => {
-                return Err(PathRefusal::Absolute(rel.to_owned()));
-            }
-        }
-    }
-    if parts.is_empty() {
-        return Err(PathRefusal::Empty(rel.to_owned()));
-    }
+    let normal = crate::confine::relative(rel).map_err(|e| match e {
+        Escape::Empty(_) | Escape::Outside { .. } => PathRefusal::Empty(rel.to_owned()),
+        Escape::Absolute(_) => PathRefusal::Absolute(rel.to_owned()),
+        Escape::ParentDir(_) => PathRefusal::ParentDir(rel.to_owned()),
+    })?;
+    let parts: Vec<&std::ffi::OsStr> = normal.iter().collect();
     if parts.iter().any(|p| *p == ".git" || *p == ".liza") {
         return Err(PathRefusal::Protected(rel.to_owned()));
     }
-    let normal: PathBuf = parts.iter().collect();
     let mut at = worktree.to_path_buf();
     for part in &parts {
         at.push(part);

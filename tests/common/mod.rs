@@ -183,6 +183,24 @@ impl Repo {
         self.state_json()["revision"].as_u64().unwrap()
     }
 
+    /// The files kept under `.liza/rejected/`: (the human's file, its note), oldest first.
+    pub fn rejected(&self) -> Vec<(String, String)> {
+        let dir = self.liza_dir().join("rejected");
+        let mut kept: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| d.map(|e| e.unwrap().path()).collect())
+            .unwrap_or_default();
+        kept.sort();
+        kept.iter()
+            .filter(|p| !p.to_string_lossy().ends_with(".note.txt"))
+            .map(|p| {
+                (
+                    std::fs::read_to_string(p).unwrap(),
+                    std::fs::read_to_string(p.with_extension("note.txt")).unwrap(),
+                )
+            })
+            .collect()
+    }
+
     /// The entries of log.yaml as JSON objects.
     pub fn log(&self) -> Vec<serde_json::Value> {
         let out = self.liza(&["--json", "log"]);
