@@ -460,9 +460,10 @@ fn reviewers_take_identities_and_a_bad_identities_file_fails_fast() {
         system.starts_with("You review for security holes first.\n\n"),
         "{system}\n{text}"
     );
+    // `--once` merges what the run approved before it exits.
     assert_eq!(
         common::supervision::task_of(&repo, "t-1")["status"],
-        "APPROVED",
+        "MERGED",
         "{text}"
     );
     // A broken file stops the supervisor before any run, naming the file and the problem.
