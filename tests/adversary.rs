@@ -239,6 +239,7 @@ fn hostile_hand_edits_never_panic_nor_lose_the_last_good_state() {
         nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN).unwrap();
     // ru_maxrss is in KiB on Linux: the largest child (a liza command) of the whole run.
     let peak_mib = children.max_rss() / 1024;
+    eprintln!("peak liza RSS: {peak_mib} MiB");
     assert!(peak_mib < 400, "a liza command reached {peak_mib} MiB");
 }
 
