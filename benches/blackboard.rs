@@ -465,7 +465,7 @@ fn in_process(p: &Path, samples: usize) -> (Sample, Sample, Duration) {
             .transact(&Actor::Human, |tx| {
                 let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
                 notes.push(liza::blackboard::model::HumanNote {
-                    id: format!("note-bench-{k}"),
+                    id: Some(format!("note-bench-{k}")),
                     timestamp: Some(tx.now),
                     message: "in-process".into(),
                     target: Some("all".into()),

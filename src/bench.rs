@@ -8,8 +8,8 @@ use crate::blackboard::Timestamp;
 use crate::blackboard::codec::{IdMap, Number};
 use crate::blackboard::ids::{AgentId, Role, TaskId};
 use crate::blackboard::model::{
-    Agent, AgentStatus, Anomaly, AnomalyType, CommitId, Discovery, DiscoverySeverity, Handoff,
-    HistoryEvent, HumanNote, State, Task, TaskStatus, Urgency,
+    Agent, AgentStatus, Anomaly, AnomalyType, CommitId, ContextUsed, Discovery, DiscoverySeverity,
+    Handoff, HistoryEvent, HumanNote, State, Task, TaskStatus, Urgency,
 };
 use crate::blackboard::node::{Entry, Node, Pos, Value};
 use crate::ops::initial_state;
@@ -172,7 +172,7 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
             first.id.clone(),
             Handoff {
                 agent: first.assigned_to.as_ref().map(ToString::to_string),
-                context_used: Some(Number::Int(85)),
+                context_used: Some(ContextUsed::Number(Number::Int(85))),
                 timestamp: Some(now),
                 summary: Some("Parser done, renderer half way".into()),
                 next_action: Some("Finish the renderer and run the tests".into()),
@@ -207,7 +207,7 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
     }]);
     state.handoff = Some(handoff);
     state.human_notes = Some(vec![HumanNote {
-        id: "note-1".into(),
+        id: Some("note-1".into()),
         timestamp: Some(start),
         message: "Prefer serde_json for the output".into(),
         target: Some("all".into()),

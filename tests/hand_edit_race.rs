@@ -52,7 +52,7 @@ fn with_note(text: &[u8], n: u32, priority: Option<i64>) -> (Vec<u8>, String) {
         .human_notes
         .get_or_insert_with(Vec::new)
         .push(HumanNote {
-            id: id.clone(),
+            id: Some(id.clone()),
             timestamp: Some(liza::blackboard::Timestamp::now()),
             message: format!("saved by hand, #{n}"),
             target: Some("all".into()),

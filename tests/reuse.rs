@@ -140,7 +140,7 @@ fn a_process_reuses_its_last_commit_only_while_state_yaml_is_unchanged() {
             .transact(&Actor::Human, |tx| {
                 tx.state.human_notes.get_or_insert_with(Vec::new).push(
                     liza::blackboard::model::HumanNote {
-                        id: format!("note-{text}"),
+                        id: Some(format!("note-{text}")),
                         timestamp: Some(tx.now),
                         message: text.into(),
                         target: Some("all".into()),

@@ -397,7 +397,7 @@ fn with_note(text: &str, id: &str) -> String {
         .human_notes
         .get_or_insert_with(Vec::new)
         .push(HumanNote {
-            id: id.into(),
+            id: Some(id.into()),
             timestamp: Some(liza::blackboard::Timestamp::now()),
             message: format!("{id} by hand"),
             target: Some("all".into()),

@@ -14,8 +14,8 @@ pub use config::{
     ExecutionTimeout, JournalKeep, LEGACY_CONFIG_KEYS, PlanApproval, PromptMode, ValidationMode,
 };
 pub use records::{
-    Anomaly, AnomalyType, Archive, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, Discovery,
-    DiscoverySeverity, Handoff, HumanNote, SpecChange, Urgency,
+    Anomaly, AnomalyType, Archive, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, ContextUsed,
+    Discovery, DiscoverySeverity, Handoff, HumanNote, SpecChange, Urgency,
 };
 pub use sprint::{
     AlignmentEvent, Goal, GoalStatus, Metrics, Scope, Sprint, SprintStatus, Timeline,

@@ -763,6 +763,8 @@ impl Store {
         let revision = state.revision() + 1;
         state.revision = Some(revision as i64);
         metrics::recompute(state);
+        // Liza v0.1 notes come without ids; every write gives them theirs.
+        state.assign_note_ids();
         let (previous_yaml, previous_json) = match previous {
             Some(p) => (Some(p.yaml), Some((p.json_text, p.json))),
             None => (None, None),

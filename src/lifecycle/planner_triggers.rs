@@ -171,7 +171,7 @@ pub fn planner_triggers(state: &State, planner: &AgentId) -> Vec<Trigger> {
             found.push(Trigger {
                 kind: TriggerKind::HumanNote,
                 task: None,
-                item: Some(n.id.clone()),
+                item: n.id.clone(),
             });
         }
     }
@@ -218,7 +218,8 @@ pub fn acknowledge(
             }
             TriggerKind::HumanNote => {
                 for n in state.human_notes.iter_mut().flatten() {
-                    if Some(&n.id) == trigger.item.as_ref() {
+                    // A v0.1 note without an id yet is acknowledged with the others shown.
+                    if n.id == trigger.item {
                         n.seen_by
                             .get_or_insert_with(Vec::new)
                             .push(planner.to_string());

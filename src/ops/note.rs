@@ -48,18 +48,10 @@ pub fn note(
                 "name a task id from `liza status`, or `all`",
             ));
         }
-        let next = tx
-            .state
-            .human_notes()
-            .iter()
-            .filter_map(|n| n.id.strip_prefix("note-")?.parse::<u64>().ok())
-            .max()
-            .unwrap_or(0)
-            + 1;
-        let id = format!("note-{next}");
+        let id = tx.state.next_note_id();
         let target = task.as_ref().map_or("all", TaskId::as_str).to_owned();
         let note = HumanNote {
-            id: id.clone(),
+            id: Some(id.clone()),
             timestamp: Some(tx.now),
             message: message.to_owned(),
             target: Some(target.clone()),

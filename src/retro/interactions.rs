@@ -377,7 +377,7 @@ mod tests {
     fn notes_for_everyone_and_task_less_anomalies_form_the_sprints_thread() {
         let mut s = state();
         s.human_notes = Some(vec![crate::blackboard::model::HumanNote {
-            id: "note-9".into(),
+            id: Some("note-9".into()),
             timestamp: None,
             message: "Prefer small commits please".into(),
             target: Some("all".into()),

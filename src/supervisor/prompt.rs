@@ -77,7 +77,7 @@ fn notes_for(state: &State, task: Option<&TaskId>) -> String {
         .map(|n| {
             format!(
                 "- {} ({}): {}",
-                n.id,
+                n.id.as_deref().unwrap_or("note"),
                 n.target.as_deref().unwrap_or("all"),
                 n.message
             )

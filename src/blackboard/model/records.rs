@@ -3,9 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::blackboard::codec::{Number, record, yaml_enum};
-use crate::blackboard::node::{Extra, Node};
+use crate::blackboard::codec::{Decode, Decoder, Emit, Number, record, yaml_enum};
+use crate::blackboard::node::{Extra, Node, Value};
 use crate::blackboard::timestamp::Timestamp;
+use crate::blackboard::yaml::Emitter;
 
 use super::TaskStatus;
 
@@ -100,13 +101,62 @@ record!(Discovery {
     opt converted_to_task: "converted_to_task",
 });
 
+/// `handoff.<task>.context_used`: a number (`91`, `0.91`) or Liza v0.1's percentage
+/// text (`91%`, `"91%"`), kept as it was written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ContextUsed {
+    Number(Number),
+    Text(String),
+}
+
+impl ContextUsed {
+    /// The share of the context used, in percent (`0.91` and `91%` are both 91).
+    pub fn percent(&self) -> f64 {
+        let value = match self {
+            ContextUsed::Number(n) => n.as_f64(),
+            ContextUsed::Text(t) => percent_text(t).unwrap_or(0.0),
+        };
+        if value <= 1.0 { value * 100.0 } else { value }
+    }
+}
+
+/// `91%`, `91 %`, `91.5%` or a bare `91` as text.
+fn percent_text(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let number = t.strip_suffix('%').unwrap_or(t).trim();
+    number
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+}
+
+impl Decode for ContextUsed {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        match &node.value {
+            Value::Int(_) | Value::Float(_) => Number::decode(node, d).map(ContextUsed::Number),
+            Value::Str(s) if percent_text(s).is_some() => Some(ContextUsed::Text(s.clone())),
+            _ => d.expected(node, "a number or a percentage such as 91%"),
+        }
+    }
+}
+
+impl Emit for ContextUsed {
+    fn emit(&self, e: &mut Emitter) {
+        match self {
+            ContextUsed::Number(n) => n.emit(e),
+            ContextUsed::Text(t) => e.str(t),
+        }
+    }
+}
+
 /// `handoff.<task>`: notes for the next run after context exhaustion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Handoff {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_used: Option<Number>,
+    pub context_used: Option<ContextUsed>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -139,7 +189,9 @@ record!(Handoff {
 /// `human_notes[]`: a note from a person to one task's agents or to all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HumanNote {
-    pub id: String,
+    /// `note-N`; absent in Liza v0.1 notes until the next write assigns one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
     pub message: String,
@@ -152,7 +204,7 @@ pub struct HumanNote {
     pub extra: Extra,
 }
 record!(HumanNote {
-    req id: "id",
+    opt id: "id",
     opt timestamp: "timestamp",
     req message: "message",
     opt target: "for",

@@ -82,6 +82,34 @@ impl State {
         self.human_notes.as_deref().unwrap_or(&[])
     }
 
+    /// The id the next note gets: `note-N` after the highest N in use.
+    pub fn next_note_id(&self) -> String {
+        let highest = self
+            .human_notes()
+            .iter()
+            .filter_map(|n| n.id.as_deref()?.strip_prefix("note-")?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        format!("note-{}", highest + 1)
+    }
+
+    /// Gives Liza v0.1 notes (written without ids) their `note-N`, in list order, after
+    /// the ids in use; nothing else about them changes. Returns whether any was given.
+    pub fn assign_note_ids(&mut self) -> bool {
+        if self.human_notes().iter().all(|n| n.id.is_some()) {
+            return false;
+        }
+        for i in 0..self.human_notes().len() {
+            if self.human_notes()[i].id.is_none() {
+                let id = self.next_note_id();
+                if let Some(notes) = self.human_notes.as_mut() {
+                    notes[i].id = Some(id);
+                }
+            }
+        }
+        true
+    }
+
     pub fn anomalies(&self) -> &[Anomaly] {
         self.anomalies.as_deref().unwrap_or(&[])
     }

@@ -1,0 +1,279 @@
+//! Blackboards written by Liza v0.1.1's scripts and by hand after its docs
+//! (spec/blackboard.md, seed 002): they load, get the verdict the v0.1 rules give them,
+//! and survive any liza write without losing a field, a comment or an unknown key.
+
+mod common;
+
+use common::*;
+
+/// Every section v0.1 writes, in the forms its scripts and docs use: no `revision`, no
+/// agent generations, `role: code-reviewer`, abbreviated SHAs, a flat handoff with
+/// `context_used: 91%`, notes without ids or `seen_by`, an extra `checkpoint:` map.
+const FULL: &str = include_str!("fixtures/v01/full.yaml");
+
+/// A repository whose blackboard is `text`, put there by another tool (no journal).
+fn board(text: &str) -> Repo {
+    let repo = Repo::initialized();
+    liza::bench::adopt_state(&repo.liza_dir(), text).unwrap();
+    repo
+}
+
+/// `text` without the top-level section `key` (its line and the indented ones after).
+fn without(text: &str, key: &str) -> String {
+    let mut out = String::new();
+    let mut skipping = false;
+    for line in text.lines() {
+        if !line.starts_with([' ', '#']) && !line.is_empty() {
+            skipping = line.starts_with(&format!("{key}:"));
+        }
+        if !skipping {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// The notes of state.yaml as (id, message), in order.
+fn notes(repo: &Repo) -> Vec<(String, String)> {
+    let root = liza::blackboard::yaml::parse(&repo.state_text())
+        .unwrap()
+        .root
+        .unwrap();
+    root.to_json()["human_notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| {
+            (
+                n["id"].as_str().unwrap_or("").to_owned(),
+                n["message"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn validate(repo: &Repo) -> (bool, String) {
+    let out = repo.liza(&["validate"]);
+    (
+        out.status.success(),
+        format!("{}{}", stdout(&out), stderr(&out)),
+    )
+}
+
+/// Every key path of a YAML document (`tasks.0.history.0.event`), for "nothing lost".
+fn key_paths(text: &str) -> Vec<String> {
+    fn walk(node: &liza::blackboard::node::Node, at: &str, out: &mut Vec<String>) {
+        use liza::blackboard::node::Value;
+        match &node.value {
+            Value::Map(entries) => {
+                for e in entries {
+                    let path = format!("{at}.{}", e.key);
+                    out.push(path.clone());
+                    walk(&e.value, &path, out);
+                }
+            }
+            Value::Seq(items) => {
+                for (i, item) in items.iter().enumerate() {
+                    walk(item, &format!("{at}.{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let root = liza::blackboard::yaml::parse(text).unwrap().root.unwrap();
+    let mut out = Vec::new();
+    walk(&root, "", &mut out);
+    out
+}
+
+#[test]
+fn the_full_v01_file_and_each_without_an_optional_section_are_valid() {
+    let repo = board(FULL);
+    let (ok, said) = validate(&repo);
+    assert!(ok, "{said}");
+    for section in [
+        "discovered",
+        "handoff",
+        "human_notes",
+        "anomalies",
+        "spec_changes",
+        "circuit_breaker",
+        "checkpoint",
+    ] {
+        let text = without(FULL, section);
+        assert!(!text.contains(&format!("\n{section}:")), "{section}");
+        let (ok, said) = validate(&board(&text));
+        assert!(ok, "without {section}: {said}");
+    }
+    // Empty sections are fine too.
+    let mut empty = FULL.to_owned();
+    for (section, nothing) in [
+        ("discovered", "[]"),
+        ("handoff", "{}"),
+        ("human_notes", "[]"),
+        ("anomalies", "[]"),
+        ("spec_changes", "[]"),
+    ] {
+        empty = without(&empty, section);
+        empty.push_str(&format!("{section}: {nothing}\n"));
+    }
+    let (ok, said) = validate(&board(&empty));
+    assert!(ok, "{said}\n{empty}");
+}
+
+#[test]
+fn context_used_takes_every_form_v01_writes_and_keeps_it() {
+    for form in ["91%", "\"91%\"", "91", "0.91", "91.5 %"] {
+        let text = FULL.replace("context_used: 91%", &format!("context_used: {form}"));
+        let repo = board(&text);
+        let (ok, said) = validate(&repo);
+        assert!(ok, "{form}: {said}");
+        assert_success(&repo.liza(&["note", "all", "a write"]));
+        let kept = repo.state_text();
+        let written = kept
+            .lines()
+            .find(|l| l.trim_start().starts_with("context_used:"))
+            .unwrap()
+            .trim_start()
+            .trim_start_matches("context_used: ")
+            .trim_matches('"')
+            .to_owned();
+        assert_eq!(written, form.trim_matches('"'), "{form}");
+    }
+    let (ok, said) = validate(&board(
+        &FULL.replace("context_used: 91%", "context_used: lots"),
+    ));
+    assert!(!ok);
+    assert!(
+        said.contains("a number or a percentage such as 91%"),
+        "{said}"
+    );
+}
+
+#[test]
+fn notes_without_ids_load_and_get_them_in_order_on_the_next_write() {
+    let repo = board(FULL);
+    assert_success(&repo.liza(&["note", "all", "third"]));
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(
+        notes(&repo),
+        pairs(&[
+            ("note-1", "Use plain text for totals"),
+            ("note-2", "Deadline is firm"),
+            ("note-3", "third"),
+        ])
+    );
+    // Ids in use are kept and numbering goes on after them.
+    let mixed = FULL.replacen(
+        "  - timestamp: 2026-03-01T12:05:00Z\n",
+        "  - id: note-5\n    timestamp: 2026-03-01T12:05:00Z\n",
+        1,
+    );
+    assert_ne!(mixed, FULL);
+    let repo = board(&mixed);
+    assert_success(&repo.liza(&["note", "all", "after"]));
+    assert_eq!(
+        notes(&repo),
+        pairs(&[
+            ("note-6", "Use plain text for totals"),
+            ("note-5", "Deadline is firm"),
+            ("note-7", "after"),
+        ])
+    );
+}
+
+#[test]
+fn a_liza_write_loses_no_field_comment_or_unknown_key_of_a_v01_file() {
+    let repo = board(FULL);
+    assert_success(&repo.liza(&["note", "all", "a write"]));
+    let after = repo.state_text();
+    let kept = key_paths(&after);
+    for path in key_paths(FULL) {
+        assert!(kept.contains(&path), "{path} was lost:\n{after}");
+    }
+    for comment in FULL.lines().filter(|l| l.trim_start().starts_with('#')) {
+        assert!(after.contains(comment), "comment {comment:?} was lost");
+    }
+    assert!(
+        after.contains("checkpoint:\n  requested_by: planner-1"),
+        "{after}"
+    );
+    // And the next writes keep it all the same.
+    assert_success(&repo.liza(&["note", "all", "another"]));
+    let again = key_paths(&repo.state_text());
+    for path in &kept {
+        assert!(again.contains(path), "{path} was lost on the second write");
+    }
+}
+
+/// Files the v0.1 rules reject are rejected by liza for the same rule.
+#[test]
+fn invalid_v01_files_are_rejected_for_the_same_rule() {
+    let cases = [
+        // Agent ids follow ^(coder|code-reviewer|planner)-[0-9]+$.
+        (
+            "  coder-1:\n    role: coder\n",
+            "  coder_1:\n    role: coder\n",
+            "coder_1",
+        ),
+        // A role that does not match the id's prefix.
+        (
+            "  code-reviewer-1:\n    role: code-reviewer\n",
+            "  code-reviewer-1:\n    role: coder\n",
+            "role",
+        ),
+        // spec_ref is required once a task left DRAFT.
+        (
+            "    spec_ref: specs/vision.md\n    done_when: report --json prints rows\n",
+            "    done_when: report --json prints rows\n",
+            "spec_ref",
+        ),
+        // done_when likewise.
+        (
+            "    done_when: report --json prints rows\n",
+            "",
+            "done_when",
+        ),
+        // Dependencies must exist.
+        (
+            "    depends_on: [task-1]\n",
+            "    depends_on: [task-9]\n",
+            "task-9",
+        ),
+        // Task states are the 11 of the lifecycle.
+        (
+            "    status: UNCLAIMED\n",
+            "    status: WAITING\n",
+            "WAITING",
+        ),
+        // A BLOCKED task says why.
+        (
+            "    blocked_reason: format unspecified\n",
+            "",
+            "blocked_reason",
+        ),
+        // Timestamps are RFC 3339.
+        (
+            "    created: 2026-03-01T09:06:00Z\n    spec_ref: specs/vision.md\n    done_when: report --json prints rows\n",
+            "    created: yesterday\n    spec_ref: specs/vision.md\n    done_when: report --json prints rows\n",
+            "yesterday",
+        ),
+        // Notes need a message.
+        ("    message: Deadline is firm\n", "", "message"),
+        // A handoff needs its summary.
+        ("    summary: Tried both formats\n", "", "summary"),
+    ];
+    for (from, to, says) in cases {
+        assert!(FULL.contains(from), "{from:?} is not in the fixture");
+        let text = FULL.replacen(from, to, 1);
+        let (ok, said) = validate(&board(&text));
+        assert!(!ok, "{from:?} → {to:?} was accepted");
+        assert!(said.contains(says), "{from:?} → {to:?}: {said}");
+        assert!(said.contains(".liza/state.yaml:"), "no location: {said}");
+    }
+}
