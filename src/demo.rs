@@ -112,10 +112,10 @@ pub fn script() -> Script {
     ]);
     let plan = json!({"plan_id": "plan_0001", "tasks": [
         {"id": "greet", "title": "Add greet.sh", "rationale": "the first tool of the vision",
-         "acceptance": "sh greet.sh Ada prints hello, Ada", "artifacts": ["greet.sh", "tests/test_greet.sh"],
+         "acceptance": "sh greet.sh Ada prints hello, Ada", "artifacts": ["greet.sh"],
          "spec_ref": "specs/vision.md", "scope": "greet.sh and its test", "priority": 1},
         {"id": "shout", "title": "Add shout.sh", "rationale": "the second tool of the vision",
-         "acceptance": "sh shout.sh Ada prints HELLO, ADA!", "artifacts": ["shout.sh", "tests/test_shout.sh"],
+         "acceptance": "sh shout.sh Ada prints HELLO, ADA!", "artifacts": ["shout.sh"],
          "spec_ref": "specs/vision.md", "scope": "shout.sh and its test", "priority": 2}
     ]});
     let approve = json!({"verdict": "approve", "findings": [], "overall": "does what the task asks, with its test"});
@@ -193,7 +193,6 @@ fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
                 check("syntax", "sh tests/syntax.sh", false),
                 check("tests", "sh tests/run.sh", true),
             ]);
-            c.test_paths = Some(vec!["tests/**".into()]);
             c.default_cli = Some("builtin".into());
             c.coder_poll_interval = Some(1);
             c.reviewer_poll_interval = Some(1);

@@ -25,6 +25,7 @@ pub mod refusal;
 pub mod run_reports;
 pub mod sprint;
 pub mod table;
+pub mod task_scope;
 pub mod text_rules;
 pub mod work;
 pub mod work_done;

@@ -608,3 +608,55 @@ fn the_coder_context_holds_the_files_the_task_names_or_quotes() {
     assert!(!asked.contains("### src/other.sh"), "{asked}");
     assert!(asked.contains("## Spec (specs/vision.md)"), "{asked}");
 }
+
+/// The planner named only `greeting.txt`. A draft that also writes a file outside the
+/// task and its tests is refused with the glob that would admit it and the command that
+/// widens the task; the next draft (source and test) is committed and submitted: the task
+/// is not blocked for the first attempt.
+#[test]
+fn an_edit_outside_the_task_and_its_tests_is_refused_with_the_way_to_widen_it() {
+    let repo = project(false);
+    common::team::edit_state(&repo, "test_paths", |state, _| {
+        let id = liza::blackboard::TaskId::parse("t-1").unwrap();
+        state.task_mut(&id).unwrap().paths = Some(vec!["greeting.txt".into()]);
+    });
+    let with_test = |extra: Option<(&str, &str)>| {
+        let mut list = vec![
+            json!({"path": "greeting.txt", "content": "hello\n"}),
+            json!({"path": "tests/greeting_test.sh", "content": "grep -q hello greeting.txt\n"}),
+        ];
+        if let Some((path, content)) = extra {
+            list.push(json!({"path": path, "content": content}));
+        }
+        json!({ "edits": list }).to_string()
+    };
+    let server = ScriptedServer::start(Script {
+        steps: vec![
+            Step::answer_when("Your edits were refused", with_test(None)),
+            Step::answer_when("# Task t-1", with_test(Some(("docs/notes.md", "notes\n")))),
+        ],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "coder", "coder-1", &server);
+    assert_eq!(server.requests().len(), 2, "{text}");
+    let told = server.requests()[1].messages_text();
+    assert!(
+        told.contains("`docs/**` would admit docs/notes.md"),
+        "{told}"
+    );
+    assert!(
+        told.contains("liza amend-task t-1 --paths greeting.txt,docs/**"),
+        "{told}"
+    );
+    // The first prompt said what the task may change, tests included.
+    let first = server.requests()[0].messages_text();
+    assert!(
+        first.contains("You may change only: greeting.txt, and their tests (tests/**"),
+        "{first}"
+    );
+    let task = common::supervision::task_of(&repo, "t-1");
+    assert_eq!(task["status"], "READY_FOR_REVIEW", "{text}\n{task:#}");
+    let worktree = repo.path().join(".worktrees/t-1");
+    assert!(worktree.join("tests/greeting_test.sh").exists());
+    assert!(!worktree.join("docs/notes.md").exists());
+}

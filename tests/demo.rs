@@ -84,6 +84,21 @@ fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
             .any(|t| t["id"] == "shout" && t["review_cycles_total"] == 1),
         "{tasks:#?}"
     );
+    // The planner named only the source files, as most do; the coder wrote the tests
+    // the reviewer requires, and nothing was blocked for it.
+    let board = std::fs::read_to_string(dir.join(".liza/state.yaml")).unwrap();
+    assert!(board.contains("paths: [greet.sh]\n"), "{board}");
+    assert!(board.contains("paths: [shout.sh]\n"), "{board}");
+    assert!(!board.contains("- tests/test_greet.sh"), "{board}");
+    assert!(!log.contains("blocked"), "{log}");
+    let merged = Command::new("git")
+        .args(["ls-tree", "-r", "--name-only", "integration"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let merged = String::from_utf8_lossy(&merged.stdout);
+    assert!(merged.contains("tests/test_greet.sh"), "{merged}");
+    assert!(merged.contains("tests/test_shout.sh"), "{merged}");
     assert_eq!(state["goal"]["status"], "COMPLETED");
     // The built-in agent's metrics, per agent and in total.
     let metrics = &state["builtin"];

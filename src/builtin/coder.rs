@@ -20,6 +20,7 @@ use crate::blackboard::model::{Task, ValidationMode};
 use crate::blackboard::node::Node;
 use crate::git::{Repo, dirty_files, head_of, task_branch};
 use crate::lifecycle::RunResult;
+use crate::lifecycle::task_scope::TaskScope;
 use crate::ops::{self, CheckRun};
 
 /// Drafts after the first when the checks fail (seed 001: `MAX_RETRIES`, default 2).
@@ -140,7 +141,7 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
             return result;
         }
     };
-    let scope: Vec<String> = task.paths.clone().unwrap_or_default();
+    let scope = TaskScope::of(task, &state.config);
     // The coder's inner loop runs the fast checks (format, lint, fast tests: the ones not
     // flagged); checks flagged on_review / on_merge are liza's own gates, run at review
     // and merge time whatever the coder claims.
@@ -153,7 +154,7 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
         .cloned()
         .collect();
     let budget = ctx.client.endpoint().context_tokens;
-    let context = match gather_context(ctx, task, budget) {
+    let context = match gather_context(ctx, task, &scope, budget) {
         Ok(c) => c,
         Err(why) => {
             result.status = Status::HardFail;
@@ -471,7 +472,12 @@ fn report(ctx: &RunContext, task: &Task, result: &CommitResult, took: std::time:
 }
 
 /// The task, its spec, earlier feedback and the relevant files, within `budget` tokens.
-fn gather_context(ctx: &RunContext, task: &Task, budget: usize) -> Result<String, String> {
+fn gather_context(
+    ctx: &RunContext,
+    task: &Task,
+    scope: &TaskScope,
+    budget: usize,
+) -> Result<String, String> {
     let mut text = format!(
         "# Task {}\n\n{}\n",
         task.id,
@@ -483,8 +489,8 @@ fn gather_context(ctx: &RunContext, task: &Task, budget: usize) -> Result<String
     if let Some(scope) = &task.scope {
         text.push_str(&format!("\n## Scope\n\n{scope}\n"));
     }
-    if let Some(paths) = task.paths.as_ref().filter(|p| !p.is_empty()) {
-        text.push_str(&format!("\nYou may change only: {}\n", paths.join(", ")));
+    if scope.is_limited() {
+        text.push_str(&format!("\nYou may change only: {}\n", scope.describe()));
     }
     if let Some(spec) = &task.spec_ref {
         let file = spec.split('#').next().unwrap_or(spec);

@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::confine::Escape;
+use crate::lifecycle::task_scope::TaskScope;
 use std::process::{Command, Stdio};
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -29,12 +30,16 @@ pub enum PathRefusal {
     Protected(String),
     #[error("`{0}` passes through a symbolic link, which could lead outside the worktree")]
     Symlink(String),
-    #[error("`{path}` is outside the task's paths ({scope})")]
-    OutOfScope { path: String, scope: String },
+    #[error("`{path}` is outside what the task may change ({scope}); {hint}")]
+    OutOfScope {
+        path: String,
+        scope: String,
+        hint: String,
+    },
 }
 
 /// The checked location of `rel` in `worktree`.
-pub fn check_path(worktree: &Path, rel: &str, scope: &[String]) -> Result<PathBuf, PathRefusal> {
+pub fn check_path(worktree: &Path, rel: &str, scope: &TaskScope) -> Result<PathBuf, PathRefusal> {
     if rel.trim().ends_with('/') {
         return Err(PathRefusal::Empty(rel.to_owned()));
     }
@@ -54,15 +59,18 @@ pub fn check_path(worktree: &Path, rel: &str, scope: &[String]) -> Result<PathBu
             return Err(PathRefusal::Symlink(rel.to_owned()));
         }
     }
-    let in_scope = scope.is_empty()
-        || scope.iter().any(|s| {
+    // A path is a glob, or a folder or file given plainly (`src/`, `README.md`).
+    let in_scope = scope.admits(&normal.to_string_lossy())
+        || scope.globs().iter().any(|s| {
             let s = s.trim().trim_start_matches("./").trim_end_matches('/');
             s.is_empty() || normal == Path::new(s) || normal.starts_with(s)
         });
     if !in_scope {
+        let shown = normal.to_string_lossy();
         return Err(PathRefusal::OutOfScope {
             path: rel.to_owned(),
-            scope: scope.join(", "),
+            scope: scope.describe(),
+            hint: scope.widen_hint(&shown),
         });
     }
     Ok(worktree.join(normal))
@@ -72,7 +80,7 @@ pub fn check_path(worktree: &Path, rel: &str, scope: &[String]) -> Result<PathBu
 pub fn apply_edits(
     worktree: &Path,
     edits: &[Edit],
-    scope: &[String],
+    scope: &TaskScope,
 ) -> Result<Vec<String>, String> {
     let mut checked = Vec::with_capacity(edits.len());
     for edit in edits {
@@ -127,7 +135,7 @@ pub fn diff_paths(diff: &str) -> Vec<String> {
 pub fn apply_diff(
     worktree: &Path,
     diff: &str,
-    scope: &[String],
+    scope: &TaskScope,
 ) -> Result<Vec<String>, DiffFailure> {
     let paths = diff_paths(diff);
     if paths.is_empty() {
@@ -196,6 +204,18 @@ mod tests {
         dir
     }
 
+    fn limited(paths: &[&str]) -> TaskScope {
+        TaskScope {
+            task: "t-1".into(),
+            paths: paths.iter().map(|p| p.to_string()).collect(),
+            tests: crate::blackboard::model::Config::default().test_paths(),
+        }
+    }
+
+    fn open() -> TaskScope {
+        limited(&[])
+    }
+
     #[test]
     fn s4_paths_that_leave_the_worktree_or_touch_git_or_liza_are_refused() {
         let dir = worktree();
@@ -214,7 +234,7 @@ mod tests {
             ("src/", "empty"),
         ];
         for (path, says) in refused {
-            let err = check_path(wt, path, &[]).unwrap_err().to_string();
+            let err = check_path(wt, path, &open()).unwrap_err().to_string();
             assert!(err.contains(says), "{path}: {err}");
         }
         // One bad path refuses the whole answer: nothing is written.
@@ -228,7 +248,7 @@ mod tests {
                 content: "x".into(),
             },
         ];
-        assert!(apply_edits(wt, &edits, &[]).is_err());
+        assert!(apply_edits(wt, &edits, &open()).is_err());
         assert!(!wt.join("src/new.rs").exists());
         assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
@@ -236,11 +256,19 @@ mod tests {
     #[test]
     fn scope_limits_edits_to_the_task_paths() {
         let dir = worktree();
-        let scope = vec!["src/".to_owned(), "README.md".to_owned()];
+        let scope = limited(&["src/", "README.md"]);
         assert!(check_path(dir.path(), "src/deep/x.rs", &scope).is_ok());
         assert!(check_path(dir.path(), "./README.md", &scope).is_ok());
-        let err = check_path(dir.path(), "tests/x.rs", &scope).unwrap_err();
+        // Tests go with the task's files.
+        assert!(check_path(dir.path(), "tests/x.rs", &scope).is_ok());
+        let err = check_path(dir.path(), "docs/x.md", &scope).unwrap_err();
         assert!(matches!(err, PathRefusal::OutOfScope { .. }));
+        let said = err.to_string();
+        assert!(said.contains("`docs/**` would admit docs/x.md"), "{said}");
+        assert!(
+            said.contains("liza amend-task t-1 --paths src/,README.md,docs/**"),
+            "{said}"
+        );
     }
 
     #[test]
@@ -253,7 +281,7 @@ mod tests {
                 path: "src/b/c.rs".into(),
                 content: "fn c() {}\n".into(),
             }],
-            &[],
+            &open(),
         )
         .unwrap();
         assert_eq!(written, ["src/b/c.rs"]);
@@ -262,19 +290,19 @@ mod tests {
             "fn c() {}\n"
         );
         let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1,2 @@\n fn a() {}   \n+fn b() {}\n";
-        assert_eq!(apply_diff(wt, diff, &[]).unwrap(), ["src/lib.rs"]);
+        assert_eq!(apply_diff(wt, diff, &open()).unwrap(), ["src/lib.rs"]);
         assert_eq!(
             std::fs::read_to_string(wt.join("src/lib.rs")).unwrap(),
             "fn a() {}\nfn b() {}\n"
         );
         let bad = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-fn zzz() {}\n+fn y() {}\n";
         assert!(matches!(
-            apply_diff(wt, bad, &[]),
+            apply_diff(wt, bad, &open()),
             Err(DiffFailure::Rejected(_))
         ));
         let escape = "--- a/../x\n+++ b/../x\n@@ -0,0 +1 @@\n+x\n";
         assert!(matches!(
-            apply_diff(wt, escape, &[]),
+            apply_diff(wt, escape, &open()),
             Err(DiffFailure::Refused(_))
         ));
     }

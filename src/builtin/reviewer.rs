@@ -19,6 +19,7 @@ use super::run::{RunContext, Status};
 use super::text::{CharIndex, line_of, truncate_output};
 use crate::blackboard::model::{State, Task, ValidationMode};
 use crate::blackboard::node::Node;
+use crate::lifecycle::task_scope::TaskScope;
 use crate::lifecycle::text_rules::{any_match, citations};
 use crate::lifecycle::{RunResult, Verdict};
 use crate::ops::{self, CheckRun};
@@ -509,12 +510,8 @@ fn facts(ctx: &RunContext, state: &State, task: &Task) -> Result<Facts, String> 
         );
     }
     let blockers = mechanical_blockers(state, task, &changed, &checks);
-    let outside: Vec<&String> = match &task.paths {
-        Some(paths) if !paths.is_empty() => {
-            changed.iter().filter(|f| !any_match(paths, f)).collect()
-        }
-        _ => Vec::new(),
-    };
+    let scope = TaskScope::of(task, &state.config);
+    let outside: Vec<&String> = changed.iter().filter(|f| !scope.admits(f)).collect();
     if !outside.is_empty() {
         let details = [format!(
             "files={}",
@@ -572,8 +569,12 @@ pub fn mechanical_blockers(
             c.name, c.exit
         ));
     }
+    // The TDD rule holds where the coder could add tests: always, since a task admits
+    // its tests, unless every test location is protected or none is configured.
     let tests = state.config.test_paths();
-    if !code.is_empty() && !changed.iter().any(|f| any_match(&tests, f)) {
+    let protected = state.config.protected_paths();
+    let tests_allowed = !tests.is_empty() && !tests.iter().all(|t| any_match(&protected, t));
+    if tests_allowed && !code.is_empty() && !changed.iter().any(|f| any_match(&tests, f)) {
         blockers.push(format!(
             "{}: code changed but no test was added or changed (test_paths: {})",
             cite(code.first().copied()),
@@ -587,13 +588,12 @@ pub fn mechanical_blockers(
             c.name
         ));
     }
-    if let Some(paths) = task.paths.as_ref().filter(|p| !p.is_empty()) {
-        for f in changed.iter().filter(|f| !any_match(paths, f)) {
-            blockers.push(format!(
-                "{f}:1: changed outside the task's paths ({})",
-                paths.join(", ")
-            ));
-        }
+    let scope = TaskScope::of(task, &state.config);
+    for f in changed.iter().filter(|f| !scope.admits(f)) {
+        blockers.push(format!(
+            "{f}:1: changed outside what the task may change ({})",
+            scope.describe()
+        ));
     }
     blockers
 }

@@ -13,6 +13,7 @@ use super::context::{
 };
 use super::refusal::Refusal;
 use super::table::{Command, Kind, row};
+use super::task_scope::TaskScope;
 use super::text_rules::{any_match, citations};
 
 /// What git says about the worktree at submit time (gathered by the caller).
@@ -103,24 +104,23 @@ pub fn submit(
             "rebase or merge the task branch onto its base instead of rewriting it",
         ));
     }
-    if let Some(paths) = t.paths.as_deref().filter(|p| !p.is_empty()) {
-        let outside: Vec<String> = facts
-            .changed
-            .iter()
-            .filter(|f| !any_match(paths, f))
-            .cloned()
-            .collect();
-        if !outside.is_empty() {
-            return Err(Refusal::new(
-                "task-paths",
-                format!(
-                    "changes outside the task's paths ({}): {}",
-                    paths.join(", "),
-                    list(&outside)
-                ),
-                "revert those files, or ask the planner to amend the task's --paths",
-            ));
-        }
+    let scope = TaskScope::of(t, &state.config);
+    let outside: Vec<String> = facts
+        .changed
+        .iter()
+        .filter(|f| !scope.admits(f))
+        .cloned()
+        .collect();
+    if let Some(first) = outside.first() {
+        return Err(Refusal::new(
+            "task-paths",
+            format!(
+                "changes outside what the task may change ({}): {}",
+                scope.describe(),
+                list(&outside)
+            ),
+            format!("revert those files; or {}", scope.widen_hint(first)),
+        ));
     }
     let protected = state.config.protected_paths();
     let allowed = t.allow_protected.clone().unwrap_or_default();

@@ -127,11 +127,7 @@ pub fn coder(
         ("scope", or_none(task.scope.as_deref())),
         (
             "paths",
-            task.paths
-                .as_ref()
-                .map_or("anything outside the protected paths".into(), |p| {
-                    p.join(", ")
-                }),
+            crate::lifecycle::task_scope::TaskScope::of(task, &state.config).describe(),
         ),
         ("spec_ref", or_none(task.spec_ref.as_deref())),
         (

@@ -316,10 +316,9 @@ impl Session {
             .filter(|f| any_match(&state.config.test_paths(), f))
             .collect();
         let mut warnings = Vec::new();
-        if let Some(paths) = &t.paths {
-            for f in changed.iter().filter(|f| !any_match(paths, f)) {
-                warnings.push(format!("outside the task's paths: {f}"));
-            }
+        let scope = crate::lifecycle::task_scope::TaskScope::of(t, &state.config);
+        for f in changed.iter().filter(|f| !scope.admits(f)) {
+            warnings.push(format!("outside what the task may change: {f}"));
         }
         for f in changed
             .iter()

@@ -398,9 +398,17 @@ impl Config {
 
     pub fn test_paths(&self) -> Vec<String> {
         self.test_paths.clone().unwrap_or_else(|| {
-            ["tests/**", "**/*_test.*", "**/test_*"]
-                .map(String::from)
-                .to_vec()
+            [
+                "tests/**",
+                "test/**",
+                "**/*_test.*",
+                "**/test_*.*",
+                "**/*.test.*",
+                "**/*_spec.*",
+                "**/__tests__/**",
+            ]
+            .map(String::from)
+            .to_vec()
         })
     }
 
