@@ -277,3 +277,69 @@ fn invalid_v01_files_are_rejected_for_the_same_rule() {
         assert!(said.contains(".liza/state.yaml:"), "no location: {said}");
     }
 }
+
+/// The forms of the v0.1 schema document: `READY`/`IMPLEMENTING`, null optional fields,
+/// flow-style history with quoted times and extra keys, `type: coding`, discoveries with
+/// `source` and `converted_to_task: deferred`, agents with `task: null`, a string
+/// `blockers`, sprint and circuit-breaker nulls, `coder_max_wait`.
+const DOC_FORMS: &str = include_str!("fixtures/v01/doc-forms.yaml");
+
+#[test]
+fn the_v01_schema_documents_forms_load_and_survive_a_write() {
+    let repo = board(DOC_FORMS);
+    let (ok, said) = validate(&repo);
+    assert!(ok, "{said}");
+    // A setting of the old scripts is kept and named, not an error.
+    assert!(
+        said.contains("config.coder_max_wait is a setting of the original scripts"),
+        "{said}"
+    );
+    assert_success(&repo.liza(&["note", "all", "a write"]));
+    let after = repo.state_text();
+    let kept = key_paths(&after);
+    for path in key_paths(DOC_FORMS) {
+        assert!(kept.contains(&path), "{path} was lost:\n{after}");
+    }
+    for comment in DOC_FORMS
+        .lines()
+        .filter_map(|l| l.split_once('#').map(|(_, c)| c))
+    {
+        assert!(
+            after.contains(comment.trim()),
+            "comment {comment:?} was lost"
+        );
+    }
+    // v0.1's READY is liza's UNCLAIMED (written under liza's name from then on).
+    assert_eq!(common::team::status(&repo, "task-2"), "UNCLAIMED");
+    assert!(after.contains("converted_to_task: deferred"), "{after}");
+    assert!(after.contains("source: systemic-thinking"), "{after}");
+}
+
+/// v0.1's IMPLEMENTING is CLAIMED; its coder's lease was kept on the agent entry, which
+/// counts as the task's lease. Without any lease it is rejected for the same rule.
+#[test]
+fn an_implementing_task_is_claimed_with_its_agents_lease() {
+    let implementing = DOC_FORMS
+        .replacen(
+            "    status: READY\n    priority: 2\n    depends_on: []",
+            "    status: IMPLEMENTING\n    priority: 2\n    assigned_to: coder-1\n    worktree: .worktrees/task-2\n    base_commit: a1b2c3d4\n    iteration: 1\n    depends_on: []",
+            1,
+        )
+        .replacen(
+            "    status: IDLE\n    current_task: null\n    lease_expires: null\n    heartbeat: 2026-03-01T09:52:00Z",
+            "    status: WORKING\n    current_task: task-2\n    lease_expires: 2026-03-01T09:57:00Z\n    heartbeat: 2026-03-01T09:52:00Z",
+            1,
+        );
+    assert_ne!(implementing, DOC_FORMS);
+    let repo = board(&implementing);
+    std::fs::create_dir_all(repo.path().join(".worktrees/task-2")).unwrap();
+    let (ok, said) = validate(&repo);
+    assert!(ok, "{said}");
+    assert_eq!(common::team::status(&repo, "task-2"), "CLAIMED");
+    let leaseless = implementing.replace("    lease_expires: 2026-03-01T09:57:00Z\n", "");
+    let repo = board(&leaseless);
+    std::fs::create_dir_all(repo.path().join(".worktrees/task-2")).unwrap();
+    let (ok, said) = validate(&repo);
+    assert!(!ok);
+    assert!(said.contains("claimed-no-lease"), "{said}");
+}
