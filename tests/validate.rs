@@ -230,19 +230,12 @@ fn error_cases() -> Vec<Case> {
             "tasks[3].worktree",
             Some(("id: t-claimed", 0)),
         ),
-        // Neither on the task nor (Liza v0.1's place) on its coder's agent entry.
         case(
             "CLAIMED without lease",
-            &[
-                (
-                    CLAIMED_CORE,
-                    "    worktree: .worktrees/t-claimed\n    base_commit: 3333333333333333333333333333333333333333\n",
-                ),
-                (
-                    "    status: WORKING\n    generation: g-77a0e1\n    current_task: t-claimed\n    lease_expires: 2099-01-01T00:00:00Z\n",
-                    "    status: IDLE\n    generation: g-77a0e1\n",
-                ),
-            ],
+            &[(
+                CLAIMED_CORE,
+                "    worktree: .worktrees/t-claimed\n    base_commit: 3333333333333333333333333333333333333333\n",
+            )],
             Some(3),
             "claimed-no-lease",
             "tasks[3].lease_expires",

@@ -642,7 +642,7 @@ pub(crate) use record;
 macro_rules! yaml_enum {
     ($(#[$meta:meta])* $vis:vis enum $ty:ident ($rule:expr, $check:literal, $what:literal) {
         $($(#[$vmeta:meta])* $variant:ident = $name:literal),* $(,)?
-    } $(legacy { $($old:literal => $old_variant:ident),* $(,)? })?) => {
+    }) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
         $vis enum $ty {
@@ -656,14 +656,8 @@ macro_rules! yaml_enum {
                 match self { $($ty::$variant => $name,)* }
             }
 
-            /// The value `text` names; also the names older tooling wrote (`legacy`),
-            /// which are read but never written.
             pub fn parse(text: &str) -> Option<$ty> {
-                match text {
-                    $($name => Some($ty::$variant),)*
-                    $($($old => Some($ty::$old_variant),)*)?
-                    _ => None,
-                }
+                match text { $($name => Some($ty::$variant),)* _ => None }
             }
 
             /// The valid names, for messages.

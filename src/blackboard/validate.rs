@@ -257,13 +257,7 @@ impl Validator<'_, '_> {
                         }
                     }
                 }
-                // Liza v0.1 kept the coder's lease on its agent entry only.
-                let agent_lease = task
-                    .assigned_to
-                    .as_ref()
-                    .and_then(|a| self.state.agents.get(a))
-                    .is_some_and(|a| a.lease_expires.is_some());
-                if task.lease_expires.is_none() && !agent_lease {
+                if task.lease_expires.is_none() {
                     self.error(
                         3,
                         "claimed-no-lease",

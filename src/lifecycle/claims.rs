@@ -94,15 +94,13 @@ pub fn other_active_task<'s>(
 }
 
 /// Whether the assignee's effective lease on `task` has run out: the task lease while
-/// CLAIMED, the agent's registration lease while the task waits on it (REJECTED). A
-/// CLAIMED task without a lease of its own (Liza v0.1 kept the coder's lease on its agent
-/// entry) goes by the agent's.
+/// CLAIMED, the agent's registration lease while the task waits on it (REJECTED).
 pub fn assignee_lease_expired(state: &State, task: &Task, now: Timestamp) -> bool {
     let Some(assignee) = &task.assigned_to else {
         return true;
     };
     match task.status {
-        TaskStatus::Claimed if task.lease_expires.is_some() => expired(task.lease_expires, now),
+        TaskStatus::Claimed => expired(task.lease_expires, now),
         _ => state
             .agents
             .get(assignee)

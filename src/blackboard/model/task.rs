@@ -25,11 +25,6 @@ yaml_enum! {
         Abandoned = "ABANDONED",
         IntegrationFailed = "INTEGRATION_FAILED",
     }
-    // Liza v0.1's names for the same states.
-    legacy {
-        "READY" => Unclaimed,
-        "IMPLEMENTING" => Claimed,
-    }
 }
 
 impl TaskStatus {
