@@ -205,7 +205,7 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
         converted_to_task: None,
         extra: Default::default(),
     }]);
-    state.handoff = Some(handoff);
+    state.handoff = Some(handoff.into());
     state.human_notes = Some(vec![HumanNote {
         id: Some("note-1".into()),
         timestamp: Some(start),

@@ -277,3 +277,134 @@ fn invalid_v01_files_are_rejected_for_the_same_rule() {
         assert!(said.contains(".liza/state.yaml:"), "no location: {said}");
     }
 }
+
+/// What `liza-init.sh` of v0.1.1 writes (goal id from the clock, an empty description,
+/// nulls, the scripts' `*_max_wait` settings) with its first log entry: valid, the old
+/// settings named, and `liza log` reads the log.
+#[test]
+fn a_fresh_v01_init_loads_with_its_log() {
+    let repo = board(include_str!("fixtures/v01/init.yaml"));
+    std::fs::write(
+        repo.liza_dir().join("log.yaml"),
+        "- timestamp: 2026-03-01T09:00:00Z\n  agent: system\n  action: initialized\n  detail: \"\"\n",
+    )
+    .unwrap();
+    let (ok, said) = validate(&repo);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("config.planner_max_wait is a setting of the original scripts"),
+        "{said}"
+    );
+    let log = stdout(&repo.liza(&["log"]));
+    assert!(
+        log.contains("system") && log.contains("initialized"),
+        "{log}"
+    );
+    assert_success(&repo.liza(&["note", "all", "first"]));
+    assert!(
+        repo.state_text()
+            .contains("deadline: null  # Human sets deadline")
+    );
+}
+
+/// The forms of the v0.1 schema and protocol documents: null optional fields, flow-style
+/// history with quoted times and extra keys, `type: coding`, discoveries with `source`
+/// and `converted_to_task: deferred`, agents with `task: null`, a string `blockers`,
+/// sprint and circuit-breaker nulls, `coder_max_wait`.
+const DOC_FORMS: &str = include_str!("fixtures/v01/doc-forms.yaml");
+
+#[test]
+fn the_v01_documents_forms_load_and_survive_a_write() {
+    let repo = board(DOC_FORMS);
+    let (ok, said) = validate(&repo);
+    assert!(ok, "{said}");
+    assert!(
+        said.contains("config.coder_max_wait is a setting of the original scripts"),
+        "{said}"
+    );
+    assert_success(&repo.liza(&["note", "all", "a write"]));
+    let after = repo.state_text();
+    let kept = key_paths(&after);
+    for path in key_paths(DOC_FORMS) {
+        assert!(kept.contains(&path), "{path} was lost:\n{after}");
+    }
+    assert!(after.contains("converted_to_task: deferred"), "{after}");
+    assert!(after.contains("source: systemic-thinking"), "{after}");
+    assert!(
+        after.contains("context_used: 91%  # v1: heuristic estimate"),
+        "{after}"
+    );
+}
+
+/// v0.1.1's validator knows the same 11 task states (the older schema document's READY
+/// and IMPLEMENTING are not among them) and wants a CLAIMED task's own lease.
+#[test]
+fn what_the_v011_validator_rejects_liza_rejects() {
+    let ready = DOC_FORMS.replacen("    status: UNCLAIMED\n", "    status: READY\n", 1);
+    let (ok, said) = validate(&board(&ready));
+    assert!(!ok);
+    assert!(
+        said.contains("task status \"READY\" is not one of"),
+        "{said}"
+    );
+    let claimed = DOC_FORMS
+        .replacen(
+            "    status: UNCLAIMED\n    priority: 2\n    depends_on: []",
+            "    status: CLAIMED\n    priority: 2\n    assigned_to: coder-1\n    worktree: .worktrees/task-2\n    base_commit: a1b2c3d4\n    depends_on: []",
+            1,
+        )
+        .replacen(
+            "    status: IDLE\n    current_task: null\n    lease_expires: null\n    heartbeat: 2026-03-01T09:52:00Z",
+            "    status: WORKING\n    current_task: task-2\n    lease_expires: 2099-03-01T09:57:00Z\n    heartbeat: 2026-03-01T09:52:00Z",
+            1,
+        );
+    assert_ne!(claimed, DOC_FORMS);
+    let repo = board(&claimed);
+    std::fs::create_dir_all(repo.path().join(".worktrees/task-2")).unwrap();
+    let (ok, said) = validate(&repo);
+    assert!(!ok);
+    assert!(said.contains("claimed-no-lease"), "{said}");
+    let leased = claimed.replacen(
+        "    base_commit: a1b2c3d4\n",
+        "    base_commit: a1b2c3d4\n    lease_expires: 2099-03-01T09:57:00Z\n",
+        1,
+    );
+    let repo = board(&leased);
+    std::fs::create_dir_all(repo.path().join(".worktrees/task-2")).unwrap();
+    let (ok, said) = validate(&repo);
+    assert!(ok, "{said}");
+}
+
+/// v0.1's protocol has a coder write one flat handoff naming its task (`task: task-6`):
+/// it is that task's handoff, written back flat while it is the only one; without a
+/// `task:` it cannot be placed and is rejected with the fix.
+#[test]
+fn a_flat_v01_handoff_is_its_tasks_and_stays_flat() {
+    let start = DOC_FORMS.find("handoff:\n").unwrap();
+    let end = DOC_FORMS.find("human_notes:\n").unwrap();
+    let flat = "handoff:\n  task: task-6\n  agent: coder-2\n  context_used: 92%\n  timestamp: 2026-03-01T10:10:00Z\n  # REQUIRED\n  summary: \"Backoff core done\"\n  next_action: \"Handle 429\"\n  files_modified:\n    - src/api/client.py\n";
+    let text = format!("{}{flat}{}", &DOC_FORMS[..start], &DOC_FORMS[end..]);
+    let decoded = liza::blackboard::document::decode(text.as_bytes()).unwrap();
+    let task = liza::blackboard::TaskId::parse("task-6").unwrap();
+    let handoff = decoded.state.handoff.as_ref().unwrap().get(&task).unwrap();
+    assert_eq!(handoff.summary.as_deref(), Some("Backoff core done"));
+    let repo = board(&text);
+    let (ok, said) = validate(&repo);
+    assert!(ok, "{said}");
+    assert_success(&repo.liza(&["note", "all", "a write"]));
+    let after = repo.state_text();
+    assert!(after.contains("handoff:\n  task: task-6\n"), "{after}");
+    assert!(after.contains("  # REQUIRED\n  summary:"), "{after}");
+    // The next write starts from liza's own cache of that revision: still flat.
+    assert_success(&repo.liza(&["note", "all", "another write"]));
+    assert!(repo.state_text().contains("handoff:\n  task: task-6\n"));
+    // Without its task.
+    let nameless = text.replacen("handoff:\n  task: task-6\n", "handoff:\n", 1);
+    let (ok, said) = validate(&board(&nameless));
+    assert!(!ok);
+    assert!(said.contains("names its task with `task: <id>`"), "{said}");
+    // And the v0.1 rule: summary and next_action are required.
+    let (ok, said) = validate(&board(&text.replace("  next_action: \"Handle 429\"\n", "")));
+    assert!(!ok);
+    assert!(said.contains("next_action"), "{said}");
+}

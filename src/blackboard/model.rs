@@ -15,7 +15,7 @@ pub use config::{
 };
 pub use records::{
     Anomaly, AnomalyType, Archive, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, ContextUsed,
-    Discovery, DiscoverySeverity, Handoff, HumanNote, SpecChange, Urgency,
+    Discovery, DiscoverySeverity, Handoff, Handoffs, HumanNote, SpecChange, Urgency,
 };
 pub use sprint::{
     AlignmentEvent, Goal, GoalStatus, Metrics, Scope, Sprint, SprintStatus, Timeline,

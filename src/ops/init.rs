@@ -165,7 +165,7 @@ pub fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -
         tasks: Default::default(),
         agents: IdMap::default(),
         discovered: Some(Vec::new()),
-        handoff: Some(IdMap::default()),
+        handoff: Some(Default::default()),
         human_notes: Some(Vec::new()),
         anomalies: Some(Vec::new()),
         spec_changes: Some(Vec::new()),

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::blackboard::codec::{Decode, Decoder, Emit, Number, record, yaml_enum};
+use crate::blackboard::TaskId;
+use crate::blackboard::codec::{Decode, Decoder, Emit, IdMap, Number, record, yaml_enum};
 use crate::blackboard::node::{Extra, Node, Value};
 use crate::blackboard::timestamp::Timestamp;
 use crate::blackboard::yaml::Emitter;
@@ -185,6 +186,101 @@ record!(Handoff {
     opt files_modified: "files_modified",
     opt next_steps: "next_steps",
 });
+
+/// The `handoff` section: keyed by task id, or — as Liza v0.1's protocol has a coder
+/// write it — one flat handoff naming its task with `task:`. A flat one is written back
+/// flat while it is the only handoff, so v0.1 tooling still reads it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Handoffs {
+    pub map: IdMap<TaskId, Handoff>,
+    pub flat: bool,
+}
+
+impl Handoffs {
+    /// Whether this is one handoff that names its own task (`task:` kept in extra).
+    fn names_its_task(&self) -> bool {
+        matches!(self.map.0.as_slice(),
+            [(id, h)] if h.extra.get("task").and_then(|t| t.as_str()) == Some(id.as_str()))
+    }
+}
+
+// JSON (`--json`, the parse cache) shows the handoffs keyed by task, as they are; a flat
+// one is recognised again by naming its own task.
+impl Serialize for Handoffs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.map.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Handoffs {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut handoffs = Handoffs::from(IdMap::deserialize(d)?);
+        handoffs.flat = handoffs.names_its_task();
+        Ok(handoffs)
+    }
+}
+
+impl std::ops::Deref for Handoffs {
+    type Target = IdMap<TaskId, Handoff>;
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl std::ops::DerefMut for Handoffs {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.map
+    }
+}
+
+impl From<IdMap<TaskId, Handoff>> for Handoffs {
+    fn from(map: IdMap<TaskId, Handoff>) -> Self {
+        Handoffs { map, flat: false }
+    }
+}
+
+impl Decode for Handoffs {
+    fn decode(node: &Node, d: &mut Decoder) -> Option<Self> {
+        let flat = matches!(&node.value, Value::Map(entries)
+            if entries.iter().any(|e| e.key == "summary" || e.key == "next_action"));
+        if !flat {
+            return IdMap::decode(node, d).map(Handoffs::from);
+        }
+        let handoff = Handoff::decode(node, d)?;
+        let task = handoff.extra.get("task").and_then(|t| t.as_str());
+        match task.map(TaskId::parse) {
+            Some(Ok(id)) => Some(Handoffs {
+                map: IdMap(vec![(id, handoff)]),
+                flat: true,
+            }),
+            Some(Err(e)) => {
+                d.error(Some(10), "handoff-task", node.pos, format!("handoff: {e}"));
+                None
+            }
+            None => {
+                d.error(
+                    Some(10),
+                    "handoff-task",
+                    node.pos,
+                    "a flat handoff (Liza v0.1's form) names its task with `task: <id>`; \
+                     or key it by the task id"
+                        .into(),
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Emit for Handoffs {
+    fn emit(&self, e: &mut Emitter) {
+        match self.map.0.as_slice() {
+            // Still the one flat handoff it was read as.
+            [(_, h)] if self.flat && self.names_its_task() => h.emit(e),
+            _ => self.map.emit(e),
+        }
+    }
+}
 
 /// `human_notes[]`: a note from a person to one task's agents or to all.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

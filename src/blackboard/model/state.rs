@@ -7,7 +7,7 @@ use crate::blackboard::ids::{AgentId, TaskId};
 use crate::blackboard::node::Extra;
 
 use super::{
-    Agent, Anomaly, ArchivedTask, CircuitBreaker, Config, Discovery, Goal, Handoff, HumanNote,
+    Agent, Anomaly, ArchivedTask, CircuitBreaker, Config, Discovery, Goal, Handoffs, HumanNote,
     SpecChange, Sprint, Task, TaskList, TaskStatus,
 };
 
@@ -24,7 +24,7 @@ pub struct State {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovered: Option<Vec<Discovery>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff: Option<IdMap<TaskId, Handoff>>,
+    pub handoff: Option<Handoffs>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human_notes: Option<Vec<HumanNote>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
