@@ -267,6 +267,53 @@ fn invalid_v01_files_are_rejected_for_the_same_rule() {
         ("    message: Deadline is firm\n", "", "message"),
         // A handoff needs its summary.
         ("    summary: Tried both formats\n", "", "summary"),
+        // The rest of v0.1.1's liza-validate.sh, rule for rule.
+        // A DRAFT task is nobody's.
+        (
+            "    status: UNCLAIMED\n",
+            "    status: DRAFT\n    assigned_to: coder-1\n",
+            "assigned_to",
+        ),
+        // A MERGED task's worktree is gone.
+        (
+            "    merge_commit: 3333333\n",
+            "    merge_commit: 3333333\n    worktree: .worktrees/task-1\n",
+            "worktree",
+        ),
+        // failed_by lists each coder once.
+        (
+            "    failed_by: [coder-2]\n",
+            "    failed_by: [coder-2, coder-2]\n",
+            "failed_by",
+        ),
+        // Discovery urgency is deferred or immediate.
+        (
+            "    urgency: deferred\n",
+            "    urgency: someday\n",
+            "someday",
+        ),
+        // Anomaly types are the 13 of the protocol.
+        (
+            "    type: spec_ambiguity\n",
+            "    type: bad_vibes\n",
+            "bad_vibes",
+        ),
+        // The sprint belongs to the goal.
+        ("  goal_ref: goal-1\n", "  goal_ref: goal-2\n", "goal"),
+        // Planned tasks exist.
+        (
+            "    planned: [task-1, task-2, task-3]\n",
+            "    planned: [task-1, task-2, task-3, task-9]\n",
+            "task-9",
+        ),
+        // The sprint says when it started.
+        ("    started: 2026-03-01T09:00:00Z\n", "", "started"),
+        // A WORKING agent has a task.
+        (
+            "    role: coder\n    status: IDLE\n",
+            "    role: coder\n    status: WORKING\n",
+            "coder-1",
+        ),
     ];
     for (from, to, says) in cases {
         assert!(FULL.contains(from), "{from:?} is not in the fixture");
