@@ -540,16 +540,7 @@ impl Session {
                     waiting_until(&waiting),
                 );
                 let _ = tokio::task::spawn_blocking(move || {
-                    let pgid = (pgid > 0).then_some(pgid);
-                    if let Err(e) = ops::heartbeat(
-                        &project,
-                        &Actor::Human,
-                        &agent,
-                        Some(&generation),
-                        pgid,
-                        waiting,
-                        Some(i64::from(std::process::id())),
-                    ) {
+                    if let Err(e) = beat(&project, &agent, &generation, pgid, waiting) {
                         tracing::warn!(error = %e, "heartbeat failed");
                     }
                 })
@@ -567,16 +558,7 @@ impl Session {
             waiting_until(&self.usage_limit_until),
         );
         self.blocking(move |project| {
-            let pgid = (pgid > 0).then_some(pgid);
-            let _ = ops::heartbeat(
-                project,
-                &Actor::Human,
-                &agent,
-                Some(&generation),
-                pgid,
-                waiting,
-                Some(i64::from(std::process::id())),
-            );
+            let _ = beat(project, &agent, &generation, pgid, waiting);
         })
         .await;
     }
@@ -671,4 +653,24 @@ fn keep_drops_out_of_git(root: &std::path::Path, backend: &Backend) {
     if let Err(e) = crate::git::Repo::open(root).and_then(|r| r.add_excludes(&patterns, &why)) {
         tracing::warn!(error = %e, "could not add the backend's files to .git/info/exclude");
     }
+}
+
+/// One heartbeat of this supervisor: its agent's running process group (0: none), a
+/// usage-limit wait, and its own pid (people's commands refuse its descendants).
+fn beat(
+    project: &crate::ops::Project,
+    agent: &crate::blackboard::AgentId,
+    generation: &str,
+    pgid: i64,
+    waiting: Option<crate::blackboard::Timestamp>,
+) -> Result<ops::Heartbeat, crate::ops::OpsError> {
+    ops::heartbeat(
+        project,
+        &Actor::Human,
+        agent,
+        Some(generation),
+        (pgid > 0).then_some(pgid),
+        waiting,
+        Some(i64::from(std::process::id())),
+    )
 }
