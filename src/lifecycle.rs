@@ -22,6 +22,7 @@ pub mod planner_moves;
 pub mod planner_triggers;
 pub mod planning;
 pub mod refusal;
+pub mod rule;
 pub mod run_reports;
 pub mod sprint;
 pub mod table;
@@ -46,7 +47,7 @@ pub use planner_triggers::{Trigger, TriggerKind, acknowledge, planner_triggers};
 pub use planning::{
     Amendment, NewTask, SpecFacts, add_task, add_tasks, amend_task, finalize, spec_file,
 };
-pub use refusal::Refusal;
+pub use refusal::{Refusal, RuleId};
 pub use run_reports::{RunResult, record_builtin_result, record_run_report};
 pub use sprint::{
     DECISIONS, abort, checkpoint, checkpoint_at_deadline, complete_if_done, goal_complete, resume,

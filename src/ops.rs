@@ -39,8 +39,8 @@ pub use archive::{
     Archived, Select as ArchiveSelect, archive_terminal, check_stem as check_sprint_stem,
 };
 pub use authority::{
-    Authority, SUPERVISOR_PID_VAR, Transition, authorize, dry_run, people_only, supervisor_only,
-    transition,
+    Authority, SUPERVISOR_PID_VAR, Transition, authorize, dry_run, people_only, still_current,
+    supervisor_only, transition,
 };
 pub use claim::{
     Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,
@@ -69,7 +69,7 @@ pub use work::{block, handoff, record_builtin_result, submit_for_review, submit_
 use crate::blackboard::{IdError, StoreError, TxError};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::GitError;
-use crate::lifecycle::Refusal;
+use crate::lifecycle::{Refusal, RuleId};
 
 /// Why an operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -78,8 +78,10 @@ pub enum OpsError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Git(#[from] GitError),
-    #[error("{message}")]
+    /// A rule refused the operation; nothing was changed.
+    #[error("{message} [{rule}]")]
     Refused {
+        rule: RuleId,
         message: String,
         hint: Option<String>,
     },
@@ -100,15 +102,44 @@ pub enum OpsError {
 impl From<Refusal> for OpsError {
     fn from(r: Refusal) -> Self {
         OpsError::Refused {
-            message: r.to_string(),
+            rule: r.rule,
+            message: r.message,
             hint: Some(r.hint),
         }
     }
 }
 
 impl OpsError {
-    pub fn refused(message: impl Into<String>, hint: impl Into<String>) -> OpsError {
+    /// Whether a supervisor's write was refused because its registration was superseded
+    /// (its agent registered anew, or unregistered): the supervisor must stop.
+    pub fn superseded(&self) -> bool {
+        matches!(
+            self,
+            OpsError::Store(StoreError::Superseded { .. })
+                | OpsError::Refused {
+                    rule: RuleId::Superseded,
+                    ..
+                }
+        )
+    }
+
+    /// The rule that refused the operation, if a rule did.
+    pub fn rule(&self) -> Option<RuleId> {
+        match self {
+            OpsError::Refused { rule, .. } => Some(*rule),
+            OpsError::TaskBusy { .. } => Some(RuleId::TaskBusy),
+            OpsError::BadIdentity(_) => Some(RuleId::AgentId),
+            OpsError::Store(StoreError::Superseded { .. }) => Some(RuleId::Superseded),
+            OpsError::Store(_)
+            | OpsError::Git(_)
+            | OpsError::NoProject { .. }
+            | OpsError::Nothing => None,
+        }
+    }
+
+    pub fn refused(rule: RuleId, message: impl Into<String>, hint: impl Into<String>) -> OpsError {
         OpsError::Refused {
+            rule,
             message: message.into(),
             hint: Some(hint.into()),
         }

@@ -208,6 +208,10 @@ fn json_envelope_for_results_and_errors() {
             .contains("no task nope")
     );
     assert!(v["error"]["hint"].is_string());
+    assert_eq!(
+        v["error"]["rule"], "task-exists",
+        "the refusing rule, typed"
+    );
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
 
     let out = repo.liza(&["--json", "frobnicate"]);

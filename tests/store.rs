@@ -21,6 +21,45 @@ fn store(repo: &Repo) -> Store {
     Store::open(repo.path()).unwrap()
 }
 
+/// A supervisor's transaction is fenced by its registration: once its agent is registered
+/// anew (or unregistered), the store refuses it and changes nothing.
+#[test]
+fn a_supervisor_transaction_from_a_superseded_generation_is_refused_byte_identical() {
+    let repo = Repo::initialized();
+    let old = common::team::register(&repo, "coder-1");
+    assert_success(&repo.liza(&["unregister", "coder-1"]));
+    let current = common::team::register(&repo, "coder-1");
+    let id = liza::blackboard::AgentId::parse("coder-1").unwrap();
+    let store = store(&repo);
+    let attempt = |generation: &str| {
+        let actor = Actor::Supervisor {
+            id: id.clone(),
+            generation: generation.to_owned(),
+        };
+        store.transact(&actor, |tx| {
+            tx.state.goal.description.push('!');
+            Ok::<_, ()>(())
+        })
+    };
+    let before = repo.files();
+    match attempt(&old) {
+        Err(TxError::Store(e @ StoreError::Superseded { .. })) => {
+            assert!(e.to_string().contains(&current), "{e}");
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert_eq!(repo.files(), before);
+    assert_success(&repo.liza(&["unregister", "coder-1"]));
+    let before = repo.files();
+    match attempt(&current) {
+        Err(TxError::Store(e @ StoreError::Superseded { .. })) => {
+            assert!(e.to_string().contains("no longer registered"), "{e}");
+        }
+        other => panic!("not refused after unregistering: {other:?}"),
+    }
+    assert_eq!(repo.files(), before);
+}
+
 fn note(repo: &Repo, text: &str) {
     assert_success(&repo.liza(&["note", "all", text]));
 }

@@ -357,8 +357,20 @@ fn hypothesis_exhaustion_fires_for_open_tasks_only() {
     for coder in ["coder-1", "coder-2"] {
         team.claim("t-1", coder);
         let agent = liza::blackboard::AgentId::parse(coder).unwrap();
-        liza::ops::start_run(&project, &task_id("t-1"), &agent).unwrap();
-        liza::ops::start_run(&project, &task_id("t-1"), &agent).unwrap();
+        liza::ops::start_run(
+            &project,
+            &liza::blackboard::Actor::Human,
+            &task_id("t-1"),
+            &agent,
+        )
+        .unwrap();
+        liza::ops::start_run(
+            &project,
+            &liza::blackboard::Actor::Human,
+            &task_id("t-1"),
+            &agent,
+        )
+        .unwrap();
         if coder == "coder-1" {
             assert_success(&repo.liza(&["reassign", "t-1", "--reason", "try another coder"]));
         }
@@ -382,17 +394,35 @@ fn iterations_near_the_limit_warn_then_escalate_at_the_last_run() {
     let project = liza::ops::Project::discover(repo.path()).unwrap();
     let agent = liza::blackboard::AgentId::parse("coder-1").unwrap();
     for _ in 0..3 {
-        liza::ops::start_run(&project, &task_id("t-1"), &agent).unwrap();
+        liza::ops::start_run(
+            &project,
+            &liza::blackboard::Actor::Human,
+            &task_id("t-1"),
+            &agent,
+        )
+        .unwrap();
     }
     watch(repo, 2);
     assert!(
         with_prefix(repo, "iterations:").is_empty(),
         "3 of 5 is 60 %"
     );
-    liza::ops::start_run(&project, &task_id("t-1"), &agent).unwrap();
+    liza::ops::start_run(
+        &project,
+        &liza::blackboard::Actor::Human,
+        &task_id("t-1"),
+        &agent,
+    )
+    .unwrap();
     let near = fires_once(repo, "iterations:t-1:coder-1:");
     assert!(near.ends_with(":near"), "{near}");
-    liza::ops::start_run(&project, &task_id("t-1"), &agent).unwrap();
+    liza::ops::start_run(
+        &project,
+        &liza::blackboard::Actor::Human,
+        &task_id("t-1"),
+        &agent,
+    )
+    .unwrap();
     let last = fires_again(repo, "iterations:t-1:coder-1:", &near);
     assert!(last.ends_with(":last"), "{last}");
 }

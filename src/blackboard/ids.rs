@@ -209,14 +209,21 @@ macro_rules! string_id_traits {
 string_id_traits!(TaskId);
 string_id_traits!(AgentId);
 
-/// Who performs a transaction: a person (no agent identity) or an agent presenting its
-/// id and generation.
+/// Who performs a transaction: a person (no agent identity), an agent presenting its id
+/// and generation, or the supervisor of a registration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Actor {
     Human,
     Agent {
         id: AgentId,
         generation: Option<String>,
+    },
+    /// `liza-agent` acting for the registration it made: every write it makes is fenced
+    /// by that generation, so a supervisor whose agent was registered anew (or
+    /// unregistered) changes nothing more.
+    Supervisor {
+        id: AgentId,
+        generation: String,
     },
 }
 
@@ -225,7 +232,7 @@ impl Actor {
     pub fn name(&self) -> &str {
         match self {
             Actor::Human => "human",
-            Actor::Agent { id, .. } => id.as_str(),
+            Actor::Agent { id, .. } | Actor::Supervisor { id, .. } => id.as_str(),
         }
     }
 }

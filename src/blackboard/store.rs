@@ -32,7 +32,7 @@ use self::lock::{LockFailure, StateLock};
 use super::codec::Emit;
 use super::document;
 use super::finding::Finding;
-use super::ids::Actor;
+use super::ids::{Actor, AgentId};
 use super::liveness;
 use super::log::{self as activity, LogEntry, millis};
 use super::metrics;
@@ -82,6 +82,16 @@ pub enum StoreError {
     ReadOnly { path: String },
     #[error("refused: the change would make the blackboard invalid")]
     WouldInvalidate { findings: Vec<Finding> },
+    /// A supervisor's write after its agent was registered anew or unregistered.
+    #[error("{agent}'s supervisor (generation {presented}) was superseded: {}", match registered {
+        Some(current) => format!("{agent} is now registered with generation {current}"),
+        None => format!("{agent} is no longer registered"),
+    })]
+    Superseded {
+        agent: String,
+        presented: String,
+        registered: Option<String>,
+    },
     #[error(
         "refused: the change would make {path} {} MiB, over the {} MiB liza reads back",
         bytes >> 20, document::MAX_STATE_BYTES >> 20
@@ -95,7 +105,8 @@ impl Diagnostic for StoreError {
             StoreError::LockTimeout { .. } => ErrorClass::LockTimeout,
             StoreError::WouldInvalidate { .. }
             | StoreError::AlreadyInitialized { .. }
-            | StoreError::TooLarge { .. } => ErrorClass::Refused,
+            | StoreError::TooLarge { .. }
+            | StoreError::Superseded { .. } => ErrorClass::Refused,
             _ => ErrorClass::Blackboard,
         }
     }
@@ -167,6 +178,9 @@ impl Diagnostic for StoreError {
             StoreError::TooLarge { .. } => vec![
                 "the state is unchanged; shorten the texts the change adds (descriptions, notes, reasons)".into(),
             ],
+            StoreError::Superseded { .. } => vec![
+                "the state is unchanged; this supervisor stops — the newer registration's supervisor serves the agent".into(),
+            ],
         }
     }
 }
@@ -194,6 +208,23 @@ impl<E> From<StoreError> for TxError<E> {
     fn from(e: StoreError) -> Self {
         TxError::Store(e)
     }
+}
+
+/// Refuses a supervisor's transaction unless `generation` is its agent's registered one
+/// (supervisor.md *Startup*: one process supervises one registration).
+fn fence(state: &State, id: &AgentId, generation: &str) -> Result<(), StoreError> {
+    let registered = state.agents.get(id).and_then(|a| a.generation.as_deref());
+    if registered == Some(generation) {
+        return Ok(());
+    }
+    Err(StoreError::Superseded {
+        agent: id.to_string(),
+        presented: generation.to_owned(),
+        registered: state
+            .agents
+            .get(id)
+            .map(|a| a.generation.clone().unwrap_or_else(|| "(none)".to_owned())),
+    })
 }
 
 /// The state being changed inside a transaction, and the log entries it will write.
@@ -435,6 +466,9 @@ impl Store {
         // Heartbeats renewed leases in liveness records; this commit makes them part of
         // the state (blackboard.md *Liveness*).
         liveness::fold(&mut state, &live);
+        if let Actor::Supervisor { id, generation } = actor {
+            fence(&state, id, generation)?;
+        }
         let mut tx = Tx {
             state,
             now: Timestamp::now(),

@@ -21,6 +21,8 @@ pub struct Detail {
     pub findings: Vec<Finding>,
     /// The file the findings are in, for `file:line:column` prefixes.
     pub file: Option<String>,
+    /// The rule that refused the operation (`error.rule` in `--json`).
+    pub rule: Option<crate::lifecycle::RuleId>,
 }
 
 impl CliError {
@@ -81,10 +83,13 @@ impl From<GitError> for CliError {
 
 impl From<OpsError> for CliError {
     fn from(err: OpsError) -> CliError {
-        match err {
+        let rule = err.rule();
+        let mut out = match err {
             OpsError::Store(store) => store.into(),
             other => CliError::from_diagnostic(&other),
-        }
+        };
+        out.detail.rule = rule;
+        out
     }
 }
 

@@ -80,6 +80,9 @@ fn error_object(err: &CliError) -> Value {
         "message": err.message,
         "hint": if err.hints.is_empty() { Value::Null } else { Value::String(err.hints.join("\n")) },
     });
+    if let Some(rule) = err.detail.rule {
+        object["rule"] = json!(rule.as_str());
+    }
     if !err.detail.causes.is_empty() {
         object["causes"] = json!(err.detail.causes);
     }

@@ -3,6 +3,7 @@
 use crate::blackboard::model::{Agent, AgentStatus, State, TaskStatus};
 use crate::blackboard::{AgentId, Role, Timestamp};
 
+use super::RuleId;
 use super::context::{Outcome, expired, history, task_mut};
 use super::refusal::Refusal;
 
@@ -31,7 +32,7 @@ pub fn register(
 ) -> Result<Outcome, Refusal> {
     if id.role() != role {
         return Err(Refusal::new(
-            "agent-role",
+            RuleId::AgentRole,
             format!("{id} is a {} id, not a {} one", id.role(), role),
             format!(
                 "use an id starting with {}- (e.g. {}-1)",
@@ -45,7 +46,7 @@ pub fn register(
         && !info.holder_dead
     {
         return Err(Refusal::new(
-            "collision",
+            RuleId::Collision,
             format!(
                 "COLLISION: {id} already registered until {} (pid {}, terminal {})",
                 existing
@@ -118,7 +119,7 @@ pub fn unregister(
 ) -> Result<Outcome, Refusal> {
     let Some(agent) = state.agents.get(id) else {
         return Err(Refusal::new(
-            "registered",
+            RuleId::Registered,
             format!("{id} is not registered"),
             "nothing to do",
         ));
@@ -141,12 +142,12 @@ pub fn check_generation(
         // Entries written by the original tooling carry no generation.
         (None, _) => Ok(()),
         (Some(_), None) => Err(Refusal::new(
-            "agent-generation",
+            RuleId::AgentGeneration,
             format!("{id} presented no generation"),
             "agents get LIZA_AGENT_GENERATION from their supervisor (`liza register` prints it)",
         )),
         (Some(_), Some(p)) => Err(Refusal::new(
-            "stale-generation",
+            RuleId::StaleGeneration,
             format!(
                 "stale agent generation: {id} generation {p} was superseded by a newer registration"
             ),

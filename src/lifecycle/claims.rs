@@ -7,6 +7,7 @@
 use crate::blackboard::model::{AgentStatus, CommitId, State, Task, TaskStatus};
 use crate::blackboard::{AgentId, Role, TaskId, Timestamp};
 
+use super::RuleId;
 use super::context::{
     Outcome, Who, expired, history, release_agent, set_agent, set_status, task, task_mut, text,
 };
@@ -112,12 +113,12 @@ fn registered(state: &State, agent: &AgentId, role: Role) -> Result<(), Refusal>
     match state.agents.get(agent) {
         Some(a) if a.role == role => Ok(()),
         Some(a) => Err(Refusal::new(
-            "registered-role",
+            RuleId::RegisteredRole,
             format!("{agent} is registered as {}, not {}", a.role, role),
             "agent ids encode their role: coder-N, code-reviewer-N, planner-N",
         )),
         None => Err(Refusal::new(
-            "registered",
+            RuleId::Registered,
             format!("{agent} is not registered"),
             format!(
                 "register it first: `liza register {agent}` (its supervisor does this at start)"
@@ -136,7 +137,7 @@ pub fn plan_claim(
     let t = task(state, id)?;
     if agent.role() != Role::Coder {
         return Err(Refusal::new(
-            "claim-coder",
+            RuleId::ClaimCoder,
             format!("{agent} is not a coder; only coders claim tasks"),
             "reviewers use claim-review",
         ));
@@ -151,7 +152,7 @@ pub fn plan_claim(
             let previous = t.assigned_to.clone();
             if !assignee_lease_expired(state, t, now) {
                 return Err(Refusal::new(
-                    "claimed-by-other",
+                    RuleId::ClaimedByOther,
                     format!(
                         "task {id} is {} by {} whose lease is live{}",
                         t.status.as_str(),
@@ -179,7 +180,7 @@ pub fn plan_claim(
                 ) {
                     Err(refusal) => refusal,
                     Ok(_) => Refusal::new(
-                        "no-such-transition",
+                        RuleId::NoSuchTransition,
                         format!("task {id} is {}", other.as_str()),
                         "check it with `liza show`",
                     ),
@@ -199,14 +200,14 @@ pub fn plan_claim(
             .find(|d| !state.dependency_satisfied(d))
     {
         return Err(Refusal::new(
-            "dependencies-satisfied",
+            RuleId::DependenciesSatisfied,
             format!("task {id} waits on {dep}, which is not merged (or superseded by merged work)"),
             "claim it once its dependencies are merged",
         ));
     }
     if let Some(other) = other_active_task(state, agent, id) {
         return Err(Refusal::new(
-            "one-task-per-coder",
+            RuleId::OneTaskPerCoder,
             format!(
                 "{agent} already holds task {} ({})",
                 other.id,
@@ -219,14 +220,14 @@ pub fn plan_claim(
         let failed = t.failed_by.as_deref().unwrap_or(&[]);
         if failed.contains(agent) {
             return Err(Refusal::new(
-                "failed-by",
+                RuleId::FailedBy,
                 format!("{agent} already failed task {id}"),
                 "another coder must take it, or the planner rescopes it",
             ));
         }
         if failed.len() >= 2 {
             return Err(Refusal::new(
-                "hypothesis-exhaustion",
+                RuleId::HypothesisExhaustion,
                 format!(
                     "task {id} was failed by {} coders; its framing is presumed wrong",
                     failed.len()
@@ -251,7 +252,7 @@ pub fn claim(
     let kind = plan_claim(state, id, agent, now)?;
     if &kind != planned {
         return Err(Refusal::new(
-            "claim-changed",
+            RuleId::ClaimChanged,
             format!("task {id} changed while its worktree was prepared"),
             "try the next task",
         ));
@@ -259,7 +260,7 @@ pub fn claim(
     let fresh = kind.worktree() != WorktreePlan::Keep;
     if fresh && base.is_none() {
         return Err(Refusal::new(
-            "claim-base",
+            RuleId::ClaimBase,
             format!("a fresh claim of {id} needs the integration tip it starts from"),
             "this is a bug in the caller",
         ));
@@ -345,7 +346,7 @@ pub fn claim_review(
     )?;
     if reviewer.role() != Role::CodeReviewer {
         return Err(Refusal::new(
-            "claim-reviewer",
+            RuleId::ClaimReviewer,
             format!("{reviewer} is not a code reviewer"),
             "only code-reviewer-N agents review",
         ));
@@ -353,7 +354,7 @@ pub fn claim_review(
     registered(state, reviewer, Role::CodeReviewer)?;
     if t.assigned_to.as_ref() == Some(reviewer) {
         return Err(Refusal::new(
-            "not-author",
+            RuleId::NotAuthor,
             format!("{reviewer} wrote task {id} and may not review it"),
             "another reviewer takes it",
         ));
@@ -362,7 +363,7 @@ pub fn claim_review(
         && !expired(t.review_lease_expires, now)
     {
         return Err(Refusal::new(
-            "review-lease-live",
+            RuleId::ReviewLeaseLive,
             format!(
                 "task {id} is being reviewed by {holder} (lease until {})",
                 t.review_lease_expires
@@ -379,7 +380,7 @@ pub fn claim_review(
             && !expired(o.review_lease_expires, now)
     }) {
         return Err(Refusal::new(
-            "one-review-per-reviewer",
+            RuleId::OneReviewPerReviewer,
             format!("{reviewer} is already reviewing task {}", other.id),
             "finish that review first",
         ));
@@ -414,7 +415,7 @@ pub fn release_review(
     let row = row(Command::ReleaseReview, Some(t.status), who.kind())?;
     let Some(holder) = t.reviewing_by.clone() else {
         return Err(Refusal::new(
-            "review-claimed",
+            RuleId::ReviewClaimed,
             format!("task {id} has no review claim to release"),
             "nothing to do",
         ));
@@ -425,7 +426,7 @@ pub fn release_review(
         || (force && matches!(who, Who::Human | Who::Supervisor)))
     {
         return Err(Refusal::new(
-            "review-lease-expired",
+            RuleId::ReviewLeaseExpired,
             format!(
                 "{holder}'s review lease on {id} is live until {}",
                 t.review_lease_expires

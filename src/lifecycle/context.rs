@@ -7,6 +7,7 @@ use crate::blackboard::model::{AgentStatus, HistoryEvent, State, Task, TaskStatu
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
+use super::RuleId;
 use super::refusal::Refusal;
 use super::table::Kind;
 
@@ -122,7 +123,7 @@ pub fn task<'s>(state: &'s State, id: &TaskId) -> Result<&'s Task, Refusal> {
     state.task(id).ok_or_else(|| {
         let archived = state.archived.as_ref().is_some_and(|a| a.contains_key(id));
         Refusal::new(
-            "task-exists",
+            RuleId::TaskExists,
             if archived {
                 format!("task {id} is archived (terminal); nothing moves out of it")
             } else {
@@ -196,7 +197,7 @@ pub fn required_text(value: &str, what: &'static str, hint: &str) -> Result<Stri
     let trimmed = value.trim();
     if trimmed.is_empty() {
         return Err(Refusal::new(
-            "required-text",
+            RuleId::RequiredText,
             format!("{what} is empty"),
             hint,
         ));

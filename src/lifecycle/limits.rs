@@ -5,6 +5,7 @@
 use crate::blackboard::model::{State, TaskStatus, Usage};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
+use super::RuleId;
 use super::context::{Outcome, Who, task, task_mut};
 use super::refusal::Refusal;
 use super::work_done::{BlockCause, block};
@@ -39,7 +40,7 @@ pub fn start_run(
     let t = task(state, id)?;
     if t.status != TaskStatus::Claimed || t.assigned_to.as_ref() != Some(agent) {
         return Err(Refusal::new(
-            "run-claimed",
+            RuleId::RunClaimed,
             format!("task {id} is not CLAIMED by {agent}"),
             "claim it before running the agent on it",
         ));

@@ -8,6 +8,7 @@ use crate::blackboard::model::{
 use crate::blackboard::node::Node;
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
+use super::RuleId;
 use super::context::{
     Field, Outcome, history, release_agent, set_status, task, task_mut, text, text_list,
 };
@@ -49,14 +50,14 @@ pub fn begin_merge(
     row(Command::Merge, Some(t.status), Kind::Supervisor)?;
     let Some(review_commit) = t.review_commit.clone() else {
         return Err(Refusal::new(
-            "review-commit",
+            RuleId::ReviewCommit,
             format!("task {id} is APPROVED but has no review_commit to merge"),
             "a reviewer approves a specific commit; reassign the task or set review_commit by hand",
         ));
     };
     if !same_commit(review_commit.as_str(), approved.as_str()) {
         return Err(Refusal::new(
-            "review-commit",
+            RuleId::ReviewCommit,
             format!("task {id} was approved at {review_commit}, not {approved}"),
             "run `liza merge` again",
         ));
@@ -144,7 +145,7 @@ pub fn drop_merge_intent(
 
 fn no_intent(id: &TaskId) -> Refusal {
     Refusal::new(
-        "merge-intent",
+        RuleId::MergeIntent,
         format!("task {id} has no merge in progress"),
         "run `liza merge` again",
     )

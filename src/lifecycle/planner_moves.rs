@@ -6,6 +6,7 @@ use crate::blackboard::model::{AlignmentEvent, AnomalyType, State, Task, TaskSta
 use crate::blackboard::node::Value;
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
+use super::RuleId;
 use super::claims::assignee_lease_expired;
 use super::context::{
     Outcome, Who, history, release_agent, required_text, set_status, task, task_mut, text,
@@ -113,7 +114,7 @@ pub fn reassign(
         && !(force && *who == Who::Human)
     {
         return Err(Refusal::new(
-            "reassign-live-lease",
+            RuleId::ReassignLiveLease,
             format!(
                 "task {id} is CLAIMED by {} with a live lease",
                 t.assigned_to.as_ref().map_or("nobody", AgentId::as_str)
@@ -168,7 +169,7 @@ pub fn release_coder(
     let reason = required_text(reason, "the reason", "say why the claim is released")?;
     if !assignee_lease_expired(state, t, now) && !force {
         return Err(Refusal::new(
-            "coder-lease-expired",
+            RuleId::CoderLeaseExpired,
             format!(
                 "{}'s lease on {id} is live until {}",
                 t.assigned_to.as_ref().map_or("nobody", AgentId::as_str),
@@ -205,14 +206,14 @@ pub fn rescope(
     )?;
     if reason.split_whitespace().count() < 3 {
         return Err(Refusal::new(
-            "rescope-reason",
+            RuleId::RescopeReason,
             format!("the reason {reason:?} does not state a root cause"),
             "say why the task as framed could not be done, in a sentence",
         ));
     }
     if into.is_empty() {
         return Err(Refusal::new(
-            "rescope-into",
+            RuleId::RescopeInto,
             "a rescope names its replacement tasks",
             "add them first (`liza add-task --supersedes <task>`), then --into <ids>",
         ));
@@ -220,7 +221,7 @@ pub fn rescope(
     for r in into {
         let Some(replacement) = state.task(r) else {
             return Err(Refusal::new(
-                "rescope-into",
+                RuleId::RescopeInto,
                 format!("replacement task {r} does not exist"),
                 "add it first with `liza add-task --supersedes <task>`",
             ));
@@ -230,7 +231,7 @@ pub fn rescope(
             TaskStatus::Draft | TaskStatus::Unclaimed
         ) {
             return Err(Refusal::new(
-                "rescope-into",
+                RuleId::RescopeInto,
                 format!(
                     "replacement {r} is {}, not DRAFT or UNCLAIMED",
                     replacement.status.as_str()
@@ -244,7 +245,7 @@ pub fn rescope(
             .is_some_and(|s| s.as_slice().contains(id))
         {
             return Err(Refusal::new(
-                "rescope-supersedes",
+                RuleId::RescopeSupersedes,
                 format!("replacement {r} does not name {id} in supersedes"),
                 format!("add it with --supersedes {id}"),
             ));

@@ -8,6 +8,7 @@ use crate::blackboard::model::{
 };
 use crate::blackboard::{TaskId, Timestamp};
 
+use super::RuleId;
 use super::context::{Outcome, Who, history, set_status, task, task_mut, text, text_list};
 use super::refusal::Refusal;
 use super::table::{Command, Kind, row};
@@ -61,7 +62,7 @@ pub struct SpecFacts {
 fn parse_id(text: &str, what: &str) -> Result<TaskId, Refusal> {
     TaskId::parse(text.trim()).map_err(|e| {
         Refusal::new(
-            "task-id",
+            RuleId::TaskId,
             format!("{what}: {e}"),
             "task ids are 1-64 ASCII letters, digits, '-', '_' and '.', starting with a letter or digit",
         )
@@ -71,7 +72,7 @@ fn parse_id(text: &str, what: &str) -> Result<TaskId, Refusal> {
 fn check_priority(priority: Option<i64>) -> Result<(), Refusal> {
     match priority {
         Some(p) if !(1..=5).contains(&p) => Err(Refusal::new(
-            "priority-range",
+            RuleId::PriorityRange,
             format!("priority {p} is outside 1-5"),
             "1 is the highest priority, 5 the lowest; 3 is the default",
         )),
@@ -99,7 +100,7 @@ pub fn add_tasks(
     row(Command::AddTask, None, who.kind())?;
     if new.is_empty() {
         return Err(Refusal::new(
-            "add-tasks",
+            RuleId::AddTasks,
             "no tasks to add",
             "give at least one task",
         ));
@@ -110,7 +111,7 @@ pub fn add_tasks(
         let id = parse_id(&n.id, "task id")?;
         if state.task_exists(&id) || !batch.insert(id.clone()) {
             return Err(Refusal::new(
-                "task-id-unused",
+                RuleId::TaskIdUnused,
                 format!("task id {id} is already used"),
                 "choose another id (ids are unique, archived tasks included)",
             ));
@@ -123,7 +124,7 @@ pub fn add_tasks(
         let description = n.description.trim();
         if description.is_empty() {
             return Err(Refusal::new(
-                "required-text",
+                RuleId::RequiredText,
                 format!("task {id} has no description"),
                 "say what the task is with --desc",
             ));
@@ -133,14 +134,14 @@ pub fn add_tasks(
             let dep = parse_id(d, "dependency")?;
             if !state.task_exists(&dep) && !batch.contains(&dep) {
                 return Err(Refusal::new(
-                    "dependency-exists",
+                    RuleId::DependencyExists,
                     format!("task {id} depends on {dep}, which does not exist"),
                     "dependencies are exact ids of existing tasks (`liza status` lists them)",
                 ));
             }
             if dep == *id {
                 return Err(Refusal::new(
-                    "dependency-cycle",
+                    RuleId::DependencyCycle,
                     format!("task {id} depends on itself"),
                     "remove it from --depends",
                 ));
@@ -154,7 +155,7 @@ pub fn add_tasks(
                 let target = parse_id(s, "--supersedes")?;
                 if !state.task_exists(&target) {
                     return Err(Refusal::new(
-                        "supersedes-exists",
+                        RuleId::SupersedesExists,
                         format!("task {id} supersedes {target}, which does not exist"),
                         "name the task this one replaces",
                     ));
@@ -259,14 +260,14 @@ pub fn amend_task(
         for dep in deps {
             if dep == id {
                 return Err(Refusal::new(
-                    "dependency-cycle",
+                    RuleId::DependencyCycle,
                     format!("task {id} cannot depend on itself"),
                     "remove it from --depends",
                 ));
             }
             if !state.task_exists(dep) {
                 return Err(Refusal::new(
-                    "dependency-exists",
+                    RuleId::DependencyExists,
                     format!("task {id} would depend on {dep}, which does not exist"),
                     "dependencies are exact ids of existing tasks",
                 ));
@@ -279,7 +280,7 @@ pub fn amend_task(
     }
     if fields.is_empty() {
         return Err(Refusal::new(
-            "amend-changes",
+            RuleId::AmendChanges,
             format!("nothing to amend on {id}: every given field already has that value"),
             "give at least one changed field",
         ));
@@ -291,7 +292,7 @@ pub fn amend_task(
         && updated.done_when.is_none()
     {
         return Err(Refusal::new(
-            "definition",
+            RuleId::Definition,
             format!(
                 "task {id} is {} and needs a done_when",
                 updated.status.as_str()
@@ -324,7 +325,7 @@ fn check_paths(id: &TaskId, spec_ref: Option<&str>, paths: &[String]) -> Result<
         && let Err(e) = crate::confine::relative(spec_file(spec))
     {
         return Err(Refusal::new(
-            "spec-path",
+            RuleId::SpecPath,
             format!("task {id}: spec_ref {e}"),
             "e.g. --spec specs/report.md (inside the repository)",
         ));
@@ -332,7 +333,7 @@ fn check_paths(id: &TaskId, spec_ref: Option<&str>, paths: &[String]) -> Result<
     for path in paths {
         if let Err(e) = crate::confine::relative(path) {
             return Err(Refusal::new(
-                "task-paths",
+                RuleId::TaskPaths,
                 format!("task {id}: path {e}"),
                 "paths are files or folders relative to the repository root, e.g. src/report/",
             ));
@@ -358,7 +359,7 @@ pub fn finalize(
     row(Command::FinalizeTask, Some(current.status), who.kind())?;
     if who.kind() == Kind::Planner && state.config.plan_approval() == PlanApproval::Human {
         return Err(Refusal::new(
-            "plan-approval",
+            RuleId::PlanApproval,
             format!(
                 "task {id} stays DRAFT: config.plan_approval is human, so a person finalizes the plan"
             ),
@@ -367,7 +368,7 @@ pub fn finalize(
     }
     let gate = |what: String, hint: &str| {
         Err(Refusal::new(
-            "finalize-gates",
+            RuleId::FinalizeGates,
             format!("task {id} cannot be finalized: {what}"),
             hint,
         ))
@@ -479,7 +480,7 @@ pub fn find_cycle(state: &State) -> Option<Vec<TaskId>> {
 fn cycle_refusal(cycle: &[TaskId]) -> Refusal {
     let path: Vec<&str> = cycle.iter().map(TaskId::as_str).collect();
     Refusal::new(
-        "dependency-cycle",
+        RuleId::DependencyCycle,
         format!("dependencies would form a cycle: {}", path.join(" → ")),
         "remove one of these dependencies",
     )

@@ -1,16 +1,18 @@
 //! Why a lifecycle operation was refused: the rule, what was wrong, what to do instead.
 
+pub use super::rule::RuleId;
+
 /// A refused operation. `rule` names the rule of lifecycle.md (or git.md) that refused it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message} [{rule}]")]
 pub struct Refusal {
-    pub rule: &'static str,
+    pub rule: RuleId,
     pub message: String,
     pub hint: String,
 }
 
 impl Refusal {
-    pub fn new(rule: &'static str, message: impl Into<String>, hint: impl Into<String>) -> Refusal {
+    pub fn new(rule: RuleId, message: impl Into<String>, hint: impl Into<String>) -> Refusal {
         Refusal {
             rule,
             message: message.into(),

@@ -4,6 +4,7 @@ use crate::blackboard::model::{GoalStatus, Sprint, SprintStatus, State, Timeline
 use crate::blackboard::node::{Entry, Node, Value};
 use crate::blackboard::{TaskId, Timestamp};
 
+use super::RuleId;
 use super::context::{Outcome, Who};
 use super::refusal::Refusal;
 use super::table::Kind;
@@ -15,7 +16,7 @@ fn planner_or_human(who: &Who, what: &str) -> Result<(), Refusal> {
     match who.kind() {
         Kind::Planner | Kind::Human => Ok(()),
         _ => Err(Refusal::new(
-            "permission",
+            RuleId::Permission,
             format!("only the planner or a person may {what}"),
             "see operations.md, Commands",
         )),
@@ -26,7 +27,7 @@ fn human(who: &Who, what: &str) -> Result<(), Refusal> {
     match who.kind() {
         Kind::Human => Ok(()),
         _ => Err(Refusal::new(
-            "permission",
+            RuleId::Permission,
             format!("only a person may {what}"),
             "unset LIZA_AGENT_ID to act as a person",
         )),
@@ -39,7 +40,7 @@ fn require_sprint(state: &State, expected: SprintStatus, hint: &str) -> Result<(
         return Ok(());
     }
     Err(Refusal::new(
-        "sprint-status",
+        RuleId::SprintStatus,
         format!(
             "the sprint is {}, not {}",
             state.sprint.status.as_str(),
@@ -121,7 +122,7 @@ pub fn checkpoint_at_deadline(
     let timeline = state.sprint.timeline.clone().unwrap_or_default();
     let Some(deadline) = timeline.deadline.filter(|d| *d <= now) else {
         return Err(Refusal::new(
-            "sprint-deadline",
+            RuleId::SprintDeadline,
             "the sprint's deadline has not passed",
             "nothing to do",
         ));
@@ -134,7 +135,7 @@ pub fn checkpoint_at_deadline(
         == Some(reached.as_str())
     {
         return Err(Refusal::new(
-            "sprint-deadline",
+            RuleId::SprintDeadline,
             format!("the sprint already stopped for its deadline {deadline}"),
             "move sprint.timeline.deadline to stop at another time",
         ));
@@ -160,7 +161,7 @@ pub fn resume(
         && !DECISIONS.contains(&d)
     {
         return Err(Refusal::new(
-            "resume-decision",
+            RuleId::ResumeDecision,
             format!("decision {d:?} is not one of {}", DECISIONS.join(", ")),
             "choose one of the checkpoint decisions",
         ));
@@ -173,7 +174,7 @@ pub fn resume(
         SprintStatus::InProgress => {}
         other => {
             return Err(Refusal::new(
-                "sprint-status",
+                RuleId::SprintStatus,
                 format!("the sprint is {}", other.as_str()),
                 "a completed or aborted sprint is followed by `liza sprint next`",
             ));
@@ -236,7 +237,7 @@ pub fn abort(state: &mut State, who: &Who, goal: bool, now: Timestamp) -> Result
     ) && !goal
     {
         return Err(Refusal::new(
-            "sprint-status",
+            RuleId::SprintStatus,
             format!("the sprint is already {}", state.sprint.status.as_str()),
             "nothing is running",
         ));
@@ -255,7 +256,7 @@ pub fn abort(state: &mut State, who: &Who, goal: bool, now: Timestamp) -> Result
             .is_some_and(|s| s != GoalStatus::InProgress)
         {
             return Err(Refusal::new(
-                "goal-status",
+                RuleId::GoalStatus,
                 "the goal is not IN_PROGRESS",
                 "nothing to abort",
             ));
@@ -286,7 +287,7 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
         .is_some_and(|s| s != GoalStatus::InProgress)
     {
         return Err(Refusal::new(
-            "goal-status",
+            RuleId::GoalStatus,
             format!(
                 "the goal is {}",
                 state.goal.status.map_or("", |s| s.as_str())
@@ -302,7 +303,7 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
         .collect();
     if !open.is_empty() {
         return Err(Refusal::new(
-            "goal-open-tasks",
+            RuleId::GoalOpenTasks,
             format!("tasks are still open: {}", open.join(", ")),
             "finish, rescope or abandon them first",
         ));
@@ -340,7 +341,7 @@ pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outco
         .is_some_and(|s| s != GoalStatus::InProgress)
     {
         return Err(Refusal::new(
-            "goal-status",
+            RuleId::GoalStatus,
             "the goal is no longer in progress",
             "start a new goal with a new blackboard",
         ));

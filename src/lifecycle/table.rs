@@ -6,6 +6,7 @@
 
 use crate::blackboard::model::TaskStatus::{self, *};
 
+use super::RuleId;
 use super::refusal::Refusal;
 
 /// Who performs an operation: P planner, C coder, R code reviewer (agents acting under
@@ -334,7 +335,7 @@ pub fn row(
     if !row.actors.contains(&kind) {
         let who: Vec<String> = row.actors.iter().map(|k| k.name().to_owned()).collect();
         return Err(Refusal::new(
-            "permission",
+            RuleId::Permission,
             format!(
                 "{} may not run {}: only {} may",
                 kind.name(),
@@ -353,7 +354,7 @@ pub fn row(
     if let Some(from) = from {
         if from.is_terminal() {
             return Err(Refusal::new(
-                "terminal-status",
+                RuleId::TerminalStatus,
                 format!(
                     "{} is refused: the task is {} and nothing moves out of MERGED, SUPERSEDED or ABANDONED",
                     command.name(),
@@ -367,13 +368,13 @@ pub fn row(
                 && let Some((_, _, why)) = FORBIDDEN.iter().find(|(f, t, _)| *f == from && *t == to)
             {
                 return Err(Refusal::new(
-                    "forbidden-transition",
+                    RuleId::ForbiddenTransition,
                     format!("{} → {} is forbidden: {why}", from.as_str(), to.as_str()),
                     "see lifecycle.md, Transitions",
                 ));
             }
             return Err(Refusal::new(
-                "no-such-transition",
+                RuleId::NoSuchTransition,
                 format!(
                     "{} applies to a task in {}, and this one is {}",
                     command.name(),

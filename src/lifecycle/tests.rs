@@ -82,7 +82,7 @@ impl W {
         let before = self.s.clone();
         let r = f(&mut self.s, self.now).expect_err("should be refused");
         assert_eq!(self.s, before, "a refusal changed the state: {r}");
-        r.rule
+        r.rule.as_str()
     }
 
     fn later(&mut self, seconds: i64) {

@@ -7,6 +7,7 @@ use crate::blackboard::model::{
 use crate::blackboard::node::{Entry, Node, Value};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
+use super::RuleId;
 use super::context::{
     Outcome, Who, history, release_agent, required_text, set_agent, set_status, task, task_mut,
     text,
@@ -33,7 +34,7 @@ fn caller_agent(who: &Who) -> Result<&AgentId, Refusal> {
     match who {
         Who::Agent(id) => Ok(id),
         _ => Err(Refusal::new(
-            "agent-identity",
+            RuleId::AgentIdentity,
             "this command is an agent's",
             "run it with LIZA_AGENT_ID and LIZA_AGENT_GENERATION set",
         )),
@@ -54,7 +55,7 @@ pub fn submit(
     let agent = caller_agent(who)?;
     if t.assigned_to.as_ref() != Some(agent) {
         return Err(Refusal::new(
-            "submit-assignee",
+            RuleId::SubmitAssignee,
             format!(
                 "task {id} is assigned to {}, not {agent}",
                 t.assigned_to.as_ref().map_or("nobody", AgentId::as_str)
@@ -64,7 +65,7 @@ pub fn submit(
     }
     if !facts.dirty.is_empty() {
         return Err(Refusal::new(
-            "clean-worktree",
+            RuleId::CleanWorktree,
             format!(
                 "the worktree of {id} has uncommitted files: {}",
                 list(&facts.dirty)
@@ -76,7 +77,7 @@ pub fn submit(
         && !same_commit(sha, facts.head.as_str())
     {
         return Err(Refusal::new(
-            "submit-head",
+            RuleId::SubmitHead,
             format!("commit {sha} is not the worktree's HEAD ({})", facts.head),
             "submit the HEAD of the task worktree (omit the SHA to use it)",
         ));
@@ -86,7 +87,7 @@ pub fn submit(
         .is_some_and(|b| same_commit(b.as_str(), facts.head.as_str()))
     {
         return Err(Refusal::new(
-            "submit-new-commit",
+            RuleId::SubmitNewCommit,
             format!(
                 "nothing was committed on {id}: HEAD is still the base commit {}",
                 facts.head
@@ -96,7 +97,7 @@ pub fn submit(
     }
     if !facts.descends_from_base {
         return Err(Refusal::new(
-            "submit-descends",
+            RuleId::SubmitDescends,
             format!(
                 "HEAD {} does not descend from the task's base commit",
                 facts.head
@@ -113,7 +114,7 @@ pub fn submit(
         .collect();
     if let Some(first) = outside.first() {
         return Err(Refusal::new(
-            "task-paths",
+            RuleId::TaskPaths,
             format!(
                 "changes outside what the task may change ({}): {}",
                 scope.describe(),
@@ -132,7 +133,7 @@ pub fn submit(
         .collect();
     if !touched.is_empty() {
         return Err(Refusal::new(
-            "protected-paths",
+            RuleId::ProtectedPaths,
             format!("changes to protected paths: {}", list(&touched)),
             "revert them; only a task with --allow-protected covering them may change them",
         ));
@@ -207,7 +208,7 @@ pub fn verdict(
     let reviewer = caller_agent(who)?;
     if t.reviewing_by.as_ref() != Some(reviewer) {
         return Err(Refusal::new(
-            "verdict-claim",
+            RuleId::VerdictClaim,
             format!(
                 "a verdict on {id} is accepted only from the reviewer that claimed it ({})",
                 t.reviewing_by
@@ -219,14 +220,14 @@ pub fn verdict(
     }
     let Some(review_commit) = t.review_commit.clone() else {
         return Err(Refusal::new(
-            "verdict-commit",
+            RuleId::VerdictCommit,
             format!("task {id} has no review_commit"),
             "the coder must submit it again",
         ));
     };
     if !same_commit(commit, review_commit.as_str()) {
         return Err(Refusal::new(
-            "verdict-commit",
+            RuleId::VerdictCommit,
             format!("--commit {commit} is not the submitted review_commit {review_commit}"),
             "review the commit that was submitted",
         ));
@@ -241,7 +242,7 @@ pub fn verdict(
             )?;
             if citations(&reason).is_empty() {
                 return Err(Refusal::new(
-                    "rejection-cites",
+                    RuleId::RejectionCites,
                     "a rejection must cite at least one path:line (e.g. src/report.rs:42)",
                     "point the coder at the code: --reason \"src/report.rs:42 drops the totals key\"",
                 ));
@@ -494,14 +495,14 @@ pub fn block(
         && t.assigned_to.as_ref() != Some(agent)
     {
         return Err(Refusal::new(
-            "block-assignee",
+            RuleId::BlockAssignee,
             format!("task {id} is not assigned to {agent}"),
             "a coder blocks only its own task",
         ));
     }
     if (cause == BlockCause::Agent) != matches!(who, Who::Agent(_)) {
         return Err(Refusal::new(
-            "block-cause",
+            RuleId::BlockCause,
             "only the supervisor blocks for a coder's failure or the environment",
             "coders use `liza block` for their own task",
         ));
@@ -518,7 +519,7 @@ pub fn block(
         .collect();
     if !(1..=3).contains(&questions.len()) {
         return Err(Refusal::new(
-            "block-questions",
+            RuleId::BlockQuestions,
             format!(
                 "a block needs 1 to 3 questions for the planner, not {}",
                 questions.len()
@@ -578,14 +579,14 @@ pub fn handoff(
     let agent = caller_agent(who)?;
     if who.kind() != Kind::Coder {
         return Err(Refusal::new(
-            "permission",
+            RuleId::Permission,
             "only a coder hands off its task",
             "handoff is for context exhaustion of a coder",
         ));
     }
     if t.status != TaskStatus::Claimed || t.assigned_to.as_ref() != Some(agent) {
         return Err(Refusal::new(
-            "handoff-assignee",
+            RuleId::HandoffAssignee,
             format!("task {id} is not CLAIMED by {agent}"),
             "hand off only your own claimed task",
         ));

@@ -7,7 +7,7 @@ use super::{Authority, OpsError, Project, Transition, supervisor_only, transitio
 use crate::blackboard::liveness::{self, LiveRecord};
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::{Actor, AgentId, StoreError, Timestamp};
-use crate::lifecycle::{self, Registration};
+use crate::lifecycle::{self, Registration, RuleId};
 
 /// A fresh fencing token: 16 hex digits from the process, the clock and a counter.
 pub fn mint_generation() -> String {
@@ -127,13 +127,15 @@ pub fn heartbeat(
     let state = project.store.snapshot()?.state;
     let agent = state.agents.get(id).ok_or_else(|| {
         OpsError::refused(
-            format!("{id} is not registered [registered]"),
+            RuleId::Registered,
+            format!("{id} is not registered"),
             format!("register it first: `liza register {id}`"),
         )
     })?;
     let registered = agent.generation.clone().ok_or_else(|| {
         OpsError::refused(
-            format!("{id} has no generation; it was registered by another tool [agent-generation]"),
+            RuleId::AgentGeneration,
+            format!("{id} has no generation; it was registered by another tool"),
             format!("register it again with `liza register {id}`"),
         )
     })?;

@@ -10,6 +10,7 @@ use crate::blackboard::log_tally::{ActivityReader, RunEnded};
 use crate::blackboard::model::{CircuitBreaker, CircuitBreakerStatus, SprintStatus};
 use crate::blackboard::node::{Entry, Node, Pos, Value};
 use crate::blackboard::{Actor, State, Timestamp};
+use crate::lifecycle::RuleId;
 use crate::lifecycle::circuit_breaker::{self, PatternMatch};
 
 /// Severities that checkpoint the sprint when the config names none.
@@ -210,6 +211,7 @@ fn write_report(
     };
     write().map_err(|e| {
         OpsError::refused(
+            RuleId::FileWrite,
             format!("could not write {}: {e}", path.display()),
             "check that .liza/ is writable",
         )

@@ -4,6 +4,7 @@
 //! them. A crash between the two leaves the tasks live and their copies in the archive,
 //! which the next archiving overwrites: nothing is ever only in memory.
 
+use crate::lifecycle::RuleId;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -90,6 +91,7 @@ pub fn check_stem(sprint: &str) -> Result<(), OpsError> {
         return Ok(());
     }
     Err(OpsError::refused(
+        RuleId::ArchiveName,
         format!("sprint id {sprint:?} cannot name an archive file"),
         "use letters, digits, `-`, `_` and `.` in sprint.id",
     ))
@@ -115,6 +117,7 @@ fn write_archive(
     let mut archive = match std::fs::read(file) {
         Ok(bytes) => decode_record::<Archive>(&bytes).map_err(|findings| {
             OpsError::refused(
+                RuleId::ArchiveReadable,
                 format!(
                     "{} cannot be read, so nothing is added to it: {}",
                     file.display(),

@@ -7,8 +7,8 @@
 use super::OpsError;
 use crate::blackboard::liveness::{self, LiveRecords};
 use crate::blackboard::node::Node;
-use crate::blackboard::{Actor, State, Store, Timestamp};
-use crate::lifecycle::{self, Outcome, Refusal, Who};
+use crate::blackboard::{Actor, AgentId, State, Store, Timestamp};
+use crate::lifecycle::{self, Outcome, Refusal, RuleId, Who};
 
 /// How the caller's authority is established.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,8 +33,9 @@ pub struct Transition<R> {
 pub fn supervisor_only(actor: &Actor, command: &str) -> Result<(), OpsError> {
     if let Actor::Agent { id, .. } = actor {
         return Err(OpsError::refused(
+            RuleId::SupervisorOnly,
             format!(
-                "{command} is performed by supervisors; it is refused when an agent identity is set ({id}) [supervisor-only]"
+                "{command} is performed by supervisors; it is refused when an agent identity is set ({id})"
             ),
             "agents report through submit-for-review, block, handoff and submit-verdict; unset LIZA_AGENT_ID to run it as a person",
         ));
@@ -126,7 +127,8 @@ fn parent_of(pid: i64) -> Option<i64> {
 pub fn no_agent_identity(actor: &Actor, command: &str) -> Result<(), OpsError> {
     if let Actor::Agent { id, .. } = actor {
         return Err(OpsError::refused(
-            format!("{command} is a command for people, refused for {id} [human-only]"),
+            RuleId::HumanOnly,
+            format!("{command} is a command for people, refused for {id}"),
             "agents report through submit-for-review, block, discover and anomaly; a person runs it without LIZA_AGENT_ID",
         ));
     }
@@ -147,9 +149,43 @@ pub fn people_only(project: &super::Project, actor: &Actor, command: &str) -> Re
     };
     if let Some(why) = why {
         return Err(OpsError::refused(
-            format!("{command} is a command for people, and {why} [human-only]"),
+            RuleId::HumanOnly,
+            format!("{command} is a command for people, and {why}"),
             "run it from your own terminal, outside any agent's run",
         ));
+    }
+    Ok(())
+}
+
+/// Refuses a supervisor whose registration is no longer `id`'s current one.
+fn fenced(state: &State, id: &AgentId, generation: &str) -> Result<(), Refusal> {
+    match state.agents.get(id).map(|a| a.generation.as_deref()) {
+        Some(Some(current)) if current == generation => Ok(()),
+        Some(_) => Err(Refusal::new(
+            RuleId::Superseded,
+            format!(
+                "{id}'s supervisor (generation {generation}) was superseded by a newer registration"
+            ),
+            "this supervisor stops; the newer registration's supervisor serves the agent",
+        )),
+        None => Err(Refusal::new(
+            RuleId::Superseded,
+            format!(
+                "{id}'s supervisor (generation {generation}) was superseded: {id} is no longer registered"
+            ),
+            "this supervisor stops; start it again to register anew",
+        )),
+    }
+}
+
+/// Before a step outside the blackboard that cannot be undone (publishing a merge):
+/// a supervisor checks that its registration is still the current one. The store fences
+/// every transaction; this narrows what a supervisor paused for long can do on waking to
+/// the moment between this read and the step.
+pub fn still_current(store: &Store, actor: &Actor) -> Result<(), OpsError> {
+    if let Actor::Supervisor { id, generation } = actor {
+        let state = store.snapshot()?.state;
+        fenced(&state, id, generation)?;
     }
     Ok(())
 }
@@ -166,7 +202,7 @@ pub fn authorize(
         Actor::Agent { id, generation } => {
             let Some(agent) = state.agents.get(id) else {
                 return Err(Refusal::new(
-                    "registered",
+                    RuleId::Registered,
                     format!("{id} is not registered"),
                     "agents act only while their supervisor keeps them registered",
                 ));
@@ -174,7 +210,7 @@ pub fn authorize(
             lifecycle::check_generation(id, agent.generation.as_deref(), generation.as_deref())?;
             if agent.role != id.role() {
                 return Err(Refusal::new(
-                    "agent-role",
+                    RuleId::AgentRole,
                     format!("{id} is registered with role {}", agent.role),
                     "fix the agent entry",
                 ));
@@ -184,10 +220,15 @@ pub fn authorize(
                 Authority::Supervisor => Who::Supervisor,
             })
         }
+        // The store fenced the generation already; a dry run checks it here.
+        Actor::Supervisor { id, generation } => {
+            fenced(state, id, generation)?;
+            Ok(Who::Supervisor)
+        }
         Actor::Human => {
             if let Some(why) = facts.agent_behind(state, now) {
                 return Err(Refusal::new(
-                    "agent-identity",
+                    RuleId::AgentIdentity,
                     format!(
                         "agents act under their own identity: this command has no LIZA_AGENT_ID, but {why}"
                     ),

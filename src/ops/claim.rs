@@ -16,7 +16,7 @@ use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
 use crate::git::{Repo, SavedWork, WorktreeMerge, worktree_dir};
 use crate::lifecycle::context::text;
 use crate::lifecycle::work_done::push_anomaly;
-use crate::lifecycle::{self, ClaimKind, WorktreePlan};
+use crate::lifecycle::{self, ClaimKind, RuleId, WorktreePlan};
 
 /// A committed task claim.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -57,6 +57,7 @@ fn prepare_integration_fix(
     let head = crate::git::head_of(&dir)?;
     let tip = repo.branch_tip(integration)?.ok_or_else(|| {
         OpsError::refused(
+            RuleId::IntegrationBranch,
             format!("the integration branch {integration} does not exist"),
             format!("create it: git branch {integration} <base>"),
         )
@@ -118,6 +119,7 @@ pub fn claim_for(
             }
             let tip = repo.branch_tip(&integration)?.ok_or_else(|| {
                 OpsError::refused(
+                    RuleId::IntegrationBranch,
                     format!("the integration branch {integration} does not exist"),
                     format!("create it: git branch {integration} <base>"),
                 )
@@ -257,8 +259,9 @@ fn run_post_worktree(cmd: &CommandSpec, dir: &Path) -> Result<(), OpsError> {
         return Ok(());
     }
     Err(OpsError::refused(
+        RuleId::PostWorktreeCmd,
         format!(
-            "post_worktree_cmd failed: it {}; the claim was undone [post-worktree-cmd]",
+            "post_worktree_cmd failed: it {}; the claim was undone",
             exit.describe()
         ),
         "fix config.post_worktree_cmd, or remove it",

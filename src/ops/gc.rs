@@ -5,6 +5,7 @@
 //! `liza/attic/<task>-<n>`; so what is removed is on integration or archived, and the
 //! removal is verified.
 
+use crate::lifecycle::RuleId;
 use serde::Serialize;
 
 use super::task_lock::TaskLock;
@@ -77,8 +78,9 @@ pub fn gc(project: &Project, apply: bool) -> Result<GcReport, OpsError> {
     let integration = snapshot.state.config.integration_branch().to_owned();
     let Some(integration_tip) = repo.branch_tip(&integration)? else {
         return Err(OpsError::refused(
+            RuleId::IntegrationBranch,
             format!(
-                "the integration branch {integration} does not exist, so gc cannot tell what is merged [integration-branch]"
+                "the integration branch {integration} does not exist, so gc cannot tell what is merged"
             ),
             format!(
                 "recreate it where it was (git reflog show {integration}), or set config.integration_branch"

@@ -2,6 +2,7 @@
 //! one was (its log entries), its text, and what changed between two of them, field by
 //! field.
 
+use crate::lifecycle::RuleId;
 use serde::Serialize;
 
 use super::{OpsError, Project};
@@ -60,6 +61,7 @@ pub fn diff(project: &Project, from: u64, to: u64) -> Result<Vec<Change>, OpsErr
         let text = revision_text(project, revision)?;
         document::decode(&text).map(|d| d.root).map_err(|_| {
             OpsError::refused(
+                RuleId::JournalRevision,
                 format!("revision {revision} in the journal does not parse"),
                 "the journal entry is damaged; `liza history` lists the others",
             )
@@ -75,6 +77,7 @@ fn gone(project: &Project, revision: u64) -> OpsError {
         _ => "no revisions".into(),
     };
     OpsError::refused(
+        RuleId::JournalRevision,
         format!("revision {revision} is not in the journal (it keeps {range})"),
         "`liza history` lists the kept revisions; config.journal_keep sets how many",
     )

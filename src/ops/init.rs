@@ -1,5 +1,6 @@
 //! `liza init`: the blackboard, the integration branch and the git excludes.
 
+use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
 
 use super::OpsError;
@@ -45,6 +46,7 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     let goal = req.goal.trim();
     if goal.is_empty() {
         return Err(OpsError::refused(
+            RuleId::GoalText,
             "the goal is empty",
             "describe the goal in one sentence: liza init \"Add a --json flag to the report CLI\"",
         ));
@@ -60,6 +62,7 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     }
     if let Some(problem) = integration_branch_problem(&branch) {
         return Err(OpsError::refused(
+            RuleId::IntegrationBranch,
             format!("--integration-branch {branch} {problem}"),
             "name a branch of its own for approved work, e.g. --integration-branch integration",
         ));
@@ -67,6 +70,7 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     let repo = Repo::open(&root)?;
     if let Some(path) = repo.checkouts_on_branch(&branch).first() {
         return Err(OpsError::refused(
+            RuleId::IntegrationCheckedOut,
             format!(
                 "{branch} is checked out in {}; liza merges approved work into the integration \
                  branch and never moves a branch under someone's checkout",
@@ -126,12 +130,14 @@ fn resolve_spec(root: &Path, cwd: &Path, spec: Option<&Path>) -> Result<String, 
         .and_then(|c| c.canonicalize().ok())
         .ok_or_else(|| {
             OpsError::refused(
+                RuleId::SpecPath,
                 format!("spec file {shown} does not exist"),
                 "write the goal's spec first (agents read it), e.g. specs/vision.md, or pass --spec PATH",
             )
         })?;
     let relative = found.strip_prefix(root).map_err(|_| {
         OpsError::refused(
+            RuleId::SpecPath,
             format!(
                 "spec file {} is outside the project {}",
                 found.display(),

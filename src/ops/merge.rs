@@ -11,13 +11,14 @@ use super::merge_checks::{MergeChecks, Verdict};
 use super::merge_recovery::{Recovery, merged_result, recover_locked};
 use super::task_lock::TaskLock;
 use super::{
-    Authority, OpsError, Project, Transition, claim::describe, dry_run, supervisor_only, transition,
+    Authority, OpsError, Project, Transition, claim::describe, dry_run, still_current,
+    supervisor_only, transition,
 };
 use crate::blackboard::model::{CommitId, FailureKind};
 use crate::blackboard::store::failpoint;
 use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::git::{Candidate, Published, Repo, SavedWork, integration_worktree_dir, task_branch};
-use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Outcome, Refusal};
+use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Outcome, Refusal, RuleId};
 
 /// How many times a merge goes back to build a new candidate when integration moved
 /// under it before it gives up.
@@ -154,7 +155,7 @@ pub fn merge(
                 lifecycle::begin_merge(state, id, &commit_id(&approved)?, &commit_id(&tip)?, now)?;
             if Some(&start.review_commit) != review_commit.as_ref() {
                 return Err(Refusal::new(
-                    "review-commit",
+                    RuleId::ReviewCommit,
                     format!("the review_commit of task {id} changed while the merge started"),
                     "run `liza merge` again",
                 ));
@@ -292,6 +293,7 @@ impl MergeRun<'_> {
                 }));
             }
             failpoint::hit("merge-before-publish");
+            still_current(&self.project.store, self.actor)?;
             let reason = format!("liza: merge {}", task_branch(self.id));
             match self
                 .repo
@@ -396,8 +398,9 @@ fn approved_commit(
     let branch = task_branch(id);
     let approved = repo.resolve_commit(review).map_err(|_| {
         OpsError::refused(
+            RuleId::ReviewCommit,
             format!(
-                "the approved commit {review} of task {} is not in the repository [review-commit]",
+                "the approved commit {review} of task {} is not in the repository",
                 id
             ),
             format!(
@@ -409,8 +412,9 @@ fn approved_commit(
     match repo.branch_tip(&branch)? {
         Some(head) if head == approved => Ok(approved),
         Some(head) => Err(OpsError::refused(
+            RuleId::BranchMoved,
             format!(
-                "{branch} is at {} but the reviewer approved {}: commits made after the approval were not reviewed [branch-moved]",
+                "{branch} is at {} but the reviewer approved {}: commits made after the approval were not reviewed",
                 short(&head),
                 short(&approved)
             ),
@@ -479,7 +483,8 @@ fn integration_tip(repo: &Repo, integration: &str) -> Result<String, OpsError> {
 
 fn no_integration(integration: &str) -> OpsError {
     OpsError::refused(
-        format!("the integration branch {integration} does not exist [integration-branch]"),
+        RuleId::IntegrationBranch,
+        format!("the integration branch {integration} does not exist"),
         format!(
             "recreate it where it was (git reflog show {integration}), or set config.integration_branch"
         ),
@@ -491,8 +496,9 @@ fn no_integration(integration: &str) -> OpsError {
 fn refuse_checked_out(repo: &Repo, integration: &str) -> Result<(), OpsError> {
     if let Some(path) = repo.checkouts_on_branch(integration).first() {
         return Err(OpsError::refused(
+            RuleId::IntegrationCheckedOut,
             format!(
-                "{integration} is checked out in {}; liza never moves a branch under someone's checkout [integration-checked-out]",
+                "{integration} is checked out in {}; liza never moves a branch under someone's checkout",
                 path.display()
             ),
             format!(
@@ -507,7 +513,7 @@ fn refuse_checked_out(repo: &Repo, integration: &str) -> Result<(), OpsError> {
 fn commit_id(sha: &str) -> Result<CommitId, Refusal> {
     CommitId::parse(sha).ok_or_else(|| {
         Refusal::new(
-            "commit-id",
+            RuleId::CommitId,
             format!("git returned {sha:?}, which is not a commit id"),
             "this is a bug; report it",
         )

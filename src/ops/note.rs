@@ -4,6 +4,7 @@ use super::OpsError;
 use super::authority::{Authority, CallerFacts, authorize};
 use crate::blackboard::model::HumanNote;
 use crate::blackboard::{Actor, Store, TaskId};
+use crate::lifecycle::RuleId;
 
 #[derive(Debug, serde::Serialize)]
 pub struct NoteOutcome {
@@ -23,6 +24,7 @@ pub fn note(
     let message = message.trim();
     if message.is_empty() {
         return Err(OpsError::refused(
+            RuleId::NoteText,
             "the note is empty",
             "write the message as the second argument",
         ));
@@ -32,6 +34,7 @@ pub fn note(
     } else {
         Some(TaskId::parse(target).map_err(|e| {
             OpsError::refused(
+                RuleId::TaskId,
                 format!("{e}"),
                 "name a task id from `liza status`, or `all`",
             )
@@ -44,6 +47,7 @@ pub fn note(
             && !tx.state.task_exists(task)
         {
             return Err(OpsError::refused(
+                RuleId::TaskExists,
                 format!("there is no task {task}"),
                 "name a task id from `liza status`, or `all`",
             ));

@@ -7,9 +7,9 @@ use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, TaskId};
 use crate::lifecycle::context::text;
 use crate::lifecycle::work_done::push_anomaly;
-use crate::lifecycle::{Kind, Outcome, Refusal};
+use crate::lifecycle::{Kind, Outcome, Refusal, RuleId};
 
-fn refusal(rule: &'static str, message: String, hint: &str) -> Refusal {
+fn refusal(rule: RuleId, message: String, hint: &str) -> Refusal {
     Refusal::new(rule, message, hint)
 }
 
@@ -25,8 +25,9 @@ pub fn discover(
 ) -> Result<Transition<String>, OpsError> {
     let severity = DiscoverySeverity::parse(severity).ok_or_else(|| {
         OpsError::refused(
+            RuleId::DiscoverySeverity,
             format!(
-                "severity {severity:?} is not one of {} [discovery-severity]",
+                "severity {severity:?} is not one of {}",
                 DiscoverySeverity::names()
             ),
             "pick one of them",
@@ -36,7 +37,8 @@ pub fn discover(
         None => Urgency::Deferred,
         Some(u) => Urgency::parse(u).ok_or_else(|| {
             OpsError::refused(
-                format!("urgency {u:?} is not immediate or deferred [discovery-urgency]"),
+                RuleId::DiscoveryUrgency,
+                format!("urgency {u:?} is not immediate or deferred"),
                 "pick one of them",
             )
         })?,
@@ -48,7 +50,7 @@ pub fn discover(
         |state, who, now| {
             if !state.task_exists(task) {
                 return Err(refusal(
-                    "task-exists",
+                    RuleId::TaskExists,
                     format!("there is no task {task}"),
                     "name the task you were working on",
                 ));
@@ -108,8 +110,9 @@ pub fn anomaly(
 ) -> Result<Transition<()>, OpsError> {
     let kind = AnomalyType::parse(kind).ok_or_else(|| {
         OpsError::refused(
+            RuleId::AnomalyType,
             format!(
-                "anomaly type {kind:?} is not one of {} [anomaly-type]",
+                "anomaly type {kind:?} is not one of {}",
                 AnomalyType::names()
             ),
             "pick one of the 13 types",
@@ -119,7 +122,8 @@ pub fn anomaly(
     for d in details {
         let Some((k, v)) = d.split_once('=') else {
             return Err(OpsError::refused(
-                format!("detail {d:?} is not key=value [anomaly-details]"),
+                RuleId::AnomalyDetails,
+                format!("detail {d:?} is not key=value"),
                 "write each detail as --detail key=value",
             ));
         };
@@ -134,8 +138,9 @@ pub fn anomaly(
         .collect();
     if !missing.is_empty() {
         return Err(OpsError::refused(
+            RuleId::AnomalyDetails,
             format!(
-                "a {} anomaly needs the details {} [anomaly-details]",
+                "a {} anomaly needs the details {}",
                 kind.as_str(),
                 missing.join(", ")
             ),
@@ -149,7 +154,7 @@ pub fn anomaly(
         |state, who, now| {
             if !state.task_exists(task) {
                 return Err(refusal(
-                    "task-exists",
+                    RuleId::TaskExists,
                     format!("there is no task {task}"),
                     "name the task it concerns",
                 ));
@@ -183,7 +188,8 @@ pub fn log_add(
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
     if !well_formed {
         return Err(OpsError::refused(
-            format!("action {action:?} must be 1-64 letters, digits, '_', '-' or '.' [log-action]"),
+            RuleId::LogAction,
+            format!("action {action:?} must be 1-64 letters, digits, '_', '-' or '.'"),
             "e.g. --action test_run",
         ));
     }
@@ -192,16 +198,15 @@ pub fn log_add(
         .find(|&c| c.is_control() && c != '\n' && c != '\t')
     {
         return Err(OpsError::refused(
-            format!(
-                "the detail holds the control character U+{:04X} [log-detail]",
-                c as u32
-            ),
+            RuleId::LogDetail,
+            format!("the detail holds the control character U+{:04X}", c as u32),
             "log plain text: strip colour codes and escape sequences (e.g. NO_COLOR=1)",
         ));
     }
     if detail.contains('\n') || detail.len() > 4096 {
         return Err(OpsError::refused(
-            "the detail must be one line of at most 4096 bytes [log-detail]",
+            RuleId::LogDetail,
+            "the detail must be one line of at most 4096 bytes",
             "summarise it; long output belongs in a file",
         ));
     }
@@ -214,7 +219,7 @@ pub fn log_add(
                 && !state.task_exists(task)
             {
                 return Err(refusal(
-                    "task-exists",
+                    RuleId::TaskExists,
                     format!("there is no task {task}"),
                     "name an existing task or omit --task",
                 ));
@@ -248,7 +253,7 @@ pub fn discovery(
         |state, who, now| {
             if !matches!(who.kind(), Kind::Planner | Kind::Human) {
                 return Err(refusal(
-                    "permission",
+                    RuleId::Permission,
                     format!("{} may not decide on discoveries", who.kind().name()),
                     "the planner (or a person) decides",
                 ));
@@ -257,7 +262,7 @@ pub fn discovery(
                 && !state.task_exists(task)
             {
                 return Err(refusal(
-                    "task-exists",
+                    RuleId::TaskExists,
                     format!("there is no task {task}"),
                     "add the task first, then convert the discovery to it",
                 ));
@@ -268,14 +273,14 @@ pub fn discovery(
                 .and_then(|list| list.iter_mut().find(|d| d.id == id))
             else {
                 return Err(refusal(
-                    "discovery-exists",
+                    RuleId::DiscoveryExists,
                     format!("there is no discovery {id}"),
                     "`liza status --json` lists them",
                 ));
             };
             if let Some(task) = &d.converted_to_task {
                 return Err(refusal(
-                    "discovery-open",
+                    RuleId::DiscoveryOpen,
                     format!("discovery {id} was already converted to {task}"),
                     "nothing to do",
                 ));

@@ -4,7 +4,7 @@
 
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::{Actor, StoreError};
-use crate::lifecycle::{self, Kind, Outcome, Refusal};
+use crate::lifecycle::{self, Kind, Outcome, Refusal, RuleId};
 
 fn write_control(project: &Project, name: &str, text: &str) -> Result<(), OpsError> {
     let path = project.store.paths().control(name);
@@ -139,7 +139,7 @@ pub fn pause(project: &Project, actor: &Actor) -> Result<Transition<()>, OpsErro
     let done = transition(&project.store, actor, Authority::Caller, |_s, w, _n| {
         if w.kind() != Kind::Human {
             return Err(Refusal::new(
-                "permission",
+                RuleId::Permission,
                 "only a person pauses the sprint",
                 "unset LIZA_AGENT_ID",
             ));

@@ -7,17 +7,19 @@
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::node::Node;
 use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
-use crate::lifecycle::{self, BlockCause, Outcome, Refusal, RunStart, Trigger, Who};
+use crate::lifecycle::{self, BlockCause, Outcome, Refusal, RuleId, RunStart, Trigger, Who};
 
 /// One transaction with the supervisor's authority (a supervisor acts as itself, not with
-/// its agent's identity).
+/// its agent's identity). `actor` is [`Actor::Supervisor`] for `liza-agent` (fenced by its
+/// generation), or a person running the step by hand.
 fn as_supervisor<R>(
     project: &Project,
+    actor: &Actor,
     change: impl FnOnce(&mut State, Timestamp) -> Result<(Outcome, R), Refusal>,
 ) -> Result<Transition<R>, OpsError> {
     transition(
         &project.store,
-        &Actor::Human,
+        actor,
         Authority::Supervisor,
         |state, _who, now| change(state, now),
     )
@@ -26,10 +28,11 @@ fn as_supervisor<R>(
 /// Counts the agent run about to start on `task`: `Launch` or `LimitReached` (BLOCKED).
 pub fn start_run(
     project: &Project,
+    actor: &Actor,
     task: &TaskId,
     agent: &AgentId,
 ) -> Result<Transition<RunStart>, OpsError> {
-    as_supervisor(project, |state, now| {
+    as_supervisor(project, actor, |state, now| {
         lifecycle::start_run(state, task, agent, now)
     })
 }
@@ -37,12 +40,13 @@ pub fn start_run(
 /// CLAIMED → BLOCKED by the supervisor (watchdog, no progress, crash loop, usage limit).
 pub fn supervisor_block(
     project: &Project,
+    actor: &Actor,
     task: &TaskId,
     reason: &str,
     questions: &[String],
     cause: BlockCause,
 ) -> Result<Transition<()>, OpsError> {
-    as_supervisor(project, |state, now| {
+    as_supervisor(project, actor, |state, now| {
         let who = Who::Supervisor;
         let outcome = lifecycle::block(state, &who, task, reason, questions, &[], cause, now)?;
         Ok((outcome, ()))
@@ -52,10 +56,11 @@ pub fn supervisor_block(
 /// APPROVED/REJECTED → READY_FOR_REVIEW: the reviewer's run broke a role boundary.
 pub fn void_verdict(
     project: &Project,
+    actor: &Actor,
     task: &TaskId,
     why: &str,
 ) -> Result<Transition<()>, OpsError> {
-    as_supervisor(project, |state, now| {
+    as_supervisor(project, actor, |state, now| {
         Ok((lifecycle::void_verdict(state, task, why, now)?, ()))
     })
 }
@@ -64,14 +69,15 @@ pub fn void_verdict(
 /// (only its own: another reviewer's claim is refused).
 pub fn release_review_claim(
     project: &Project,
+    actor: &Actor,
     task: &TaskId,
     reviewer: &AgentId,
 ) -> Result<Transition<()>, OpsError> {
-    as_supervisor(project, |state, now| {
+    as_supervisor(project, actor, |state, now| {
         let holder = state.task(task).and_then(|t| t.reviewing_by.as_ref());
         if holder != Some(reviewer) {
             return Err(Refusal::new(
-                "review-claimed",
+                RuleId::ReviewClaimed,
                 format!("{reviewer} holds no review claim on {task}"),
                 "nothing to release",
             ));
@@ -84,10 +90,11 @@ pub fn release_review_claim(
 /// Records that the planner was shown `triggers` (planner_seen events, seen_by lists).
 pub fn acknowledge_triggers(
     project: &Project,
+    actor: &Actor,
     planner: &AgentId,
     triggers: &[Trigger],
 ) -> Result<Transition<()>, OpsError> {
-    as_supervisor(project, |state, now| {
+    as_supervisor(project, actor, |state, now| {
         Ok((lifecycle::acknowledge(state, planner, triggers, now), ()))
     })
 }
@@ -95,12 +102,13 @@ pub fn acknowledge_triggers(
 /// Records an agent's structured run report in `task`'s history (the codex backend).
 pub fn record_run_report(
     project: &Project,
+    actor: &Actor,
     task: &TaskId,
     agent: &AgentId,
     report: Node,
     validation_errors: &[String],
 ) -> Result<Transition<()>, OpsError> {
-    as_supervisor(project, |state, now| {
+    as_supervisor(project, actor, |state, now| {
         let outcome =
             lifecycle::record_run_report(state, task, agent, report, validation_errors, now)?;
         Ok((outcome, ()))

@@ -7,7 +7,7 @@ use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::{Actor, TaskId};
 use crate::git::blob_id;
-use crate::lifecycle::{self, Amendment, NewTask, Outcome, SpecFacts, spec_file};
+use crate::lifecycle::{self, Amendment, NewTask, Outcome, RuleId, SpecFacts, spec_file};
 
 /// What finalizing needs to know about a spec reference, read from the project root.
 pub fn spec_facts(root: &Path, spec_ref: Option<&str>) -> SpecFacts {
@@ -42,7 +42,8 @@ fn spec_inside(project: &Project, spec_ref: &str) -> Result<(), OpsError> {
     }
     match crate::confine::inside(&project.root, spec_file(spec_ref)) {
         Err(e @ crate::confine::Escape::Outside { .. }) => Err(OpsError::refused(
-            format!("spec_ref {e} [spec-path]"),
+            RuleId::SpecPath,
+            format!("spec_ref {e}"),
             "point --spec at a file inside the repository (copy the spec in if it lives elsewhere)",
         )),
         _ => Ok(()),
@@ -102,8 +103,9 @@ pub fn add_tasks(
             let mut outcome = lifecycle::add_tasks(state, who, tasks, now)?;
             let mut ids = Vec::new();
             for new in tasks {
-                let id = TaskId::parse(new.id.trim())
-                    .map_err(|e| lifecycle::Refusal::new("task-id", e.to_string(), "fix the id"))?;
+                let id = TaskId::parse(new.id.trim()).map_err(|e| {
+                    lifecycle::Refusal::new(RuleId::TaskId, e.to_string(), "fix the id")
+                })?;
                 if new.finalize {
                     let facts = new
                         .spec_ref
@@ -164,6 +166,7 @@ pub fn finalize_tasks(
     };
     if chosen.is_empty() {
         return Err(OpsError::refused(
+            RuleId::FinalizeDrafts,
             "there is no DRAFT task to finalize",
             "add tasks with `liza add-task` first",
         ));

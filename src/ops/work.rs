@@ -6,7 +6,7 @@ use super::{Authority, OpsError, Project, Transition, authorize, transition};
 use crate::blackboard::model::CommitId;
 use crate::blackboard::{Actor, TaskId, Timestamp};
 use crate::git::{Repo, dirty_files, head_of, worktree_dir};
-use crate::lifecycle::{self, BlockCause, SubmitFacts, Verdict};
+use crate::lifecycle::{self, BlockCause, RuleId, SubmitFacts, Verdict};
 
 /// `submit-for-review <task> [SHA]`.
 pub fn submit_for_review(
@@ -19,14 +19,16 @@ pub fn submit_for_review(
         && CommitId::parse(sha).is_none()
     {
         return Err(OpsError::refused(
-            format!("{sha:?} is not a commit SHA [submit-head]"),
+            RuleId::SubmitHead,
+            format!("{sha:?} is not a commit SHA"),
             "give the full SHA of the worktree's HEAD, or omit it",
         ));
     }
     let snapshot = project.store.snapshot()?;
     let task = snapshot.state.task(id).ok_or_else(|| {
         OpsError::refused(
-            format!("there is no task {id} [task-exists]"),
+            RuleId::TaskExists,
+            format!("there is no task {id}"),
             "list the tasks with `liza status`",
         )
     })?;
@@ -46,7 +48,8 @@ pub fn submit_for_review(
     let dir = worktree_dir(&project.root, id);
     if !dir.join(".git").exists() {
         return Err(OpsError::refused(
-            format!("task {id} has no worktree at .worktrees/{id} [worktree]"),
+            RuleId::Worktree,
+            format!("task {id} has no worktree at .worktrees/{id}"),
             "the supervisor recreates it when the task is claimed again",
         ));
     }
@@ -165,7 +168,7 @@ pub fn record_builtin_result(
         |state, who, now| {
             let lifecycle::Who::Agent(agent) = who else {
                 return Err(lifecycle::Refusal::new(
-                    "caller",
+                    RuleId::Caller,
                     "only an agent records a run result",
                     "run it as the built-in agent (LIZA_AGENT_ID set)",
                 ));

@@ -13,7 +13,7 @@ use super::prompt;
 use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
 use crate::blackboard::model::TaskStatus;
-use crate::blackboard::{Actor, State, TaskId, Timestamp};
+use crate::blackboard::{State, TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::{Repo, worktree_dir};
 use crate::lifecycle::{self, BlockCause, RunStart};
@@ -43,13 +43,14 @@ impl Session {
             }
             let (agent, id) = (self.agent.clone(), task.clone());
             let claimed = self
-                .blocking(move |project| ops::claim_for(project, &Actor::Human, &id, &agent))
+                .write(move |project, actor| ops::claim_for(project, actor, &id, &agent))
                 .await;
             match claimed {
                 Ok(_) => {
                     self.claim_failures = 0;
                     return self.work_on(&task).await;
                 }
+                Err(e) if e.superseded() => return Err(e.into()),
                 Err(OpsError::TaskBusy { .. }) => busy = true,
                 Err(e) if e.class() == ErrorClass::Refused => continue,
                 Err(e) => return self.claim_failed(&task, e).await,
@@ -77,8 +78,8 @@ impl Session {
         let detail = format!("{}: {e}", self.agent);
         let id = task.clone();
         let _ = self
-            .blocking(move |project| {
-                ops::log_add(project, &Actor::Human, "claim_failed", &detail, Some(&id))
+            .write(move |project, actor| {
+                ops::log_add(project, actor, "claim_failed", &detail, Some(&id))
             })
             .await;
         if self.claim_failures >= 3 {
@@ -96,7 +97,7 @@ impl Session {
     async fn work_on(&mut self, task: &TaskId) -> Result<Step, SupervisorError> {
         let (agent, id) = (self.agent.clone(), task.clone());
         let started = self
-            .blocking(move |project| ops::start_run(project, &id, &agent))
+            .write(move |project, actor| ops::start_run(project, actor, &id, &agent))
             .await?;
         if let RunStart::LimitReached { limit } = started.value {
             self.console
@@ -268,8 +269,8 @@ impl Session {
             self.console.info(&format!("{task}: BLOCKED ({reason})"));
             let id = task.clone();
             let result = self
-                .blocking(move |project| {
-                    ops::supervisor_block(project, &id, &reason, &questions, cause)
+                .write(move |project, actor| {
+                    ops::supervisor_block(project, actor, &id, &reason, &questions, cause)
                 })
                 .await;
             if let Err(e) = result {

@@ -18,7 +18,11 @@ pub enum SupervisorError {
     #[error("registration refused: {0}")]
     Registration(OpsError),
     #[error("{0}")]
-    Ops(#[from] OpsError),
+    Ops(OpsError),
+    /// The agent was registered anew (or unregistered) by someone else: this supervisor's
+    /// writes are refused, so it stops.
+    #[error("{0}")]
+    Superseded(String),
     #[error("claims failed {count} times in a row (last: {last})")]
     ClaimsFailing { count: u32, last: String },
     #[error("cannot start the async runtime: {0}")]
@@ -39,10 +43,22 @@ pub enum SupervisorError {
     },
 }
 
+impl From<OpsError> for SupervisorError {
+    fn from(e: OpsError) -> SupervisorError {
+        if e.superseded() {
+            SupervisorError::Superseded(e.to_string())
+        } else {
+            SupervisorError::Ops(e)
+        }
+    }
+}
+
 impl SupervisorError {
     pub fn exit_code(&self) -> i32 {
         match self {
-            SupervisorError::Identity(_) | SupervisorError::Registration(_) => 1,
+            SupervisorError::Identity(_)
+            | SupervisorError::Registration(_)
+            | SupervisorError::Superseded(_) => 1,
             SupervisorError::NoBlackboard(_) => 4,
             SupervisorError::Backend(BackendError::Missing { .. }) => 5,
             SupervisorError::Backend(_) => 1,
@@ -72,6 +88,9 @@ impl SupervisorError {
                 "look at `liza log` and the lock holders; restart the supervisor when fixed".into(),
             ],
             SupervisorError::Runtime(_) => Vec::new(),
+            SupervisorError::Superseded(_) => vec![
+                "nothing was changed by this supervisor after that; the newer registration's supervisor serves the agent (`liza status` shows it)".into(),
+            ],
             SupervisorError::CannotPlan { .. } => vec![
                 "run the planner with another backend, e.g. `liza-agent planner --cli claude`"
                     .into(),

@@ -62,7 +62,7 @@ impl Session {
         }
         let (agent, shown) = (self.agent.clone(), triggers.clone());
         let acknowledged = self
-            .blocking(move |project| ops::acknowledge_triggers(project, &agent, &shown))
+            .write(move |project, actor| ops::acknowledge_triggers(project, actor, &agent, &shown))
             .await;
         if let Err(e) = acknowledged {
             tracing::warn!(error = %e, "could not record the planner's acknowledgement");

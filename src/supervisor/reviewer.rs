@@ -13,7 +13,7 @@ use super::prompt::{self, ReviewFacts};
 use super::run::{RunEnd, worktree_state};
 use super::session::{Session, Step};
 use crate::blackboard::model::{State, Task, TaskStatus};
-use crate::blackboard::{Actor, TaskId, Timestamp};
+use crate::blackboard::{TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::{Repo, worktree_dir};
 use crate::lifecycle::text_rules::any_match;
@@ -40,12 +40,11 @@ impl Session {
                     }
                     let (agent, id) = (self.agent.clone(), task.clone());
                     let claimed = self
-                        .blocking(move |project| {
-                            ops::claim_review(project, &Actor::Human, &id, &agent)
-                        })
+                        .write(move |project, actor| ops::claim_review(project, actor, &id, &agent))
                         .await;
                     match claimed {
                         Ok(done) => return self.review(&task, done.value.spec_changed).await,
+                        Err(e) if e.superseded() => return Err(e.into()),
                         Err(e) if e.class() == ErrorClass::Refused => continue,
                         Err(e) => {
                             tracing::warn!(task = %task, error = %e, "review claim failed");
@@ -87,8 +86,8 @@ impl Session {
         let console = self.console.clone();
         let id = task.clone();
         let merged = self
-            .blocking(move |project| {
-                ops::merge(project, &Actor::Human, &id, &mut |line| {
+            .write(move |project, actor| {
+                ops::merge(project, actor, &id, &mut |line| {
                     console.info(&format!("merge {id}: {line}"))
                 })
             })
@@ -217,7 +216,7 @@ impl Session {
             if verdict_given {
                 let (id, why) = (task.clone(), message.clone());
                 let voided = self
-                    .blocking(move |project| ops::void_verdict(project, &id, &why))
+                    .write(move |project, actor| ops::void_verdict(project, actor, &id, &why))
                     .await;
                 if let Err(e) = voided {
                     tracing::warn!(task = %task, error = %e, "could not void the verdict");
@@ -257,7 +256,7 @@ impl Session {
     async fn release_review(&self, task: &TaskId) {
         let (id, agent) = (task.clone(), self.agent.clone());
         let released = self
-            .blocking(move |project| ops::release_review_claim(project, &id, &agent))
+            .write(move |project, actor| ops::release_review_claim(project, actor, &id, &agent))
             .await;
         if let Err(e) = released {
             tracing::warn!(task = %task, error = %e, "could not release the review claim");

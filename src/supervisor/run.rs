@@ -3,6 +3,7 @@
 //! changes) and the execution timeout, stop it on ABORT or a signal; then the structured
 //! run report (codex) and the role-boundary snapshot compared before and after the run.
 
+use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -16,9 +17,9 @@ use crate::blackboard::log::LogEntry;
 use crate::blackboard::log_tally;
 use crate::blackboard::model::ValidationMode;
 use crate::blackboard::node::Node;
-use crate::blackboard::{Actor, Role, State, TaskId};
+use crate::blackboard::{Role, State, TaskId};
 use crate::git::{Repo, dirty_files, head_of};
-use crate::ops::{self, alarms::Level};
+use crate::ops::{self, OpsError, alarms::Level};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,6 +148,7 @@ impl Session {
         let file = super::prompt::save(&self.project.store.paths().dir, &self.agent, what, text)
             .map_err(|e| {
                 SupervisorError::Ops(crate::ops::OpsError::refused(
+                    RuleId::FileWrite,
                     format!("cannot save the prompt: {e}"),
                     "check that .liza/ is writable",
                 ))
@@ -179,7 +181,7 @@ impl Session {
             let root = self.project.root.clone();
             let role = self.role();
             let kept = self
-                .blocking(move |project| match role {
+                .write(move |project, actor| match role {
                     Role::Coder => Repo::open(&root)
                         .and_then(|r| {
                             r.commit_wip(
@@ -188,10 +190,10 @@ impl Session {
                             )
                         })
                         .map(drop)
-                        .map_err(|e| e.to_string()),
-                    Role::CodeReviewer => ops::release_review_claim(project, &id, &agent)
-                        .map(drop)
-                        .map_err(|e| e.to_string()),
+                        .map_err(OpsError::from),
+                    Role::CodeReviewer => {
+                        ops::release_review_claim(project, actor, &id, &agent).map(drop)
+                    }
                     Role::Planner => Ok(()),
                 })
                 .await;
@@ -278,10 +280,10 @@ impl Session {
     ) {
         let (detail, id) = (message.to_owned(), task.cloned());
         let logged = self
-            .blocking(move |project| {
+            .write(move |project, actor| {
                 ops::log_add(
                     project,
-                    &Actor::Human,
+                    actor,
                     "role_boundary_violation",
                     &detail,
                     id.as_ref(),
@@ -365,14 +367,8 @@ impl Session {
                 let id = task.cloned();
                 let line: String = detail.chars().take(4000).collect();
                 let _ = self
-                    .blocking(move |project| {
-                        ops::log_add(
-                            project,
-                            &Actor::Human,
-                            "run_report_invalid",
-                            &line,
-                            id.as_ref(),
-                        )
+                    .write(move |project, actor| {
+                        ops::log_add(project, actor, "run_report_invalid", &line, id.as_ref())
                     })
                     .await;
                 Some(RunEnd::Failed(problem.to_string()))
@@ -393,13 +389,14 @@ impl Session {
                 let errors = report.errors;
                 // A task's report goes into its history; the planner's (no task) into the log.
                 let recorded = self
-                    .blocking(move |project| match &task {
+                    .write(move |project, actor| match &task {
                         Some(task) => {
-                            ops::record_run_report(project, task, &agent, node, &errors).map(drop)
+                            ops::record_run_report(project, actor, task, &agent, node, &errors)
+                                .map(drop)
                         }
                         None => ops::log_add(
                             project,
-                            &Actor::Human,
+                            actor,
                             "run_report",
                             &format!("{agent}: {summary}"),
                             None,

@@ -14,13 +14,13 @@ use super::memory::TaskMemory;
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
 use crate::backend::Backend;
+use crate::blackboard::StoreError;
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::log_tally;
 use crate::blackboard::model::{GoalStatus, SprintStatus};
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, AgentId, Role, State, TaskId};
-use crate::error::{Diagnostic, ErrorClass};
-use crate::lifecycle::Registration;
+use crate::lifecycle::{Registration, RuleId};
 use crate::ops::SUPERVISOR_PID_VAR;
 use crate::ops::{self, OpsError, Project};
 
@@ -47,6 +47,9 @@ pub struct Session {
     /// A signal received (0: none); `stopped` wakes whoever waits.
     pub(super) signal: Arc<AtomicI32>,
     pub(super) stopped: Arc<Notify>,
+    /// Why this supervisor's registration was superseded (a write or heartbeat refused
+    /// for its generation); `stopped` wakes whoever waits, and the loop ends.
+    superseded: Arc<std::sync::Mutex<Option<String>>>,
     pub(super) memory: HashMap<TaskId, TaskMemory>,
     pub(super) claim_failures: u32,
     pub(super) first_task: Option<TaskId>,
@@ -150,7 +153,11 @@ impl Session {
         };
         let (agent, generation) = register(&project, role, wanted, &info)?;
         // An interrupted merge is finished or dropped when a supervisor starts.
-        match ops::recover_merges(&project, &Actor::Human) {
+        let actor = Actor::Supervisor {
+            id: agent.clone(),
+            generation: generation.clone(),
+        };
+        match ops::recover_merges(&project, &actor) {
             Ok(recovered) => {
                 for r in recovered {
                     console.info(&format!(
@@ -178,6 +185,7 @@ impl Session {
             pgid: Arc::new(AtomicI64::new(0)),
             signal: Arc::new(AtomicI32::new(0)),
             stopped: Arc::new(Notify::new()),
+            superseded: Arc::default(),
             memory: HashMap::new(),
             claim_failures: 0,
             first_task,
@@ -209,6 +217,9 @@ impl Session {
         loop {
             if let Some(code) = self.signalled() {
                 return Ok(code);
+            }
+            if let Some(why) = self.superseded_by() {
+                return Err(SupervisorError::Superseded(why));
             }
             let state = self.snapshot_reconciled().await?;
             if self.finished(&state) {
@@ -271,10 +282,18 @@ impl Session {
     /// Unregisters (only this generation) and stops heartbeats' effect.
     pub async fn finish(&mut self) {
         self.monitor_stop.store(true, Ordering::SeqCst);
+        if self.superseded_by().is_some() {
+            // The entry is the newer registration's now.
+            return;
+        }
         let project = self.project.clone();
         let (agent, generation) = (self.agent.clone(), self.generation.clone());
         let result = tokio::task::spawn_blocking(move || {
-            ops::unregister(&project, &Actor::Human, &agent, Some(&generation))
+            let actor = Actor::Supervisor {
+                id: agent.clone(),
+                generation: generation.clone(),
+            };
+            ops::unregister(&project, &actor, &agent, Some(&generation))
         })
         .await;
         if let Ok(Err(e)) = result
@@ -382,6 +401,9 @@ impl Session {
 
     /// Appends a log entry that changes no state (wake-ups, run ends).
     pub(super) async fn append_log(&self, entry: LogEntry) {
+        if self.superseded_by().is_some() {
+            return;
+        }
         let appended = self
             .blocking(move |project| project.store.append_log(&[entry]))
             .await;
@@ -445,6 +467,36 @@ impl Session {
 
     pub(super) fn snapshot(&self) -> Result<State, SupervisorError> {
         Ok(self.project.store.snapshot().map_err(OpsError::from)?.state)
+    }
+
+    /// Who this supervisor's writes are by: its registration, fenced by the generation.
+    pub(super) fn actor(&self) -> Actor {
+        Actor::Supervisor {
+            id: self.agent.clone(),
+            generation: self.generation.clone(),
+        }
+    }
+
+    /// Runs a write as this supervisor ([`Session::actor`]) on the blocking pool. A write
+    /// refused because the registration was superseded stops the supervisor: nothing it
+    /// does after that first refusal changes the blackboard.
+    pub(super) async fn write<R: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Project, &Actor) -> Result<R, OpsError> + Send + 'static,
+    ) -> Result<R, OpsError> {
+        let actor = self.actor();
+        let result = self.blocking(move |project| work(project, &actor)).await;
+        if let Err(e) = &result
+            && e.superseded()
+        {
+            supersede(&self.superseded, &self.stopped, e.to_string());
+        }
+        result
+    }
+
+    /// Why this supervisor was superseded, once it was.
+    pub(super) fn superseded_by(&self) -> Option<String> {
+        self.superseded.lock().ok().and_then(|s| s.clone())
     }
 
     /// Runs blocking work (store, git, merges) on the blocking pool.
@@ -528,6 +580,7 @@ impl Session {
             self.pgid.clone(),
             self.usage_limit_until.clone(),
         );
+        let (superseded, stopped) = (self.superseded.clone(), self.stopped.clone());
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(every);
             loop {
@@ -539,12 +592,18 @@ impl Session {
                     pgid.load(Ordering::SeqCst),
                     waiting_until(&waiting),
                 );
-                let _ = tokio::task::spawn_blocking(move || {
-                    if let Err(e) = beat(&project, &agent, &generation, pgid, waiting) {
-                        tracing::warn!(error = %e, "heartbeat failed");
-                    }
+                let beat = tokio::task::spawn_blocking(move || {
+                    beat(&project, &agent, &generation, pgid, waiting)
                 })
                 .await;
+                match beat {
+                    Ok(Err(e)) if registration_gone(&e) => {
+                        supersede(&superseded, &stopped, e.to_string());
+                        return;
+                    }
+                    Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat failed"),
+                    _ => {}
+                }
             }
         });
     }
@@ -557,10 +616,14 @@ impl Session {
             self.pgid.load(Ordering::SeqCst),
             waiting_until(&self.usage_limit_until),
         );
-        self.blocking(move |project| {
-            let _ = beat(project, &agent, &generation, pgid, waiting);
-        })
-        .await;
+        let beat = self
+            .blocking(move |project| beat(project, &agent, &generation, pgid, waiting))
+            .await;
+        if let Err(e) = beat
+            && registration_gone(&e)
+        {
+            supersede(&self.superseded, &self.stopped, e.to_string());
+        }
     }
 
     fn watch_signals(&self) {
@@ -591,9 +654,8 @@ impl Session {
 fn no_blackboard(e: OpsError) -> SupervisorError {
     match &e {
         OpsError::NoProject { .. } => SupervisorError::NoBlackboard(e.to_string()),
-        OpsError::Store(s)
-            if s.class() == ErrorClass::Blackboard && !s.to_string().contains("line") =>
-        {
+        // A missing blackboard gets the `liza init` hint; an invalid one keeps its findings.
+        OpsError::Store(StoreError::NotInitialized { .. } | StoreError::StateMissing { .. }) => {
             SupervisorError::NoBlackboard(e.to_string())
         }
         _ => SupervisorError::Ops(e),
@@ -618,7 +680,7 @@ fn register(
     for id in ids {
         match ops::register(project, &Actor::Human, &id, info) {
             Ok(done) => return Ok((id, done.value)),
-            Err(e) if !single && e.to_string().contains("COLLISION") => last = Some(e),
+            Err(e) if !single && e.rule() == Some(RuleId::Collision) => last = Some(e),
             Err(e) => return Err(SupervisorError::Registration(e)),
         }
     }
@@ -633,6 +695,28 @@ fn terminal() -> Option<String> {
         .ok()
         .map(|p| p.display().to_string())
         .filter(|p| p.starts_with("/dev/"))
+}
+
+/// Whether a heartbeat was refused because this registration is no longer the agent's:
+/// registered anew under another generation, or unregistered.
+fn registration_gone(e: &OpsError) -> bool {
+    matches!(
+        e.rule(),
+        Some(RuleId::StaleGeneration | RuleId::Registered | RuleId::AgentGeneration)
+    )
+}
+
+/// Records why the registration was superseded (the first reason wins) and wakes every
+/// wait, so a running agent is stopped and the loop ends.
+fn supersede(slot: &std::sync::Mutex<Option<String>>, stopped: &Notify, why: String) {
+    if let Ok(mut slot) = slot.lock()
+        && slot.is_none()
+    {
+        tracing::warn!(reason = %why, "this supervisor was superseded; stopping");
+        *slot = Some(why);
+    }
+    stopped.notify_waiters();
+    stopped.notify_one();
 }
 
 /// The usage-limit wait a heartbeat reports (0 in the atomic: none).

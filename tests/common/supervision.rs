@@ -64,9 +64,15 @@ impl AgentProject {
     }
 
     pub fn supervisor(&self, role: &str, id: &str) -> Supervisor {
+        self.supervisor_env(role, id, &[])
+    }
+
+    /// A supervisor with `env` added to its environment.
+    pub fn supervisor_env(&self, role: &str, id: &str, env: &[(&str, &str)]) -> Supervisor {
         let stdout = self.scenario.path().join(format!("{id}.out"));
         let stderr = self.scenario.path().join(format!("{id}.err"));
         let mut cmd = self.repo.command();
+        cmd.envs(env.iter().copied());
         cmd.env("LIZA_AGENT_ID", id)
             .env("FAKE_AGENT_DIR", self.scenario.path())
             .arg("agent")
@@ -122,6 +128,19 @@ impl Supervisor {
     pub fn kill(&mut self) {
         self.child.kill().unwrap();
         self.child.wait().unwrap();
+    }
+
+    /// Reaps the exited process: its exit code and output (stdout then stderr).
+    pub fn exited(self) -> (Option<i32>, String) {
+        let out = self.finish();
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
     }
 
     /// Reaps the exited process and returns its exit status and output.

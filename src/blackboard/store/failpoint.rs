@@ -1,5 +1,7 @@
 //! Crash injection for the reliability tests (quality.md R1): `LIZA_FAILPOINT=<step>`
-//! aborts the process at that step of a transaction, as a crash or SIGKILL would. Only
+//! aborts the process at that step of a transaction, as a crash or SIGKILL would;
+//! `<step>:stop` stops it there with SIGSTOP instead (a process paused mid-operation,
+//! resumed by the test with SIGCONT). Only
 //! with the `failpoints` feature (the test suite's): a build people run ignores the
 //! variable, so nobody can make liza abort mid-transaction by setting it.
 
@@ -26,10 +28,13 @@ pub fn is_armed(step: &str) -> bool {
     active() == Some(step)
 }
 
-/// Aborts the process here when `step` is armed.
+/// Aborts the process here when `step` is armed; stops it when `<step>:stop` is.
 pub fn hit(step: &str) {
     if is_armed(step) {
         std::process::abort();
+    }
+    if active().and_then(|a| a.strip_suffix(":stop")) == Some(step) {
+        let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
     }
 }
 

@@ -35,7 +35,7 @@ fn registration_collision_and_generations() {
     assert!(w.s.agents.get(&c1).is_none());
     assert_eq!(
         check_generation(&c1, Some("a"), None).unwrap_err().rule,
-        "agent-generation"
+        crate::lifecycle::RuleId::AgentGeneration
     );
     assert!(
         check_generation(&c1, None, None).is_ok(),
