@@ -10,18 +10,20 @@
 //! never stall.
 
 mod agent_process;
+pub mod clock;
 mod coder;
+mod effects;
 mod error;
 pub mod identity;
-mod memory;
 mod on_behalf;
 mod planner;
+pub mod policy;
 pub mod prompt;
 mod reviewer;
 mod run;
 pub mod run_report;
 mod session;
-mod usage_limit;
+pub(crate) mod usage_limit;
 mod wake;
 
 use std::sync::Arc;

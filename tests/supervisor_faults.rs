@@ -269,3 +269,51 @@ fn abort_stops_the_running_agent_after_saving_its_work_and_every_supervisor_exit
             .is_none_or(|a| a.is_empty())
     );
 }
+
+/// The `heartbeat:` values in coder-1's liveness records.
+fn heartbeats(project: &AgentProject) -> Vec<String> {
+    let dir = project.repo.liza_dir().join("live");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if !entry.file_name().to_string_lossy().starts_with("coder-1.") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        found.extend(
+            text.lines()
+                .filter_map(|l| l.strip_prefix("heartbeat:"))
+                .map(|v| v.trim().to_owned()),
+        );
+    }
+    found
+}
+
+#[test]
+fn heartbeats_keep_their_time_while_a_git_operation_blocks_for_seconds() {
+    let project = AgentProject::new();
+    configure(&project.repo, |c| c.heartbeat_interval = Some(1));
+    add(&project.repo, "t-1", "");
+    project.step("coder", "default", "work t-1.txt done\nsubmit\n");
+    // Every `git status` of the supervisor blocks until the test releases it.
+    let release = project.scenario.path().join("release");
+    let failpoint = format!("git-status:until={}", release.display());
+    let coder = project.supervisor_env("coder", "coder-1", &[("LIZA_FAILPOINT", &failpoint)]);
+    let waiting = project.scenario.path().join("release.waiting");
+    project.wait_until("a git status to block", GUARD, || waiting.exists());
+    let mut seen = std::collections::BTreeSet::new();
+    project.wait_until(
+        "three heartbeats during the blocked git status",
+        GUARD,
+        || {
+            seen.extend(heartbeats(&project));
+            seen.len() >= 3
+        },
+    );
+    assert!(!release.exists());
+    std::fs::write(&release, "").unwrap();
+    project.wait_until("the submission", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    let (code, out) = stop(coder, Signal::SIGTERM);
+    assert_eq!(code, Some(143), "{out}");
+}

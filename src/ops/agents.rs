@@ -124,7 +124,14 @@ pub fn heartbeat(
     supervisor_pid: Option<i64>,
 ) -> Result<Heartbeat, OpsError> {
     supervisor_only(actor, "heartbeat")?;
-    let state = project.store.snapshot()?.state;
+    let snapshot = project.store.snapshot()?;
+    // A person's save not yet reconciled is not the blackboard yet (a stale copy may
+    // lack this very agent): the heartbeat goes by the last committed revision.
+    let state = if snapshot.pending_hand_edit {
+        project.store.committed_state().unwrap_or(snapshot.state)
+    } else {
+        snapshot.state
+    };
     let agent = state.agents.get(id).ok_or_else(|| {
         OpsError::refused(
             RuleId::Registered,

@@ -105,14 +105,14 @@ impl Session {
                 Err(why) => {
                     self.console
                         .info(&format!("{}: {task} not submitted: {why}", self.agent));
-                    self.memory(task).left_undone = Some(format!(
+                    self.memory.task(task).left_undone = Some(format!(
                         "## Left undone by your last run\nliza did not submit your work: {why}\nFix it; liza submits again when you are done."
                     ));
                     return false;
                 }
             }
         }
-        self.memory(task).left_undone = left_undone(committed, &dirty, runs_commands);
+        self.memory.task(task).left_undone = left_undone(committed, &dirty, runs_commands);
         false
     }
 
@@ -122,7 +122,7 @@ impl Session {
         task: &TaskId,
         workdir: &std::path::Path,
     ) -> Result<(), String> {
-        let state = self.snapshot().map_err(|e| e.to_string())?;
+        let state = self.snapshot().await.map_err(|e| e.to_string())?;
         let checks: Vec<_> = state.config.review_checks().cloned().collect();
         let dir = workdir.to_path_buf();
         let failed = self

@@ -1,88 +1,52 @@
-//! The reviewer supervisor's pass: merge what it approved first (the merge pipeline), then
-//! claim a review, run the project's `on_review` checks on the review commit, prompt, run
-//! the reviewer, and reconcile: a run that changed the worktree voids its verdict; a run
-//! without a verdict releases the claim (an alarm after two).
+//! Executing the reviewer's work (the policy chose it: `policy::reviewer`): merge an
+//! approved task (the merge pipeline), or claim a review, run the project's `on_review`
+//! checks on the review commit, prompt, run the reviewer, and report what the run did —
+//! the verdict, whether it changed the worktree — for the policy to reconcile.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
 use super::SupervisorError;
-use super::memory::CRASH_LOOP;
 use super::on_behalf;
+use super::policy::{ClaimResult, Observation, ReviewRun, RunEnd};
 use super::prompt::{self, ReviewFacts};
-use super::run::{RunEnd, worktree_state};
-use super::session::{Session, Step};
+use super::session::Session;
+use crate::blackboard::TaskId;
 use crate::blackboard::model::{State, Task, TaskStatus};
-use crate::blackboard::{TaskId, Timestamp};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::{Repo, worktree_dir};
 use crate::lifecycle::text_rules::any_match;
-use crate::lifecycle::{self, ReviewWork};
-use crate::ops::{self, MergeResult, alarms::Level};
+use crate::ops::{self, MergeResult};
 
 impl Session {
-    pub(super) async fn reviewer_step(&mut self, state: &State) -> Result<Step, SupervisorError> {
-        let now = Timestamp::now();
-        // The soonest a review skipped for its backoff may run.
-        let mut soonest: Option<Instant> = None;
-        for work in lifecycle::reviewer_work(state, &self.agent, now) {
-            match work {
-                ReviewWork::Merge(task) => {
-                    if self.merge(&task).await {
-                        return Ok(Step::Worked);
-                    }
-                }
-                ReviewWork::Review(task) => {
-                    let memory = self.memory(&task);
-                    if !memory.may_run(Instant::now()) {
-                        soonest = soonest.min(memory.resume_at).or(memory.resume_at);
-                        continue;
-                    }
-                    let (agent, id) = (self.agent.clone(), task.clone());
-                    let claimed = self
-                        .write(move |project, actor| ops::claim_review(project, actor, &id, &agent))
-                        .await;
-                    match claimed {
-                        Ok(done) => return self.review(&task, done.value.spec_changed).await,
-                        Err(e) if e.superseded() => return Err(e.into()),
-                        Err(e) if e.class() == ErrorClass::Refused => continue,
-                        Err(e) => {
-                            tracing::warn!(task = %task, error = %e, "review claim failed");
-                            continue;
-                        }
-                    }
-                }
-            }
-        }
-        if let Some(at) = soonest {
-            // A state change ends the wait early; otherwise look again when it may run.
-            self.wait(at.saturating_duration_since(Instant::now()))
-                .await;
-            return Ok(Step::Waited);
-        }
-        if let Some(at) = lifecycle::reviewer_work_frees_at(state, &self.agent, now) {
-            // Another reviewer's claim, or an approver's registration, runs out then.
-            self.wait_for_lease(state, at).await;
-            return Ok(Step::Waited);
-        }
-        Ok(Step::Idle)
-    }
-
-    /// `--once`: the approvals this supervisor's reviews gave are merged before it exits,
-    /// as its next step would have done (an approval left unmerged waits for a restart).
-    pub(super) async fn merge_approved(&mut self) {
-        let Ok(state) = self.snapshot() else {
-            return;
-        };
-        for work in lifecycle::reviewer_work(&state, &self.agent, Timestamp::now()) {
-            if let ReviewWork::Merge(task) = work {
-                self.merge(&task).await;
-            }
+    /// `Action::Review`: claims the review of `task` and runs the reviewer once.
+    pub(super) async fn claim_and_review(
+        &mut self,
+        task: TaskId,
+    ) -> Result<Observation, SupervisorError> {
+        let (agent, id) = (self.agent.clone(), task.clone());
+        let claimed = self
+            .write(move |project, actor| ops::claim_review(project, actor, &id, &agent))
+            .await;
+        match claimed {
+            Ok(done) => self.review(task, done.value.spec_changed).await,
+            Err(e) if e.superseded() => Ok(Observation::Superseded(e.to_string())),
+            Err(e) if e.class() == ErrorClass::Refused => Ok(Observation::ReviewClaimEnded {
+                task,
+                claim: ClaimResult::Refused,
+            }),
+            Err(e) => Ok(Observation::ReviewClaimEnded {
+                task,
+                claim: ClaimResult::Failed {
+                    why: e.to_string(),
+                    seed: self.seed(),
+                },
+            }),
         }
     }
 
-    /// Merges an approved task; `true` when the merge ran (MERGED or INTEGRATION_FAILED).
-    async fn merge(&mut self, task: &TaskId) -> bool {
+    /// `Action::Merge`: merges an approved task; `ran` when the merge ran (MERGED or
+    /// INTEGRATION_FAILED).
+    pub(super) async fn merge(&mut self, task: TaskId) -> Observation {
         let console = self.console.clone();
         let id = task.clone();
         let merged = self
@@ -107,19 +71,20 @@ impl Session {
                             .info(&format!("{task}: INTEGRATION_FAILED ({kind}): {reason}"));
                     }
                 }
-                true
+                Observation::MergeEnded { task, ran: true }
             }
+            Err(e) if e.superseded() => Observation::Superseded(e.to_string()),
             Err(e) => {
                 self.console.info(&format!("merge of {task} not done: {e}"));
-                false
+                Observation::MergeEnded { task, ran: false }
             }
         }
     }
 
     /// Whether `task` left review for a coder's rework since `reviewed` was read (a fresh
     /// snapshot: the coder claims before it touches the worktree).
-    fn worktree_back_with_coder(&self, task: &TaskId, reviewed: &Task) -> bool {
-        self.snapshot().ok().is_some_and(|s| {
+    async fn worktree_back_with_coder(&self, task: &TaskId, reviewed: &Task) -> bool {
+        self.snapshot().await.ok().is_some_and(|s| {
             s.task(task).is_some_and(|now| {
                 now.iteration > reviewed.iteration
                     || !matches!(
@@ -132,24 +97,20 @@ impl Session {
 
     async fn review(
         &mut self,
-        task: &TaskId,
+        task: TaskId,
         spec_changed: Option<(String, String)>,
-    ) -> Result<Step, SupervisorError> {
-        let state = self.snapshot()?;
-        let Some(t) = state.task(task).cloned() else {
-            return Ok(Step::Worked);
+    ) -> Result<Observation, SupervisorError> {
+        let state = self.snapshot().await?;
+        let Some(t) = state.task(&task).cloned() else {
+            return Ok(Observation::Look);
         };
-        let workdir = worktree_dir(&self.project.root, task);
+        let workdir = worktree_dir(&self.project.root, &task);
         if !workdir.exists() {
-            self.release_review(task).await;
-            self.alarm(
-                Level::Error,
-                "WORKTREE_MISSING",
-                &format!("{task}: its worktree is missing; the review claim was released"),
-                &format!("worktree-missing:{task}:{}", state.revision.unwrap_or(0)),
-            );
-            self.memory(task).resume_at = Some(Instant::now() + Duration::from_secs(60));
-            return Ok(Step::Worked);
+            self.release_review(&task).await;
+            return Ok(Observation::WorktreeMissing {
+                task,
+                revision: state.revision.unwrap_or(0),
+            });
         }
         let mut facts = self.review_facts(&state, &t, &workdir).await;
         if !self.backend.runs_commands {
@@ -157,24 +118,29 @@ impl Session {
             facts.situation.push_str(&on_behalf::no_commands_note(true));
         }
         if let Some((then, now)) = spec_changed {
-            facts.spec_changed = ops::spec_change_text(&self.project.root, &t, &then, &now);
+            let (root, t2) = (self.project.root.clone(), t.clone());
+            facts.spec_changed = self
+                .blocking(move |_| ops::spec_change_text(&root, &t2, &then, &now))
+                .await;
         }
-        let text = prompt::reviewer(
-            &state,
-            &self.project.root,
-            &self.agent,
-            &t,
-            &workdir,
-            &facts,
+        let (root, agent, t2, dir, prompt_state) = (
+            self.project.root.clone(),
+            self.agent.clone(),
+            t.clone(),
+            workdir.clone(),
+            state.clone(),
         );
+        let text = self
+            .blocking(move |_| prompt::reviewer(&prompt_state, &root, &agent, &t2, &dir, &facts))
+            .await;
         self.console
             .info(&format!("{}: reviewing {task}", self.agent));
-        let before = worktree_state(&workdir);
+        let before = self.worktree_state(&workdir).await;
         let (end, mut after_state) = self
-            .run_turn(Some(task), &workdir, &text, task.as_str(), &state)
+            .run_turn(Some(&task), &workdir, &text, task.as_str(), &state)
             .await?;
-        let mut changed = worktree_state(&workdir) != before;
-        if changed && self.worktree_back_with_coder(task, &t) {
+        let mut changed = self.worktree_state(&workdir).await != before;
+        if changed && self.worktree_back_with_coder(&task, &t).await {
             // After a rejection the coder may claim the rework and commit before this run
             // is reaped: the worktree is theirs again, and their work no violation.
             changed = false;
@@ -184,119 +150,41 @@ impl Session {
             && !changed
             && end == RunEnd::Exited(Some(0))
             && let Some(commit) = review_commit
-            && after_state.task(task).is_some_and(|t| {
+            && after_state.task(&task).is_some_and(|t| {
                 t.status == TaskStatus::ReadyForReview
                     && t.reviewing_by.as_ref() == Some(&self.agent)
             })
-            && self.verdict_for_agent(task, &commit).await
+            && self.verdict_for_agent(&task, &commit).await
         {
-            after_state = self.snapshot()?;
+            after_state = self.snapshot().await?;
         }
-        let now_task = after_state.task(task);
-        let verdict_given = now_task.is_some_and(|t| {
+        let verdict_given = after_state.task(&task).is_some_and(|t| {
             matches!(t.status, TaskStatus::Approved | TaskStatus::Rejected)
                 && t.approved_by.as_ref() == Some(&self.agent)
         });
-        // What the blackboard must say comes first (the claim released, a verdict voided);
-        // the alarms about it after, so whoever sees an alarm sees the state it describes.
-        let still_reviewing = after_state.task(task).is_some_and(|t| {
+        let still_reviewing = after_state.task(&task).is_some_and(|t| {
             t.status == TaskStatus::ReadyForReview && t.reviewing_by.as_ref() == Some(&self.agent)
         });
-        let failed_review =
-            still_reviewing && end != RunEnd::Signalled && !matches!(end, RunEnd::UsageLimited(_));
-        if failed_review {
-            self.release_review(task).await;
-        }
-        self.reconcile_review_exit(task, &end).await;
-        if changed {
-            let message = format!(
-                "{} changed the worktree of {task} while reviewing it",
-                self.agent
-            );
-            if verdict_given {
-                let (id, why) = (task.clone(), message.clone());
-                let voided = self
-                    .write(move |project, actor| ops::void_verdict(project, actor, &id, &why))
-                    .await;
-                if let Err(e) = voided {
-                    tracing::warn!(task = %task, error = %e, "could not void the verdict");
-                }
-            }
-            let key = format!(
-                "review-modified:{task}:{}",
-                after_state.revision.unwrap_or(0)
-            );
-            self.role_boundary_violation(&message, Some(task), &key)
-                .await;
-        }
-        if failed_review {
-            let m = self.memory(task);
-            m.failed_reviews += 1;
-            // At least 5 s before this reviewer tries the task again; a crash backoff
-            // may ask for longer.
-            let soonest = Instant::now() + Duration::from_secs(5);
-            m.resume_at = Some(m.resume_at.map_or(soonest, |at| at.max(soonest)));
-            let failed = m.failed_reviews;
-            if failed >= 2 {
-                self.alarm(
-                    Level::Warn,
-                    "REVIEW_FAILED",
-                    &format!(
-                        "{}: {failed} review runs of {task} ended without a verdict",
-                        self.agent
-                    ),
-                    &format!("review-failed:{}:{task}:{failed}", self.agent),
-                );
-            }
-        }
-        Ok(Step::Worked)
+        Ok(Observation::ReviewRunEnded(ReviewRun {
+            task,
+            end,
+            still_reviewing,
+            verdict_given,
+            changed_worktree: changed,
+            revision: after_state.revision.unwrap_or(0),
+            ended_at: self.last_run_end.unwrap_or_else(|| self.clock.now().wall),
+            seed: self.seed(),
+        }))
     }
 
     /// Releases this reviewer's claim on `task`.
-    async fn release_review(&self, task: &TaskId) {
+    pub(super) async fn release_review(&self, task: &TaskId) {
         let (id, agent) = (task.clone(), self.agent.clone());
         let released = self
             .write(move |project, actor| ops::release_review_claim(project, actor, &id, &agent))
             .await;
         if let Err(e) = released {
             tracing::warn!(task = %task, error = %e, "could not release the review claim");
-        }
-    }
-
-    /// The exit-code protocol for a review run: backoffs, a usage limit, and an alarm when
-    /// the reviewer crashes 3 times in 5 minutes on the task (its claim is released with
-    /// every run that ends without a verdict).
-    async fn reconcile_review_exit(&mut self, task: &TaskId, end: &RunEnd) {
-        let now = Instant::now();
-        match end {
-            RunEnd::Exited(Some(0)) => {
-                self.memory(task).finished(true);
-            }
-            RunEnd::Exited(Some(42)) => {
-                self.memory(task).graceful_exit(false, now);
-            }
-            RunEnd::Exited(_) | RunEnd::Failed(_) => {
-                if self.memory(task).crashed(now) == CRASH_LOOP {
-                    self.alarm(
-                        Level::Error,
-                        "CRASH_LOOP",
-                        &format!(
-                            "{}: the reviewer crashed {CRASH_LOOP} times in 5 minutes on {task}; its review claim is released",
-                            self.agent
-                        ),
-                        &crate::monitor::rules::crash_loop_key(
-                            self.agent.as_str(),
-                            Some(task.as_str()),
-                            self.last_run_end.unwrap_or_else(crate::blackboard::Timestamp::now),
-                        ),
-                    );
-                }
-            }
-            RunEnd::NotStarted(why) => self.agent_not_started(task, why),
-            // Handled where the run ended (`run_turn`): the supervisor stops.
-            RunEnd::AuthRequired(_) => {}
-            RunEnd::UsageLimited(limit) => self.hit_usage_limit(Some(task), limit).await,
-            RunEnd::Stalled(_) | RunEnd::TimedOut(_) | RunEnd::Aborted | RunEnd::Signalled => {}
         }
     }
 

@@ -21,51 +21,7 @@ use crate::blackboard::{Role, State, TaskId};
 use crate::git::{Repo, dirty_files, head_of};
 use crate::ops::{self, OpsError, alarms::Level};
 
-/// How a run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum RunEnd {
-    /// Exit code (a signal death counts as a crash: `None`).
-    Exited(Option<i32>),
-    /// No progress for `agent_progress_timeout`.
-    Stalled(Duration),
-    /// Longer than the role's `execution_timeout`.
-    TimedOut(Duration),
-    /// ABORT: stopped.
-    Aborted,
-    /// The supervisor was signalled.
-    Signalled,
-    /// The agent could not be started.
-    NotStarted(String),
-    /// The agent has no usable credentials, or waited for a login (stopped): the line
-    /// that says so.
-    AuthRequired(String),
-    /// Its output reports a provider usage limit: whatever the exit status, or stopped
-    /// while it kept retrying against the limit.
-    UsageLimited(crate::backend::signals::UsageLimit),
-    /// It exited 0, but what it left is unusable (a strict-mode run report that does not
-    /// parse or match its schema): counted like a crash.
-    Failed(String),
-}
-
-impl RunEnd {
-    /// The exit class of operations.md *Metrics* (`liza_agent_runs_total`).
-    pub(super) fn exit_class(&self, soft_and_hard: bool) -> &'static str {
-        match self {
-            RunEnd::UsageLimited(_) => "usage_limit",
-            RunEnd::Exited(Some(0)) => "ok",
-            RunEnd::Exited(Some(42)) => "graceful_abort",
-            RunEnd::Exited(Some(crate::builtin::EXIT_SOFT_FAIL)) if soft_and_hard => "soft_fail",
-            RunEnd::Exited(Some(crate::builtin::EXIT_HARD_FAIL)) if soft_and_hard => "hard_fail",
-            RunEnd::Exited(_) | RunEnd::Failed(_) => "crash",
-            RunEnd::Stalled(_) => "stalled",
-            RunEnd::TimedOut(_) => "timed_out",
-            RunEnd::Aborted => "aborted",
-            RunEnd::Signalled => "signalled",
-            RunEnd::NotStarted(_) => "not_started",
-            RunEnd::AuthRequired(_) => "auth_required",
-        }
-    }
-}
+pub(super) use super::policy::RunEnd;
 
 /// What the human's checkout and the integration ref looked like (role boundaries).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,13 +33,9 @@ pub(super) struct Boundaries {
 }
 
 impl Boundaries {
-    pub fn read(root: &Path, state: &State) -> Boundaries {
+    pub fn read(root: &Path, integration_branch: &str) -> Boundaries {
         let repo = Repo::open(root).ok();
-        let integration = repo.and_then(|r| {
-            r.branch_tip(state.config.integration_branch())
-                .ok()
-                .flatten()
-        });
+        let integration = repo.and_then(|r| r.branch_tip(integration_branch).ok().flatten());
         Boundaries {
             main_head: head_of(root).ok(),
             main_branch: std::fs::read_to_string(root.join(".git/HEAD")).ok(),
@@ -154,7 +106,7 @@ impl Session {
                 ))
             })?;
         let report = self.report_files(what, state);
-        let bounds = Boundaries::read(&self.project.root, state);
+        let bounds = self.boundaries(state).await;
         let mut end = self
             .run_agent(task, workdir, text, &file, report.as_ref(), state)
             .await?;
@@ -163,7 +115,7 @@ impl Session {
         {
             end = failed;
         }
-        let after = self.snapshot()?;
+        let after = self.snapshot().await?;
         self.log_run_end(task, &end, &after).await;
         self.check_boundaries(&bounds, &after, task).await;
         if let RunEnd::AuthRequired(line) = &end {
@@ -248,14 +200,13 @@ impl Session {
 
     /// Compares the role boundaries before and after a run.
     async fn check_boundaries(&self, before: &Boundaries, state: &State, task: Option<&TaskId>) {
-        let after = Boundaries::read(&self.project.root, state);
+        let after = self.boundaries(state).await;
         // Read after the refs, so a merge published meanwhile is already recorded; from
         // the journal head, because state.yaml may hold a person's stale, unreconciled
         // save that predates the merge.
         let fresh = self
-            .project
-            .store
-            .committed_state()
+            .blocking(|project| project.store.committed_state())
+            .await
             .unwrap_or_else(|| state.clone());
         let changes = before.changes(&after, &fresh);
         if changes.is_empty() {
@@ -294,18 +245,6 @@ impl Session {
             tracing::warn!(error = %e, "could not log the role-boundary violation");
         }
         self.alarm(Level::Error, "ROLE_BOUNDARY", message, key);
-    }
-
-    /// The agent program could not be started: alarm, and no new attempt on `task` for
-    /// 30 s.
-    pub(super) fn agent_not_started(&mut self, task: &TaskId, why: &str) {
-        self.alarm(
-            Level::Error,
-            "AGENT_NOT_STARTED",
-            &format!("{}: the agent could not start: {why}", self.agent),
-            &format!("not-started:{}:{task}", self.agent),
-        );
-        self.memory(task).resume_at = Some(Instant::now() + Duration::from_secs(30));
     }
 
     /// With `config.codex_report` and a backend that reports: the schema written to
@@ -450,12 +389,19 @@ impl Session {
                 .info(&format!("prompt saved to {}", prompt_file.display()));
             return Ok(self.run_interactive(&invocation.argv, workdir, &env).await);
         }
-        let log = agent_log(&self.project.store.paths().dir, self.agent.as_str(), task);
-        let mut process =
-            match AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone()) {
-                Ok(p) => p,
-                Err(e) => return Ok(RunEnd::NotStarted(e.to_string())),
-            };
+        let (liza, agent, task_id) = (liza_dir.clone(), self.agent.clone(), task.cloned());
+        let (dir, console) = (workdir.to_path_buf(), self.console.clone());
+        // Opening the log and fork/exec happen off the runtime's thread.
+        let spawned = self
+            .blocking(move |_| {
+                let log = agent_log(&liza, agent.as_str(), task_id.as_ref());
+                AgentProcess::spawn(&invocation, &dir, &env, log, console)
+            })
+            .await;
+        let mut process = match spawned {
+            Ok(p) => p,
+            Err(e) => return Ok(RunEnd::NotStarted(e.to_string())),
+        };
         self.pgid.store(i64::from(process.pgid), Ordering::SeqCst);
         self.heartbeat_now().await;
         let progress_limit = Duration::from_secs(
@@ -478,7 +424,7 @@ impl Session {
             .min(Duration::from_secs(5))
             .max(Duration::from_millis(200));
         let mut tick = tokio::time::interval(check_every);
-        let mut last_seen = self.progress_marks(workdir);
+        let mut last_seen = self.progress_marks(workdir).await;
         let mut progress_at = Instant::now();
         let mut changed_anything = false;
         let stopped = self.stopped.clone();
@@ -520,7 +466,7 @@ impl Session {
                         let _ = process.stop(grace).await;
                         break RunEnd::Aborted;
                     }
-                    let now_seen = self.progress_marks(workdir);
+                    let now_seen = self.progress_marks(workdir).await;
                     if now_seen != last_seen {
                         changed_anything = true;
                         last_seen = now_seen;
@@ -549,9 +495,9 @@ impl Session {
         // A run that ends saying it has no usable key failed for want of one — unless it
         // exited 0 having changed something (then it only talked about keys; aider exits 0
         // when it has none, having done nothing).
-        let changed_nothing = || !changed_anything && self.progress_marks(workdir) == last_seen;
+        let changed_nothing = !changed_anything && self.progress_marks(workdir).await == last_seen;
         if let RunEnd::Exited(code) = end
-            && (code != Some(0) || changed_nothing())
+            && (code != Some(0) || changed_nothing)
             && let Some(line) = crate::backend::auth::auth_failure(spec, &self.last_output)
         {
             return Ok(RunEnd::AuthRequired(line));
@@ -567,13 +513,28 @@ impl Session {
     }
 
     /// What shows a run's progress: the worktree's HEAD and status, and state.yaml's
-    /// modification time.
-    fn progress_marks(&self, workdir: &Path) -> ProgressMarks {
+    /// modification time (read off the runtime's thread: `git status` of a large
+    /// worktree takes a while).
+    async fn progress_marks(&self, workdir: &Path) -> ProgressMarks {
         let state = self.project.store.paths().dir.join("state.yaml");
-        (
-            worktree_state(workdir),
-            state.metadata().and_then(|m| m.modified()).ok(),
-        )
+        let dir = workdir.to_path_buf();
+        self.blocking(move |_| {
+            (
+                worktree_state(&dir),
+                state.metadata().and_then(|m| m.modified()).ok(),
+            )
+        })
+        .await
+    }
+
+    /// The role boundaries as they are now, read off the runtime's thread.
+    async fn boundaries(&self, state: &State) -> Boundaries {
+        let (root, integration) = (
+            self.project.root.clone(),
+            state.config.integration_branch().to_owned(),
+        );
+        self.blocking(move |_| Boundaries::read(&root, &integration))
+            .await
     }
 
     async fn run_interactive(

@@ -1,38 +1,27 @@
 //! A registered supervisor: startup in the order of supervisor.md, the main loop (abort,
 //! pause, find work, wait), heartbeats, signals, and the way out (unregister).
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio::sync::Notify;
 
+use super::clock::{Clock, SystemClock};
 use super::identity::{check_identity, normalise_role};
-use super::memory::TaskMemory;
+use super::policy::{self, Action, Controls, Exit, Memory, Observation, View};
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
 use crate::backend::Backend;
 use crate::blackboard::StoreError;
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::log_tally;
-use crate::blackboard::model::{GoalStatus, SprintStatus};
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, AgentId, Role, State, TaskId};
 use crate::lifecycle::{Registration, RuleId};
 use crate::ops::SUPERVISOR_PID_VAR;
 use crate::ops::{self, OpsError, Project};
-
-/// What one pass of the loop did.
-pub(super) enum Step {
-    /// Ran an agent or changed something: look for work again at once.
-    Worked,
-    /// Nothing to do: wait for a wake-up.
-    Idle,
-    /// Waited out a backoff: look again (not a run, so `--once` goes on).
-    Waited,
-}
 
 pub struct Session {
     pub(super) project: Arc<Project>,
@@ -50,17 +39,12 @@ pub struct Session {
     /// Why this supervisor's registration was superseded (a write or heartbeat refused
     /// for its generation); `stopped` wakes whoever waits, and the loop ends.
     superseded: Arc<std::sync::Mutex<Option<String>>>,
-    pub(super) memory: HashMap<TaskId, TaskMemory>,
-    pub(super) claim_failures: u32,
-    pub(super) first_task: Option<TaskId>,
-    /// The planner's backoff after a turn that left its trigger unhandled.
-    pub(super) planner_backoff: Option<(Instant, Duration)>,
-    /// The planner's exits and crashes (it has no task to remember them by).
-    pub(super) planner_runs: TaskMemory,
-    /// A provider usage limit: no run before this instant, whatever the role.
-    pub(super) quota_until: Option<Instant>,
-    /// The same as a Unix time for the heartbeats (0: not waiting), so `liza status` can
-    /// say until when this agent waits.
+    /// What the policies remember (`policy::Memory`).
+    pub(super) memory: Memory,
+    /// Where the policies read the time.
+    pub(super) clock: Arc<dyn Clock>,
+    /// A usage-limit wait as a Unix time for the heartbeats (0: not waiting), so
+    /// `liza status` can say until when this agent waits.
     pub(super) usage_limit_until: Arc<AtomicI64>,
     /// The tail of the last run's output (usage-limit messages, diagnostics).
     pub(super) last_output: String,
@@ -72,7 +56,9 @@ pub struct Session {
     pending_wake_us: Arc<AtomicI64>,
     /// Stops the planner's built-in watcher when the supervisor ends.
     monitor_stop: Arc<std::sync::atomic::AtomicBool>,
-    runs: u32,
+    /// Stops the heartbeat thread, and that thread (to wake it).
+    heartbeat_stop: Arc<std::sync::atomic::AtomicBool>,
+    heartbeat_thread: std::sync::Mutex<Option<std::thread::Thread>>,
 }
 
 impl Session {
@@ -174,6 +160,7 @@ impl Session {
         ));
         let first_task = options.task.as_deref().and_then(|t| TaskId::parse(t).ok());
         let wake = Wake::start(&project.store.paths().dir);
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let session = Session {
             project: Arc::new(project),
             agent,
@@ -186,18 +173,15 @@ impl Session {
             signal: Arc::new(AtomicI32::new(0)),
             stopped: Arc::new(Notify::new()),
             superseded: Arc::default(),
-            memory: HashMap::new(),
-            claim_failures: 0,
-            first_task,
-            planner_backoff: None,
-            planner_runs: TaskMemory::default(),
-            quota_until: None,
+            memory: Memory::new(first_task, clock.now()),
+            clock,
             usage_limit_until: Arc::new(AtomicI64::new(0)),
             last_output: String::new(),
             last_run_end: None,
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             monitor_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            runs: 0,
+            heartbeat_stop: Arc::default(),
+            heartbeat_thread: std::sync::Mutex::new(None),
         };
         if role == Role::Planner {
             session.start_monitor();
@@ -211,77 +195,103 @@ impl Session {
         self.agent.role()
     }
 
-    /// The main loop; returns the exit code.
+    /// The main loop: observe, let the policy decide, execute; returns the exit code.
     pub async fn serve(&mut self) -> Result<i32, SupervisorError> {
-        let mut idle_since = Instant::now();
+        let mut observation = Observation::Look;
         loop {
-            if let Some(code) = self.signalled() {
-                return Ok(code);
+            if let Some(signal) = self.signal_number() {
+                observation = Observation::Signalled(signal);
+            } else if let Some(why) = self.superseded_by() {
+                observation = Observation::Superseded(why);
             }
-            if let Some(why) = self.superseded_by() {
-                return Err(SupervisorError::Superseded(why));
-            }
-            let state = self.snapshot_reconciled().await?;
-            if self.finished(&state) {
-                self.console
-                    .info(&format!("{}: the sprint is over; exiting", self.agent));
-                return Ok(0);
-            }
-            if self.paused(&state) {
-                self.idle_wait(&state).await;
-                continue;
-            }
-            if let Some(until) = self.quota_until {
-                let now = Instant::now();
-                if until > now {
-                    // State changes still wake it, so ABORT and the sprint's end are seen.
-                    self.wait(until - now).await;
-                    continue;
-                }
-                self.quota_until = None;
-                self.usage_limit_until.store(0, Ordering::SeqCst);
-                self.heartbeat_now().await;
-            }
-            let step = match self.role() {
-                Role::Coder => self.coder_step(&state).await?,
-                Role::CodeReviewer => self.reviewer_step(&state).await?,
-                Role::Planner => self.planner_step(&state).await?,
+            let (state, controls) = self.observe().await?;
+            let view = View {
+                state: &state,
+                agent: &self.agent,
+                controls,
+                once: self.options.once,
+                soft_and_hard: self.backend.reports_soft_and_hard_failures(),
             };
-            let woke_us = self.pending_wake_us.swap(-1, Ordering::SeqCst);
-            match step {
-                Step::Worked => {
-                    if woke_us >= 0 {
-                        self.log_wake(woke_us).await;
-                    }
-                    idle_since = Instant::now();
-                    self.runs += 1;
-                    if self.options.once {
-                        if self.role() == Role::CodeReviewer {
-                            self.merge_approved().await;
-                        }
-                        return Ok(0);
-                    }
-                }
-                Step::Waited => {}
-                Step::Idle => {
-                    if let Some(after) = state.config.idle_exit_after
-                        && after > 0
-                        && idle_since.elapsed() >= Duration::from_secs(after.unsigned_abs())
-                        && state.tasks.iter().all(|t| t.status.is_terminal())
-                    {
-                        self.console
-                            .info(&format!("{}: idle for {after} s; exiting", self.agent));
-                        return Ok(0);
-                    }
-                    self.idle_wait(&state).await;
+            let actions = policy::decide(&view, &mut self.memory, observation, self.clock.now());
+            observation = Observation::Look;
+            for action in actions {
+                match self.execute(action).await? {
+                    Executed::Done => {}
+                    Executed::Observed(next) => observation = next,
+                    Executed::Exit(code) => return code,
                 }
             }
         }
     }
 
+    /// The blackboard (a hand edit reconciled first) and the control files, read off
+    /// the runtime's thread.
+    async fn observe(&self) -> Result<(State, Controls), SupervisorError> {
+        let state = self.snapshot_reconciled().await?;
+        let controls = self
+            .blocking(|project| {
+                let paths = project.store.paths();
+                Controls {
+                    abort: paths.control("ABORT").exists(),
+                    pause: paths.control("PAUSE").exists(),
+                    checkpoint: paths.control("CHECKPOINT").exists(),
+                }
+            })
+            .await;
+        Ok((state, controls))
+    }
+
+    /// Carries out one action of the policy.
+    async fn execute(&mut self, action: Action) -> Result<Executed, SupervisorError> {
+        let observed = match action {
+            Action::Work(task) => self.work(task).await?,
+            Action::Review(task) => self.claim_and_review(task).await?,
+            Action::Merge(task) => self.merge(task).await,
+            Action::PlannerTurn => self.planner_turn().await?,
+            Action::Acknowledge(shown) => self.acknowledge(shown).await?,
+            Action::Wait { until, on_change } => {
+                let d = self.clock.now().at.until(until);
+                if on_change {
+                    self.wait(d).await;
+                } else {
+                    self.sleep(d).await;
+                }
+                return Ok(Executed::Done);
+            }
+            Action::Exit(exit) => {
+                return Ok(Executed::Exit(match exit {
+                    Exit::Done => Ok(0),
+                    Exit::Signal(signal) => Ok(128 + signal),
+                    Exit::Superseded(why) => Err(SupervisorError::Superseded(why)),
+                    Exit::ClaimsFailing { count, last } => {
+                        Err(SupervisorError::ClaimsFailing { count, last })
+                    }
+                }));
+            }
+            effect => {
+                self.apply(effect).await;
+                return Ok(Executed::Done);
+            }
+        };
+        if matches!(
+            observed,
+            Observation::CoderRunEnded(_)
+                | Observation::ReviewRunEnded(_)
+                | Observation::MergeEnded { ran: true, .. }
+                | Observation::PlannerTurnEnded(Some(_))
+        ) {
+            let woke_us = self.pending_wake_us.swap(-1, Ordering::SeqCst);
+            if woke_us >= 0 {
+                self.log_wake(woke_us).await;
+            }
+        }
+        Ok(Executed::Observed(observed))
+    }
+
     /// Unregisters (only this generation) and stops heartbeats' effect.
     pub async fn finish(&mut self) {
         self.monitor_stop.store(true, Ordering::SeqCst);
+        self.stop_heartbeats();
         if self.superseded_by().is_some() {
             // The entry is the newer registration's now.
             return;
@@ -301,57 +311,6 @@ impl Session {
         {
             tracing::warn!(error = %e, "could not unregister");
         }
-    }
-
-    /// Whether this supervisor's work is over: ABORT, or the sprint / goal ended.
-    fn finished(&self, state: &State) -> bool {
-        let paths = self.project.store.paths();
-        if paths.control("ABORT").exists() || state.sprint.status == SprintStatus::Aborted {
-            return true;
-        }
-        let goal_over = state
-            .goal
-            .status
-            .is_some_and(|g| g != GoalStatus::InProgress);
-        match self.role() {
-            Role::Planner => goal_over,
-            _ => goal_over || state.sprint.status == SprintStatus::Completed,
-        }
-    }
-
-    fn paused(&self, state: &State) -> bool {
-        let paths = self.project.store.paths();
-        paths.control("PAUSE").exists()
-            || paths.control("CHECKPOINT").exists()
-            || state.sprint.status == SprintStatus::Checkpoint
-    }
-
-    /// Waits for a wake-up, the poll interval, or a signal.
-    pub(super) async fn idle_wait(&self, state: &State) {
-        self.wait(self.poll_interval(state)).await;
-    }
-
-    /// Waits until just after `at` — a lease running out, which no file event announces —
-    /// or a wake-up or a signal; at most the poll interval.
-    pub(super) async fn wait_for_lease(&self, state: &State, at: crate::blackboard::Timestamp) {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default();
-        let until = Duration::from_secs(at.unix().max(0).unsigned_abs()).saturating_sub(now)
-            + Duration::from_millis(50);
-        self.wait(until.min(self.poll_interval(state))).await;
-    }
-
-    fn poll_interval(&self, state: &State) -> Duration {
-        match self.role() {
-            Role::Coder => state.config.coder_poll_interval,
-            Role::CodeReviewer => state.config.reviewer_poll_interval,
-            Role::Planner => state.config.planner_poll_interval,
-        }
-        .filter(|s| *s > 0)
-        .map_or(Duration::from_secs(30), |s| {
-            Duration::from_secs(s.unsigned_abs())
-        })
     }
 
     /// Waits up to `d` for a state change or a signal.
@@ -444,17 +403,33 @@ impl Session {
         }
     }
 
-    pub(super) fn signalled(&self) -> Option<i32> {
+    /// The signal received, if one was (2, 15, 1).
+    fn signal_number(&self) -> Option<i32> {
         match self.signal.load(Ordering::SeqCst) {
             0 => None,
-            sig => Some(128 + sig),
+            sig => Some(sig),
         }
+    }
+
+    /// A number that differs between supervisors and between calls: jitter for the
+    /// policies (a retry after a failed claim, a usage-limit wait).
+    pub(super) fn seed(&self) -> u64 {
+        let now = self.clock.now();
+        u64::from(std::process::id())
+            ^ self
+                .generation
+                .bytes()
+                .fold(0u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)))
+            ^ now.at.since_start().as_nanos() as u64
     }
 
     /// A snapshot; a hand edit it shows is reconciled first (applied, merged or set
     /// aside), so a person's save takes effect within a wake-up, not at the next claim.
     async fn snapshot_reconciled(&self) -> Result<State, SupervisorError> {
-        let snapshot = self.project.store.snapshot().map_err(OpsError::from)?;
+        let snapshot = self
+            .blocking(|project| project.store.snapshot())
+            .await
+            .map_err(OpsError::from)?;
         if !snapshot.pending_hand_edit {
             return Ok(snapshot.state);
         }
@@ -462,11 +437,13 @@ impl Session {
         if let Err(e) = reconciled {
             tracing::warn!(error = %e, "could not reconcile the hand edit of state.yaml");
         }
-        self.snapshot()
+        self.snapshot().await
     }
 
-    pub(super) fn snapshot(&self) -> Result<State, SupervisorError> {
-        Ok(self.project.store.snapshot().map_err(OpsError::from)?.state)
+    /// The blackboard, parsed off the runtime's thread (a large state takes a while).
+    pub(super) async fn snapshot(&self) -> Result<State, SupervisorError> {
+        let snapshot = self.blocking(|project| project.store.snapshot()).await;
+        Ok(snapshot.map_err(OpsError::from)?.state)
     }
 
     /// Who this supervisor's writes are by: its registration, fenced by the generation.
@@ -567,10 +544,10 @@ impl Session {
         env
     }
 
-    pub(super) fn memory(&mut self, task: &TaskId) -> &mut TaskMemory {
-        self.memory.entry(task.clone()).or_default()
-    }
-
+    /// Heartbeats on a thread of their own, so nothing the supervisor does — git on a
+    /// large repository, parsing a large state, a stalled filesystem — delays them past
+    /// the lease (blackboard.md *Liveness*). A refusal for a replaced registration
+    /// supersedes the supervisor.
     fn start_heartbeats(&self, state: &State) {
         let every = Duration::from_secs(state.config.heartbeat_interval().max(1).unsigned_abs());
         let project = self.project.clone();
@@ -581,31 +558,53 @@ impl Session {
             self.usage_limit_until.clone(),
         );
         let (superseded, stopped) = (self.superseded.clone(), self.stopped.clone());
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            loop {
-                tick.tick().await;
-                let (project, agent, generation, pgid, waiting) = (
-                    project.clone(),
-                    agent.clone(),
-                    generation.clone(),
-                    pgid.load(Ordering::SeqCst),
-                    waiting_until(&waiting),
-                );
-                let beat = tokio::task::spawn_blocking(move || {
-                    beat(&project, &agent, &generation, pgid, waiting)
-                })
-                .await;
-                match beat {
-                    Ok(Err(e)) if registration_gone(&e) => {
-                        supersede(&superseded, &stopped, e.to_string());
-                        return;
+        let stop = self.heartbeat_stop.clone();
+        let spawned = std::thread::Builder::new()
+            .name("liza-heartbeat".into())
+            .spawn(move || {
+                let mut next = std::time::Instant::now();
+                while !stop.load(Ordering::SeqCst) {
+                    let now = std::time::Instant::now();
+                    if now < next {
+                        std::thread::park_timeout(next - now);
+                        continue;
                     }
-                    Ok(Err(e)) => tracing::warn!(error = %e, "heartbeat failed"),
-                    _ => {}
+                    next = now + every;
+                    let beat = beat(
+                        &project,
+                        &agent,
+                        &generation,
+                        pgid.load(Ordering::SeqCst),
+                        waiting_until(&waiting),
+                    );
+                    match beat {
+                        Err(e) if registration_gone(&e) => {
+                            supersede(&superseded, &stopped, e.to_string());
+                            return;
+                        }
+                        Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
+                        Ok(_) => {}
+                    }
+                }
+            });
+        match spawned {
+            Ok(handle) => {
+                if let Ok(mut slot) = self.heartbeat_thread.lock() {
+                    *slot = Some(handle.thread().clone());
                 }
             }
-        });
+            Err(e) => tracing::error!(error = %e, "could not start the heartbeat thread"),
+        }
+    }
+
+    /// Stops the heartbeats (before unregistering: no beat after the entry is gone).
+    fn stop_heartbeats(&self) {
+        self.heartbeat_stop.store(true, Ordering::SeqCst);
+        if let Ok(slot) = self.heartbeat_thread.lock()
+            && let Some(thread) = slot.as_ref()
+        {
+            thread.unpark();
+        }
     }
 
     /// Writes a heartbeat now (e.g. right after the agent started, to record its group).
@@ -649,6 +648,16 @@ impl Session {
             stopped.notify_one();
         });
     }
+}
+
+/// What executing an action led to.
+enum Executed {
+    /// An effect, carried out.
+    Done,
+    /// Work ran: what happened, for the next decision.
+    Observed(Observation),
+    /// The supervisor stops.
+    Exit(Result<i32, SupervisorError>),
 }
 
 fn no_blackboard(e: OpsError) -> SupervisorError {

@@ -3,7 +3,9 @@
 //! exit-code protocol (supervisor.md *Exit codes*). Kept in memory only: a restarted
 //! supervisor starts afresh, which is what a restart is for.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::supervisor::clock::Moment;
 
 /// Exit 42: restart after 2 s, doubling to 60 s while no progress is made.
 const GRACEFUL_FIRST: Duration = Duration::from_secs(2);
@@ -16,20 +18,20 @@ pub const CRASH_WINDOW: Duration = Duration::from_secs(300);
 /// ... when there are this many of them.
 pub const CRASH_LOOP: usize = 3;
 
-#[derive(Debug, Default)]
-pub(super) struct TaskMemory {
+#[derive(Debug, Default, Clone)]
+pub struct TaskMemory {
     /// Exit-0 runs in a row that left the task CLAIMED and the worktree unchanged.
     pub no_progress: u32,
     /// Exit-42 runs in a row without progress.
     pub exit42: u32,
     /// When the recent crashes happened (only those within [`CRASH_WINDOW`] matter).
-    pub crashes: Vec<Instant>,
+    pub crashes: Vec<Moment>,
     /// Review runs that ended without a verdict.
     pub failed_reviews: u32,
     /// The current restart delay, doubled by each further exit 42 or crash.
     pub backoff: Option<Duration>,
     /// No run before this instant.
-    pub resume_at: Option<Instant>,
+    pub resume_at: Option<Moment>,
     /// What the last run left undone, said in the next prompt.
     pub left_undone: Option<String>,
 }
@@ -51,7 +53,7 @@ impl TaskMemory {
 
     /// Exit 42 at `now`: the next run waits 2 s, doubling to 60 s while no progress is
     /// made (progress resets it). Returns the exit-42 runs without progress in a row.
-    pub fn graceful_exit(&mut self, progressed: bool, now: Instant) -> u32 {
+    pub fn graceful_exit(&mut self, progressed: bool, now: Moment) -> u32 {
         if progressed {
             self.exit42 = 0;
             self.backoff = None;
@@ -64,20 +66,19 @@ impl TaskMemory {
 
     /// A crash at `now`: the next run waits 5 s, doubling to 5 min. Returns the crashes
     /// within the last [`CRASH_WINDOW`] (a loop at [`CRASH_LOOP`]).
-    pub fn crashed(&mut self, now: Instant) -> usize {
-        self.crashes
-            .retain(|t| now.saturating_duration_since(*t) < CRASH_WINDOW);
+    pub fn crashed(&mut self, now: Moment) -> usize {
+        self.crashes.retain(|t| now.since(*t) < CRASH_WINDOW);
         self.crashes.push(now);
         self.back_off(CRASH_FIRST, CRASH_MAX, now);
         self.crashes.len()
     }
 
     /// Whether a run may start at `now`.
-    pub fn may_run(&self, now: Instant) -> bool {
+    pub fn may_run(&self, now: Moment) -> bool {
         self.resume_at.is_none_or(|at| at <= now)
     }
 
-    fn back_off(&mut self, first: Duration, max: Duration, now: Instant) {
+    fn back_off(&mut self, first: Duration, max: Duration, now: Moment) {
         let delay = self.backoff.map_or(first, |d| (d * 2).clamp(first, max));
         self.backoff = Some(delay);
         self.resume_at = Some(now + delay);
@@ -90,7 +91,7 @@ mod tests {
 
     #[test]
     fn graceful_exits_back_off_from_2_s_doubling_to_60_s_and_progress_resets_them() {
-        let now = Instant::now();
+        let now = Moment::ZERO + Duration::from_secs(1000);
         let mut m = TaskMemory::default();
         let delays: Vec<u64> = (0..7)
             .map(|_| {
@@ -109,7 +110,7 @@ mod tests {
 
     #[test]
     fn crashes_back_off_from_5_s_doubling_to_5_min_and_count_within_5_minutes() {
-        let start = Instant::now();
+        let start = Moment::ZERO + Duration::from_secs(1000);
         let mut m = TaskMemory::default();
         let delays: Vec<u64> = (0..8)
             .map(|_| {
@@ -128,7 +129,7 @@ mod tests {
 
     #[test]
     fn a_finished_run_counts_no_progress_and_clears_the_backoff() {
-        let now = Instant::now();
+        let now = Moment::ZERO + Duration::from_secs(1000);
         let mut m = TaskMemory::default();
         m.crashed(now);
         assert_eq!(m.finished(false), 1);

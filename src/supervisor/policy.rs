@@ -1,0 +1,506 @@
+//! Every supervisor policy, as one pure function: [`decide`] takes what the supervisor sees
+//! (the blackboard and the control files: [`View`]), what it remembers ([`Memory`]), what
+//! just happened ([`Observation`]) and the time ([`Now`]), and returns what to do
+//! ([`Action`]s). No I/O, no clock, no randomness (jitter comes in through the
+//! observation): the async runner (`session.rs` and the role modules) observes file events,
+//! timers and child exits, calls `decide`, and executes its actions.
+//!
+//! Where each policy lives:
+//! - finishing (ABORT, the sprint or goal over), PAUSE / CHECKPOINT, usage-limit waits,
+//!   `--once`, `idle_exit_after`, signals and a superseded registration: this file;
+//! - the coder's choice of work (claim or wait, lease takeovers, the busy retry), the
+//!   contention rule (exit 6), restarts with backoff, the no-progress, exit-42 and
+//!   crash-loop limits, watchdog blocks: [`coder`];
+//! - the reviewer's merges first, reviews with their backoff, releasing a review that
+//!   ended without a verdict, voiding a verdict whose run changed the worktree: [`reviewer`];
+//! - planner wake-ups (only when a trigger holds, acknowledged after a turn that exited 0,
+//!   backoff when a trigger stays unhandled, crash loops): [`planner`];
+//! - the backoff and limit arithmetic per task: [`task_memory`];
+//! - what a usage limit does (wait until the reset with jitter, the alarm): [`usage`].
+
+pub mod coder;
+pub mod planner;
+pub mod reviewer;
+pub mod task_memory;
+pub mod usage;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+use super::clock::{Moment, Now};
+use crate::backend::signals::UsageLimit;
+use crate::blackboard::model::{GoalStatus, SprintStatus};
+use crate::blackboard::{AgentId, Role, State, TaskId, Timestamp};
+use crate::lifecycle::Trigger;
+use crate::ops::alarms::Level;
+pub use task_memory::TaskMemory;
+
+/// What the supervisor sees when it decides.
+pub struct View<'a> {
+    pub state: &'a State,
+    pub agent: &'a AgentId,
+    pub controls: Controls,
+    /// `--once`: one run, then exit.
+    pub once: bool,
+    /// The backend reports the built-in agent's soft and hard failures (exit 3 / 4).
+    pub soft_and_hard: bool,
+}
+
+impl View<'_> {
+    pub fn role(&self) -> Role {
+        self.agent.role()
+    }
+
+    /// The role's poll interval: the fallback when no file event comes.
+    pub fn poll_interval(&self) -> Duration {
+        let config = &self.state.config;
+        match self.role() {
+            Role::Coder => config.coder_poll_interval,
+            Role::CodeReviewer => config.reviewer_poll_interval,
+            Role::Planner => config.planner_poll_interval,
+        }
+        .filter(|s| *s > 0)
+        .map_or(Duration::from_secs(30), |s| {
+            Duration::from_secs(s.unsigned_abs())
+        })
+    }
+}
+
+/// The control files of `.liza/` (operations.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Controls {
+    pub abort: bool,
+    pub pause: bool,
+    pub checkpoint: bool,
+}
+
+/// What a supervisor remembers between decisions (in memory only: a restarted
+/// supervisor starts afresh, which is what a restart is for).
+#[derive(Debug, Default)]
+pub struct Memory {
+    pub tasks: HashMap<TaskId, TaskMemory>,
+    /// The planner's turns (it has no task to remember them by).
+    pub planner: TaskMemory,
+    /// The planner's backoff after a turn that left its trigger unhandled.
+    pub planner_backoff: Option<(Moment, Duration)>,
+    /// Claims that failed in a row (the contention rule).
+    pub claim_failures: u32,
+    /// `TASK_ID` of the command line: the first candidate, once.
+    pub first_task: Option<TaskId>,
+    /// A provider usage limit: no run before then, whatever the role.
+    pub usage_limit_until: Option<Moment>,
+    /// Since when the supervisor has found nothing to do.
+    pub idle_since: Moment,
+    /// Runs that did work.
+    pub runs: u32,
+    /// The work already tried in this pass over the candidates.
+    pass: Pass,
+}
+
+impl Memory {
+    pub fn new(first_task: Option<TaskId>, now: Now) -> Memory {
+        Memory {
+            first_task,
+            idle_since: now.at,
+            ..Memory::default()
+        }
+    }
+
+    pub fn task(&mut self, task: &TaskId) -> &mut TaskMemory {
+        self.tasks.entry(task.clone()).or_default()
+    }
+}
+
+/// One pass over the candidates: a refused claim moves on to the next one.
+#[derive(Debug, Default)]
+struct Pass {
+    tried: HashSet<TaskId>,
+    /// A claim found a task locked by another process.
+    busy: bool,
+}
+
+/// What just happened.
+#[derive(Debug, Clone)]
+pub enum Observation {
+    /// Look for work: at start, after a wake-up, a wait or finished work.
+    Look,
+    /// A coder's claim did not lead to a run.
+    ClaimEnded { task: TaskId, claim: ClaimResult },
+    /// The run counter refused another run (the task is BLOCKED at its iteration limit).
+    IterationLimit { task: TaskId, limit: i64 },
+    /// A coder run on a claimed task ended.
+    CoderRunEnded(CoderRun),
+    /// A review claim did not lead to a run.
+    ReviewClaimEnded { task: TaskId, claim: ClaimResult },
+    /// The worktree of a claimed review is missing (its claim was released).
+    WorktreeMissing { task: TaskId, revision: i64 },
+    /// A review run ended.
+    ReviewRunEnded(ReviewRun),
+    /// A merge ended: `ran` when it merged or failed integration (not refused).
+    MergeEnded { task: TaskId, ran: bool },
+    /// The planner's turn ended; `None` when no trigger held any more at launch.
+    PlannerTurnEnded(Option<PlannerTurn>),
+    /// What the planner was shown was acknowledged; these triggers still hold after.
+    Acknowledged {
+        shown: Vec<Trigger>,
+        remaining: Vec<Trigger>,
+        revision: i64,
+    },
+    /// A signal arrived (2, 15, 1).
+    Signalled(i32),
+    /// This supervisor's registration was replaced: a write or heartbeat was refused.
+    Superseded(String),
+}
+
+/// How a claim ended when it did not lead to a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClaimResult {
+    /// Another process holds the task's lock right now.
+    Busy,
+    /// A rule refused it (another supervisor won the race, the task moved on).
+    Refused,
+    /// It failed (git, the store, …): counts toward the contention rule. `seed` spreads
+    /// the retry.
+    Failed { why: String, seed: u64 },
+}
+
+/// How an agent run ended, as the policies need it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// Exit code (a signal death counts as a crash: `None`).
+    Exited(Option<i32>),
+    /// No progress for this long (the watchdog stopped it).
+    Stalled(Duration),
+    /// Longer than the role's execution timeout.
+    TimedOut(Duration),
+    /// ABORT stopped it.
+    Aborted,
+    /// The supervisor was signalled (or superseded) and stopped it.
+    Signalled,
+    /// The agent could not be started.
+    NotStarted(String),
+    /// The agent could not log in (the supervisor stops: handled where the run ended).
+    AuthRequired(String),
+    /// The provider reported a usage limit.
+    UsageLimited(UsageLimit),
+    /// It exited 0 but left something unusable (a strict run report): a crash.
+    Failed(String),
+}
+
+impl RunEnd {
+    /// The exit class of operations.md *Metrics* (`liza_agent_runs_total`).
+    pub fn exit_class(&self, soft_and_hard: bool) -> &'static str {
+        match self {
+            RunEnd::UsageLimited(_) => "usage_limit",
+            RunEnd::Exited(Some(0)) => "ok",
+            RunEnd::Exited(Some(42)) => "graceful_abort",
+            RunEnd::Exited(Some(crate::builtin::EXIT_SOFT_FAIL)) if soft_and_hard => "soft_fail",
+            RunEnd::Exited(Some(crate::builtin::EXIT_HARD_FAIL)) if soft_and_hard => "hard_fail",
+            RunEnd::Exited(_) | RunEnd::Failed(_) => "crash",
+            RunEnd::Stalled(_) => "stalled",
+            RunEnd::TimedOut(_) => "timed_out",
+            RunEnd::Aborted => "aborted",
+            RunEnd::Signalled => "signalled",
+            RunEnd::NotStarted(_) => "not_started",
+            RunEnd::AuthRequired(_) => "auth_required",
+        }
+    }
+}
+
+/// A coder run on `task`, reconciled.
+#[derive(Debug, Clone)]
+pub struct CoderRun {
+    pub task: TaskId,
+    pub end: RunEnd,
+    /// The worktree changed, or the task left the agent (submitted, blocked).
+    pub progressed: bool,
+    /// The task is still CLAIMED by this agent.
+    pub still_mine: bool,
+    /// The last lines of the run's output (a hard failure's notes).
+    pub output_tail: String,
+    /// When the run ended, as logged (alarm keys name it).
+    pub ended_at: Timestamp,
+    /// Spreads usage-limit waits.
+    pub seed: u64,
+}
+
+/// A review run on `task`, reconciled.
+#[derive(Debug, Clone)]
+pub struct ReviewRun {
+    pub task: TaskId,
+    pub end: RunEnd,
+    /// The task is still READY_FOR_REVIEW under this reviewer's claim.
+    pub still_reviewing: bool,
+    /// This reviewer's verdict is on the task.
+    pub verdict_given: bool,
+    /// The run changed the task's worktree (while the worktree was the reviewer's).
+    pub changed_worktree: bool,
+    pub revision: i64,
+    pub ended_at: Timestamp,
+    pub seed: u64,
+}
+
+/// A planner turn.
+#[derive(Debug, Clone)]
+pub struct PlannerTurn {
+    pub end: RunEnd,
+    /// The triggers it was shown.
+    pub shown: Vec<Trigger>,
+    pub ended_at: Timestamp,
+    pub seed: u64,
+}
+
+/// What to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Claim `task` for the coder and, claimed, run the agent on it (→ `ClaimEnded`,
+    /// `IterationLimit` or `CoderRunEnded`).
+    Work(TaskId),
+    /// Claim the review of `task` and run the reviewer (→ `ReviewClaimEnded`,
+    /// `WorktreeMissing` or `ReviewRunEnded`).
+    Review(TaskId),
+    /// Merge the approved `task` (→ `MergeEnded`).
+    Merge(TaskId),
+    /// Run the planner for the triggers that hold (→ `PlannerTurnEnded`).
+    PlannerTurn,
+    /// Record that the planner was shown `triggers` (→ `Acknowledged`).
+    Acknowledge(Vec<Trigger>),
+    /// CLAIMED → BLOCKED by the supervisor.
+    Block {
+        task: TaskId,
+        reason: String,
+        questions: Vec<String>,
+    },
+    /// Release this reviewer's claim on `task`.
+    ReleaseReview(TaskId),
+    /// APPROVED/REJECTED → READY_FOR_REVIEW: the review run changed the worktree.
+    VoidVerdict { task: TaskId, why: String },
+    /// Log a role-boundary violation (then alarm).
+    BoundaryViolation {
+        task: Option<TaskId>,
+        message: String,
+        key: String,
+    },
+    /// Commit the task worktree's uncommitted work as a WIP commit.
+    SaveWip { task: TaskId, why: String },
+    /// Log a failed claim (`claim_failed`).
+    LogClaimFailed { task: TaskId, detail: String },
+    /// Raise an alarm once per key.
+    Alarm {
+        level: Level,
+        category: String,
+        message: String,
+        key: String,
+    },
+    /// No run before `until` (a usage limit; `None` clears it); heartbeats say until when.
+    UsageLimit { until: Option<(Moment, Timestamp)> },
+    /// A line for the supervisor's console.
+    Say(String),
+    /// Wait until `until`: also woken by a state change when `on_change` (a backoff
+    /// ignores state changes; a signal ends any wait).
+    Wait { until: Moment, on_change: bool },
+    /// Stop the supervisor.
+    Exit(Exit),
+}
+
+/// Why the supervisor stops.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    /// Its work is over (ABORT, the sprint or goal ended, idle, `--once`): exit 0.
+    Done,
+    /// A signal: 128 + the signal.
+    Signal(i32),
+    /// The registration was replaced (exit 1).
+    Superseded(String),
+    /// Claims kept failing (exit 6).
+    ClaimsFailing { count: u32, last: String },
+}
+
+/// How soon a coder looks again when a task it wanted was locked by another claim.
+pub const BUSY_RETRY: Duration = Duration::from_millis(250);
+/// Past a lease's expiry, how long to wait for it to be surely over.
+const LEASE_MARGIN: Duration = Duration::from_millis(50);
+
+/// The supervisor's decision.
+pub fn decide(view: &View, memory: &mut Memory, observation: Observation, now: Now) -> Vec<Action> {
+    match observation {
+        Observation::Signalled(signal) => vec![Action::Exit(Exit::Signal(signal))],
+        Observation::Superseded(why) => vec![Action::Exit(Exit::Superseded(why))],
+        Observation::Look => look(view, memory, now),
+        Observation::ClaimEnded { task, claim } => {
+            coder::claim_ended(view, memory, task, claim, now)
+        }
+        Observation::IterationLimit { task, limit } => {
+            let mut actions = vec![Action::Say(format!(
+                "{task}: BLOCKED, {limit} runs without approval"
+            ))];
+            actions.extend(worked(view, memory, now));
+            actions
+        }
+        Observation::CoderRunEnded(run) => {
+            memory.claim_failures = 0;
+            let mut actions = coder::run_ended(view, memory, run, now);
+            actions.extend(worked(view, memory, now));
+            actions
+        }
+        Observation::ReviewClaimEnded { task, claim } => {
+            reviewer::claim_ended(view, memory, task, claim, now)
+        }
+        Observation::WorktreeMissing { task, revision } => {
+            let mut actions = reviewer::worktree_missing(memory, task, revision, now);
+            actions.extend(worked(view, memory, now));
+            actions
+        }
+        Observation::ReviewRunEnded(run) => {
+            let mut actions = reviewer::run_ended(view, memory, run, now);
+            actions.extend(worked(view, memory, now));
+            actions
+        }
+        Observation::MergeEnded { task, ran } => {
+            if ran {
+                worked(view, memory, now)
+            } else {
+                memory.pass.tried.insert(task);
+                reviewer::next(view, memory, now)
+            }
+        }
+        Observation::PlannerTurnEnded(None) => idle(view, memory, now),
+        Observation::PlannerTurnEnded(Some(turn)) => {
+            let (mut actions, acknowledge) = planner::turn_ended(view, memory, turn, now);
+            if !acknowledge {
+                actions.extend(worked(view, memory, now));
+            }
+            actions
+        }
+        Observation::Acknowledged {
+            shown,
+            remaining,
+            revision,
+        } => {
+            let mut actions =
+                planner::acknowledged(view, memory, &shown, &remaining, revision, now);
+            actions.extend(worked(view, memory, now));
+            actions
+        }
+    }
+}
+
+/// The top of the loop: is the work over, paused, waiting out a usage limit? Otherwise
+/// the role looks for work.
+fn look(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
+    memory.pass = Pass::default();
+    if finished(view) {
+        return vec![
+            Action::Say(format!("{}: the sprint is over; exiting", view.agent)),
+            Action::Exit(Exit::Done),
+        ];
+    }
+    if paused(view) {
+        // Heartbeats go on; a state change (or the control file's removal) wakes it.
+        return vec![wait_on_change(view, now)];
+    }
+    let mut actions = Vec::new();
+    if let Some(until) = memory.usage_limit_until {
+        if until > now.at {
+            // State changes still wake it, so ABORT and the sprint's end are seen.
+            return vec![Action::Wait {
+                until,
+                on_change: true,
+            }];
+        }
+        memory.usage_limit_until = None;
+        actions.push(Action::UsageLimit { until: None });
+    }
+    actions.extend(match view.role() {
+        Role::Coder => coder::next(view, memory, now),
+        Role::CodeReviewer => reviewer::next(view, memory, now),
+        Role::Planner => planner::next(view, memory, now),
+    });
+    actions
+}
+
+/// Whether this supervisor's work is over: ABORT, or the sprint / goal ended (the
+/// planner stays for the next sprint until the goal ends).
+fn finished(view: &View) -> bool {
+    let state = view.state;
+    if view.controls.abort || state.sprint.status == SprintStatus::Aborted {
+        return true;
+    }
+    let goal_over = state
+        .goal
+        .status
+        .is_some_and(|g| g != GoalStatus::InProgress);
+    match view.role() {
+        Role::Planner => goal_over,
+        _ => goal_over || state.sprint.status == SprintStatus::Completed,
+    }
+}
+
+fn paused(view: &View) -> bool {
+    view.controls.pause
+        || view.controls.checkpoint
+        || view.state.sprint.status == SprintStatus::Checkpoint
+}
+
+/// After work was done: `--once` ends here (a reviewer merges its approvals first);
+/// otherwise look for work again at once.
+fn worked(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
+    memory.idle_since = now.at;
+    memory.runs += 1;
+    if !view.once {
+        return Vec::new();
+    }
+    let mut actions: Vec<Action> = Vec::new();
+    if view.role() == Role::CodeReviewer {
+        actions.extend(
+            reviewer::own_approvals(view, now)
+                .into_iter()
+                .map(Action::Merge),
+        );
+    }
+    actions.push(Action::Exit(Exit::Done));
+    actions
+}
+
+/// Nothing to do: exit after `idle_exit_after` with no non-terminal task, else wait for
+/// a wake-up (at most the poll interval).
+fn idle(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
+    let state = view.state;
+    if let Some(after) = state.config.idle_exit_after
+        && after > 0
+        && now.at.since(memory.idle_since) >= Duration::from_secs(after.unsigned_abs())
+        && state.tasks.iter().all(|t| t.status.is_terminal())
+    {
+        return vec![
+            Action::Say(format!("{}: idle for {after} s; exiting", view.agent)),
+            Action::Exit(Exit::Done),
+        ];
+    }
+    vec![wait_on_change(view, now)]
+}
+
+/// Waits for a state change, at most the poll interval.
+fn wait_on_change(view: &View, now: Now) -> Action {
+    Action::Wait {
+        until: now.at + view.poll_interval(),
+        on_change: true,
+    }
+}
+
+/// Waits until just after `at` — a lease running out, which no file event announces — or
+/// a state change; at most the poll interval.
+fn wait_for_lease(view: &View, at: Timestamp, now: Now) -> Action {
+    let until = Duration::from_secs(
+        at.unix()
+            .saturating_sub(now.wall.unix())
+            .max(0)
+            .unsigned_abs(),
+    ) + LEASE_MARGIN;
+    Action::Wait {
+        until: now.at + until.min(view.poll_interval()),
+        on_change: true,
+    }
+}
