@@ -11,8 +11,8 @@ use liza::blackboard::log::{self as activity, LogEntry};
 use liza::blackboard::store::hash::ContentHash;
 use liza::blackboard::store::journal::Journal;
 use liza::blackboard::store::{atomic, write_revision_files};
-use liza::blackboard::{Actor, Store, Timestamp};
-use liza::cli::status::Report;
+use liza::blackboard::{Actor, Timestamp};
+use liza::status::Report;
 
 const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
@@ -326,7 +326,7 @@ fn main() {
         // A fresh store each time: a new reader process decodes the parse cache (a
         // long-running one reuses what it read last, which would hide that cost).
         let status = measure(samples, || {
-            let store = Store::open(p).unwrap();
+            let store = liza::ops::open_store(p).unwrap();
             let snapshot = store.snapshot().unwrap();
             let report = Report::new(&snapshot, store.paths(), Timestamp::now());
             std::hint::black_box(report.render());
@@ -453,7 +453,7 @@ fn note_cli(p: &Path, samples: usize) -> Sample {
 /// same run so drift in the machine's disk affects both. Returns the transactions (with
 /// the 20 KB floor), the same writes alone, and the CPU time per transaction.
 fn in_process(p: &Path, samples: usize) -> (Sample, Sample, Duration) {
-    let store = Store::open(p).unwrap();
+    let store = liza::ops::open_store(p).unwrap();
     let floor_dir = tempfile::tempdir_in(bench_root()).unwrap();
     let mut tx_times = Vec::new();
     let mut floor_times = Vec::new();
@@ -675,7 +675,7 @@ fn merges(p: &Path, count: usize) -> Sample {
 
 /// P4: 16 processes × 100 transitions on the 50-task blackboard.
 fn contention(p: &Path) -> Row {
-    let store = Store::open(p).unwrap();
+    let store = liza::ops::open_store(p).unwrap();
     let start = store.snapshot().unwrap().state.revision();
     let mut floors: Vec<Duration> = (0..10).map(|_| floor_once()).collect();
     let t = Instant::now();

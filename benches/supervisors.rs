@@ -60,7 +60,7 @@ impl Bench {
         run(p, "git", &["add", "."]);
         run(p, "git", &["commit", "-q", "-m", "start"]);
         run(p, LIZA, &["init", "Benchmark goal"]);
-        let store = Store::open(p).unwrap();
+        let store = liza::ops::open_store(p).unwrap();
         let agent = fake_agent().display().to_string();
         store
             .transact(&Actor::Human, |tx| {

@@ -2,31 +2,26 @@
 //! OpenAI-compatible chat-completions endpoint, run by the supervisor as
 //! `liza builtin <role> --task ID` like any other agent CLI.
 //!
-//! - [`endpoint`]: where the model is and the rules of a role's calls.
-//! - [`client`]: the HTTP client with retries, bounds and usage.
-//! - [`response`]: reading JSON out of a model's answer.
-//! - [`scrub`]: secrets out of everything sent or written.
-//! - [`scripted_server`]: a scripted model server on loopback for tests and the demo.
+//! The three roles sit on top of [`crate::llm`] (the HTTP client, the endpoint, chunking,
+//! grounding, response parsing, scrubbing):
+//!
+//! - [`run`]: one run of a role — its context, the model client, the run log, the exit code.
+//! - [`planner`], [`coder`], [`reviewer`]: what each role asks and does with the answer.
+//! - [`ask`]: one question to the model with its artifacts; [`artifacts`]: what a run
+//!   keeps; [`runlog`]: the run's log; [`edits`]: applying a coder's edits inside its scope.
+//! - [`identities`]: `identities.yaml`; [`metrics`]: the runs' metrics for `liza status`.
 
 pub mod artifacts;
 pub mod ask;
-pub mod chunk;
-pub mod client;
 pub mod coder;
+pub mod context;
 pub mod edits;
-pub mod endpoint;
-pub mod git_cli;
-pub mod grounding;
 pub mod identities;
 pub mod metrics;
 pub mod planner;
-pub mod response;
 pub mod reviewer;
 pub mod run;
 pub mod runlog;
-pub mod scripted_server;
-pub mod scrub;
-pub mod text;
 
 /// Exit codes of `liza builtin` (builtin-agent.md): the role's work is done; no result
 /// (counts toward the iteration limits); hard failure (the task is blocked at once).

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::blackboard::Actor;
 use crate::blackboard::model::{Check, CommandSpec, GoalStatus, TaskStatus};
-use crate::blackboard::{Actor, Store};
-use crate::builtin::git_cli::git;
-use crate::builtin::scripted_server::{Script, ScriptedServer, Step};
+use crate::git::cli::git;
+use crate::llm::scripted_server::{Script, ScriptedServer, Step};
 
 /// How long the demo waits for the sprint before giving up.
 pub const DEADLINE: Duration = Duration::from_secs(180);
@@ -185,7 +185,7 @@ fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
             String::from_utf8_lossy(&out.stderr)
         ));
     }
-    let store = Store::open(dir).map_err(|e| e.to_string())?;
+    let store = crate::ops::open_store(dir).map_err(|e| e.to_string())?;
     store
         .transact(&Actor::Human, |tx| {
             let c = &mut tx.state.config;
@@ -242,7 +242,7 @@ fn spawn_supervisor(
 /// Prints the sprint's transitions from the activity log as they happen, until every
 /// task is merged and the goal complete; returns the merged tasks.
 fn watch(dir: &Path, started: Instant, show: &mut impl FnMut(&str)) -> Result<Vec<String>, String> {
-    let store = Store::open(dir).map_err(|e| e.to_string())?;
+    let store = crate::ops::open_store(dir).map_err(|e| e.to_string())?;
     let log = store.paths().log();
     let mut shown = 0;
     loop {

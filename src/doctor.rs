@@ -13,7 +13,7 @@ use crate::blackboard::liveness;
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::validate::{ValidationEnv, validate};
 use crate::blackboard::{State, Timestamp};
-use crate::builtin::endpoint::{Endpoint, Env};
+use crate::llm::endpoint::{Endpoint, Env};
 use crate::ops::Project;
 
 /// The oldest git whose worktree and `-C` behaviour liza relies on.

@@ -1,8 +1,10 @@
 //! The one git wrapper. Nothing else in the crate touches git: repository discovery
 //! (from any subdirectory or worktree to the main checkout), refs and branches through
 //! `git2`, task worktrees, merges into the integration branch and the integration
-//! worktree, and the repository's exclude file.
+//! worktree, and the repository's exclude file — and [`cli`], the few read-only commands
+//! the built-in agent and the demo run through the `git` binary.
 
+pub mod cli;
 mod discover;
 mod integration_worktree;
 mod inventory;

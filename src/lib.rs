@@ -34,21 +34,35 @@
 //! - **Operations.** [`ops`] combines the store, the lifecycle and git so the CLI, the
 //!   supervisor and the built-in agent share one implementation of each operation; [`cli`]
 //!   renders them.
+//! - **Supervisors.** [`supervisor`] runs one agent: every policy (claim or wait,
+//!   restarts and their backoff, limits, usage-limit waits, PAUSE/ABORT/CHECKPOINT,
+//!   planner wake-ups, reviewer merges) is one pure function, `supervisor::policy::decide`,
+//!   over what it observes and an injected clock; an async runner executes its actions.
+//!   Every supervisor write is fenced by its registration's generation.
 //!
 //! ## Modules
 //!
-//! - [`blackboard`]: model, YAML, validation, store, activity log.
+//! Lower layers never use higher ones (ARCHITECTURE.md; a test checks there are no
+//! import cycles):
+//!
+//! - [`blackboard`]: model, YAML, validation, the store, the activity log.
+//! - [`lifecycle`]: the transition table and the pure state machines; refusals name
+//!   their [`lifecycle::RuleId`].
 //! - [`git`]: the one git wrapper.
-//! - [`lifecycle`]: the transition table and the pure state machines.
-//! - [`ops`]: application operations.
-//! - [`watch`]: directory watching.
-//! - [`cli`]: the `liza` command line.
+//! - [`ops`]: application operations (store + lifecycle + git).
 //! - [`supervisor`]: `liza-agent`, one agent's supervisor; [`backend`]: the agent CLIs.
-//! - [`builtin`]: liza's own agent over any OpenAI-compatible endpoint.
-//! - [`demo`]: `liza demo`, a whole sprint offline.
-//! - [`mod@bench`]: generated blackboards for the benchmark and tests.
+//! - [`llm`]: the model client over any OpenAI-compatible endpoint; [`builtin`]: liza's
+//!   own planner, coder and reviewer on top of it.
+//! - [`monitor`]: `liza watch` — alarms, the webhook, `/metrics`.
+//! - [`status`]: the status report; [`dashboard`]: `liza status --watch`.
+//! - [`cli`]: the `liza` command line; [`doctor`], [`retro`], [`tmux`] (`liza up`),
+//!   [`demo`] (a whole sprint offline).
+//! - [`watch`]: directory watching; [`confine`]: paths kept inside the project;
+//!   [`terminal_text`]: control characters made visible; [`error`]: exit-code classes.
+//! - `bench` (feature `bench`, on in the tests and benchmarks): generated blackboards.
 
 pub mod backend;
+#[cfg(any(test, feature = "bench"))]
 pub mod bench;
 pub mod blackboard;
 pub mod builtin;
@@ -60,9 +74,11 @@ pub mod doctor;
 pub mod error;
 pub mod git;
 pub mod lifecycle;
+pub mod llm;
 pub mod monitor;
 pub mod ops;
 pub mod retro;
+pub mod status;
 pub mod supervisor;
 pub mod terminal_text;
 pub mod tmux;

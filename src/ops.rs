@@ -19,6 +19,7 @@ mod integration_lock;
 pub use integration_lock::merge_running;
 mod merge;
 mod merge_checks;
+mod merge_outcome;
 mod merge_recovery;
 mod moves;
 mod note;
@@ -31,7 +32,7 @@ mod task_lock;
 mod tasks;
 mod work;
 
-pub use agents::{Heartbeat, heartbeat, mint_generation, register, unregister};
+pub use agents::{BeatFacts, Heartbeat, heartbeat, mint_generation, register, unregister};
 pub use analyze::{
     Analysis, DEFAULT_CHECKPOINT_AT, all_matches, analysis_recorded, analyze, analyze_with,
 };
@@ -53,7 +54,7 @@ pub use merge_checks::{CheckRun, run_check, run_review_checks};
 pub use merge_recovery::{Recovery, recover_merges};
 pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};
-pub use project::{Project, actor_from_env};
+pub use project::{Project, actor_from_env, open_store};
 pub use reports::{DiscoveryDecision, anomaly, discover, discovery, log_add};
 pub use sprint::{
     abort, auto_checkpoint, checkpoint, deadline_checkpoint, goal_complete, pause, resume,

@@ -22,10 +22,10 @@ use self::report::Report;
 use crate::blackboard::document::decode_record;
 use crate::blackboard::model::{Archive, Task};
 use crate::builtin::artifacts::Artifacts;
-use crate::builtin::client::{ChatClient, RetryPolicy};
-use crate::builtin::endpoint::{Endpoint, ProcessEnv};
 use crate::builtin::identities::{self, Identity, IdentityError};
 use crate::error::{Diagnostic, ErrorClass};
+use crate::llm::client::{ChatClient, RetryPolicy};
+use crate::llm::endpoint::{Endpoint, ProcessEnv};
 use crate::ops::{OpsError, Project};
 
 /// What `liza retro` was asked.

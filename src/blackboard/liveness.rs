@@ -42,6 +42,10 @@ pub struct LiveRecord {
     /// under that supervisor, whatever process group or session it made for itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supervisor_pid: Option<i64>,
+    /// What the supervisor is waiting for when it runs nothing (`paused`, `checkpoint`,
+    /// `usage_limit`, `backoff`, …): `liza status` says why an agent is idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -55,6 +59,7 @@ record!(LiveRecord {
     opt pgid: "pgid",
     opt usage_limit_until: "usage_limit_until",
     opt supervisor_pid: "supervisor_pid",
+    opt waiting: "waiting",
 });
 
 /// The records of one blackboard, by agent.
@@ -307,6 +312,7 @@ mod tests {
             pgid: Some(4242),
             usage_limit_until: None,
             supervisor_pid: None,
+            waiting: None,
             extra: Extra::default(),
         }
     }

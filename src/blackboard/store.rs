@@ -276,8 +276,9 @@ pub struct Store {
     /// task texts: the next transaction (of a supervisor, or of a command that read a
     /// snapshot first) reuses it when state.yaml still has those bytes.
     last_commit: Mutex<Option<Memo>>,
-    /// The lifecycle's say on hand edits, and where their alarms go (set by `ops`).
-    policy: Option<Arc<dyn HandEditPolicy>>,
+    /// The lifecycle's say on hand edits, and where their alarms go (`ops` provides it:
+    /// the store cannot reconcile a person's save without it).
+    policy: Arc<dyn HandEditPolicy>,
 }
 
 struct Memo {
@@ -308,8 +309,10 @@ fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) ->
 }
 
 impl Store {
-    /// Opens the blackboard of the project at `root` (which must hold `.liza/`).
-    pub fn open(root: &Path) -> Result<Store, StoreError> {
+    /// Opens the blackboard of the project at `root` (which must hold `.liza/`); hand
+    /// edits are reconciled with `policy` (the status changes a person may make, where
+    /// alarms go). `ops::open_store` opens it with the lifecycle's rules.
+    pub fn open(root: &Path, policy: Arc<dyn HandEditPolicy>) -> Result<Store, StoreError> {
         let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
         let paths = LizaPaths::new(&root);
         if !paths.dir.is_dir() {
@@ -317,24 +320,18 @@ impl Store {
                 dir: paths.dir.display().to_string(),
             });
         }
-        Ok(Store::at(paths))
+        Ok(Store::at(paths, policy))
     }
 
-    fn at(paths: LizaPaths) -> Store {
+    fn at(paths: LizaPaths, policy: Arc<dyn HandEditPolicy>) -> Store {
         Store {
             journal: Journal::new(paths.journal()),
             cache: ParseCache::new(paths.dir.clone()),
             paths,
             lock_timeout: None,
             last_commit: Mutex::new(None),
-            policy: None,
+            policy,
         }
-    }
-
-    /// Reconciles hand edits with `policy` (status changes a person may make, alarms).
-    pub fn with_policy(mut self, policy: Arc<dyn HandEditPolicy>) -> Store {
-        self.policy = Some(policy);
-        self
     }
 
     /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
@@ -349,7 +346,12 @@ impl Store {
 
     /// Creates `.liza/` with `state` as revision 1: built in a temporary directory and
     /// renamed into place, so a concurrent or failed init leaves nothing half-made.
-    pub fn initialize(root: &Path, mut state: State, entry: LogEntry) -> Result<Store, StoreError> {
+    pub fn initialize(
+        root: &Path,
+        mut state: State,
+        entry: LogEntry,
+        policy: Arc<dyn HandEditPolicy>,
+    ) -> Result<Store, StoreError> {
         let paths = LizaPaths::new(root);
         let dir_name = paths.dir.display().to_string();
         if paths.dir.exists() {
@@ -359,10 +361,13 @@ impl Store {
             .prefix(".liza.init-")
             .tempdir_in(root)
             .map_err(io_err("create a directory in", root))?;
-        let staged = Store::at(LizaPaths {
-            root: root.to_path_buf(),
-            dir: staging.path().to_path_buf(),
-        });
+        let staged = Store::at(
+            LizaPaths {
+                root: root.to_path_buf(),
+                dir: staging.path().to_path_buf(),
+            },
+            policy.clone(),
+        );
         state.revision = Some(1);
         metrics::recompute(&mut state);
         let timeout = state.config.lock_timeout() as u64;
@@ -397,7 +402,7 @@ impl Store {
             }
         }
         atomic::fsync_dir(root).map_err(io_err("sync", root))?;
-        Ok(Store::at(paths))
+        Ok(Store::at(paths, policy))
     }
 
     /// Reads the published state without the lock (display, decisions re-checked later).

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::scrub::Scrubber;
-use super::text::bounded;
+use crate::llm::scrub::Scrubber;
+use crate::llm::text::bounded;
 
 /// The largest artifact file kept, in bytes.
 pub const MAX_ARTIFACT_BYTES: usize = 256 * 1024;

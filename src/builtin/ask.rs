@@ -7,9 +7,9 @@
 use serde_json::{Value, json};
 
 use super::artifacts::Artifacts;
-use super::client::{Call, ChatClient, Transient, Usage};
-use super::response::{self, Expect};
 use crate::blackboard::model::ValidationMode;
+use crate::llm::client::{Call, ChatClient, Transient, Usage};
+use crate::llm::response::{self, Expect};
 
 /// A role's reader: the typed answer and the schema errors it tolerated, or the errors
 /// that make it unusable. `mode` tells it how much to tolerate.

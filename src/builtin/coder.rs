@@ -10,17 +10,17 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::ask::{self, Question, read};
-use super::client::Usage;
+use super::context::{RunContext, Status};
 use super::edits::{self, DiffFailure, Edit};
-use super::git_cli::git_lines;
-use super::response::Expect;
-use super::run::{RunContext, Status};
-use super::text::{estimate_tokens, truncate_output};
 use crate::blackboard::model::{Task, ValidationMode};
 use crate::blackboard::node::Node;
+use crate::git::cli::git_lines;
 use crate::git::{Repo, dirty_files, head_of, task_branch};
 use crate::lifecycle::RunResult;
 use crate::lifecycle::task_scope::TaskScope;
+use crate::llm::client::Usage;
+use crate::llm::response::Expect;
+use crate::llm::text::{estimate_tokens, truncate_output};
 use crate::ops::{self, CheckRun};
 
 /// Drafts after the first when the checks fail (seed 001: `MAX_RETRIES`, default 2).

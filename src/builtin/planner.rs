@@ -7,13 +7,13 @@
 use serde_json::{Value, json};
 
 use super::ask::{self, Question, read};
-use super::client::Usage;
-use super::response::Expect;
-use super::run::{RunContext, Status};
-use super::text::truncate_output;
+use super::context::{RunContext, Status};
 use crate::blackboard::TaskId;
 use crate::blackboard::model::{State, TaskStatus, ValidationMode};
 use crate::lifecycle::{self, NewTask, Trigger, TriggerKind};
+use crate::llm::client::Usage;
+use crate::llm::response::Expect;
+use crate::llm::text::truncate_output;
 use crate::ops::{self, DiscoveryDecision, alarms};
 
 const RULES: &str = "You are liza's built-in planner. You split a goal into small, \
@@ -586,7 +586,7 @@ fn decisions_prompt(state: &State, triggers: &[Trigger]) -> String {
 
 /// Paths of the repository (tracked files), bounded.
 fn repo_summary(root: &std::path::Path) -> String {
-    let files = super::git_cli::git_lines(root, &["ls-files"]);
+    let files = crate::git::cli::git_lines(root, &["ls-files"]);
     let mut text: Vec<String> = files.iter().take(200).cloned().collect();
     if files.len() > 200 {
         text.push(format!("… and {} more files", files.len() - 200));

@@ -10,18 +10,18 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::ask::{self, Question, read};
-use super::chunk::chunk;
-use super::client::Usage;
-use super::git_cli::git;
-use super::grounding::{Quote, Source, chunk_of, quote_id};
-use super::response::Expect;
-use super::run::{RunContext, Status};
-use super::text::{CharIndex, line_of, truncate_output};
+use super::context::{RunContext, Status};
 use crate::blackboard::model::{State, Task, ValidationMode};
 use crate::blackboard::node::Node;
+use crate::git::cli::git;
 use crate::lifecycle::task_scope::TaskScope;
 use crate::lifecycle::text_rules::{any_match, citations};
 use crate::lifecycle::{RunResult, Verdict};
+use crate::llm::chunk::chunk;
+use crate::llm::client::Usage;
+use crate::llm::grounding::{Quote, Source, chunk_of, quote_id};
+use crate::llm::response::Expect;
+use crate::llm::text::{CharIndex, line_of, truncate_output};
 use crate::ops::{self, CheckRun};
 
 const RULES: &str = "You are liza's built-in code reviewer. You judge one submitted change \

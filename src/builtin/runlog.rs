@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use super::scrub::Scrubber;
+use crate::llm::scrub::Scrubber;
 
 /// The longest text field kept, in characters.
 pub const FIELD_CHARS: usize = 4000;

@@ -62,9 +62,10 @@ pub fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError>
         &actor,
         &id,
         args.generation.as_deref(),
-        args.pgid,
-        None,
-        None,
+        &ops::BeatFacts {
+            pgid: args.pgid,
+            ..ops::BeatFacts::default()
+        },
     )?;
     out.ok(serde_json::to_value(&beat).unwrap_or_default(), || {
         format!("{id} lease until {}\n", beat.lease_expires)

@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
-use crate::builtin::endpoint::ProcessEnv;
 use crate::doctor::{self, Status};
+use crate::llm::endpoint::ProcessEnv;
 
 /// Exit status when a check failed.
 const EXIT_PROBLEM: i32 = 1;

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState, Wrap};
 
 use super::view::View;
-use crate::cli::status::{AgentLine, TaskLine, bar};
+use crate::status::{AgentLine, TaskLine, bar};
 
 /// What the person is looking at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -265,7 +265,7 @@ mod tests {
 
     use super::*;
     use crate::blackboard::log::LogEntry;
-    use crate::cli::status::mid_sprint_fixture;
+    use crate::status::mid_sprint_fixture;
 
     fn view() -> View {
         let (snapshot, paths, now) = mid_sprint_fixture();

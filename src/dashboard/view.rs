@@ -9,7 +9,7 @@ use crate::blackboard::log::{self, LogEntry};
 use crate::blackboard::store::Snapshot;
 use crate::blackboard::yaml::Emitter;
 use crate::blackboard::{LizaPaths, Timestamp};
-use crate::cli::status::{Report, recent_alarms};
+use crate::status::{Report, recent_alarms};
 
 /// Log entries kept for the log pane.
 pub const LOG_TAIL: usize = 200;

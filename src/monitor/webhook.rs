@@ -49,7 +49,18 @@ const QUEUE: usize = 256;
 /// The sender side; dropping it lets the delivery thread finish what is queued and end.
 pub struct Webhook {
     queue: Option<SyncSender<AlarmPayload>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    thread: Option<std::thread::JoinHandle<Deliveries>>,
+}
+
+/// What the delivery thread did, by alarm key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Deliveries {
+    /// Accepted by the receiver (a 2xx answer).
+    pub delivered: Vec<String>,
+    /// Given up on after every attempt (the alarm stays in alerts.log).
+    pub given_up: Vec<String>,
+    /// POSTs made, retries included.
+    pub attempts: u32,
 }
 
 impl Webhook {
@@ -89,12 +100,13 @@ impl Webhook {
         }
     }
 
-    /// Waits until every queued alarm was delivered or given up on.
-    pub fn finish(mut self) {
+    /// Waits until every queued alarm was delivered or given up on; says which.
+    pub fn finish(mut self) -> Deliveries {
         self.queue.take();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
     }
 
     /// Like [`Webhook::finish`], but waits at most `limit`: a receiver that is down must
@@ -129,17 +141,24 @@ fn deliver_all(
     url: &str,
     delivery: Delivery,
     alarms: Receiver<AlarmPayload>,
-) {
+) -> Deliveries {
+    let mut done = Deliveries::default();
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     else {
         tracing::warn!("could not start the webhook runtime; alarms stay in alerts.log");
-        return;
+        return done;
     };
     while let Ok(alarm) = alarms.recv() {
-        runtime.block_on(deliver(client, url, delivery, &alarm));
+        let key = alarm.alarm.key.clone();
+        if runtime.block_on(deliver(client, url, delivery, &alarm, &mut done.attempts)) {
+            done.delivered.push(key);
+        } else {
+            done.given_up.push(key);
+        }
     }
+    done
 }
 
 /// POSTs one alarm, retrying with backoff; gives up after `delivery.attempts`.
@@ -148,6 +167,7 @@ async fn deliver(
     url: &str,
     delivery: Delivery,
     alarm: &AlarmPayload,
+    attempts: &mut u32,
 ) -> bool {
     let body = match serde_json::to_string(alarm) {
         Ok(b) => b,
@@ -155,6 +175,7 @@ async fn deliver(
     };
     let mut wait = delivery.backoff;
     for attempt in 1..=delivery.attempts.max(1) {
+        *attempts += 1;
         let sent = client
             .post(url)
             .header("content-type", "application/json")

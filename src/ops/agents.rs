@@ -112,6 +112,19 @@ pub struct Heartbeat {
     pub review_lease_expires: Option<String>,
 }
 
+/// What a heartbeat reports besides the leases.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BeatFacts {
+    /// The process group of the agent process now running.
+    pub pgid: Option<i64>,
+    /// Until when the supervisor waits for a provider usage limit to reset.
+    pub usage_limit_until: Option<Timestamp>,
+    /// The supervisor's own pid.
+    pub supervisor_pid: Option<i64>,
+    /// What the supervisor waits for while it runs nothing.
+    pub waiting: Option<String>,
+}
+
 /// `heartbeat <agent-id> [--generation G] [--pgid P]`: renews the agent's leases in its
 /// liveness record, without the state lock.
 pub fn heartbeat(
@@ -119,9 +132,7 @@ pub fn heartbeat(
     actor: &Actor,
     id: &AgentId,
     generation: Option<&str>,
-    pgid: Option<i64>,
-    usage_limit_until: Option<Timestamp>,
-    supervisor_pid: Option<i64>,
+    facts: &BeatFacts,
 ) -> Result<Heartbeat, OpsError> {
     supervisor_only(actor, "heartbeat")?;
     let snapshot = project.store.snapshot()?;
@@ -170,9 +181,10 @@ pub fn heartbeat(
         task_lease_expires: task_lease,
         review_lease_expires: review_lease,
         host: hostname(),
-        pgid,
-        usage_limit_until,
-        supervisor_pid,
+        pgid: facts.pgid,
+        usage_limit_until: facts.usage_limit_until,
+        supervisor_pid: facts.supervisor_pid,
+        waiting: facts.waiting.clone(),
         extra: Default::default(),
     };
     liveness::write(&project.store.paths().live(), id, &record).map_err(|e| live_io(project, e))?;

@@ -93,7 +93,8 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     let state = initial_state(goal, &spec_ref, &branch, now);
     let mut entry = LogEntry::new(now, "human", "init");
     entry.detail = Some(goal.to_owned());
-    if let Err(err) = Store::initialize(&root, state, entry) {
+    let rules = super::hand_edits::HandEditRules::new(crate::blackboard::LizaPaths::new(&root).dir);
+    if let Err(err) = Store::initialize(&root, state, entry, std::sync::Arc::new(rules)) {
         if created {
             // Leave the repository as it was.
             let _ = repo.delete_branch(&branch);

@@ -8,20 +8,22 @@ use serde::Serialize;
 
 use super::integration_lock::IntegrationLock;
 use super::merge_checks::{MergeChecks, Verdict};
+use super::merge_outcome::{Committed, drift, finish_merged, short};
 use super::merge_recovery::{Recovery, merged_result, recover_locked};
 use super::task_lock::TaskLock;
 use super::{
-    Authority, OpsError, Project, Transition, claim::describe, dry_run, still_current,
-    supervisor_only, transition,
+    Authority, OpsError, Project, Transition, dry_run, still_current, supervisor_only, transition,
 };
 use crate::blackboard::model::{CommitId, FailureKind};
 use crate::blackboard::store::failpoint;
-use crate::blackboard::{Actor, State, TaskId, Timestamp};
+use crate::blackboard::{Actor, TaskId};
 use crate::git::{Candidate, Published, Repo, SavedWork, integration_worktree_dir, task_branch};
-use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Outcome, Refusal, RuleId};
+use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Refusal, RuleId};
 
 /// How many times a merge goes back to build a new candidate when integration moved
 /// under it before it gives up.
+pub use super::merge_outcome::MergeResult;
+
 pub const PUBLISH_RETRIES: u32 = 3;
 
 /// What `liza merge` did.
@@ -36,57 +38,6 @@ pub struct MergeReport {
     /// Files the task's worktree still held, saved before its removal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved: Option<SavedWork>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "status")]
-pub enum MergeResult {
-    #[serde(rename = "MERGED")]
-    Merged {
-        merge_commit: String,
-        merge_type: String,
-        drift_commits: u64,
-        retries: u32,
-    },
-    #[serde(rename = "INTEGRATION_FAILED")]
-    IntegrationFailed {
-        kind: String,
-        paths: Vec<String>,
-        log: Option<String>,
-        reason: String,
-    },
-}
-
-/// The outcomes and last revision of the several transactions of one merge.
-#[derive(Default)]
-pub(super) struct Committed {
-    outcome: Outcome,
-    revision: u64,
-}
-
-impl Committed {
-    pub(super) fn add<R>(&mut self, done: Transition<R>) -> R {
-        self.outcome.merge(done.outcome);
-        self.revision = done.revision;
-        done.value
-    }
-
-    /// Commits one supervisor transaction of the merge and keeps its outcome.
-    pub(super) fn run(
-        &mut self,
-        project: &Project,
-        actor: &Actor,
-        change: impl FnOnce(&mut State, Timestamp) -> Result<Outcome, Refusal>,
-    ) -> Result<(), OpsError> {
-        let done = transition(
-            &project.store,
-            actor,
-            Authority::Supervisor,
-            |state, _who, now| Ok((change(state, now)?, ())),
-        )?;
-        self.add(done);
-        Ok(())
-    }
 }
 
 /// `merge <task>`: people and scripts on the CLI (agents refused), or the supervisor.
@@ -434,48 +385,6 @@ fn approved_commit(
     }
 }
 
-/// Saves and removes the merged task's worktree and branch (a failure to remove is a
-/// warning: the merge is published, and `liza gc` removes leftovers), then records MERGED.
-pub(super) fn finish_merged(
-    project: &Project,
-    actor: &Actor,
-    repo: &Repo,
-    integration: &str,
-    id: &TaskId,
-    merge: &MergeRecord,
-    committed: &mut Committed,
-) -> Result<Option<SavedWork>, OpsError> {
-    let saved = match repo.retire_worktree(
-        &project.root,
-        id,
-        "its removal after the merge",
-        integration,
-    ) {
-        Ok(saved) => Some(saved).filter(|s| *s != SavedWork::default()),
-        Err(e) => {
-            committed.outcome.warnings.push(format!(
-                "the merged task's worktree was not removed ({e}); `liza gc --apply` removes it"
-            ));
-            None
-        }
-    };
-    committed.run(project, actor, |state, now| {
-        let mut outcome = lifecycle::merged(state, id, merge, now)?;
-        if let Some(saved) = &saved {
-            outcome.event("worktree_archived", "liza", Some(id), Some(describe(saved)));
-        }
-        Ok(outcome)
-    })?;
-    Ok(saved)
-}
-
-/// Integration commits since the task's base commit.
-pub(super) fn drift(repo: &Repo, base: Option<&CommitId>, tip: &str) -> u64 {
-    base.and_then(|b| repo.resolve_commit(b.as_str()).ok())
-        .and_then(|b| repo.count_commits(&b, tip).ok())
-        .unwrap_or(0)
-}
-
 fn integration_tip(repo: &Repo, integration: &str) -> Result<String, OpsError> {
     repo.branch_tip(integration)?
         .ok_or_else(|| no_integration(integration))
@@ -518,8 +427,4 @@ fn commit_id(sha: &str) -> Result<CommitId, Refusal> {
             "this is a bug; report it",
         )
     })
-}
-
-pub(super) fn short(sha: &str) -> &str {
-    sha.get(..12).unwrap_or(sha)
 }

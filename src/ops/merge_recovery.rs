@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::integration_lock::IntegrationLock;
-use super::merge::{Committed, MergeResult, drift, finish_merged, short};
+use super::merge_outcome::{Committed, MergeResult, drift, finish_merged, short};
 use super::task_lock::TaskLock;
 use super::{OpsError, Project, supervisor_only};
 use crate::blackboard::model::TaskStatus;

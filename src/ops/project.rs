@@ -43,11 +43,21 @@ impl Project {
             }
             Err(e) => return Err(e.into()),
         };
-        let store = Store::open(&root)?;
-        let rules = rules(store.paths().dir.clone());
-        let store = store.with_policy(std::sync::Arc::new(rules));
+        let rules = rules(crate::blackboard::LizaPaths::new(&root).dir);
+        let store = Store::open(&root, std::sync::Arc::new(rules))?;
         Ok(Project { root, store })
     }
+}
+
+/// The blackboard of the project at `root`, with the lifecycle's rules for hand edits
+/// (what a person may change, the alarms of a rejected save): the one way to open it.
+pub fn open_store(root: &Path) -> Result<Store, OpsError> {
+    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let dir = crate::blackboard::LizaPaths::new(&root).dir;
+    Ok(Store::open(
+        &root,
+        std::sync::Arc::new(HandEditRules::new(dir)),
+    )?)
 }
 
 /// The actor from `LIZA_AGENT_ID` + `LIZA_AGENT_GENERATION`; a person when unset.

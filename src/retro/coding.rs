@@ -10,12 +10,12 @@ use serde_json::Value;
 
 use super::interactions::Interaction;
 use crate::builtin::artifacts::Artifacts;
-use crate::builtin::chunk::{self, Chunk};
-use crate::builtin::client::{Call, ChatClient, Usage};
-use crate::builtin::grounding::{Quote, QuoteTally, Source, quote_id};
 use crate::builtin::identities::Identity;
-use crate::builtin::response::{self, Expect};
-use crate::builtin::text::CharIndex;
+use crate::llm::chunk::{self, Chunk};
+use crate::llm::client::{Call, ChatClient, Usage};
+use crate::llm::grounding::{Quote, QuoteTally, Source, quote_id};
+use crate::llm::response::{self, Expect};
+use crate::llm::text::CharIndex;
 
 /// Codes asked for (and kept) per chunk.
 pub const MAX_CODES: usize = 3;
@@ -386,7 +386,7 @@ pub async fn code_chunk(
 mod tests {
     use super::*;
     use crate::blackboard::TaskId;
-    use crate::builtin::response::ParseFailure;
+    use crate::llm::response::ParseFailure;
     use crate::retro::interactions::Message;
 
     const REASON: &str = "reason: Le test « naïve » échoue 🙂 — the totals key is missing.";

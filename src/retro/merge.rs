@@ -111,7 +111,7 @@ pub fn merge(results: &[CoderResult]) -> Vec<MergedCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::client::Usage;
+    use crate::llm::client::Usage;
     use crate::retro::coding::Code;
 
     fn quote(id: &str, task: &str) -> GroundedQuote {

@@ -13,7 +13,7 @@ use super::interactions::Interaction;
 use super::merge::MergedCode;
 use crate::blackboard::Timestamp;
 use crate::blackboard::store::atomic;
-use crate::builtin::client::Usage;
+use crate::llm::client::Usage;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {

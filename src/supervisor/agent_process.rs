@@ -18,7 +18,7 @@ use tokio::process::{Child, Command};
 
 use super::Console;
 use crate::backend::{Invocation, is_secret};
-use crate::builtin::scrub::{Scrubber, Stream};
+use crate::llm::scrub::{Scrubber, Stream};
 
 /// How much of an agent's output is kept in its log file.
 const LOG_CAP: u64 = 8 * 1024 * 1024;

@@ -300,10 +300,55 @@ pub enum Action {
     /// A line for the supervisor's console.
     Say(String),
     /// Wait until `until`: also woken by a state change when `on_change` (a backoff
-    /// ignores state changes; a signal ends any wait).
-    Wait { until: Moment, on_change: bool },
+    /// ignores state changes; a signal ends any wait). Heartbeats say `why`.
+    Wait {
+        until: Moment,
+        on_change: bool,
+        why: Waiting,
+    },
     /// Stop the supervisor.
     Exit(Exit),
+}
+
+/// What a supervisor that runs nothing waits for (`waiting` in its heartbeats and in
+/// `liza status`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// PAUSE.
+    Paused,
+    /// CHECKPOINT, or the sprint at its checkpoint.
+    Checkpoint,
+    /// A provider usage limit to reset.
+    UsageLimit,
+    /// A restart backoff (exit 42, a crash, an agent that could not start, a review
+    /// without a verdict).
+    Backoff,
+    /// A task locked by another process's claim.
+    Busy,
+    /// Another agent's lease to run out.
+    Lease,
+    /// The retry after a failed claim.
+    ClaimRetry,
+    /// The planner's backoff after an unhandled trigger.
+    PlannerBackoff,
+    /// Nothing to do: a state change or the poll interval.
+    Work,
+}
+
+impl Waiting {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Waiting::Paused => "paused",
+            Waiting::Checkpoint => "checkpoint",
+            Waiting::UsageLimit => "usage_limit",
+            Waiting::Backoff => "backoff",
+            Waiting::Busy => "busy",
+            Waiting::Lease => "lease",
+            Waiting::ClaimRetry => "claim_retry",
+            Waiting::PlannerBackoff => "planner_backoff",
+            Waiting::Work => "work",
+        }
+    }
 }
 
 /// Why the supervisor stops.
@@ -400,7 +445,12 @@ fn look(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
     }
     if paused(view) {
         // Heartbeats go on; a state change (or the control file's removal) wakes it.
-        return vec![wait_on_change(view, now)];
+        let why = if view.controls.pause {
+            Waiting::Paused
+        } else {
+            Waiting::Checkpoint
+        };
+        return vec![wait_on_change(view, now, why)];
     }
     let mut actions = Vec::new();
     if let Some(until) = memory.usage_limit_until {
@@ -409,6 +459,7 @@ fn look(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
             return vec![Action::Wait {
                 until,
                 on_change: true,
+                why: Waiting::UsageLimit,
             }];
         }
         memory.usage_limit_until = None;
@@ -479,14 +530,15 @@ fn idle(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
             Action::Exit(Exit::Done),
         ];
     }
-    vec![wait_on_change(view, now)]
+    vec![wait_on_change(view, now, Waiting::Work)]
 }
 
 /// Waits for a state change, at most the poll interval.
-fn wait_on_change(view: &View, now: Now) -> Action {
+fn wait_on_change(view: &View, now: Now, why: Waiting) -> Action {
     Action::Wait {
         until: now.at + view.poll_interval(),
         on_change: true,
+        why,
     }
 }
 
@@ -502,5 +554,6 @@ fn wait_for_lease(view: &View, at: Timestamp, now: Now) -> Action {
     Action::Wait {
         until: now.at + until.min(view.poll_interval()),
         on_change: true,
+        why: Waiting::Lease,
     }
 }

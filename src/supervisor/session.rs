@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 
 use super::clock::{Clock, SystemClock};
 use super::identity::{check_identity, normalise_role};
-use super::policy::{self, Action, Controls, Exit, Memory, Observation, View};
+use super::policy::{self, Action, Controls, Exit, Memory, Observation, View, Waiting};
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
 use crate::backend::Backend;
@@ -56,6 +56,8 @@ pub struct Session {
     pending_wake_us: Arc<AtomicI64>,
     /// Stops the planner's built-in watcher when the supervisor ends.
     monitor_stop: Arc<std::sync::atomic::AtomicBool>,
+    /// What the supervisor waits for while it runs nothing (heartbeats report it).
+    waiting: Arc<std::sync::Mutex<Option<Waiting>>>,
     /// Stops the heartbeat thread, and that thread (to wake it).
     heartbeat_stop: Arc<std::sync::atomic::AtomicBool>,
     heartbeat_thread: std::sync::Mutex<Option<std::thread::Thread>>,
@@ -181,6 +183,7 @@ impl Session {
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             monitor_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             heartbeat_stop: Arc::default(),
+            waiting: Arc::default(),
             heartbeat_thread: std::sync::Mutex::new(None),
         };
         if role == Role::Planner {
@@ -224,6 +227,21 @@ impl Session {
         }
     }
 
+    /// Records what the supervisor now waits for (`None`: it works); a change is
+    /// heartbeaten at once, so `liza status` says it as soon as it holds.
+    async fn say_waiting(&self, why: Option<Waiting>) {
+        let changed = match self.waiting.lock() {
+            Ok(mut slot) if *slot != why => {
+                *slot = why;
+                true
+            }
+            _ => false,
+        };
+        if changed {
+            self.heartbeat_now().await;
+        }
+    }
+
     /// The blackboard (a hand edit reconciled first) and the control files, read off
     /// the runtime's thread.
     async fn observe(&self) -> Result<(State, Controls), SupervisorError> {
@@ -243,13 +261,24 @@ impl Session {
 
     /// Carries out one action of the policy.
     async fn execute(&mut self, action: Action) -> Result<Executed, SupervisorError> {
+        if matches!(
+            action,
+            Action::Work(_) | Action::Review(_) | Action::Merge(_) | Action::PlannerTurn
+        ) {
+            self.say_waiting(None).await;
+        }
         let observed = match action {
             Action::Work(task) => self.work(task).await?,
             Action::Review(task) => self.claim_and_review(task).await?,
             Action::Merge(task) => self.merge(task).await,
             Action::PlannerTurn => self.planner_turn().await?,
             Action::Acknowledge(shown) => self.acknowledge(shown).await?,
-            Action::Wait { until, on_change } => {
+            Action::Wait {
+                until,
+                on_change,
+                why,
+            } => {
+                self.say_waiting(Some(why)).await;
                 let d = self.clock.now().at.until(until);
                 if on_change {
                     self.wait(d).await;
@@ -544,19 +573,25 @@ impl Session {
         env
     }
 
+    /// What a heartbeat of this supervisor reports, shared with the heartbeat thread.
+    fn pulse(&self) -> Pulse {
+        Pulse {
+            project: self.project.clone(),
+            agent: self.agent.clone(),
+            generation: self.generation.clone(),
+            pgid: self.pgid.clone(),
+            usage_limit_until: self.usage_limit_until.clone(),
+            waiting: self.waiting.clone(),
+        }
+    }
+
     /// Heartbeats on a thread of their own, so nothing the supervisor does — git on a
     /// large repository, parsing a large state, a stalled filesystem — delays them past
     /// the lease (blackboard.md *Liveness*). A refusal for a replaced registration
     /// supersedes the supervisor.
     fn start_heartbeats(&self, state: &State) {
         let every = Duration::from_secs(state.config.heartbeat_interval().max(1).unsigned_abs());
-        let project = self.project.clone();
-        let (agent, generation, pgid, waiting) = (
-            self.agent.clone(),
-            self.generation.clone(),
-            self.pgid.clone(),
-            self.usage_limit_until.clone(),
-        );
+        let pulse = self.pulse();
         let (superseded, stopped) = (self.superseded.clone(), self.stopped.clone());
         let stop = self.heartbeat_stop.clone();
         let spawned = std::thread::Builder::new()
@@ -570,14 +605,7 @@ impl Session {
                         continue;
                     }
                     next = now + every;
-                    let beat = beat(
-                        &project,
-                        &agent,
-                        &generation,
-                        pgid.load(Ordering::SeqCst),
-                        waiting_until(&waiting),
-                    );
-                    match beat {
+                    match pulse.beat() {
                         Err(e) if registration_gone(&e) => {
                             supersede(&superseded, &stopped, e.to_string());
                             return;
@@ -609,15 +637,8 @@ impl Session {
 
     /// Writes a heartbeat now (e.g. right after the agent started, to record its group).
     pub(super) async fn heartbeat_now(&self) {
-        let (agent, generation, pgid, waiting) = (
-            self.agent.clone(),
-            self.generation.clone(),
-            self.pgid.load(Ordering::SeqCst),
-            waiting_until(&self.usage_limit_until),
-        );
-        let beat = self
-            .blocking(move |project| beat(project, &agent, &generation, pgid, waiting))
-            .await;
+        let pulse = self.pulse();
+        let beat = self.blocking(move |_| pulse.beat()).await;
         if let Err(e) = beat
             && registration_gone(&e)
         {
@@ -728,12 +749,6 @@ fn supersede(slot: &std::sync::Mutex<Option<String>>, stopped: &Notify, why: Str
     stopped.notify_one();
 }
 
-/// The usage-limit wait a heartbeat reports (0 in the atomic: none).
-fn waiting_until(until: &AtomicI64) -> Option<crate::blackboard::Timestamp> {
-    let at = until.load(Ordering::SeqCst);
-    (at > 0).then(|| crate::blackboard::Timestamp::from_unix(at))
-}
-
 /// Keeps the files the backend's CLI drops in a worktree (`.aider*`, `.gemini/` …) out of
 /// git through the repository's exclude file: never committed, never making a worktree
 /// dirty. A failure only costs that protection, so it is logged, not fatal.
@@ -748,22 +763,41 @@ fn keep_drops_out_of_git(root: &std::path::Path, backend: &Backend) {
     }
 }
 
-/// One heartbeat of this supervisor: its agent's running process group (0: none), a
-/// usage-limit wait, and its own pid (people's commands refuse its descendants).
-fn beat(
-    project: &crate::ops::Project,
-    agent: &crate::blackboard::AgentId,
-    generation: &str,
-    pgid: i64,
-    waiting: Option<crate::blackboard::Timestamp>,
-) -> Result<ops::Heartbeat, crate::ops::OpsError> {
-    ops::heartbeat(
-        project,
-        &Actor::Human,
-        agent,
-        Some(generation),
-        (pgid > 0).then_some(pgid),
-        waiting,
-        Some(i64::from(std::process::id())),
-    )
+/// What one heartbeat of a supervisor reports: its agent's running process group, a
+/// usage-limit wait, what it waits for, and its own pid (people's commands refuse its
+/// descendants).
+struct Pulse {
+    project: Arc<Project>,
+    agent: AgentId,
+    generation: String,
+    /// 0: no agent running.
+    pgid: Arc<AtomicI64>,
+    /// A Unix time; 0: not waiting for a usage limit.
+    usage_limit_until: Arc<AtomicI64>,
+    waiting: Arc<std::sync::Mutex<Option<Waiting>>>,
+}
+
+impl Pulse {
+    fn beat(&self) -> Result<ops::Heartbeat, OpsError> {
+        let pgid = self.pgid.load(Ordering::SeqCst);
+        let until = self.usage_limit_until.load(Ordering::SeqCst);
+        let waiting = self.waiting.lock().ok().and_then(|w| *w);
+        let facts = ops::BeatFacts {
+            pgid: (pgid > 0).then_some(pgid),
+            usage_limit_until: (until > 0).then(|| crate::blackboard::Timestamp::from_unix(until)),
+            supervisor_pid: Some(i64::from(std::process::id())),
+            waiting: waiting.map(|w| w.as_str().to_owned()),
+        };
+        let actor = Actor::Supervisor {
+            id: self.agent.clone(),
+            generation: self.generation.clone(),
+        };
+        ops::heartbeat(
+            &self.project,
+            &actor,
+            &self.agent,
+            Some(&self.generation),
+            &facts,
+        )
+    }
 }

@@ -297,11 +297,11 @@ impl Store {
         if !introduced.is_empty() {
             return Err(Rejection::Invalid(introduced));
         }
-        if let Some(policy) = &self.policy {
-            let forbidden = policy.forbidden_changes(&head_decoded.state, &candidate);
-            if !forbidden.is_empty() {
-                return Err(Rejection::Forbidden(forbidden));
-            }
+        let forbidden = self
+            .policy
+            .forbidden_changes(&head_decoded.state, &candidate);
+        if !forbidden.is_empty() {
+            return Err(Rejection::Forbidden(forbidden));
         }
         Ok((candidate, merged_from))
     }
@@ -388,14 +388,12 @@ impl Store {
             self.cache.remove(replaced);
         }
         let journal = committed.durable.complete()?;
-        if let Some(policy) = &self.policy {
-            policy.reconciled(&HandEditOutcome::Applied {
-                revision: committed.revision,
-                summary: detail,
-                merged_from,
-                state: Box::new(state.clone()),
-            });
-        }
+        self.policy.reconciled(&HandEditOutcome::Applied {
+            revision: committed.revision,
+            summary: detail,
+            merged_from,
+            state: Box::new(state.clone()),
+        });
         if let Some(saved) = &committed.concurrent_save {
             return Ok((self.reconcile_swapped_out(lock, saved)?, committed.revision));
         }
@@ -465,13 +463,11 @@ impl Store {
         if let Err(err) = activity::append(&self.paths.log(), &[entry]) {
             tracing::warn!(%err, "could not log the rejected hand edit");
         }
-        if let Some(policy) = &self.policy {
-            policy.reconciled(&HandEditOutcome::Rejected {
-                revision,
-                why,
-                kept_as,
-            });
-        }
+        self.policy.reconciled(&HandEditOutcome::Rejected {
+            revision,
+            why,
+            kept_as,
+        });
         Ok(())
     }
 

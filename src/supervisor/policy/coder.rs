@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use super::task_memory::CRASH_LOOP;
 use super::{
-    Action, BUSY_RETRY, ClaimResult, CoderRun, Exit, Memory, RunEnd, View, idle, wait_for_lease,
+    Action, BUSY_RETRY, ClaimResult, CoderRun, Exit, Memory, RunEnd, View, Waiting, idle,
+    wait_for_lease,
 };
 use crate::blackboard::TaskId;
 use crate::lifecycle;
@@ -43,6 +44,7 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
             return vec![Action::Wait {
                 until: at,
                 on_change: false,
+                why: Waiting::Backoff,
             }];
         }
         memory.pass.tried.insert(task.clone());
@@ -55,6 +57,7 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
         return vec![Action::Wait {
             until: now.at + BUSY_RETRY,
             on_change: true,
+            why: Waiting::Busy,
         }];
     }
     if let Some(at) = lifecycle::coder_work_frees_at(view.state, view.agent, now.wall) {
@@ -97,6 +100,7 @@ pub fn claim_ended(
             actions.push(Action::Wait {
                 until: now.at + spread,
                 on_change: false,
+                why: Waiting::ClaimRetry,
             });
             actions
         }

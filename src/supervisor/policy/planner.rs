@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use super::task_memory::CRASH_LOOP;
-use super::{Action, Memory, PlannerTurn, RunEnd, View, idle};
+use super::{Action, Memory, PlannerTurn, RunEnd, View, Waiting, idle};
 use crate::lifecycle::{self, Trigger, TriggerKind};
 use crate::ops::alarms::Level;
 use crate::supervisor::clock::Now;
@@ -33,6 +33,7 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
         return vec![Action::Wait {
             until,
             on_change: true,
+            why: Waiting::PlannerBackoff,
         }];
     }
     if lifecycle::planner_triggers(view.state, view.agent).is_empty() {

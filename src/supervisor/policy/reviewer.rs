@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::coder::not_started_alarm;
 use super::task_memory::CRASH_LOOP;
-use super::{Action, ClaimResult, Memory, ReviewRun, RunEnd, View, idle, wait_for_lease};
+use super::{Action, ClaimResult, Memory, ReviewRun, RunEnd, View, Waiting, idle, wait_for_lease};
 use crate::blackboard::TaskId;
 use crate::lifecycle::{self, ReviewWork};
 use crate::ops::alarms::Level;
@@ -51,6 +51,7 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
         return vec![Action::Wait {
             until,
             on_change: true,
+            why: Waiting::Backoff,
         }];
     }
     if let Some(at) = lifecycle::reviewer_work_frees_at(view.state, view.agent, now.wall) {

@@ -159,7 +159,9 @@ impl World {
     fn wait_for(&self, actions: &[Action]) -> Option<(Duration, bool)> {
         let now = self.clock.now().at;
         actions.iter().find_map(|a| match a {
-            Action::Wait { until, on_change } => Some((now.until(*until), *on_change)),
+            Action::Wait {
+                until, on_change, ..
+            } => Some((now.until(*until), *on_change)),
             _ => None,
         })
     }
@@ -715,4 +717,42 @@ fn a_planner_that_crashes_backs_off_and_a_loop_alarms() {
         Duration::from_secs(20 - 1),
         "5 s doubling: 20 s after the third"
     );
+}
+
+#[test]
+fn each_wait_says_what_it_waits_for() {
+    let why = |actions: &[Action]| {
+        actions.iter().find_map(|a| match a {
+            Action::Wait { why, .. } => Some(*why),
+            _ => None,
+        })
+    };
+    let mut w = World::new("coder-1");
+    assert_eq!(why(&w.look()), Some(Waiting::Work));
+    w.task("t-1");
+    w.controls.pause = true;
+    assert_eq!(why(&w.look()), Some(Waiting::Paused));
+    w.controls = Controls {
+        checkpoint: true,
+        ..Controls::default()
+    };
+    assert_eq!(why(&w.look()), Some(Waiting::Checkpoint));
+    w.controls = Controls::default();
+    w.look();
+    let busy = w.decide(Observation::ClaimEnded {
+        task: id("t-1"),
+        claim: ClaimResult::Busy,
+    });
+    assert_eq!(why(&busy), Some(Waiting::Busy));
+    w.decide(w.coder_run("t-1", RunEnd::Exited(Some(42)), false));
+    assert_eq!(why(&w.look()), Some(Waiting::Backoff));
+    let limit = UsageLimit {
+        line: "usage limit".into(),
+        resets_at: None,
+    };
+    w.decide(w.coder_run("t-1", RunEnd::UsageLimited(limit), false));
+    assert_eq!(why(&w.look()), Some(Waiting::UsageLimit));
+    let mut other = World::new("coder-1");
+    other.claimed("t-9", "coder-2");
+    assert_eq!(why(&other.look()), Some(Waiting::Lease));
 }

@@ -1,0 +1,410 @@
+//! The status report: goal, sprint, agents, tasks and alarms of a snapshot — what
+//! `liza status` prints (text or `--json`) and the dashboard draws.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::blackboard::model::{PlanApproval, State, TaskStatus};
+use crate::blackboard::timestamp::{human_duration, rfc3339};
+use crate::blackboard::{LizaPaths, Snapshot, Timestamp};
+
+/// Everything `liza status` shows, in the shape `--json` prints.
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub revision: u64,
+    /// state.yaml was changed outside liza since the last commit.
+    pub pending_hand_edit: bool,
+    pub goal: GoalLine,
+    pub sprint: SprintLine,
+    pub plan_waiting: usize,
+    pub agents: Vec<AgentLine>,
+    pub tasks: Vec<TaskLine>,
+    pub alarms: Vec<String>,
+    pub integration_branch: String,
+    /// The built-in agent's metrics, per agent and in total.
+    pub builtin: crate::builtin::metrics::Metrics,
+    /// The operational metrics `/metrics` serves (`--json` only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub operations: Option<crate::monitor::metrics::Numbers>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct GoalLine {
+    pub id: String,
+    pub status: Option<String>,
+    pub description: String,
+    pub spec_ref: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SprintLine {
+    pub id: String,
+    pub status: String,
+    #[serde(serialize_with = "rfc3339::option")]
+    pub started: Option<Timestamp>,
+    pub counts: BTreeMap<String, usize>,
+    pub planned: usize,
+    pub planned_terminal: usize,
+    pub metrics: serde_json::Value,
+}
+
+#[derive(Debug, Serialize)]
+pub struct AgentLine {
+    pub id: String,
+    pub role: String,
+    pub status: String,
+    pub task: Option<String>,
+    #[serde(serialize_with = "rfc3339::option")]
+    pub lease_expires: Option<Timestamp>,
+    /// Seconds until the effective lease expires (negative: expired).
+    pub lease_remaining_s: Option<i64>,
+    pub cli: Option<String>,
+    /// Seconds since its agent last wrote output (its newest `.liza/agent-logs/` file).
+    pub output_age_s: Option<i64>,
+    /// Until when its supervisor waits for a provider usage limit (its heartbeat says).
+    #[serde(serialize_with = "rfc3339::option")]
+    pub usage_limit_until: Option<Timestamp>,
+    /// What its supervisor waits for while it runs nothing (`paused`, `backoff`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct TaskLine {
+    pub id: String,
+    pub status: String,
+    pub priority: i64,
+    pub assignee: Option<String>,
+    pub iteration: Option<i64>,
+    pub review_cycles_current: i64,
+    pub review_cycles_total: i64,
+    /// Seconds in the current status.
+    pub age_s: Option<i64>,
+    pub depends_on: Vec<String>,
+}
+
+impl AgentLine {
+    pub const HEADER: [&'static str; 7] =
+        ["ID", "ROLE", "STATUS", "TASK", "LEASE", "CLI", "OUTPUT"];
+
+    /// The row `liza status` and the dashboard show, in [`AgentLine::HEADER`] order.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.clone(),
+            self.role.clone(),
+            match self.waiting.as_deref() {
+                Some(why) if why != "work" => format!("{} · {why}", self.status),
+                _ => self.status.clone(),
+            },
+            self.task.clone().unwrap_or_else(|| "-".into()),
+            self.lease_remaining_s
+                .map_or_else(|| "-".into(), lease_text),
+            self.cli.clone().unwrap_or_else(|| "-".into()),
+            self.output_age_s
+                .map_or_else(|| "-".into(), |age| format!("{} ago", human_duration(age))),
+        ]
+    }
+}
+
+impl TaskLine {
+    pub const HEADER: [&'static str; 8] = [
+        "ID", "STATUS", "PRI", "ASSIGNEE", "ITER", "REVIEWS", "AGE", "DEPENDS",
+    ];
+
+    /// The row `liza status` and the dashboard show, in [`TaskLine::HEADER`] order.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.id.clone(),
+            self.status.clone(),
+            self.priority.to_string(),
+            self.assignee.clone().unwrap_or_else(|| "-".into()),
+            self.iteration.map_or_else(|| "-".into(), |i| i.to_string()),
+            format!(
+                "{}/{}",
+                self.review_cycles_current, self.review_cycles_total
+            ),
+            self.age_s.map_or_else(|| "-".into(), human_duration),
+            if self.depends_on.is_empty() {
+                "-".into()
+            } else {
+                self.depends_on.join(",")
+            },
+        ]
+    }
+}
+
+impl Report {
+    pub fn new(snapshot: &Snapshot, paths: &LizaPaths, now: Timestamp) -> Report {
+        let state = &snapshot.state;
+        let live = crate::blackboard::liveness::read_all(&paths.live());
+        Report {
+            revision: state.revision(),
+            pending_hand_edit: snapshot.pending_hand_edit,
+            goal: GoalLine {
+                id: state.goal.id.clone(),
+                status: state.goal.status.map(|s| s.to_string()),
+                description: state.goal.description.clone(),
+                spec_ref: state.goal.spec_ref.clone(),
+            },
+            sprint: sprint_line(state),
+            plan_waiting: if state.config.plan_approval() == PlanApproval::Human {
+                state
+                    .tasks
+                    .iter()
+                    .filter(|t| t.status == TaskStatus::Draft)
+                    .count()
+            } else {
+                0
+            },
+            agents: state
+                .agents
+                .iter()
+                .map(|(id, a)| AgentLine {
+                    id: id.to_string(),
+                    role: a.role.to_string(),
+                    status: a.status.to_string(),
+                    task: a.current_task.as_ref().map(ToString::to_string),
+                    lease_expires: a.lease_expires,
+                    lease_remaining_s: a.lease_expires.map(|l| l.seconds_since(now)),
+                    cli: a.cli.clone(),
+                    output_age_s: output_age(&paths.dir.join("agent-logs"), id.as_str(), now),
+                    usage_limit_until: live
+                        .current(state, id)
+                        .and_then(|r| r.usage_limit_until)
+                        .filter(|until| *until > now),
+                    waiting: live
+                        .current(state, id)
+                        .filter(|r| r.lease_expires > now)
+                        .and_then(|r| r.waiting.clone()),
+                })
+                .collect(),
+            tasks: state
+                .tasks
+                .iter()
+                .map(|t| TaskLine {
+                    id: t.id.to_string(),
+                    status: t.status.to_string(),
+                    priority: t.priority(),
+                    assignee: t.assigned_to.as_ref().map(ToString::to_string),
+                    iteration: t.iteration,
+                    review_cycles_current: t.review_cycles_current.unwrap_or(0),
+                    review_cycles_total: t.review_cycles_total.unwrap_or(0),
+                    age_s: t.entered_status_at().map(|at| now.seconds_since(at)),
+                    depends_on: t.depends_on().iter().map(ToString::to_string).collect(),
+                })
+                .collect(),
+            alarms: recent_alarms(&paths.alerts(), 5),
+            builtin: crate::builtin::metrics::collect(state),
+            integration_branch: state.config.integration_branch().to_owned(),
+            operations: None,
+        }
+    }
+
+    /// The text form, in columns sized to the data.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        let goal_status = self.goal.status.as_deref().unwrap_or("-");
+        let _ = writeln!(
+            s,
+            "Goal {} ({goal_status}): {}",
+            self.goal.id, self.goal.description
+        );
+        let _ = writeln!(
+            s,
+            "  spec {} · integration branch {} · revision {}",
+            self.goal.spec_ref.as_deref().unwrap_or("-"),
+            self.integration_branch,
+            self.revision
+        );
+        let sp = &self.sprint;
+        let started = sp
+            .started
+            .map_or_else(|| "start unknown".to_owned(), |t| format!("started {t}"));
+        let _ = writeln!(s, "Sprint {} ({}), {started}", sp.id, sp.status);
+        let _ = writeln!(
+            s,
+            "  {} {}/{} planned tasks terminal",
+            bar(sp.planned_terminal, sp.planned, 20),
+            sp.planned_terminal,
+            sp.planned
+        );
+        if !sp.counts.is_empty() {
+            let counts: Vec<String> = sp.counts.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ = writeln!(s, "  {}", counts.join(" · "));
+        }
+        if self.plan_waiting > 0 {
+            let _ = writeln!(
+                s,
+                "Plan waiting for approval: {} DRAFT task(s) (plan_approval: human); approve with liza finalize-task --all",
+                self.plan_waiting
+            );
+        }
+        if self.pending_hand_edit {
+            let _ = writeln!(
+                s,
+                "Note: state.yaml was changed outside liza since revision {}; the next transaction records (or refuses) the edit",
+                self.revision
+            );
+        }
+
+        let _ = writeln!(s, "\nAgents ({})", self.agents.len());
+        let rows: Vec<Vec<String>> = self.agents.iter().map(AgentLine::cells).collect();
+        table(&mut s, &AgentLine::HEADER, &rows);
+        for agent in &self.agents {
+            if let Some(until) = agent.usage_limit_until {
+                let _ = writeln!(
+                    s,
+                    "{} waiting for usage limit until {}",
+                    agent.id,
+                    crate::supervisor::local_clock(until)
+                );
+            }
+        }
+
+        let _ = writeln!(s, "\nTasks ({})", self.tasks.len());
+        let rows: Vec<Vec<String>> = self.tasks.iter().map(TaskLine::cells).collect();
+        table(&mut s, &TaskLine::HEADER, &rows);
+
+        let _ = writeln!(s, "\nAlarms");
+        if self.alarms.is_empty() {
+            let _ = writeln!(s, "  none recorded");
+        }
+        for alarm in &self.alarms {
+            let _ = writeln!(s, "  {alarm}");
+        }
+        s
+    }
+}
+
+fn sprint_line(state: &State) -> SprintLine {
+    let mut counts = BTreeMap::new();
+    for t in &state.tasks {
+        *counts.entry(t.status.to_string()).or_insert(0) += 1;
+    }
+    // Tasks of this sprint moved to the archive still count.
+    for (_, a) in state.archived.iter().flat_map(|a| a.iter()) {
+        if a.sprint.as_deref() == Some(state.sprint.id.as_str()) {
+            *counts.entry(a.status.to_string()).or_insert(0) += 1;
+        }
+    }
+    let planned = state.sprint.planned();
+    let terminal = planned
+        .iter()
+        .filter(|id| match state.task(id) {
+            Some(t) => t.status.is_terminal(),
+            None => state.archived.as_ref().is_some_and(|a| a.contains_key(id)),
+        })
+        .count();
+    SprintLine {
+        id: state.sprint.id.clone(),
+        status: state.sprint.status.to_string(),
+        started: state.sprint.timeline.as_ref().and_then(|t| t.started),
+        counts,
+        planned: planned.len(),
+        planned_terminal: terminal,
+        metrics: serde_json::to_value(&state.sprint.metrics).unwrap_or_default(),
+    }
+}
+
+pub fn lease_text(remaining: i64) -> String {
+    if remaining >= 0 {
+        human_duration(remaining)
+    } else {
+        format!("expired {} ago", human_duration(-remaining))
+    }
+}
+
+pub fn bar(done: usize, total: usize, width: usize) -> String {
+    let filled = (done * width).checked_div(total).unwrap_or(0);
+    format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
+}
+
+fn table(s: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    if rows.is_empty() {
+        let _ = writeln!(s, "  none");
+        return;
+    }
+    let mut widths: Vec<usize> = header.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let mut line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::from(" ");
+        for (cell, w) in cells.zip(&widths) {
+            out.push(' ');
+            out.push_str(cell);
+            out.extend(std::iter::repeat_n(
+                ' ',
+                w.saturating_sub(cell.chars().count()) + 1,
+            ));
+        }
+        let _ = writeln!(s, "{}", out.trim_end());
+    };
+    line(&mut header.iter().copied());
+    for row in rows {
+        line(&mut row.iter().map(String::as_str));
+    }
+}
+
+/// The last `n` lines of `.liza/alerts.log`.
+/// Seconds since the newest `<agent>-….log` in `dir` was written.
+fn output_age(dir: &Path, agent: &str, now: Timestamp) -> Option<i64> {
+    let prefix = format!("{agent}-");
+    std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(&prefix))
+        })
+        .filter_map(|e| e.metadata().ok()?.modified().ok())
+        .max()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| now.unix() - d.as_secs() as i64)
+}
+
+pub fn recent_alarms(path: &Path, n: usize) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(n)..]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect()
+}
+
+/// The mid-sprint fixture as a snapshot read at a fixed time, with no `.liza/` to look
+/// at: what the status and dashboard rendering tests draw.
+#[cfg(test)]
+pub(crate) fn mid_sprint_fixture() -> (Snapshot, LizaPaths, Timestamp) {
+    let text = include_str!("../tests/fixtures/mid-sprint.yaml");
+    let state = crate::blackboard::document::decode(text.as_bytes())
+        .unwrap()
+        .state;
+    let snapshot = Snapshot {
+        state,
+        hash: crate::blackboard::store::hash::ContentHash::of(text.as_bytes()),
+        pending_hand_edit: false,
+    };
+    let paths = LizaPaths::new(std::path::Path::new("/nonexistent"));
+    let now = Timestamp::parse("2026-03-01T12:30:00Z").unwrap();
+    (snapshot, paths, now)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_of_a_mid_sprint_board_reads_well() {
+        let (snapshot, paths, now) = mid_sprint_fixture();
+        insta::assert_snapshot!(Report::new(&snapshot, &paths, now).render());
+    }
+}

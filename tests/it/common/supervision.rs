@@ -1,0 +1,291 @@
+//! Supervisors and the fake agent for end-to-end tests: a project whose agents are the
+//! fake agent CLI (tests/fake-agent/agent.sh) driven by step scripts, supervisor
+//! processes, and waiting on them and on the blackboard.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, ExitStatus, Output};
+use std::time::{Duration, Instant};
+
+use super::team::*;
+use super::*;
+
+pub const LIZA_AGENT: &str = env!("CARGO_BIN_EXE_liza-agent");
+
+pub fn fake_agent() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-agent/agent.sh")
+}
+
+/// A project whose agents are the fake agent, driven by step scripts in `scenario`.
+pub struct AgentProject {
+    pub repo: Repo,
+    pub scenario: tempfile::TempDir,
+}
+
+impl AgentProject {
+    pub fn new() -> AgentProject {
+        let repo = Repo::initialized();
+        let agent = fake_agent().display().to_string();
+        configure(&repo, |c| {
+            let tool = liza::blackboard::model::AgentTool {
+                executable: Some(agent.clone()),
+                prompt: Some(liza::blackboard::model::PromptMode::Stdin),
+                ..Default::default()
+            };
+            c.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(
+                "fake".to_owned(),
+                tool,
+            )]));
+            c.default_cli = Some("fake".into());
+        });
+        AgentProject {
+            repo,
+            scenario: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// Writes the step script `<role>/<name>.sh`.
+    pub fn step(&self, role: &str, name: &str, script: &str) {
+        let path = self.scenario.path().join(role).join(format!("{name}.sh"));
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, script).unwrap();
+    }
+
+    /// Starts a supervisor; its stdout and stderr go to `<id>.out` / `<id>.err` in the
+    /// scenario directory (files, not pipes: a pipe nobody reads until the end could fill
+    /// and stall the supervisor under test).
+    /// The sprint team: planner-1, coder-1, coder-2 and code-reviewer-1.
+    pub fn team(&self) -> Vec<Supervisor> {
+        vec![
+            self.supervisor("planner", "planner-1"),
+            self.supervisor("coder", "coder-1"),
+            self.supervisor("coder", "coder-2"),
+            self.supervisor("code-reviewer", "code-reviewer-1"),
+        ]
+    }
+
+    pub fn supervisor(&self, role: &str, id: &str) -> Supervisor {
+        self.supervisor_env(role, id, &[])
+    }
+
+    /// A supervisor with `env` added to its environment.
+    pub fn supervisor_env(&self, role: &str, id: &str, env: &[(&str, &str)]) -> Supervisor {
+        let stdout = self.scenario.path().join(format!("{id}.out"));
+        let stderr = self.scenario.path().join(format!("{id}.err"));
+        let mut cmd = self.repo.command();
+        cmd.envs(env.iter().copied());
+        cmd.env("LIZA_AGENT_ID", id)
+            .env("FAKE_AGENT_DIR", self.scenario.path())
+            .arg("agent")
+            .arg(role)
+            .stdout(std::fs::File::create(&stdout).unwrap())
+            .stderr(std::fs::File::create(&stderr).unwrap());
+        Supervisor {
+            id: id.to_owned(),
+            child: cmd.spawn().unwrap(),
+            stdout,
+            stderr,
+        }
+    }
+
+    /// `liza-agent` with `env` and `args`, to completion.
+    pub fn agent_command(&self, env: &[(&str, &str)], args: &[&str]) -> Output {
+        let mut cmd = self.repo.command_for(LIZA_AGENT);
+        cmd.env("FAKE_AGENT_DIR", self.scenario.path());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args).output().unwrap()
+    }
+
+    /// The runs the fake agent made, as `role agent key n` lines.
+    pub fn runs(&self) -> Vec<String> {
+        std::fs::read_to_string(self.scenario.path().join("runs.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// A supervisor process started by [`AgentProject::supervisor`].
+pub struct Supervisor {
+    pub id: String,
+    pub child: Child,
+    stdout: PathBuf,
+    stderr: PathBuf,
+}
+
+impl Supervisor {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// SIGKILL, then reaps it.
+    pub fn kill(&mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+    }
+
+    /// Reaps the exited process: its exit code and output (stdout then stderr).
+    pub fn exited(self) -> (Option<i32>, String) {
+        let out = self.finish();
+        (
+            out.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    }
+
+    /// Reaps the exited process and returns its exit status and output.
+    fn finish(mut self) -> Output {
+        let status: ExitStatus = self.child.wait().unwrap();
+        Output {
+            status,
+            stdout: std::fs::read(&self.stdout).unwrap_or_default(),
+            stderr: std::fs::read(&self.stderr).unwrap_or_default(),
+        }
+    }
+}
+
+impl AgentProject {
+    /// Waits for every supervisor, with a generous guard against hangs; returns their
+    /// outputs. On a hang, the panic shows what the supervisors and the blackboard were
+    /// doing: each one's output, the runs, the alerts and the tasks' statuses.
+    pub fn wait_all(&self, supervisors: Vec<Supervisor>, guard: Duration) -> Vec<(String, Output)> {
+        let deadline = Instant::now() + guard;
+        let mut pending = supervisors;
+        let mut done = Vec::new();
+        while !pending.is_empty() {
+            let mut still = Vec::new();
+            for mut supervisor in pending {
+                if supervisor.running() {
+                    still.push(supervisor);
+                } else {
+                    done.push((supervisor.id.clone(), supervisor.finish()));
+                }
+            }
+            pending = still;
+            if Instant::now() > deadline {
+                let mut report = String::new();
+                for mut supervisor in pending {
+                    supervisor.kill();
+                    let id = supervisor.id.clone();
+                    let out = supervisor.finish();
+                    report += &format!(
+                        "{id} did not exit:\n{}\n{}\n",
+                        String::from_utf8_lossy(&out.stdout),
+                        String::from_utf8_lossy(&out.stderr)
+                    );
+                }
+                panic!("{report}{}", self.diagnostics());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        done
+    }
+
+    /// The blackboard as a hung test sees it: task statuses, sprint, agents, runs, alerts.
+    pub fn diagnostics(&self) -> String {
+        let state = model(&self.repo);
+        let tasks: Vec<String> = state["tasks"]
+            .as_array()
+            .map(|tasks| {
+                tasks
+                    .iter()
+                    .map(|t| format!("{} {} {}", t["id"], t["status"], t["assigned_to"]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let read = |path: PathBuf| std::fs::read_to_string(path).unwrap_or_default();
+        let mut outputs: Vec<PathBuf> = std::fs::read_dir(self.scenario.path())
+            .map(|dir| {
+                dir.flatten()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "out" || x == "err"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        outputs.sort();
+        let outputs: String = outputs
+            .into_iter()
+            .map(|p| format!("--- {}\n{}", p.display(), read(p.clone())))
+            .collect();
+        format!(
+            "tasks: {tasks:#?}\nsprint: {}\ngoal: {}\nagents: {}\nruns:\n{}\nalerts:\n{}\n\
+             supervisor output:\n{outputs}",
+            state["sprint"],
+            state["goal"],
+            state["agents"],
+            read(self.scenario.path().join("runs.log")),
+            read(self.repo.liza_dir().join("alerts.log")),
+        )
+    }
+
+    /// Polls `condition` every 50 ms until it holds; after `guard`, panics with `what` and
+    /// the [`diagnostics`](Self::diagnostics).
+    pub fn wait_until(&self, what: &str, guard: Duration, mut condition: impl FnMut() -> bool) {
+        let deadline = Instant::now() + guard;
+        while !condition() {
+            if Instant::now() >= deadline {
+                panic!("timed out waiting for {what}\n{}", self.diagnostics());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// A task of the model by id (`null` when absent).
+pub fn task_of(repo: &Repo, id: &str) -> serde_json::Value {
+    model(repo)["tasks"]
+        .as_array()
+        .and_then(|tasks| tasks.iter().find(|t| t["id"] == id).cloned())
+        .unwrap_or(serde_json::Value::Null)
+}
+
+/// Sends `signal` to a supervisor and returns its exit code and output.
+pub fn stop(mut supervisor: Supervisor, signal: nix::sys::signal::Signal) -> (Option<i32>, String) {
+    let pid = nix::unistd::Pid::from_raw(supervisor.pid());
+    nix::sys::signal::kill(pid, signal).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while supervisor.running() {
+        assert!(Instant::now() < deadline, "the supervisor ignored {signal}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = supervisor.finish();
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+/// Whether process `pid` runs (exists and is not a zombie).
+pub fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X")
+    })
+}
+
+/// What `agent`'s supervisor says it waits for (`liza status --json`: `waiting`).
+pub fn waiting_of(repo: &Repo, agent: &str) -> Option<String> {
+    let out = repo.liza(&["--json", "status"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+    report["result"]["agents"]
+        .as_array()?
+        .iter()
+        .find(|a| a["id"] == agent)?["waiting"]
+        .as_str()
+        .map(str::to_owned)
+}

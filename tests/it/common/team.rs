@@ -1,0 +1,151 @@
+//! The team's moves through the real CLI, for end-to-end tests: adding tasks, registering
+//! agents, acting as an agent, committing in a worktree, reading the model, and test
+//! set-up through the store as a person's edit would do it.
+
+use std::path::Path;
+
+use super::*;
+
+pub const SPEC: &str = "specs/vision.md";
+
+pub fn add(repo: &Repo, id: &str, deps: &str) {
+    let mut args = vec![
+        "add-task",
+        "--id",
+        id,
+        "--desc",
+        "Implement part of the report flag",
+        "--spec",
+        SPEC,
+        "--done",
+        "report --json prints a totals key",
+        "--scope",
+        "the report command",
+        "--finalize",
+    ];
+    if !deps.is_empty() {
+        args.extend(["--depends", deps]);
+    }
+    assert_success(&repo.liza(&args));
+}
+
+/// A task left in DRAFT (not finalized), to amend or edit by hand.
+pub fn add_draft(repo: &Repo, id: &str) {
+    assert_success(&repo.liza(&[
+        "add-task",
+        "--id",
+        id,
+        "--desc",
+        "Parse the flag",
+        "--spec",
+        SPEC,
+        "--done",
+        "report --json prints a totals key",
+        "--scope",
+        "the option parser",
+    ]));
+}
+
+pub fn register(repo: &Repo, agent: &str) -> String {
+    let out = repo.liza(&["register", agent]);
+    assert_success(&out);
+    stdout(&out).trim().to_owned()
+}
+
+pub fn as_agent<'a>(agent: &'a str, generation: &'a str) -> [(&'a str, &'a str); 2] {
+    [
+        ("LIZA_AGENT_ID", agent),
+        ("LIZA_AGENT_GENERATION", generation),
+    ]
+}
+
+/// state.yaml as the model's JSON (field names as in the file).
+pub fn model(repo: &Repo) -> serde_json::Value {
+    let store = liza::ops::open_store(repo.path()).unwrap();
+    serde_json::to_value(store.snapshot().unwrap().state).unwrap()
+}
+
+pub fn status(repo: &Repo, task: &str) -> String {
+    let state = model(repo);
+    state["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == task)
+        .unwrap()["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+pub fn assert_valid(repo: &Repo) {
+    let out = repo.liza(&["validate"]);
+    assert_success(&out);
+}
+
+/// A refused command exits 1 and leaves every file byte-identical.
+pub fn assert_refused(repo: &Repo, env: &[(&str, &str)], args: &[&str], says: &str) {
+    let before = repo.files();
+    let out = repo.liza_env(env, args);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains(says),
+        "{args:?}: expected {says:?} in {}",
+        stderr(&out)
+    );
+    assert_eq!(before, repo.files(), "{args:?} changed files");
+}
+
+pub fn commit_in(repo: &Repo, worktree: &Path, file: &str, text: &str) -> String {
+    std::fs::write(worktree.join(file), text).unwrap();
+    repo.git_in(worktree, &["add", "-A"]);
+    repo.git_in(worktree, &["commit", "-q", "-m", &format!("edit {file}")]);
+    repo.git_in(worktree, &["rev-parse", "HEAD"])
+        .trim()
+        .to_owned()
+}
+
+/// Changes the state through the store (test set-up a person could do by hand), logged
+/// as `action`.
+pub fn edit_state(
+    repo: &Repo,
+    action: &str,
+    change: impl FnOnce(&mut liza::blackboard::State, liza::blackboard::Timestamp),
+) {
+    let store = liza::ops::open_store(repo.path()).unwrap();
+    store
+        .transact(&liza::blackboard::Actor::Human, |tx| {
+            change(&mut tx.state, tx.now);
+            tx.log(action);
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+}
+
+/// Moves a task's lease into the past.
+pub fn expire_lease(repo: &Repo, task: &str) {
+    let id = liza::blackboard::TaskId::parse(task).unwrap();
+    edit_state(repo, "test_expire", |state, now| {
+        state.task_mut(&id).unwrap().lease_expires = Some(now.plus_seconds(-1));
+    });
+}
+
+/// Sets a config value through the store, as a person's edit would.
+pub fn configure(repo: &Repo, change: impl FnOnce(&mut liza::blackboard::model::Config)) {
+    edit_state(repo, "test_config", |state, _| change(&mut state.config));
+}
+
+/// A `retry_loop` anomaly on `task` with `pattern` as its error pattern.
+pub fn retry_loop(repo: &Repo, task: &str, pattern: &str) {
+    assert_success(&repo.liza(&[
+        "anomaly",
+        "--type",
+        "retry_loop",
+        "--task",
+        task,
+        "--detail",
+        "count=3",
+        "--detail",
+        &format!("error_pattern={pattern}"),
+    ]));
+}

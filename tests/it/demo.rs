@@ -1,0 +1,122 @@
+//! `liza demo` end to end (operations.md *Demo*, quality.md P9 is measured by running it):
+//! real supervisors and the built-in agent against the scripted model server complete a
+//! sprint with every task merged on integration, after a rejection forced by the check
+//! liza ran on the first, wrong, edit.
+
+use std::process::Command;
+
+const LIZA: &str = env!("CARGO_BIN_EXE_liza");
+
+#[test]
+fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("demo");
+    let out = Command::new(LIZA)
+        .args(["demo", "--dir"])
+        .arg(&dir)
+        .env("HOME", home.path())
+        .env_remove("LIZA_LLM_BASE_URL")
+        .env_remove("LIZA_AGENT_ID")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("sprint complete") && text.contains("git log --oneline --graph integration"),
+        "{text}"
+    );
+    let git = |args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    // Both tools are on integration, and the project's own tests pass there.
+    assert_eq!(
+        git(&["show", "integration:greet.sh"]),
+        "#!/bin/sh\necho \"hello, $1\"\n"
+    );
+    assert!(git(&["show", "integration:shout.sh"]).contains("tr '[:lower:]' '[:upper:]'"));
+    let checkout = home.path().join("check");
+    git(&[
+        "worktree",
+        "add",
+        "-q",
+        "--detach",
+        checkout.to_str().unwrap(),
+        "integration",
+    ]);
+    let tests = Command::new("sh")
+        .arg("tests/run.sh")
+        .current_dir(&checkout)
+        .output()
+        .unwrap();
+    assert!(
+        tests.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tests.stdout)
+    );
+    // The rejection came from the check liza ran, and the rework was reviewed again.
+    let log = std::fs::read_to_string(dir.join(".liza/log.yaml")).unwrap();
+    assert!(
+        log.contains("the check `tests` fails on the review commit"),
+        "{log}"
+    );
+    let state = Command::new(LIZA)
+        .args(["status", "--json"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let state: serde_json::Value = serde_json::from_slice(&state.stdout).unwrap();
+    let state = &state["result"];
+    let tasks = state["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    assert!(tasks.iter().all(|t| t["status"] == "MERGED"), "{tasks:#?}");
+    assert!(
+        tasks
+            .iter()
+            .any(|t| t["id"] == "shout" && t["review_cycles_total"] == 1),
+        "{tasks:#?}"
+    );
+    // The planner named only the source files, as most do; the coder wrote the tests
+    // the reviewer requires, and nothing was blocked for it.
+    let board = std::fs::read_to_string(dir.join(".liza/state.yaml")).unwrap();
+    assert!(board.contains("paths: [greet.sh]\n"), "{board}");
+    assert!(board.contains("paths: [shout.sh]\n"), "{board}");
+    assert!(!board.contains("- tests/test_greet.sh"), "{board}");
+    assert!(!log.contains("blocked"), "{log}");
+    let merged = Command::new("git")
+        .args(["ls-tree", "-r", "--name-only", "integration"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let merged = String::from_utf8_lossy(&merged.stdout);
+    assert!(merged.contains("tests/test_greet.sh"), "{merged}");
+    assert!(merged.contains("tests/test_shout.sh"), "{merged}");
+    assert_eq!(state["goal"]["status"], "COMPLETED");
+    // The built-in agent's metrics, per agent and in total.
+    let metrics = &state["builtin"];
+    let total = &metrics["total"];
+    assert_eq!(total["outcomes"]["reject"], 1, "{metrics:#}");
+    assert_eq!(total["outcomes"]["approve"], 2, "{metrics:#}");
+    assert_eq!(total["outcomes"]["SUCCESS"], 3, "{metrics:#}");
+    assert_eq!(total["runs"], 6, "{metrics:#}");
+    assert!(total["prompt_tokens"].as_u64().unwrap() > 0);
+    assert!(total["patch_lines"].as_u64().unwrap() >= 6);
+    // Which coder took which task is up to the race between them; together they ran 3.
+    let agents = metrics["agents"].as_object().unwrap();
+    let coder_runs: u64 = agents
+        .iter()
+        .filter(|(id, _)| id.starts_with("coder-"))
+        .map(|(_, m)| m["runs"].as_u64().unwrap())
+        .sum();
+    assert_eq!(coder_runs, 3, "{metrics:#}");
+    assert_eq!(
+        metrics["agents"]["code-reviewer-1"]["runs"], 3,
+        "{metrics:#}"
+    );
+}

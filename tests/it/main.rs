@@ -1,0 +1,40 @@
+//! The integration tests, in one test binary so the suite links once (as jj and just
+//! do): each module is one area, driving the real `liza` and `liza-agent` binaries on
+//! real git repositories. Run one area with `cargo test --test it <module>::`.
+
+mod common;
+
+mod adversary;
+mod agent_duties;
+mod analyze;
+mod architecture;
+mod archive;
+mod bad_input;
+mod builtin_agent;
+mod checkpoint;
+mod cli;
+mod cli_backends;
+mod contention;
+mod crash;
+mod demo;
+mod doctor;
+mod hand_edit_race;
+mod hand_edits;
+mod lifecycle;
+mod live_endpoint;
+mod merge;
+mod metrics;
+mod misbehaving_agents;
+mod model_client;
+mod retro;
+mod reuse;
+mod store;
+mod superseded;
+mod supervisor;
+mod supervisor_faults;
+mod supervisor_modes;
+mod tmux;
+mod v01;
+mod validate;
+mod watch;
+mod webhook;

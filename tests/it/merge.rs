@@ -1,0 +1,836 @@
+//! The merge pipeline end to end (git.md *Merge*, quality.md R6), with the real `liza`
+//! binary and real repositories: fast-forward and merge commits, conflicts and the
+//! integration fix, integration checks, an integration branch moved during a merge,
+//! crashes mid-merge, worktrees and branches deleted by hand, concurrent merges, `gc`, and
+//! the human's main checkout left untouched throughout.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::common::supervision::alive;
+use crate::common::team::*;
+use crate::common::*;
+use serde_json::Value;
+
+/// A project with registered coders and a reviewer; `script` is committed as
+/// `scripts/integration-test.sh` before `liza init`.
+struct Team {
+    repo: Repo,
+    generations: BTreeMap<String, String>,
+}
+
+impl Team {
+    fn new(script: Option<&str>) -> Team {
+        let repo = Repo::new();
+        if let Some(script) = script {
+            write(&repo.path().join("scripts/integration-test.sh"), script);
+            repo.git(&["add", "."]);
+            repo.git(&["commit", "-q", "-m", "integration test"]);
+        }
+        assert_success(&repo.liza(&["init", "Add a --json flag to the report CLI"]));
+        let mut generations = BTreeMap::new();
+        for agent in ["coder-1", "coder-2", "coder-3", "code-reviewer-1"] {
+            generations.insert(agent.to_owned(), register(&repo, agent));
+        }
+        Team { repo, generations }
+    }
+
+    fn env<'a>(&'a self, agent: &'a str) -> [(&'a str, &'a str); 2] {
+        as_agent(agent, &self.generations[agent])
+    }
+
+    fn worktree(&self, task: &str) -> PathBuf {
+        self.repo.path().join(".worktrees").join(task)
+    }
+
+    /// Adds and claims `task` for `coder`, commits `files` in its worktree; returns HEAD.
+    fn work(&self, task: &str, coder: &str, files: &[(&str, &str)]) -> String {
+        add(&self.repo, task, "");
+        assert_success(&self.repo.liza(&["claim-task", task, coder]));
+        self.commit(task, files)
+    }
+
+    fn commit(&self, task: &str, files: &[(&str, &str)]) -> String {
+        let wt = self.worktree(task);
+        for (path, text) in files {
+            write(&wt.join(path), text);
+        }
+        self.repo.git_in(&wt, &["add", "-A"]);
+        self.repo
+            .git_in(&wt, &["commit", "-q", "-m", &format!("work on {task}")]);
+        self.head(&wt)
+    }
+
+    fn head(&self, dir: &Path) -> String {
+        self.repo
+            .git_in(dir, &["rev-parse", "HEAD"])
+            .trim()
+            .to_owned()
+    }
+
+    /// Submits `task` (its worktree HEAD) as `coder` and has the reviewer approve it.
+    fn approve(&self, task: &str, coder: &str) -> String {
+        let head = self.head(&self.worktree(task));
+        assert_success(
+            &self
+                .repo
+                .liza_env(&self.env(coder), &["submit-for-review", task, &head]),
+        );
+        assert_success(&self.repo.liza(&["claim-review", task, "code-reviewer-1"]));
+        assert_success(&self.repo.liza_env(
+            &self.env("code-reviewer-1"),
+            &["submit-verdict", task, "approve", "--commit", &head],
+        ));
+        head
+    }
+
+    fn approved(&self, task: &str, coder: &str, files: &[(&str, &str)]) -> String {
+        self.work(task, coder, files);
+        self.approve(task, coder)
+    }
+
+    /// `liza --json merge <task>`: the exit code and the transition's value.
+    fn merge(&self, task: &str) -> (i32, Value) {
+        let out = self.repo.liza(&["--json", "merge", task]);
+        let v: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|_| panic!("merge {task}: {}{}", stdout(&out), stderr(&out)));
+        (
+            out.status.code().unwrap_or(-1),
+            v["result"]["value"].clone(),
+        )
+    }
+
+    fn integration(&self) -> String {
+        self.repo
+            .git(&["rev-parse", "integration"])
+            .trim()
+            .to_owned()
+    }
+
+    fn task(&self, task: &str) -> Value {
+        model(&self.repo)["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == task)
+            .cloned()
+            .unwrap()
+    }
+
+    fn branch_exists(&self, name: &str) -> bool {
+        !self
+            .repo
+            .git(&["branch", "--list", name, "--format=%(refname)"])
+            .trim()
+            .is_empty()
+    }
+
+    fn log_entry(&self, action: &str, task: &str) -> Value {
+        self.repo
+            .log()
+            .into_iter()
+            .rev()
+            .find(|e| e["action"] == action && e["task"] == task)
+            .unwrap_or_else(|| panic!("no {action} entry for {task}"))
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// The human's main checkout: HEAD (symbolic and resolved), the index file, and every
+/// file outside `.git`, `.liza` and `.worktrees`.
+fn main_checkout(repo: &Repo) -> (String, String, Vec<u8>, BTreeMap<PathBuf, Vec<u8>>) {
+    fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Vec<u8>>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let rel = path.strip_prefix(root).unwrap().to_path_buf();
+            if [".git", ".liza", ".worktrees"]
+                .iter()
+                .any(|skip| rel == Path::new(skip))
+            {
+                continue;
+            }
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                out.insert(rel, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    let mut files = BTreeMap::new();
+    walk(repo.path(), repo.path(), &mut files);
+    (
+        repo.git(&["symbolic-ref", "HEAD"]),
+        repo.git(&["rev-parse", "HEAD"]),
+        std::fs::read(repo.path().join(".git/index")).unwrap(),
+        files,
+    )
+}
+
+#[test]
+fn a_clean_fast_forward_publishes_the_approved_commit_and_leaves_the_main_checkout_alone() {
+    let team = Team::new(None);
+    let before = main_checkout(&team.repo);
+    let head = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let files = team.repo.files();
+    let out = team
+        .repo
+        .liza_env(&team.env("code-reviewer-1"), &["merge", "t-1"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("[supervisor-only]"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(files, team.repo.files(), "an agent's merge changes nothing");
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["status"], "MERGED");
+    assert_eq!(value["merge_type"], "fast-forward");
+    assert_eq!(value["merge_commit"], head.as_str());
+    assert_eq!(value["drift_commits"], 0);
+    assert_eq!(team.integration(), head);
+
+    let task = team.task("t-1");
+    assert_eq!(task["status"], "MERGED");
+    assert_eq!(task["merge_commit"], head.as_str());
+    assert!(task.get("worktree").is_none() && task.get("merge_intent").is_none());
+    assert!(!team.worktree("t-1").exists(), "the worktree is removed");
+    assert!(
+        !team.branch_exists("task/t-1"),
+        "the merged branch is deleted"
+    );
+    assert!(
+        !team.repo.git(&["worktree", "list"]).contains("t-1"),
+        "git's worktree entry is gone"
+    );
+    let entry = team.log_entry("merged", "t-1");
+    assert_eq!(entry["merge_type"], "fast-forward");
+    assert_eq!(entry["drift_commits"], 0);
+    let history = task["history"].as_array().unwrap();
+    assert_eq!(history.last().unwrap()["event"], "merged");
+    assert_eq!(
+        model(&team.repo)["sprint"]["metrics"]["tasks_done"],
+        1,
+        "sprint metrics count the merge"
+    );
+    assert_eq!(
+        main_checkout(&team.repo),
+        before,
+        "the main checkout changed"
+    );
+    assert_success(&team.repo.liza(&["validate"]));
+}
+
+#[test]
+fn a_merge_commit_is_built_when_integration_moved_since_the_claim() {
+    let team = Team::new(None);
+    let before = main_checkout(&team.repo);
+    let first = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let second = team.approved("t-2", "coder-2", &[("totals.txt", "totals\n")]);
+    assert_eq!(team.merge("t-1").0, 0);
+    let (code, value) = team.merge("t-2");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["merge_type"], "merge-commit");
+    assert_eq!(value["drift_commits"], 1, "t-1 landed after t-2's base");
+    let tip = team.integration();
+    assert_eq!(value["merge_commit"], tip.as_str());
+    let parents = team.repo.git(&["rev-list", "--parents", "-n", "1", &tip]);
+    assert_eq!(
+        parents.split_whitespace().skip(1).collect::<Vec<_>>(),
+        [first.as_str(), second.as_str()],
+        "first parent is the old integration tip"
+    );
+    let subject = team.repo.git(&["log", "-1", "--format=%s%n%an", &tip]);
+    assert!(
+        subject.starts_with("Merge task/t-2: "),
+        "merge commit subject: {subject}"
+    );
+    assert!(subject.contains("liza"));
+    let files = team.repo.git(&["ls-tree", "--name-only", "integration"]);
+    assert!(files.contains("report.txt") && files.contains("totals.txt"));
+    assert_eq!(main_checkout(&team.repo), before);
+}
+
+#[test]
+fn a_conflict_fails_integration_and_an_integration_fix_resolves_it() {
+    let team = Team::new(None);
+    let before = main_checkout(&team.repo);
+    team.approved("t-1", "coder-1", &[("report.txt", "one\n")]);
+    team.approved("t-2", "coder-2", &[("report.txt", "two\n")]);
+    assert_eq!(team.merge("t-1").0, 0);
+    let tip = team.integration();
+
+    let (code, value) = team.merge("t-2");
+    assert_eq!(code, 1, "a failed merge exits 1: {value}");
+    assert_eq!(value["status"], "INTEGRATION_FAILED");
+    assert_eq!(value["kind"], "conflict");
+    assert_eq!(value["paths"], serde_json::json!(["report.txt"]));
+    assert_eq!(team.integration(), tip, "nothing was published");
+    let task = team.task("t-2");
+    assert_eq!(task["status"], "INTEGRATION_FAILED");
+    assert_eq!(task["integration_failure"]["kind"], "conflict");
+    assert_eq!(
+        task["integration_failure"]["paths"],
+        serde_json::json!(["report.txt"])
+    );
+    assert!(task.get("merge_intent").is_none());
+    assert!(team.worktree("t-2").exists(), "the worktree is kept");
+
+    // Any coder takes the fix; the integration tip is merged in with conflict markers.
+    let out = team.repo.liza(&["--json", "claim-task", "t-2", "coder-3"]);
+    assert_success(&out);
+    let claim: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        claim["result"]["value"]["event"],
+        "claimed_for_integration_fix"
+    );
+    assert_eq!(
+        claim["result"]["value"]["conflicts"],
+        serde_json::json!(["report.txt"])
+    );
+    let task = team.task("t-2");
+    assert_eq!(task["integration_fix"], true);
+    assert_eq!(
+        task["base_commit"],
+        tip.as_str(),
+        "the new base is the tip merged in"
+    );
+    let wt = team.worktree("t-2");
+    let marked = std::fs::read_to_string(wt.join("report.txt")).unwrap();
+    assert!(
+        marked.contains("<<<<<<<") && marked.contains(">>>>>>> integration"),
+        "{marked}"
+    );
+
+    // The coder resolves and commits (git concludes the merge), review, merge.
+    write(&wt.join("report.txt"), "one and two\n");
+    team.repo
+        .git_in(&wt, &["commit", "-q", "-am", "resolve the conflict"]);
+    let resolved = team.head(&wt);
+    let parents = team
+        .repo
+        .git(&["rev-list", "--parents", "-n", "1", &resolved]);
+    assert_eq!(parents.split_whitespace().count(), 3, "a merge commit");
+    team.approve("t-2", "coder-3");
+    let (code, value) = team.merge("t-2");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["merge_type"], "fast-forward");
+    assert_eq!(team.integration(), resolved);
+    assert_eq!(
+        team.repo.git(&["show", "integration:report.txt"]),
+        "one and two\n"
+    );
+    let events: Vec<String> = team.task("t-2")["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["event"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(events.ends_with(&[
+        "integration_failed".to_owned(),
+        "claimed_for_integration_fix".to_owned(),
+        "ready_for_review".to_owned(),
+        "review_claimed".to_owned(),
+        "approved".to_owned(),
+        "merged".to_owned(),
+    ]));
+    assert_eq!(main_checkout(&team.repo), before);
+    assert_success(&team.repo.liza(&["validate"]));
+}
+
+const NEEDS_OK_FILE: &str =
+    "#!/bin/sh\nif [ ! -f ok.txt ]; then echo \"ok.txt is missing\"; exit 1; fi\necho all good\n";
+
+#[test]
+fn failing_integration_checks_publish_nothing_and_point_to_their_log() {
+    let team = Team::new(Some(NEEDS_OK_FILE));
+    let before = main_checkout(&team.repo);
+    let tip = team.integration();
+    team.approved("t-1", "coder-1", &[("other.txt", "x\n")]);
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 1);
+    assert_eq!(value["status"], "INTEGRATION_FAILED");
+    assert_eq!(value["kind"], "tests");
+    assert_eq!(team.integration(), tip, "the integration ref is unchanged");
+    let log = value["log"].as_str().unwrap().to_owned();
+    assert!(
+        log.starts_with(".liza/integration-test-t-1-") && log.ends_with(".log"),
+        "{log}"
+    );
+    let text = std::fs::read_to_string(team.repo.path().join(&log)).unwrap();
+    assert!(text.contains("ok.txt is missing"), "{text}");
+    assert!(
+        value["reason"]
+            .as_str()
+            .unwrap()
+            .contains("scripts/integration-test.sh")
+    );
+    let task = team.task("t-1");
+    assert_eq!(task["integration_failure"]["log"], log.as_str());
+    assert!(team.worktree("t-1").exists());
+
+    // A task that makes the check pass merges.
+    team.approved("t-2", "coder-2", &[("ok.txt", "ok\n")]);
+    assert_eq!(team.merge("t-2").0, 0);
+    assert_eq!(main_checkout(&team.repo), before);
+}
+
+#[test]
+fn the_integration_test_runs_as_it_is_at_the_integration_tip() {
+    let team = Team::new(Some(NEEDS_OK_FILE));
+    // A person lifted the protection: the task rewrites the test to always pass.
+    configure(&team.repo, |c| c.protected_paths = Some(Vec::new()));
+    team.approved(
+        "t-1",
+        "coder-1",
+        &[("scripts/integration-test.sh", "#!/bin/sh\nexit 0\n")],
+    );
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 1, "judged by the tip's script: {value}");
+    assert_eq!(value["kind"], "tests");
+}
+
+#[test]
+fn a_change_to_the_integration_test_is_refused_at_submit_unless_allowed() {
+    let team = Team::new(Some(NEEDS_OK_FILE));
+    team.work(
+        "t-1",
+        "coder-1",
+        &[("scripts/integration-test.sh", "#!/bin/sh\nexit 0\n")],
+    );
+    let before = team.repo.files();
+    let out = team
+        .repo
+        .liza_env(&team.env("coder-1"), &["submit-for-review", "t-1"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("scripts/integration-test.sh"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(before, team.repo.files(), "a refusal changes nothing");
+
+    // With allow_protected the reviewer saw the change, and the candidate's script runs.
+    let mut args = vec![
+        "add-task",
+        "--id",
+        "t-2",
+        "--desc",
+        "Relax the integration test",
+        "--spec",
+        SPEC,
+        "--done",
+        "the test passes",
+        "--scope",
+        "tests",
+        "--allow-protected",
+        "scripts/integration-test.sh",
+        "--finalize",
+    ];
+    assert_success(&team.repo.liza(&args));
+    args.clear();
+    assert_success(&team.repo.liza(&["claim-task", "t-2", "coder-2"]));
+    team.commit(
+        "t-2",
+        &[("scripts/integration-test.sh", "#!/bin/sh\nexit 0\n")],
+    );
+    team.approve("t-2", "coder-2");
+    let (code, value) = team.merge("t-2");
+    assert_eq!(code, 0, "{value}");
+}
+
+#[test]
+fn on_merge_checks_run_with_their_timeouts_and_others_do_not() {
+    let team = Team::new(None);
+    configure(&team.repo, |c| {
+        c.checks = Some(vec![
+            check("never-on-merge", &["false"], None, false),
+            check("needs-extra", &["test", "-f", "extra.txt"], None, true),
+        ]);
+    });
+    team.approved("t-1", "coder-1", &[("a.txt", "a\n")]);
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 1, "{value}");
+    assert!(value["reason"].as_str().unwrap().contains("needs-extra"));
+
+    configure(&team.repo, |c| {
+        c.checks = Some(vec![check("slow", &["sleep", "30"], Some(1), true)]);
+    });
+    team.approved("t-2", "coder-2", &[("extra.txt", "x\n")]);
+    let started = Instant::now();
+    let (code, value) = team.merge("t-2");
+    assert_eq!(code, 1, "{value}");
+    assert!(value["reason"].as_str().unwrap().contains("timed out"));
+    assert!(
+        started.elapsed() < Duration::from_secs(25),
+        "the timeout stopped it"
+    );
+
+    configure(&team.repo, |c| {
+        c.checks = Some(vec![check(
+            "needs-extra",
+            &["test", "-f", "extra.txt"],
+            None,
+            true,
+        )]);
+    });
+    team.approved("t-3", "coder-3", &[("extra.txt", "x\n")]);
+    assert_eq!(team.merge("t-3").0, 0);
+}
+
+fn check(
+    name: &str,
+    argv: &[&str],
+    timeout: Option<i64>,
+    on_merge: bool,
+) -> liza::blackboard::model::Check {
+    liza::blackboard::model::Check {
+        name: name.into(),
+        run: liza::blackboard::model::CommandSpec::Argv(
+            argv.iter().map(|a| (*a).to_owned()).collect(),
+        ),
+        timeout,
+        on_review: None,
+        on_merge: Some(on_merge),
+        extra: Default::default(),
+    }
+}
+
+/// An integration test that commits to `integration` from outside liza while it runs:
+/// once (when `$HOME/moved` does not exist yet), or every time.
+fn moving_script(always: bool) -> String {
+    let guard = if always {
+        ""
+    } else {
+        "[ -f \"$HOME/moved\" ] && exit 0\ntouch \"$HOME/moved\"\n"
+    };
+    format!(
+        "#!/bin/sh\nset -e\n{guard}n=$(date +%s%N)\nexport GIT_INDEX_FILE=\"$HOME/index-$n\"\n\
+         git read-tree \"$LIZA_INTEGRATION_TIP\"\n\
+         blob=$(echo \"$n\" | git hash-object -w --stdin)\n\
+         git update-index --add --cacheinfo \"100644,$blob,outside-$n.txt\"\n\
+         tree=$(git write-tree)\n\
+         c=$(git commit-tree \"$tree\" -p \"$LIZA_INTEGRATION_TIP\" -m \"outside commit\")\n\
+         git update-ref refs/heads/integration \"$c\"\n"
+    )
+}
+
+#[test]
+fn integration_moved_during_the_checks_is_merged_again_against_the_new_tip() {
+    let team = Team::new(Some(&moving_script(false)));
+    let head = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["retries"], 1);
+    assert_eq!(value["merge_type"], "merge-commit");
+    let tip = team.integration();
+    let parents = team.repo.git(&["rev-list", "--parents", "-n", "1", &tip]);
+    let parents: Vec<&str> = parents.split_whitespace().skip(1).collect();
+    assert_eq!(parents.len(), 2);
+    assert_eq!(parents[1], head, "the approved commit is merged");
+    assert_eq!(
+        team.repo
+            .git(&["log", "-1", "--format=%s", parents[0]])
+            .trim(),
+        "outside commit",
+        "the outside commit is kept as the first parent"
+    );
+    let files = team.repo.git(&["ls-tree", "--name-only", "integration"]);
+    assert!(files.contains("report.txt") && files.contains("outside-"));
+    assert_eq!(team.log_entry("merged", "t-1")["publish_retries"], 1);
+    let log = team.task("t-1")["history"].as_array().unwrap().len();
+    assert!(log > 0);
+}
+
+#[test]
+fn integration_moving_on_every_attempt_gives_up_after_three_retries() {
+    let team = Team::new(Some(&moving_script(true)));
+    team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 1, "{value}");
+    assert!(
+        value["reason"].as_str().unwrap().contains("moved 4 times"),
+        "{value}"
+    );
+    assert!(
+        !team
+            .repo
+            .git(&["ls-tree", "--name-only", "integration"])
+            .contains("report.txt"),
+        "nothing of the task was published"
+    );
+}
+
+#[test]
+fn a_merge_killed_during_its_checks_is_recovered_by_the_next_merge() {
+    let script = "#!/bin/sh\nif [ -f \"$HOME/hang\" ]; then touch \"$HOME/started\"; sleep 120; fi\nexit 0\n";
+    let team = Team::new(Some(script));
+    let home = team.repo.home.path().to_path_buf();
+    team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    write(&home.join("hang"), "");
+    let mut child = team
+        .repo
+        .command()
+        .args(["merge", "t-1"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !home.join("started").exists() {
+        assert!(Instant::now() < deadline, "the check never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(team.task("t-1").get("merge_intent").is_some());
+    let lock = std::fs::read_to_string(team.repo.liza_dir().join("integration.lock")).unwrap();
+    let pgid: i32 = lock
+        .lines()
+        .find_map(|l| l.strip_prefix("check_pgid="))
+        .expect("the running check is recorded")
+        .parse()
+        .unwrap();
+    assert!(alive(pgid), "the orphaned check still runs");
+
+    std::fs::remove_file(home.join("hang")).unwrap();
+    let out = team.repo.liza(&["--json", "merge", "t-1"]);
+    assert_success(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["value"]["status"], "MERGED");
+    assert_eq!(v["result"]["value"]["recovered"][0]["action"], "dropped");
+    assert!(team.log_entry("merge_intent_dropped", "t-1").is_object());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while alive(pgid) {
+        assert!(
+            Instant::now() < deadline,
+            "the orphaned check was not stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_crash_before_or_after_publishing_is_finished_or_started_over() {
+    let team = Team::new(None);
+    let first = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let tip = team.integration();
+
+    // Killed after the checks, before publishing: nothing published, the merge starts over.
+    let out = team.repo.liza_env(
+        &[("LIZA_FAILPOINT", "merge-before-publish")],
+        &["merge", "t-1"],
+    );
+    assert!(!out.status.success());
+    assert_eq!(team.integration(), tip);
+    assert_eq!(team.task("t-1")["status"], "APPROVED");
+    assert!(team.task("t-1").get("merge_intent").is_some());
+
+    // Killed right after publishing: the next merge (of another task) finishes it.
+    let out = team.repo.liza_env(
+        &[("LIZA_FAILPOINT", "merge-after-publish")],
+        &["merge", "t-1"],
+    );
+    assert!(!out.status.success());
+    assert_eq!(team.integration(), first, "published before the crash");
+    assert_eq!(team.task("t-1")["status"], "APPROVED");
+    assert_eq!(
+        team.task("t-1")["merge_intent"]["candidate"],
+        first.as_str()
+    );
+    team.approved("t-2", "coder-2", &[("totals.txt", "t\n")]);
+    let (code, value) = team.merge("t-2");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["recovered"][0]["task"], "t-1");
+    assert_eq!(value["recovered"][0]["action"], "finished");
+    let task = team.task("t-1");
+    assert_eq!(task["status"], "MERGED");
+    assert_eq!(task["merge_commit"], first.as_str());
+    assert!(!team.worktree("t-1").exists());
+    assert_eq!(team.task("t-2")["status"], "MERGED");
+    assert_success(&team.repo.liza(&["validate"]));
+}
+
+#[test]
+fn a_worktree_or_branch_deleted_by_hand_loses_no_commit() {
+    let team = Team::new(None);
+    let first = team.approved("t-1", "coder-1", &[("a.txt", "a\n")]);
+    std::fs::remove_dir_all(team.worktree("t-1")).unwrap();
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(team.integration(), first);
+
+    let second = team.approved("t-2", "coder-2", &[("b.txt", "b\n")]);
+    team.repo.git(&["update-ref", "-d", "refs/heads/task/t-2"]);
+    let out = team.repo.liza(&["merge", "t-2"]);
+    assert_success(&out);
+    assert!(stderr(&out).contains("recreated"), "{}", stderr(&out));
+    assert!(
+        team.repo
+            .git(&["log", "--format=%H", "integration"])
+            .contains(&second)
+    );
+
+    // Commits made after the approval are refused, not merged; the branch keeps them.
+    let approved = team.approved("t-3", "coder-3", &[("c.txt", "c\n")]);
+    let later = team.commit("t-3", &[("c.txt", "changed after approval\n")]);
+    let before = team.repo.files();
+    let out = team.repo.liza(&["merge", "t-3"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("[branch-moved]"), "{}", stderr(&out));
+    assert_eq!(before, team.repo.files(), "the refusal changed files");
+    assert_eq!(team.repo.git(&["rev-parse", "task/t-3"]).trim(), later);
+    // The person keeps the later work on a branch of their own and merges what was reviewed.
+    team.repo.git(&["branch", "after-approval", &later]);
+    team.repo
+        .git_in(&team.worktree("t-3"), &["reset", "-q", "--keep", &approved]);
+    assert_eq!(team.merge("t-3").0, 0);
+    assert_eq!(team.integration(), approved);
+}
+
+#[test]
+fn a_merge_is_refused_while_integration_is_checked_out_in_a_persons_checkout() {
+    let team = Team::new(None);
+    team.approved("t-1", "coder-1", &[("a.txt", "a\n")]);
+    team.repo.git(&["switch", "-q", "integration"]);
+    let before = team.repo.files();
+    let checkout = main_checkout(&team.repo);
+    let out = team.repo.liza(&["merge", "t-1"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("[integration-checked-out]"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(before, team.repo.files());
+    assert_eq!(checkout, main_checkout(&team.repo));
+}
+
+#[test]
+fn two_reviewers_merging_at_once_are_serialised_and_both_land() {
+    let script = "#!/bin/sh\nsleep 0.3\nexit 0\n";
+    let team = Team::new(Some(script));
+    let base = team.integration();
+    let a = team.approved("t-1", "coder-1", &[("a.txt", "a\n")]);
+    let b = team.approved("t-2", "coder-2", &[("b.txt", "b\n")]);
+    let spawn = |task: &str| {
+        team.repo
+            .command()
+            .args(["--json", "merge", task])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (one, two) = (spawn("t-1"), spawn("t-2"));
+    for child in [one, two] {
+        let out = child.wait_with_output().unwrap();
+        assert_success(&out);
+    }
+    assert_eq!(team.task("t-1")["status"], "MERGED");
+    assert_eq!(team.task("t-2")["status"], "MERGED");
+    let history = team.repo.git(&[
+        "rev-list",
+        "--first-parent",
+        &format!("{base}..integration"),
+    ]);
+    assert_eq!(
+        history.lines().count(),
+        2,
+        "one fast-forward, one merge: {history}"
+    );
+    let all = team.repo.git(&["rev-list", "integration"]);
+    assert!(all.contains(&a) && all.contains(&b));
+    let files = team.repo.git(&["ls-tree", "--name-only", "integration"]);
+    assert!(files.contains("a.txt") && files.contains("b.txt"));
+    assert_success(&team.repo.liza(&["validate"]));
+}
+
+#[test]
+fn gc_lists_orphans_then_saves_and_removes_them() {
+    let team = Team::new(None);
+    // A live claim gc must not touch.
+    team.work("t-live", "coder-1", &[("live.txt", "live\n")]);
+    // A worktree with no task: a commit and an uncommitted file.
+    let ghost = team.repo.path().join(".worktrees/ghost");
+    team.repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "task/ghost",
+        ghost.to_str().unwrap(),
+        "integration",
+    ]);
+    write(&ghost.join("kept.txt"), "committed\n");
+    team.repo.git_in(&ghost, &["add", "-A"]);
+    team.repo
+        .git_in(&ghost, &["commit", "-q", "-m", "ghost work"]);
+    write(&ghost.join("draft.txt"), "uncommitted\n");
+    // A leftover branch whose commits are all on integration.
+    team.repo.git(&["branch", "task/old", "integration"]);
+    // Something that is not a task's.
+    std::fs::create_dir_all(team.repo.path().join(".worktrees/Not A Task")).unwrap();
+
+    let before = team.repo.files();
+    let out = team.repo.liza(&["--json", "gc"]);
+    assert_success(&out);
+    assert_eq!(before, team.repo.files(), "a dry run changes nothing");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let orphans = v["result"]["orphans"].as_array().unwrap();
+    let names: Vec<&str> = orphans
+        .iter()
+        .map(|o| o["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ghost", "old"]);
+    assert_eq!(orphans[0]["uncommitted"], 1);
+    assert_eq!(orphans[0]["unmerged_commits"], 1);
+    assert_eq!(orphans[1]["unmerged_commits"], 0);
+    assert_eq!(v["result"]["left_alone"], serde_json::json!(["Not A Task"]));
+
+    let out = team.repo.liza(&["--json", "gc", "--apply"]);
+    assert_success(&out);
+    assert!(!ghost.exists() && !team.branch_exists("task/ghost"));
+    assert!(!team.branch_exists("task/old"));
+    assert_eq!(
+        team.repo.git(&["show", "liza/attic/ghost-1:kept.txt"]),
+        "committed\n"
+    );
+    assert_eq!(
+        team.repo.git(&["show", "liza/attic/ghost-1:draft.txt"]),
+        "uncommitted\n"
+    );
+    assert!(!team.repo.git(&["worktree", "list"]).contains("ghost"));
+    assert!(team.worktree("t-live").join("live.txt").exists());
+    assert!(team.branch_exists("task/t-live"));
+    assert!(team.repo.path().join(".worktrees/Not A Task").exists());
+    let out = team.repo.liza(&["gc"]);
+    assert!(
+        stdout(&out).contains("nothing to collect"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn merging_a_task_that_is_not_approved_is_refused_and_changes_nothing() {
+    let team = Team::new(None);
+    team.work("t-1", "coder-1", &[("a.txt", "a\n")]);
+    let files = team.repo.files();
+    for (task, says) in [("t-1", "[forbidden-transition]"), ("t-9", "no task t-9")] {
+        let out = team.repo.liza(&["merge", task]);
+        assert_exit(&out, 1);
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    }
+    assert_eq!(files, team.repo.files());
+    assert!(
+        !team.repo.liza_dir().join("integration.lock").exists(),
+        "refused before any lock was taken"
+    );
+}

@@ -1,0 +1,346 @@
+//! `liza up` against a real tmux server on a private socket (`TMUX_TMPDIR`): a pane per
+//! agent running `liza-agent` with fake-agent backends and the live status pane; the
+//! sprint completes; `capture-pane` shows each agent's output and the dashboard; `liza up
+//! --down` stops everything and leaves no process behind. `.ci/run` installs tmux; a
+//! machine without it skips with a printed reason (never in CI).
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::common::supervision::*;
+use crate::common::team::*;
+use crate::common::*;
+
+/// tmux on the private server of `tmp`.
+fn tmux(tmp: &Path, args: &[&str]) -> Output {
+    Command::new("tmux")
+        .env("TMUX_TMPDIR", tmp)
+        .env_remove("TMUX")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn tmux_available() -> bool {
+    if Command::new("tmux")
+        .arg("-V")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "tmux is missing in CI: .ci/run installs it"
+    );
+    eprintln!("skipped: tmux is not installed (apt install tmux)");
+    false
+}
+
+/// `liza up …` with the private server and the fake agent's scenario.
+fn up(project: &AgentProject, tmp: &Path, args: &[&str]) -> Output {
+    project
+        .repo
+        .command()
+        .env("TMUX_TMPDIR", tmp)
+        .env_remove("TMUX")
+        .env("FAKE_AGENT_DIR", project.scenario.path())
+        .arg("up")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn alive(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+#[test]
+fn liza_up_runs_a_sprint_in_tmux_and_down_leaves_nothing_behind() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    add(repo, "t-1", "");
+    add(repo, "t-2", "");
+    project.step("planner", "SPRINT_COMPLETE", "liza goal complete\n");
+    project.step("planner", "default", "exit 0\n");
+    project.step(
+        "coder",
+        "default",
+        "work \"$key.txt\" \"the text of $key\"\nsubmit\n",
+    );
+    project.step("code-reviewer", "default", "approve\n");
+
+    let out = up(&project, tmp.path(), &["--session", "t1", "--json"]);
+    assert_success(&out);
+    let v = json(&out);
+    assert_eq!(
+        v["result"]["agents"],
+        serde_json::json!(["planner-1", "coder-1", "coder-2", "code-reviewer-1"])
+    );
+    // Pane titles name the agents; each pane runs the liza-agent beside liza.
+    let panes = String::from_utf8(
+        tmux(
+            tmp.path(),
+            &[
+                "list-panes",
+                "-s",
+                "-t",
+                "=t1",
+                "-F",
+                "#{pane_title}\t#{pane_pid}\t#{pane_current_command}",
+            ],
+        )
+        .stdout,
+    )
+    .unwrap();
+    let titles: Vec<&str> = panes
+        .lines()
+        .map(|l| l.split('\t').next().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "planner-1",
+            "coder-1",
+            "coder-2",
+            "code-reviewer-1",
+            "status"
+        ],
+        "{panes}"
+    );
+    let pids: Vec<i32> = panes
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap().parse().unwrap())
+        .collect();
+
+    project.wait_until("the goal to be completed", Duration::from_secs(120), || {
+        model(repo)["goal"]["status"] == "COMPLETED"
+    });
+    let state = model(repo);
+    for t in ["t-1", "t-2"] {
+        assert_eq!(task_of(repo, t)["status"], "MERGED", "{state}");
+    }
+    // Each agent's pane shows its supervisor's output; the status pane the dashboard.
+    let capture = |pane: usize| {
+        let target = format!("=t1:liza.{pane}");
+        String::from_utf8(
+            tmux(
+                tmp.path(),
+                &["capture-pane", "-p", "-J", "-t", &target, "-S", "-200"],
+            )
+            .stdout,
+        )
+        .unwrap()
+    };
+    for (i, id) in ["planner-1", "coder-1", "coder-2", "code-reviewer-1"]
+        .iter()
+        .enumerate()
+    {
+        let text = capture(i);
+        assert!(
+            text.contains(&format!("{id} registered")),
+            "pane {i}:\n{text}"
+        );
+    }
+    project.wait_until(
+        "the dashboard to show the goal",
+        Duration::from_secs(30),
+        || {
+            let text = capture(4);
+            text.contains("Tasks (2)") && text.contains("MERGED") && text.contains("q quit")
+        },
+    );
+
+    let before_down = String::from_utf8_lossy(
+        &tmux(
+            tmp.path(),
+            &[
+                "list-panes",
+                "-s",
+                "-t",
+                "=t1",
+                "-F",
+                "#{pane_id} #{pane_pid} #{pane_dead} #{pane_title}",
+            ],
+        )
+        .stdout,
+    )
+    .into_owned();
+    let out = up(
+        &project,
+        tmp.path(),
+        &["--down", "--session", "t1", "--json"],
+    );
+    let panes = format!(
+        "{panes}\nbefore --down:\n{before_down}\nstderr: {}",
+        stderr(&out)
+    );
+    assert_success(&out);
+    assert!(
+        !tmux(tmp.path(), &["has-session", "-t", "=t1"])
+            .status
+            .success(),
+        "the session is gone"
+    );
+    for pid in &pids {
+        assert!(
+            !alive(*pid),
+            "pane process {pid} survived --down: {} {}\n{panes}\n{}",
+            std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default(),
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default(),
+            stdout(&out)
+        );
+    }
+    // No supervisor or fake agent of this project is left.
+    let project_dir = repo.path().display().to_string();
+    let leftovers: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| alive(*pid))
+        .filter_map(|pid| {
+            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+            cwd.starts_with(&project_dir).then(|| {
+                std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .unwrap_or_default()
+                    .replace('\0', " ")
+            })
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert!(
+        model(repo)["agents"]
+            .as_object()
+            .is_none_or(|a| a.is_empty())
+    );
+    let _ = tmux(tmp.path(), &["kill-server"]);
+}
+
+#[test]
+fn up_reuses_a_running_session_allocates_free_ids_and_refuses_without_tmux() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    project.step("planner", "default", "exit 0\n");
+    // coder-1 is held by a live agent: the session takes coder-2.
+    register(repo, "coder-1");
+    let out = up(
+        &project,
+        tmp.path(),
+        &[
+            "--session",
+            "t2",
+            "--coders",
+            "1",
+            "--reviewers",
+            "0",
+            "--json",
+        ],
+    );
+    assert_success(&out);
+    assert_eq!(
+        json(&out)["result"]["agents"],
+        serde_json::json!(["planner-1", "coder-2"])
+    );
+    let again = up(&project, tmp.path(), &["--session", "t2", "--json"]);
+    assert_success(&again);
+    assert_eq!(json(&again)["result"]["created"], false);
+    // The dashboard's keys: p pauses, r resumes, q quits cleanly (exit 0).
+    let status_pane = "=t2:liza.2";
+    let pause = repo.liza_dir().join("PAUSE");
+    let screen = || {
+        String::from_utf8_lossy(
+            &tmux(tmp.path(), &["capture-pane", "-p", "-t", status_pane]).stdout,
+        )
+        .into_owned()
+    };
+    // Quit: the pane's process is gone, not by a signal, and with status 0 once tmux has
+    // it (it may mark the pane dead at the pty's end before it reaps the process).
+    let quit = || {
+        let info = String::from_utf8_lossy(
+            &tmux(
+                tmp.path(),
+                &[
+                    "display-message",
+                    "-p",
+                    "-t",
+                    status_pane,
+                    "#{pane_dead}|#{pane_dead_status}|#{pane_dead_signal}",
+                ],
+            )
+            .stdout,
+        )
+        .trim()
+        .to_owned();
+        matches!(info.as_str(), "1|0|" | "1||")
+    };
+    project.wait_until("the dashboard", Duration::from_secs(30), || {
+        screen().contains("q quit")
+    });
+    // Under heavy parallel load a keystroke sent with send-keys now and then never reaches
+    // the pane's program (it sits idle in its poll); a key without effect is sent again.
+    let press = |key: &str, done: &dyn Fn() -> bool| {
+        for _ in 0..5 {
+            let sent = tmux(tmp.path(), &["send-keys", "-t", status_pane, key]);
+            assert!(
+                sent.status.success(),
+                "send-keys {key}: {}",
+                String::from_utf8_lossy(&sent.stderr)
+            );
+            for _ in 0..50 {
+                if done() {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        let info = String::from_utf8_lossy(
+            &tmux(tmp.path(), &["display-message", "-p", "-t", status_pane, "dead=#{pane_dead} status=#{pane_dead_status} signal=#{pane_dead_signal} pid=#{pane_pid}"]).stdout,
+        )
+        .into_owned();
+        panic!("{key} had no effect: {info}\n{}", screen());
+    };
+    press("p", &|| pause.exists());
+    press("r", &|| !pause.exists());
+    press("q", &quit);
+    assert_success(&up(&project, tmp.path(), &["--down", "--session", "t2"]));
+    let gone = up(&project, tmp.path(), &["--down", "--session", "t2"]);
+    assert_exit(&gone, 1);
+    assert!(
+        stderr(&gone).contains("no tmux session t2"),
+        "{}",
+        stderr(&gone)
+    );
+    // Without tmux on PATH: exit 5 with what to do.
+    let out = project
+        .repo
+        .command()
+        .env("PATH", "/nonexistent")
+        .args(["up", "--session", "t3"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 5);
+    assert!(
+        stderr(&out).contains("tmux is not installed"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("scripts/liza-tmux.sh"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = tmux(tmp.path(), &["kill-server"]);
+}
