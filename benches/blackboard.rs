@@ -207,7 +207,7 @@ fn floor_commit(dir: &Path, bytes: &[u8], round: usize) {
     atomic::exchange(dir, &temp, &target).unwrap();
     let _ = std::fs::remove_file(&temp);
     atomic::fsync_dir(dir).unwrap();
-    let entry = LogEntry::new(Timestamp::now(), "bench", "floor");
+    let entry = LogEntry::new(Timestamp::now(), "bench", liza::blackboard::EventKind::Note);
     activity::append(&dir.join("log.yaml"), &[entry]).unwrap();
     if round > 2 {
         for old in journal
@@ -472,7 +472,7 @@ fn in_process(p: &Path, samples: usize) -> (Sample, Sample, Duration) {
                     seen_by: Some(Vec::new()),
                     extra: Default::default(),
                 });
-                tx.log("human_note");
+                tx.log(liza::blackboard::EventKind::HumanNote);
                 Ok::<_, String>(())
             })
             .unwrap();

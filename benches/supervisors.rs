@@ -72,7 +72,7 @@ impl Bench {
                 tx.state.config.agent_tools =
                     Some(liza::blackboard::codec::IdMap(vec![("fake".into(), tool)]));
                 tx.state.config.default_cli = Some("fake".into());
-                tx.log("bench_config");
+                tx.log_named("bench_config");
                 Ok::<_, ()>(())
             })
             .unwrap();

@@ -10,9 +10,11 @@
 pub mod auth;
 pub mod catalog;
 pub mod environment;
+pub mod kind;
 pub mod probe;
 pub mod resolve;
 pub mod signals;
 
 pub use environment::is_secret;
+pub use kind::BackendKind;
 pub use resolve::{Backend, BackendError, Invocation, ReportFiles, RunInput, find_executable};

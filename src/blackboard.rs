@@ -8,6 +8,7 @@
 
 pub mod codec;
 pub mod document;
+pub mod event;
 pub mod finding;
 pub mod ids;
 pub mod keyed;
@@ -26,6 +27,7 @@ pub mod tree_diff;
 pub mod validate;
 pub mod yaml;
 
+pub use event::EventKind;
 pub use finding::{FieldPath, Finding, Severity};
 pub use ids::{Actor, AgentId, IdError, Role, TaskId};
 pub use model::State;

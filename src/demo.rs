@@ -5,6 +5,7 @@
 //! genuinely fails the project's test: the reviewer's rejection comes from the check liza
 //! ran, and the rework is real. With `LIZA_LLM_BASE_URL` set, that endpoint is used.
 
+use crate::blackboard::EventKind;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -198,7 +199,7 @@ fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
             c.reviewer_poll_interval = Some(1);
             c.planner_poll_interval = Some(1);
             c.heartbeat_interval = Some(5);
-            tx.log("demo_config");
+            tx.log(EventKind::DemoConfig);
             Ok::<_, String>(())
         })
         .map_err(|e| format!("could not configure the demo: {e:?}"))?;

@@ -327,7 +327,8 @@ fn installed_cli(backend: &Backend, path: &Path, severity: Status) -> Vec<Check>
 /// The built-in agent's endpoint answers, when the built-in agent is in use or an
 /// endpoint is configured.
 fn endpoint(state: &State, env: &dyn Env) -> Option<Check> {
-    let in_use = state.config.default_cli() == "builtin"
+    let in_use = crate::backend::BackendKind::of(state.config.default_cli())
+        == crate::backend::BackendKind::Builtin
         || state
             .agents
             .iter()

@@ -51,7 +51,7 @@ pub use history::{RevisionInfo, diff, history, revision_text};
 pub use init::{InitOutcome, InitRequest, init, initial_state};
 pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
 pub use merge_checks::{CheckRun, run_check, run_review_checks};
-pub use merge_recovery::{Recovery, recover_merges};
+pub use merge_recovery::{Recovery, RecoveryAction, recover_merges};
 pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, rescope, unblock};
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env, open_store};

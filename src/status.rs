@@ -7,7 +7,9 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::blackboard::model::{PlanApproval, State, TaskStatus};
+use crate::blackboard::model::{
+    AgentStatus, GoalStatus, PlanApproval, SprintStatus, State, TaskStatus,
+};
 use crate::blackboard::timestamp::{human_duration, rfc3339};
 use crate::blackboard::{LizaPaths, Snapshot, Timestamp};
 
@@ -34,7 +36,7 @@ pub struct Report {
 #[derive(Debug, Serialize)]
 pub struct GoalLine {
     pub id: String,
-    pub status: Option<String>,
+    pub status: Option<GoalStatus>,
     pub description: String,
     pub spec_ref: Option<String>,
 }
@@ -42,7 +44,7 @@ pub struct GoalLine {
 #[derive(Debug, Serialize)]
 pub struct SprintLine {
     pub id: String,
-    pub status: String,
+    pub status: SprintStatus,
     #[serde(serialize_with = "rfc3339::option")]
     pub started: Option<Timestamp>,
     pub counts: BTreeMap<String, usize>,
@@ -55,7 +57,7 @@ pub struct SprintLine {
 pub struct AgentLine {
     pub id: String,
     pub role: String,
-    pub status: String,
+    pub status: AgentStatus,
     pub task: Option<String>,
     #[serde(serialize_with = "rfc3339::option")]
     pub lease_expires: Option<Timestamp>,
@@ -75,7 +77,7 @@ pub struct AgentLine {
 #[derive(Debug, Serialize)]
 pub struct TaskLine {
     pub id: String,
-    pub status: String,
+    pub status: TaskStatus,
     pub priority: i64,
     pub assignee: Option<String>,
     pub iteration: Option<i64>,
@@ -97,7 +99,7 @@ impl AgentLine {
             self.role.clone(),
             match self.waiting.as_deref() {
                 Some(why) if why != "work" => format!("{} · {why}", self.status),
-                _ => self.status.clone(),
+                _ => self.status.to_string(),
             },
             self.task.clone().unwrap_or_else(|| "-".into()),
             self.lease_remaining_s
@@ -118,7 +120,7 @@ impl TaskLine {
     pub fn cells(&self) -> Vec<String> {
         vec![
             self.id.clone(),
-            self.status.clone(),
+            self.status.to_string(),
             self.priority.to_string(),
             self.assignee.clone().unwrap_or_else(|| "-".into()),
             self.iteration.map_or_else(|| "-".into(), |i| i.to_string()),
@@ -145,7 +147,7 @@ impl Report {
             pending_hand_edit: snapshot.pending_hand_edit,
             goal: GoalLine {
                 id: state.goal.id.clone(),
-                status: state.goal.status.map(|s| s.to_string()),
+                status: state.goal.status,
                 description: state.goal.description.clone(),
                 spec_ref: state.goal.spec_ref.clone(),
             },
@@ -165,7 +167,7 @@ impl Report {
                 .map(|(id, a)| AgentLine {
                     id: id.to_string(),
                     role: a.role.to_string(),
-                    status: a.status.to_string(),
+                    status: a.status,
                     task: a.current_task.as_ref().map(ToString::to_string),
                     lease_expires: a.lease_expires,
                     lease_remaining_s: a.lease_expires.map(|l| l.seconds_since(now)),
@@ -186,7 +188,7 @@ impl Report {
                 .iter()
                 .map(|t| TaskLine {
                     id: t.id.to_string(),
-                    status: t.status.to_string(),
+                    status: t.status,
                     priority: t.priority(),
                     assignee: t.assigned_to.as_ref().map(ToString::to_string),
                     iteration: t.iteration,
@@ -206,7 +208,7 @@ impl Report {
     /// The text form, in columns sized to the data.
     pub fn render(&self) -> String {
         let mut s = String::new();
-        let goal_status = self.goal.status.as_deref().unwrap_or("-");
+        let goal_status = self.goal.status.map_or("-", GoalStatus::as_str);
         let _ = writeln!(
             s,
             "Goal {} ({goal_status}): {}",
@@ -300,7 +302,7 @@ fn sprint_line(state: &State) -> SprintLine {
         .count();
     SprintLine {
         id: state.sprint.id.clone(),
-        status: state.sprint.status.to_string(),
+        status: state.sprint.status,
         started: state.sprint.timeline.as_ref().and_then(|t| t.started),
         counts,
         planned: planned.len(),

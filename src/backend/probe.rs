@@ -140,6 +140,7 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::super::catalog::CLIS;
+    use super::super::kind::BackendKind;
     use super::*;
     use crate::blackboard::model::Config;
 
@@ -194,7 +195,7 @@ mod tests {
                 "{}",
                 cli.name
             );
-            let top = help(if cli.name == "mistral" {
+            let top = help(if BackendKind::of(cli.name) == BackendKind::Mistral {
                 "vibe"
             } else {
                 cli.name

@@ -2,6 +2,7 @@
 //! `config.agent_tools.<name>` entry, a backend of the user's own, or the built-in agent;
 //! and the argv and stdin of one run of it.
 
+use super::kind::BackendKind;
 use std::path::{Path, PathBuf};
 
 use super::catalog::{self, CliSpec, INTERACTIVE_PROMPT};
@@ -123,7 +124,7 @@ impl Backend {
             .map(str::to_owned)
             .or_else(|| tool.and_then(|t| t.model.clone()));
         if let Some(chosen) = chosen {
-            if backend.name == "builtin" {
+            if backend.kind() == BackendKind::Builtin {
                 backend.env.push(("LIZA_LLM_MODEL".into(), chosen));
             } else if let (true, Some(var)) = (model_flag.is_empty(), model_env) {
                 backend.env.push((var.to_owned(), chosen));
@@ -207,21 +208,26 @@ impl Backend {
         })
     }
 
+    /// Which CLI this is.
+    pub fn kind(&self) -> BackendKind {
+        BackendKind::of(&self.name)
+    }
+
     /// Whether this backend can write a structured run report (`config.codex_report`).
     pub fn reports(&self) -> bool {
-        self.name == "codex"
+        self.kind() == BackendKind::Codex
     }
 
     /// Whether its exit codes 3 and 4 mean SOFT_FAIL and HARD_FAIL (the built-in agent's
     /// protocol) rather than a crash.
     pub fn reports_soft_and_hard_failures(&self) -> bool {
-        self.name == "builtin"
+        self.kind() == BackendKind::Builtin
     }
 
     /// Whether it runs the `on_review` checks itself and reads their output (the built-in
     /// reviewer), so the supervisor need not run them for its prompt.
     pub fn runs_review_checks(&self) -> bool {
-        self.name == "builtin"
+        self.kind() == BackendKind::Builtin
     }
 
     /// Writes the CLI's settings file under `dir` (`.liza/backends/`) when its

@@ -13,6 +13,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::codec::{Decode, Decoder, Number, record};
+use super::event::EventKind;
 use super::finding::Finding;
 use super::node::{Extra, Node, Value};
 use super::store::failpoint;
@@ -56,11 +57,16 @@ record!(LogEntry {
 });
 
 impl LogEntry {
-    pub fn new(timestamp: Timestamp, agent: &str, action: &str) -> LogEntry {
+    /// The entry's action, if liza defines it.
+    pub fn kind(&self) -> Option<EventKind> {
+        EventKind::parse(&self.action)
+    }
+
+    pub fn new(timestamp: Timestamp, agent: &str, action: EventKind) -> LogEntry {
         LogEntry {
             timestamp: Some(timestamp),
             agent: Some(agent.to_owned()),
-            action: action.to_owned(),
+            action: action.as_str().to_owned(),
             task: None,
             detail: None,
             revision: None,
@@ -366,7 +372,12 @@ mod tests {
     use super::*;
 
     fn entry(action: &str) -> LogEntry {
-        let mut e = LogEntry::new(Timestamp::from_unix(1_772_355_600), "human", action);
+        let mut e = LogEntry::new(
+            Timestamp::from_unix(1_772_355_600),
+            "human",
+            EventKind::Note,
+        );
+        e.action = action.to_owned();
         e.task = Some("t-1".into());
         e.detail = Some("a \"quoted\" detail: with, commas\nand a newline".into());
         e.revision = Some(7);

@@ -8,14 +8,15 @@ use std::collections::BTreeMap;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use super::event::EventKind;
 use super::log::{LogEntry, parse_items};
 use super::node::{Node, Value};
 use super::timestamp::Timestamp;
 
 /// The log action a supervisor appends when an agent run ends.
-pub const RUN_ENDED: &str = "agent_run_ended";
+pub const RUN_ENDED: EventKind = EventKind::AgentRunEnded;
 /// The log action a supervisor appends when a wake-up led it to act.
-pub const WOKE: &str = "woke";
+pub const WOKE: EventKind = EventKind::Woke;
 
 /// Upper bounds (ms) of the latency histograms' buckets; `+Inf` is implied.
 pub const BUCKETS_MS: &[f64] = &[
@@ -116,19 +117,19 @@ impl Activity {
                     self.last_timed_revision = entry.revision;
                 }
             }
-            match entry.action.as_str() {
-                "merged" => self.merges += 1,
-                "integration_failed" => self.integration_failures += 1,
+            match entry.kind() {
+                Some(EventKind::Merged) => self.merges += 1,
+                Some(EventKind::IntegrationFailed) => self.integration_failures += 1,
                 _ => {}
             }
         }
-        match entry.action.as_str() {
-            WOKE => {
+        match entry.kind() {
+            Some(WOKE) => {
                 if let Some(ms) = number(entry.extra.get("wake_latency_ms")) {
                     self.wake_latency.observe(ms);
                 }
             }
-            RUN_ENDED => {
+            Some(RUN_ENDED) => {
                 let text = |key: &str| entry.extra.get(key).and_then(Node::as_str);
                 let end = RunEnded {
                     ts: entry.timestamp.unwrap_or(Timestamp::from_unix(0)),

@@ -4,6 +4,7 @@
 //! (blackboard.md *Growth*).
 
 use super::codec::Number;
+use super::event::EventKind;
 use super::model::{Metrics, State, Task, TaskStatus};
 use super::node::{Entry, Node, Pos, Value};
 
@@ -45,10 +46,10 @@ impl Counts {
         c.iterations = task.iteration.unwrap_or(0).max(0);
         c.review_cycles = task.review_cycles_total.unwrap_or(0).max(0);
         for event in task.history() {
-            match event.event.as_str() {
-                "approved" => c.approvals += 1,
-                "rejected" => c.rejections += 1,
-                "ready_for_review" => c.submissions += 1,
+            match event.kind() {
+                Some(EventKind::Approved) => c.approvals += 1,
+                Some(EventKind::Rejected) => c.rejections += 1,
+                Some(EventKind::ReadyForReview) => c.submissions += 1,
                 _ => {}
             }
         }

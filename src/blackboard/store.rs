@@ -31,6 +31,7 @@ use self::journal::{Journal, JournalEntry};
 use self::lock::{LockFailure, StateLock};
 use super::codec::Emit;
 use super::document;
+use super::event::EventKind;
 use super::finding::Finding;
 use super::ids::{Actor, AgentId};
 use super::liveness;
@@ -241,8 +242,15 @@ impl Tx {
     }
 
     /// Adds a log entry for this transaction (by the acting agent or `human`).
-    pub fn log(&mut self, action: &str) -> &mut LogEntry {
-        let entry = LogEntry::new(self.now, self.actor.name(), action);
+    pub fn log(&mut self, action: EventKind) -> &mut LogEntry {
+        self.log_named(action.as_str())
+    }
+
+    /// A log entry whose action is given by name (an event of the change, or what a
+    /// person logged).
+    pub fn log_named(&mut self, action: &str) -> &mut LogEntry {
+        let mut entry = LogEntry::new(self.now, self.actor.name(), EventKind::Init);
+        entry.action = action.to_owned();
         self.log.push(entry);
         self.log.last_mut().expect("just pushed")
     }

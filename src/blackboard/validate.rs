@@ -358,7 +358,7 @@ impl Validator<'_, '_> {
             && !task
                 .history()
                 .iter()
-                .any(|h| h.event == "integration_failed")
+                .any(|h| h.kind() == Some(crate::blackboard::EventKind::IntegrationFailed))
         {
             self.error(
                 7,

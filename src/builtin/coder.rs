@@ -4,6 +4,7 @@
 //! (the truncation rule) up to `MAX_RETRIES` more drafts, then commit and
 //! `submit-for-review`. The run's CommitResult goes to the task's history and the run log.
 
+use crate::blackboard::EventKind;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -457,7 +458,7 @@ fn report(ctx: &RunContext, task: &Task, result: &CommitResult, took: std::time:
         result.notes.last().map_or("", String::as_str)
     );
     let run = RunResult {
-        event: "commit_result",
+        event: EventKind::CommitResult,
         result: serde_json::from_value::<Node>(value)
             .unwrap_or_else(|_| Node::new(crate::blackboard::node::Value::Null)),
         usage: (result.usage.prompt_tokens, result.usage.completion_tokens),

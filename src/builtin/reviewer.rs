@@ -5,6 +5,7 @@
 //! verbatim, or it is dropped. A failing check forces a reject; a reject without a grounded
 //! blocker is asked once more, then recorded as no verdict (the review is released).
 
+use crate::blackboard::EventKind;
 use std::path::Path;
 
 use serde_json::{Value, json};
@@ -258,7 +259,7 @@ pub async fn run(ctx: &RunContext) -> Status {
     });
     ctx.runlog.append("verdict", result.clone());
     let run = RunResult {
-        event: "review_result",
+        event: EventKind::ReviewResult,
         result: serde_json::from_value::<Node>(result)
             .unwrap_or_else(|_| Node::new(crate::blackboard::node::Value::Null)),
         usage: (usage.prompt_tokens, usage.completion_tokens),

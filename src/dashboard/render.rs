@@ -10,6 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph, Row, Table, TableState, Wrap};
 
 use super::view::View;
+use crate::blackboard::model::TaskStatus;
 use crate::status::{AgentLine, TaskLine, bar};
 
 /// What the person is looking at.
@@ -63,21 +64,22 @@ fn show_controls(buffer: &mut ratatui::buffer::Buffer) {
     }
 }
 
-fn status_style(status: &str) -> Style {
+fn status_style(status: TaskStatus) -> Style {
+    use TaskStatus as S;
     let color = match status {
-        "MERGED" => Color::Green,
-        "BLOCKED" | "INTEGRATION_FAILED" => Color::Red,
-        "REJECTED" => Color::Yellow,
-        "CLAIMED" | "READY_FOR_REVIEW" | "APPROVED" => Color::Cyan,
-        "ABANDONED" | "SUPERSEDED" => Color::DarkGray,
-        _ => Color::Reset,
+        S::Merged => Color::Green,
+        S::Blocked | S::IntegrationFailed => Color::Red,
+        S::Rejected => Color::Yellow,
+        S::Claimed | S::ReadyForReview | S::Approved => Color::Cyan,
+        S::Abandoned | S::Superseded => Color::DarkGray,
+        S::Draft | S::Unclaimed => Color::Reset,
     };
     Style::default().fg(color)
 }
 
 fn draw_header(frame: &mut Frame, view: &View, area: Rect) {
     let r = &view.report;
-    let goal = r.goal.status.as_deref().unwrap_or("-");
+    let goal = r.goal.status.map_or("-", |s| s.as_str());
     let first = Line::from(vec![
         Span::styled("liza ", Style::default().add_modifier(Modifier::BOLD)),
         Span::raw(format!(
@@ -114,7 +116,7 @@ fn draw_tasks(frame: &mut Frame, view: &View, ui: &Ui, area: Rect) {
         .report
         .tasks
         .iter()
-        .map(|t| Row::new(t.cells()).style(status_style(&t.status)))
+        .map(|t| Row::new(t.cells()).style(status_style(t.status)))
         .collect();
     let table = Table::new(
         rows,
@@ -260,6 +262,7 @@ fn draw_detail(frame: &mut Frame, view: &View, ui: &Ui, area: Rect) {
 
 #[cfg(test)]
 mod tests {
+    use crate::blackboard::EventKind;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
 
@@ -271,7 +274,11 @@ mod tests {
         let (snapshot, paths, now) = mid_sprint_fixture();
         let log: Vec<LogEntry> = (0..12)
             .map(|i| {
-                let mut e = LogEntry::new(now.plus_seconds(-600 + i * 40), "coder-2", "claimed");
+                let mut e = LogEntry::new(
+                    now.plus_seconds(-600 + i * 40),
+                    "coder-2",
+                    EventKind::Claimed,
+                );
                 e.task = Some(format!("t-{i}"));
                 e.detail = Some(format!("worktree .worktrees/t-{i}"));
                 e
@@ -320,7 +327,7 @@ mod tests {
     fn escape_sequences_in_blackboard_text_never_reach_the_terminal() {
         let (snapshot, paths, now) = mid_sprint_fixture();
         let alarms = vec!["2026-03-01T12:30:00Z WARN NOTE \u{1b}]0;owned\u{7}\u{1b}[2J".to_owned()];
-        let mut note = LogEntry::new(now, "human", "note");
+        let mut note = LogEntry::new(now, "human", EventKind::Note);
         note.detail = Some("\u{1b}[2J\u{9b}H".into());
         let view = View::new(&snapshot, &paths, now, vec![note], alarms);
         let mut terminal = Terminal::new(TestBackend::new(120, 30)).unwrap();

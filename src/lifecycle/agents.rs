@@ -1,5 +1,6 @@
 //! Agent registration: the collision rule, the `generation` fencing token, and leaving.
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{Agent, AgentStatus, State, TaskStatus};
 use crate::blackboard::{AgentId, Role, Timestamp};
 
@@ -92,9 +93,9 @@ pub fn register(
             let t = task_mut(state, &task);
             t.reviewing_by = None;
             t.review_lease_expires = None;
-            history(t, now, "review_claim_released", id.as_str(), &[]);
+            history(t, now, EventKind::ReviewClaimReleased, id.as_str(), &[]);
             outcome.event(
-                "review_claim_released",
+                EventKind::ReviewClaimReleased,
                 id.as_str(),
                 Some(&task),
                 Some("stale claim of a previous run".into()),
@@ -102,7 +103,7 @@ pub fn register(
         }
     }
     outcome.event(
-        "agent_registered",
+        EventKind::AgentRegistered,
         id.as_str(),
         None,
         Some(format!("{role}, generation {generation}")),
@@ -127,7 +128,7 @@ pub fn unregister(
     check_generation(id, agent.generation.as_deref(), generation)?;
     state.agents.remove(id);
     let mut outcome = Outcome::default();
-    outcome.event("agent_unregistered", id.as_str(), None, None);
+    outcome.event(EventKind::AgentUnregistered, id.as_str(), None, None);
     Ok(outcome)
 }
 

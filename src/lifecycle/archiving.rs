@@ -4,6 +4,7 @@
 //! (`{status, sprint}`: dependencies, scopes and id uniqueness keep working), and — for a
 //! task of the running sprint — adds it to the sprint metrics' running totals.
 
+use crate::blackboard::EventKind;
 use std::sync::Arc;
 
 use crate::blackboard::State;
@@ -57,7 +58,7 @@ pub fn archive(
             _ => "liza".to_owned(),
         };
         outcome.event(
-            "archived",
+            EventKind::Archived,
             &by,
             None,
             Some(format!(

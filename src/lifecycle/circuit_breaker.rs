@@ -4,6 +4,7 @@
 //! are keyed by the detail the pattern names; an anomaly without that detail belongs to no
 //! group (nulls never make a cluster).
 
+use crate::blackboard::EventKind;
 use std::collections::BTreeMap;
 
 use crate::blackboard::State;
@@ -267,7 +268,9 @@ pub fn analyze_runtime(state: &State, run_ends: &[RunEnded]) -> Vec<PatternMatch
             let n = t
                 .history()
                 .iter()
-                .filter(|e| e.event == "rejected" && since.is_none_or(|s| e.time >= s))
+                .filter(|e| {
+                    e.kind() == Some(EventKind::Rejected) && since.is_none_or(|s| e.time >= s)
+                })
                 .count();
             (t.id.to_string(), n)
         })

@@ -4,6 +4,7 @@
 //! outside the lock) and applied under the lock, where it is planned again: if the plan
 //! changed meanwhile, the claim is refused and the caller undoes its preparation.
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{AgentStatus, CommitId, State, Task, TaskStatus};
 use crate::blackboard::{AgentId, Role, TaskId, Timestamp};
 
@@ -390,8 +391,13 @@ pub fn claim_review(
     let t = task_mut(state, id);
     let stale = t.reviewing_by.take();
     if let Some(stale) = &stale {
-        history(t, now, "review_lease_expired", stale.as_str(), &[]);
-        outcome.event("review_lease_expired", stale.as_str(), Some(id), None);
+        history(t, now, EventKind::ReviewLeaseExpired, stale.as_str(), &[]);
+        outcome.event(
+            EventKind::ReviewLeaseExpired,
+            stale.as_str(),
+            Some(id),
+            None,
+        );
     }
     t.reviewing_by = Some(reviewer.clone());
     t.review_lease_expires = Some(lease);

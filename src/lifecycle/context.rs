@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::blackboard::model::{AgentStatus, HistoryEvent, State, Task, TaskStatus};
 use crate::blackboard::node::{Node, Value};
-use crate::blackboard::{AgentId, TaskId, Timestamp};
+use crate::blackboard::{AgentId, EventKind, TaskId, Timestamp};
 
 use super::RuleId;
 use super::refusal::Refusal;
@@ -47,6 +47,7 @@ impl Who {
 /// One thing that happened, for log.yaml.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Event {
+    /// An [`EventKind`]'s name, or the action a person logged (`liza log add`).
     pub action: String,
     pub agent: String,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -86,11 +87,26 @@ pub struct Outcome {
 impl Outcome {
     pub fn event(
         &mut self,
+        action: EventKind,
+        agent: &str,
+        task: Option<&TaskId>,
+        detail: Option<String>,
+    ) {
+        self.push(action.as_str(), agent, task, detail);
+    }
+
+    /// An event liza does not define: what `liza log add --action NAME` records.
+    pub fn logged(
+        &mut self,
         action: &str,
         agent: &str,
         task: Option<&TaskId>,
         detail: Option<String>,
     ) {
+        self.push(action, agent, task, detail);
+    }
+
+    fn push(&mut self, action: &str, agent: &str, task: Option<&TaskId>, detail: Option<String>) {
         self.events.push(Event {
             action: action.to_owned(),
             agent: agent.to_owned(),
@@ -150,13 +166,13 @@ pub fn set_status(task: &mut Task, to: TaskStatus, now: Timestamp) {
 pub fn history(
     task: &mut Task,
     now: Timestamp,
-    event: &str,
+    event: EventKind,
     agent: &str,
     fields: &[(&str, Value)],
 ) {
     let mut entry = HistoryEvent {
         time: now,
-        event: event.to_owned(),
+        event: event.as_str().to_owned(),
         agent: Some(agent.to_owned()),
         extra: Default::default(),
     };

@@ -2,6 +2,7 @@
 //! runs on a task by its current coder; reaching the limit without approval blocks the
 //! task instead of launching another run.
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{State, TaskStatus, Usage};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
@@ -73,7 +74,7 @@ pub fn start_run(
     }
     let mut outcome = Outcome::default();
     outcome.event(
-        "agent_run",
+        EventKind::AgentRun,
         agent.as_str(),
         Some(id),
         Some(format!("iteration {} of {limit}", done + 1)),

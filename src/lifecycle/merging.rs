@@ -2,6 +2,7 @@
 //! and the `merge_intent` that makes a merge recoverable: recorded before the git work,
 //! updated when the candidate is known, cleared when the merge ends either way.
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{
     CommitId, FailureKind, IntegrationFailure, MergeIntent, State, TaskStatus,
 };
@@ -68,7 +69,7 @@ pub fn begin_merge(
         description: t.description.clone().unwrap_or_default(),
         allow_protected: t.allow_protected.clone().unwrap_or_default(),
     };
-    let outcome = record_intent(state, id, "merge_started", approved, tip, now);
+    let outcome = record_intent(state, id, EventKind::MergeStarted, approved, tip, now);
     Ok((outcome, start))
 }
 
@@ -89,7 +90,7 @@ pub fn set_merge_candidate(
     Ok(record_intent(
         state,
         id,
-        "merge_candidate",
+        EventKind::MergeCandidate,
         candidate,
         tip,
         now,
@@ -99,7 +100,7 @@ pub fn set_merge_candidate(
 fn record_intent(
     state: &mut State,
     id: &TaskId,
-    event: &str,
+    event: EventKind,
     candidate: &CommitId,
     tip: &CommitId,
     now: Timestamp,
@@ -135,7 +136,7 @@ pub fn drop_merge_intent(
     task_mut(state, id).merge_intent = None;
     let mut outcome = Outcome::default();
     outcome.event(
-        "merge_intent_dropped",
+        EventKind::MergeIntentDropped,
         "liza",
         Some(id),
         Some(reason.to_owned()),

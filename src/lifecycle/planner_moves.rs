@@ -2,6 +2,7 @@
 //! person's release of a coder's claim. Each that takes a worktree away expects the caller
 //! to have saved and archived it first (git.md: nothing in a worktree is ever deleted).
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{AlignmentEvent, AnomalyType, State, Task, TaskStatus};
 use crate::blackboard::node::Value;
 use crate::blackboard::{AgentId, TaskId, Timestamp};
@@ -54,7 +55,7 @@ fn release_all(state: &mut State, agents: &[AgentId], id: &TaskId) {
 /// Where a move that takes the task out of its assignee's hands leads.
 struct Move<'a> {
     to: TaskStatus,
-    event: &'a str,
+    event: EventKind,
     reason: String,
     reset_review_cycles: bool,
     extra: Vec<(&'a str, Value)>,
@@ -62,7 +63,7 @@ struct Move<'a> {
 
 impl<'a> Move<'a> {
     /// A move that resets the review cycles and records no extra fields.
-    fn back(to: TaskStatus, event: &'a str, reason: String) -> Move<'a> {
+    fn back(to: TaskStatus, event: EventKind, reason: String) -> Move<'a> {
         Move {
             to,
             event,
@@ -266,7 +267,7 @@ pub fn rescope(
             now,
         );
         outcome.event(
-            "hypothesis_exhaustion",
+            EventKind::HypothesisExhaustion,
             &who.name(),
             Some(id),
             Some(format!("failed by {}", failed.len())),

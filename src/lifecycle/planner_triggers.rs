@@ -4,6 +4,7 @@
 //! event follows the event that raised it; a note or anomaly until its `seen_by` names
 //! the planner; so an unchanged condition never re-spawns the planner.
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{AnomalyType, GoalStatus, SprintStatus, State, Task, TaskStatus};
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
@@ -78,13 +79,13 @@ impl Trigger {
 }
 
 /// Whether the planner saw `task` after its last `event` (e.g. `blocked`).
-fn seen_since(task: &Task, event: &str, trigger: TriggerKind) -> bool {
+fn seen_since(task: &Task, event: EventKind, trigger: TriggerKind) -> bool {
     let history = task.history();
-    let Some(raised) = history.iter().rposition(|h| h.event == event) else {
+    let Some(raised) = history.iter().rposition(|h| h.kind() == Some(event)) else {
         return false;
     };
     history[raised..].iter().any(|h| {
-        h.event == "planner_seen"
+        h.kind() == Some(EventKind::PlannerSeen)
             && h.extra
                 .get("trigger")
                 .and_then(|n| n.as_str())
@@ -117,7 +118,7 @@ pub fn planner_triggers(state: &State, planner: &AgentId) -> Vec<Trigger> {
         .iter()
         .map(|t| t.as_ref())
         .filter(|t| t.status == TaskStatus::Blocked)
-        .filter(|t| !seen_since(t, "blocked", TriggerKind::BlockedTasks))
+        .filter(|t| !seen_since(t, EventKind::Blocked, TriggerKind::BlockedTasks))
         .collect();
     blocked.sort_by_key(|t| (t.priority.unwrap_or(3), t.status_changed_at));
     found.extend(
@@ -127,7 +128,11 @@ pub fn planner_triggers(state: &State, planner: &AgentId) -> Vec<Trigger> {
     );
     for t in &state.tasks {
         if t.status == TaskStatus::IntegrationFailed
-            && !seen_since(t, "integration_failed", TriggerKind::IntegrationFailed)
+            && !seen_since(
+                t,
+                EventKind::IntegrationFailed,
+                TriggerKind::IntegrationFailed,
+            )
         {
             found.push(Trigger::task(TriggerKind::IntegrationFailed, t));
         }
@@ -138,7 +143,7 @@ pub fn planner_triggers(state: &State, planner: &AgentId) -> Vec<Trigger> {
         coders.dedup();
         if !t.status.is_terminal()
             && coders.len() >= 2
-            && !seen_since(t, "created", TriggerKind::HypothesisExhausted)
+            && !seen_since(t, EventKind::Created, TriggerKind::HypothesisExhausted)
         {
             found.push(Trigger::task(TriggerKind::HypothesisExhausted, t));
         }
@@ -204,12 +209,12 @@ pub fn acknowledge(
                     history(
                         t,
                         now,
-                        "planner_seen",
+                        EventKind::PlannerSeen,
                         planner.as_str(),
                         &[("trigger", text(trigger.kind.name()))],
                     );
                     outcome.event(
-                        "planner_seen",
+                        EventKind::PlannerSeen,
                         planner.as_str(),
                         trigger.task.as_ref(),
                         Some(trigger.kind.name().to_owned()),
@@ -257,7 +262,7 @@ pub fn acknowledge(
     if outcome.events.is_empty() && !triggers.is_empty() {
         let names: Vec<String> = triggers.iter().map(Trigger::describe).collect();
         outcome.event(
-            "planner_seen",
+            EventKind::PlannerSeen,
             planner.as_str(),
             None,
             Some(names.join(", ")),

@@ -1,6 +1,7 @@
 //! Planning rows: add a task (DRAFT), amend it, finalize it (DRAFT → UNCLAIMED) through the
 //! planner's gates.
 
+use crate::blackboard::EventKind;
 use std::collections::{HashMap, HashSet};
 
 use crate::blackboard::model::{
@@ -181,7 +182,7 @@ pub fn add_tasks(
         task.review_cycles_current = Some(0);
         task.review_cycles_total = Some(0);
         task.failed_by = Some(Vec::new());
-        history(&mut task, now, "created", &who.name(), &[]);
+        history(&mut task, now, EventKind::Created, &who.name(), &[]);
         added.push(task);
     }
     // Built on a copy (tasks are shared, so this is cheap): a refusal changes nothing.
@@ -203,7 +204,7 @@ pub fn add_tasks(
                 summary: Some(summary.clone()),
                 extra: Default::default(),
             });
-        outcome.event("created", &who.name(), Some(&id), Some(summary));
+        outcome.event(EventKind::Created, &who.name(), Some(&id), Some(summary));
     }
     if let Some(cycle) = find_cycle(&trial) {
         return Err(cycle_refusal(&cycle));
@@ -303,7 +304,7 @@ pub fn amend_task(
     history(
         &mut updated,
         now,
-        "amended",
+        EventKind::Amended,
         &who.name(),
         &[("fields", text_list(&fields))],
     );
@@ -314,7 +315,12 @@ pub fn amend_task(
     }
     *state = trial;
     let mut outcome = Outcome::default();
-    outcome.event("amended", &who.name(), Some(id), Some(fields.join(", ")));
+    outcome.event(
+        EventKind::Amended,
+        &who.name(),
+        Some(id),
+        Some(fields.join(", ")),
+    );
     Ok(outcome)
 }
 
@@ -423,9 +429,9 @@ pub fn finalize(
     if let Some(blob) = &spec.blob {
         fields.push(("spec_hash", text(blob.clone())));
     }
-    history(t, now, "finalized", &who.name(), &fields);
+    history(t, now, EventKind::Finalized, &who.name(), &fields);
     outcome.event(
-        "finalized",
+        EventKind::Finalized,
         &who.name(),
         Some(id),
         spec.blob

@@ -4,6 +4,7 @@
 
 use super::context::{Outcome, history, task, task_mut, text_list};
 use super::refusal::Refusal;
+use crate::blackboard::EventKind;
 use crate::blackboard::node::Node;
 use crate::blackboard::{AgentId, State, TaskId, Timestamp};
 
@@ -26,9 +27,14 @@ pub fn record_run_report(
         fields.push(("validation_errors", text_list(validation_errors)));
     }
     let t = task_mut(state, id);
-    history(t, now, "run_report", agent.as_str(), &fields);
+    history(t, now, EventKind::RunReport, agent.as_str(), &fields);
     let mut outcome = Outcome::default();
-    outcome.event("run_report", agent.as_str(), Some(id), Some(summary));
+    outcome.event(
+        EventKind::RunReport,
+        agent.as_str(),
+        Some(id),
+        Some(summary),
+    );
     Ok(outcome)
 }
 
@@ -48,7 +54,7 @@ pub fn summary(report: &Node) -> String {
 /// `review_result` for the reviewer), its fields, the run's token usage (prompt,
 /// completion) and a one-line summary for the log.
 pub struct RunResult {
-    pub event: &'static str,
+    pub event: EventKind,
     pub result: Node,
     pub usage: (u64, u64),
     pub summary: String,

@@ -1,5 +1,6 @@
 //! The sprint and goal machines (lifecycle.md *Sprint and goal*).
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{GoalStatus, Sprint, SprintStatus, State, Timeline};
 use crate::blackboard::node::{Entry, Node, Value};
 use crate::blackboard::{TaskId, Timestamp};
@@ -84,7 +85,7 @@ pub fn complete_if_done(state: &mut State, now: Timestamp) -> Option<Outcome> {
         state.sprint.id,
         state.sprint.planned().len()
     );
-    outcome.event("sprint_completed", "liza", None, Some(detail));
+    outcome.event(EventKind::SprintCompleted, "liza", None, Some(detail));
     Some(outcome)
 }
 
@@ -107,7 +108,12 @@ pub fn checkpoint(
     state.sprint.status = SprintStatus::Checkpoint;
     timeline_mut(&mut state.sprint).checkpoint_at = Some(now);
     let mut outcome = Outcome::default();
-    outcome.event("checkpoint", &who.name(), None, message.map(str::to_owned));
+    outcome.event(
+        EventKind::Checkpoint,
+        &who.name(),
+        None,
+        message.map(str::to_owned),
+    );
     Ok(outcome)
 }
 
@@ -184,7 +190,12 @@ pub fn resume(
         record_decision(&mut state.sprint, d, &who.name(), now);
     }
     let mut outcome = Outcome::default();
-    outcome.event("resumed", &who.name(), None, decision.map(str::to_owned));
+    outcome.event(
+        EventKind::Resumed,
+        &who.name(),
+        None,
+        decision.map(str::to_owned),
+    );
     Ok(outcome)
 }
 
@@ -266,9 +277,9 @@ pub fn abort(state: &mut State, who: &Who, goal: bool, now: Timestamp) -> Result
     let mut outcome = Outcome::default();
     outcome.event(
         if goal {
-            "goal_aborted"
+            EventKind::GoalAborted
         } else {
-            "sprint_aborted"
+            EventKind::SprintAborted
         },
         &who.name(),
         None,
@@ -318,7 +329,7 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
     }
     let mut outcome = Outcome::default();
     outcome.event(
-        "goal_completed",
+        EventKind::GoalCompleted,
         &who.name(),
         None,
         Some(state.goal.id.clone()),
@@ -400,7 +411,7 @@ pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outco
     }
     let mut outcome = Outcome::default();
     outcome.event(
-        "sprint_started",
+        EventKind::SprintStarted,
         &who.name(),
         None,
         Some(format!("{next_id} after {}", previous.id)),

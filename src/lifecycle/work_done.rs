@@ -1,6 +1,7 @@
 //! Rows that report work: submit for review, verdicts (and the automatic review-deadlock
 //! block), voiding a verdict, block and handoff.
 
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{
     AgentStatus, Anomaly, AnomalyType, CommitId, Handoff, State, TaskStatus,
 };
@@ -615,6 +616,6 @@ pub fn handoff(
     task_mut(state, id).handoff_pending = Some(true);
     set_agent(state, agent, AgentStatus::Handoff, Some(id));
     let mut outcome = Outcome::default();
-    outcome.event("handoff", agent.as_str(), Some(id), Some(summary));
+    outcome.event(EventKind::Handoff, agent.as_str(), Some(id), Some(summary));
     Ok(outcome)
 }

@@ -6,6 +6,7 @@
 //! therefore yields the same key at every evaluation, in every process; a new occurrence
 //! or an escalation (a higher tier) yields a new one.
 
+use crate::blackboard::EventKind;
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::blackboard::log_tally::{Activity, RunEnded};
@@ -305,7 +306,7 @@ fn repeated_rejection(task: &Task, out: &mut Alarms) {
     let reasons: Vec<(Timestamp, String)> = task
         .history()
         .iter()
-        .filter(|e| e.event == "rejected")
+        .filter(|e| e.kind() == Some(EventKind::Rejected))
         .map(|e| {
             let reason = e.extra.get("reason").and_then(|r| r.as_str()).unwrap_or("");
             (e.time, normalise(reason))

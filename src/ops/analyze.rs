@@ -3,6 +3,7 @@
 //! `.liza/circuit_breaker_report.md` and to the state's `circuit_breaker`; a match whose
 //! severity is in `config.circuit_breaker.checkpoint_at` checkpoints the sprint.
 
+use crate::blackboard::EventKind;
 use std::path::PathBuf;
 
 use super::{OpsError, Project};
@@ -85,7 +86,7 @@ pub fn analyze_with(
                 cb.history.get_or_insert_with(Vec::new).push(t.clone());
             }
             cb.current_trigger = trigger.clone();
-            let entry = tx.log("circuit_breaker_check");
+            let entry = tx.log(EventKind::CircuitBreakerCheck);
             entry.detail = Some(if matches.is_empty() {
                 "OK: no pattern matches".into()
             } else {

@@ -262,7 +262,7 @@ pub fn transition<R>(
             return Err(OpsError::Nothing);
         }
         for event in &outcome.events {
-            let entry = tx.log(&event.action);
+            let entry = tx.log_named(&event.action);
             entry.agent = Some(event.agent.clone());
             entry.task = event.task.as_ref().map(ToString::to_string);
             entry.detail = event.detail.clone();

@@ -2,6 +2,7 @@
 //! snapshot, prepare the worktree outside the state lock (under the task lock), then
 //! re-check and commit under the state lock — and undo the worktree if that fails.
 
+use crate::blackboard::EventKind;
 use std::path::Path;
 use std::time::Duration;
 
@@ -155,7 +156,7 @@ pub fn claim_for(
             let mut outcome = lifecycle::claim(state, id, agent, &kind, base.as_ref(), now)?;
             if saved.attic.is_some() || saved.wip_commit.is_some() || saved.moved_dir.is_some() {
                 outcome.event(
-                    "worktree_archived",
+                    EventKind::WorktreeArchived,
                     agent.as_str(),
                     Some(id),
                     Some(describe(&saved)),
@@ -318,7 +319,7 @@ pub fn claim_review(
                     now,
                 );
                 outcome.event(
-                    "spec_changed",
+                    EventKind::SpecChanged,
                     "liza",
                     Some(id),
                     Some(format!(

@@ -1,5 +1,6 @@
 //! `liza init`: the blackboard, the integration branch and the git excludes.
 
+use crate::blackboard::EventKind;
 use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
 
@@ -91,7 +92,7 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
 
     let now = Timestamp::now();
     let state = initial_state(goal, &spec_ref, &branch, now);
-    let mut entry = LogEntry::new(now, "human", "init");
+    let mut entry = LogEntry::new(now, "human", EventKind::Init);
     entry.detail = Some(goal.to_owned());
     let rules = super::hand_edits::HandEditRules::new(crate::blackboard::LizaPaths::new(&root).dir);
     if let Err(err) = Store::initialize(&root, state, entry, std::sync::Arc::new(rules)) {

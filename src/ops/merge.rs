@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::integration_lock::IntegrationLock;
 use super::merge_checks::{MergeChecks, Verdict};
 use super::merge_outcome::{Committed, drift, finish_merged, short};
-use super::merge_recovery::{Recovery, merged_result, recover_locked};
+use super::merge_recovery::{Recovery, RecoveryAction, merged_result, recover_locked};
 use super::task_lock::TaskLock;
 use super::{
     Authority, OpsError, Project, Transition, dry_run, still_current, supervisor_only, transition,
@@ -75,7 +75,7 @@ pub fn merge(
     )?;
     if let Some(done) = recovered
         .iter()
-        .find(|r| &r.task == id && r.action == "finished")
+        .find(|r| &r.task == id && r.action == RecoveryAction::Finished)
     {
         let report = MergeReport {
             task: id.clone(),

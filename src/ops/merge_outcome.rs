@@ -2,6 +2,7 @@
 //! the recovery of an interrupted one ([`super::merge_recovery`]): the result, the
 //! transactions' outcomes, MERGED recorded with the worktree retired, the drift.
 
+use crate::blackboard::EventKind;
 use serde::Serialize;
 
 use super::claim::describe;
@@ -90,7 +91,12 @@ pub(super) fn finish_merged(
     committed.run(project, actor, |state, now| {
         let mut outcome = lifecycle::merged(state, id, merge, now)?;
         if let Some(saved) = &saved {
-            outcome.event("worktree_archived", "liza", Some(id), Some(describe(saved)));
+            outcome.event(
+                EventKind::WorktreeArchived,
+                "liza",
+                Some(id),
+                Some(describe(saved)),
+            );
         }
         Ok(outcome)
     })?;

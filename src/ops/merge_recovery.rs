@@ -20,10 +20,27 @@ use crate::lifecycle::{self, MergeRecord};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Recovery {
     pub task: TaskId,
-    /// `finished` (integration already held the candidate: now MERGED) or `dropped`
-    /// (nothing was published: the task stays APPROVED and is merged again).
-    pub action: &'static str,
+    pub action: RecoveryAction,
     pub candidate: String,
+}
+
+/// What became of an interrupted merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryAction {
+    /// Integration already held the candidate: now MERGED.
+    Finished,
+    /// Nothing was published: the task stays APPROVED and is merged again.
+    Dropped,
+}
+
+impl std::fmt::Display for RecoveryAction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RecoveryAction::Finished => "finished",
+            RecoveryAction::Dropped => "dropped",
+        })
+    }
 }
 
 /// Recovers every interrupted merge (a `merge_intent` left by a process that died): the
@@ -116,7 +133,7 @@ pub(super) fn recover_locked(
             )?;
             recovered.push(Recovery {
                 task: task.id.clone(),
-                action: "finished",
+                action: RecoveryAction::Finished,
                 candidate,
             });
         } else {
@@ -129,7 +146,7 @@ pub(super) fn recover_locked(
             })?;
             recovered.push(Recovery {
                 task: task.id.clone(),
-                action: "dropped",
+                action: RecoveryAction::Dropped,
                 candidate,
             });
         }

@@ -6,6 +6,7 @@
 use super::claim::describe;
 use super::task_lock::TaskLock;
 use super::{Authority, OpsError, Project, Transition, dry_run, transition};
+use crate::blackboard::EventKind;
 use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::git::{Repo, SavedWork, task_branch, worktree_dir};
 use crate::lifecycle::{self, Outcome, Refusal, Who};
@@ -38,7 +39,7 @@ fn with_worktree_retired(
             let mut outcome = change(state, who, now)?;
             if saved != SavedWork::default() {
                 outcome.event(
-                    "worktree_archived",
+                    EventKind::WorktreeArchived,
                     &who.name(),
                     Some(id),
                     Some(describe(&saved)),

@@ -2,6 +2,7 @@
 
 use super::OpsError;
 use super::authority::{Authority, CallerFacts, authorize};
+use crate::blackboard::EventKind;
 use crate::blackboard::model::HumanNote;
 use crate::blackboard::{Actor, Store, TaskId};
 use crate::lifecycle::RuleId;
@@ -63,7 +64,7 @@ pub fn note(
             extra: Default::default(),
         };
         tx.state.human_notes.get_or_insert_with(Vec::new).push(note);
-        let entry = tx.log("human_note");
+        let entry = tx.log(EventKind::HumanNote);
         entry.task = task.as_ref().map(|t| t.to_string());
         entry.detail = Some(format!("{id}: {message}"));
         Ok((id, target))

@@ -2,6 +2,7 @@
 //! handling of discoveries (`discovery convert|defer|reject`).
 
 use super::{Authority, OpsError, Project, Transition, transition};
+use crate::blackboard::EventKind;
 use crate::blackboard::model::{AnomalyType, Discovery, DiscoverySeverity, Urgency};
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, TaskId};
@@ -85,7 +86,7 @@ pub fn discover(
                 });
             let mut outcome = Outcome::default();
             outcome.event(
-                "discovery",
+                EventKind::Discovery,
                 &who.name(),
                 Some(task),
                 Some(format!(
@@ -164,7 +165,7 @@ pub fn anomaly(
             push_anomaly(state, task, &who.name(), kind, &borrowed, now);
             let mut outcome = Outcome::default();
             outcome.event(
-                "anomaly",
+                EventKind::Anomaly,
                 &who.name(),
                 Some(task),
                 Some(kind.as_str().to_owned()),
@@ -225,7 +226,7 @@ pub fn log_add(
                 ));
             }
             let mut outcome = Outcome::default();
-            outcome.event(action, &who.name(), task, Some(detail.to_owned()));
+            outcome.logged(action, &who.name(), task, Some(detail.to_owned()));
             Ok((outcome, ()))
         },
     )
@@ -288,19 +289,19 @@ pub fn discovery(
             let (action, detail) = match decision {
                 DiscoveryDecision::Convert { task } => {
                     d.converted_to_task = Some(task.to_string());
-                    ("discovery_converted", format!("{id} → {task}"))
+                    (EventKind::DiscoveryConverted, format!("{id} → {task}"))
                 }
                 DiscoveryDecision::Defer { reason } => {
                     d.urgency = Some(Urgency::Deferred);
                     d.extra.insert("deferred_reason", Node::str(reason.clone()));
                     d.extra.insert("decided_at", Node::str(now.to_string()));
-                    ("discovery_deferred", format!("{id}: {reason}"))
+                    (EventKind::DiscoveryDeferred, format!("{id}: {reason}"))
                 }
                 DiscoveryDecision::Reject { reason } => {
                     d.extra.insert("rejected_reason", Node::str(reason.clone()));
                     d.extra.insert("decided_at", Node::str(now.to_string()));
                     d.urgency = Some(Urgency::Deferred);
-                    ("discovery_rejected", format!("{id}: {reason}"))
+                    (EventKind::DiscoveryRejected, format!("{id}: {reason}"))
                 }
             };
             let mut outcome = Outcome::default();

@@ -3,6 +3,7 @@
 //! is what counts), written after the transaction commits.
 
 use super::{Authority, OpsError, Project, Transition, transition};
+use crate::blackboard::EventKind;
 use crate::blackboard::{Actor, StoreError};
 use crate::lifecycle::{self, Kind, Outcome, Refusal, RuleId};
 
@@ -145,7 +146,7 @@ pub fn pause(project: &Project, actor: &Actor) -> Result<Transition<()>, OpsErro
             ));
         }
         let mut outcome = Outcome::default();
-        outcome.event("paused", &w.name(), None, None);
+        outcome.event(EventKind::Paused, &w.name(), None, None);
         Ok((outcome, ()))
     })?;
     write_control(

@@ -3,6 +3,7 @@
 //! each task's durations from its history, the anomalies, the blocked tasks with their
 //! questions, the sprint metrics, a review checklist and how to resume.
 
+use crate::blackboard::EventKind;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -90,10 +91,10 @@ fn counts(state: &State, out: &mut String) {
 }
 
 /// First time the task's history shows one of `events`.
-fn first(task: &Task, events: &[&str]) -> Option<Timestamp> {
+fn first(task: &Task, events: &[EventKind]) -> Option<Timestamp> {
     task.history()
         .iter()
-        .find(|e| events.contains(&e.event.as_str()))
+        .find(|e| e.kind().is_some_and(|k| events.contains(&k)))
         .map(|e| e.time)
 }
 
@@ -115,7 +116,10 @@ fn durations(state: &State, now: Timestamp, out: &mut String) {
         } else {
             now
         };
-        let claimed = first(t, &["claimed", "claimed_for_integration_fix"]);
+        let claimed = first(
+            t,
+            &[EventKind::Claimed, EventKind::ClaimedForIntegrationFix],
+        );
         let (work, review) = time_in_states(t, end);
         let span = |from: Option<Timestamp>, to: Timestamp| {
             from.map_or("—".to_owned(), |f| {
@@ -147,21 +151,22 @@ fn time_in_states(task: &Task, end: Timestamp) -> (i64, i64) {
         Work,
         Review,
     }
-    let phase_of = |event: &str| match event {
-        "claimed"
-        | "claimed_for_integration_fix"
-        | "rejected"
-        | "reclaimed_after_rejection"
-        | "unblocked" => Some(Phase::Work),
-        "ready_for_review" | "review_claimed" | "approved" => Some(Phase::Review),
-        "merged"
-        | "blocked"
-        | "abandoned"
-        | "superseded"
-        | "integration_failed"
-        | "reassigned"
-        | "lease_expired_reassigned"
-        | "coder_claim_released" => Some(Phase::Waiting),
+    use EventKind as E;
+    let phase_of = |event: Option<EventKind>| match event? {
+        E::Claimed
+        | E::ClaimedForIntegrationFix
+        | E::Rejected
+        | E::ReclaimedAfterRejection
+        | E::Unblocked => Some(Phase::Work),
+        E::ReadyForReview | E::ReviewClaimed | E::Approved => Some(Phase::Review),
+        E::Merged
+        | E::Blocked
+        | E::Abandoned
+        | E::Superseded
+        | E::IntegrationFailed
+        | E::Reassigned
+        | E::LeaseExpiredReassigned
+        | E::CoderClaimReleased => Some(Phase::Waiting),
         _ => None,
     };
     let (mut work, mut review) = (0, 0);
@@ -175,7 +180,7 @@ fn time_in_states(task: &Task, end: Timestamp) -> (i64, i64) {
         }
     };
     for e in task.history() {
-        if let Some(next) = phase_of(&e.event) {
+        if let Some(next) = phase_of(e.kind()) {
             close(current.0, current.1, e.time);
             current = (next, e.time);
         }

@@ -61,7 +61,7 @@ fn a_change_liza_could_not_read_back_is_refused_and_nothing_moves() {
     for size in [9 << 20, 65 << 20] {
         let result = store.transact(&liza::blackboard::Actor::Human, |tx| {
             tx.state.goal.description = "x".repeat(size);
-            tx.log("test_huge");
+            tx.log_named("test_huge");
             Ok::<_, ()>(())
         });
         let Err(err) = result else {

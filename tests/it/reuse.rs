@@ -121,7 +121,7 @@ fn copied_task_texts_always_equal_a_full_rewrite() {
                         let _ = tx.state.task(&id);
                     }
                 }
-                tx.log("test_step");
+                tx.log_named("test_step");
                 Ok::<_, String>(())
             })
             .unwrap_or_else(|e| panic!("step {step} op {op}: {e:?}"));

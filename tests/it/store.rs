@@ -353,7 +353,7 @@ fn commit_during_a_save(repo: &Repo, human: &str, agent_change: &str) -> u64 {
         .transact(&Actor::Human, |tx| {
             std::fs::write(&path, human).unwrap();
             tx.state.goal.description = agent_change.into();
-            tx.log("test_change");
+            tx.log_named("test_change");
             Ok::<_, String>(())
         })
         .unwrap()
@@ -465,7 +465,7 @@ fn a_save_swapped_out_by_a_commit_is_judged_where_the_next_save_cannot_replace_i
         .transact(&Actor::Human, |tx| {
             std::fs::write(&path, &first).unwrap();
             tx.state.goal.description = "agent change".into();
-            tx.log("test_change");
+            tx.log_named("test_change");
             Ok::<_, String>(())
         })
         .unwrap()
@@ -811,7 +811,7 @@ fn one_process_keeps_a_persons_comments_across_its_transactions() {
             .transact(&Actor::Human, |tx| {
                 let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
                 notes[0].message = format!("edited {i}");
-                tx.log("human_note");
+                tx.log_named("human_note");
                 Ok::<_, String>(())
             })
             .unwrap();

@@ -68,6 +68,37 @@ impl CommitId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The id git gave an object (`git2::Oid` as hex): the git wrapper's way to hand
+    /// commit ids to the rest of liza.
+    pub fn of_object(hex: String) -> CommitId {
+        CommitId(hex)
+    }
+}
+
+impl std::ops::Deref for CommitId {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for CommitId {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl PartialEq<&str> for CommitId {
+    fn eq(&self, other: &&str) -> bool {
+        self.0 == *other
+    }
+}
+
+impl PartialEq<String> for CommitId {
+    fn eq(&self, other: &String) -> bool {
+        &self.0 == other
+    }
 }
 
 impl std::fmt::Debug for CommitId {
@@ -209,6 +240,13 @@ pub struct HistoryEvent {
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
+impl HistoryEvent {
+    /// The event, if liza defines it.
+    pub fn kind(&self) -> Option<crate::blackboard::EventKind> {
+        crate::blackboard::EventKind::parse(&self.event)
+    }
+}
+
 record!(HistoryEvent {
     req time: "time",
     req event: "event",

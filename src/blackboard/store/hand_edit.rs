@@ -14,6 +14,7 @@
 //! Which status changes a person may make is the transition table's business, and alarms
 //! belong to operations: both come from the [`HandEditPolicy`] the `ops` layer installs.
 
+use crate::blackboard::EventKind;
 use std::collections::HashSet;
 use std::fs;
 use std::path::Path;
@@ -374,7 +375,7 @@ impl Store {
             ));
         }
         state.revision = Some(if head > 0 { head } else { written } as i64);
-        let mut entry = LogEntry::new(Timestamp::now(), "human", "human_edit");
+        let mut entry = LogEntry::new(Timestamp::now(), "human", EventKind::HumanEdit);
         entry.detail = Some(detail.clone());
         let head_hash = journal.last().map(|h| h.hash);
         let replaced = Replaced {
@@ -454,7 +455,7 @@ impl Store {
         let kept_as = self.keep_rejected(file, why.label(), &note);
         atomic::fsync_dir(dir).map_err(io_err("sync", dir))?;
         // No revision of its own: nothing was committed.
-        let mut entry = LogEntry::new(Timestamp::now(), "human", "hand_edit_rejected");
+        let mut entry = LogEntry::new(Timestamp::now(), "human", EventKind::HandEditRejected);
         entry.detail = Some(format!(
             "{}; kept as {}; revision {revision} restored",
             why.summary(),

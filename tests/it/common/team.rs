@@ -116,7 +116,7 @@ pub fn edit_state(
     store
         .transact(&liza::blackboard::Actor::Human, |tx| {
             change(&mut tx.state, tx.now);
-            tx.log(action);
+            tx.log_named(action);
             Ok::<_, ()>(())
         })
         .unwrap();
