@@ -21,7 +21,14 @@ pub use worktree::{SavedWork, blob_id, dirty_files, head_of, task_branch, worktr
 
 use std::path::PathBuf;
 
+use crate::blackboard::model::CommitId;
 use crate::error::{Diagnostic, ErrorClass};
+
+/// A git object id as liza's commit id type (the boundary: git2 ids never leave this
+/// module as strings).
+fn commit_id(oid: git2::Oid) -> CommitId {
+    CommitId::of_object(oid.to_string())
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {

@@ -402,10 +402,10 @@ async fn finish(ctx: &RunContext, task: &Task, mut result: CommitResult) -> Comm
     match committed {
         Ok(Some(sha)) => {
             result.patch_lines = patch_lines(&ctx.worktree, &sha);
-            result.commit_sha = Some(sha);
+            result.commit_sha = Some(sha.to_string());
         }
         Ok(None) => match head_of(&ctx.worktree) {
-            Ok(head) => result.commit_sha = Some(head),
+            Ok(head) => result.commit_sha = Some(head.to_string()),
             Err(e) => {
                 result.notes.push(format!("no commit: {e}"));
                 return result;

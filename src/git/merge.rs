@@ -4,25 +4,26 @@
 
 use std::path::{Path, PathBuf};
 
-use super::GitError;
 use super::repo::{Repo, git2_err, oid, signature};
+use super::{GitError, commit_id};
+use crate::blackboard::model::CommitId;
 
 /// What merging an approved commit onto the integration tip gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidate {
     /// The tip is an ancestor of the approved commit: integration moves to it.
-    FastForward { commit: String },
+    FastForward { commit: CommitId },
     /// Both moved on: a merge commit with the tip and the approved commit as parents.
-    MergeCommit { commit: String },
+    MergeCommit { commit: CommitId },
     /// The approved commit is already on integration (someone merged it by hand).
-    AlreadyMerged { commit: String },
+    AlreadyMerged { commit: CommitId },
     /// The merge does not apply cleanly; nothing was written but unreferenced objects.
     Conflict { paths: Vec<String> },
 }
 
 impl Candidate {
     /// The commit integration would point at, unless the merge conflicts.
-    pub fn commit(&self) -> Option<&str> {
+    pub fn commit(&self) -> Option<&CommitId> {
         match self {
             Candidate::FastForward { commit }
             | Candidate::MergeCommit { commit }
@@ -48,7 +49,7 @@ pub enum Published {
     Done,
     /// The branch no longer pointed at the expected commit; it points at `tip` now.
     Moved {
-        tip: Option<String>,
+        tip: Option<CommitId>,
     },
 }
 
@@ -58,7 +59,7 @@ pub enum WorktreeMerge {
     /// The task branch already contains the tip.
     UpToDate,
     /// Merged cleanly and committed on the task branch.
-    Committed { commit: String },
+    Committed { commit: CommitId },
     /// Conflicts left as markers in the files (a merge in progress for the coder to
     /// finish with `git commit`).
     Conflicts { paths: Vec<String> },
@@ -75,12 +76,12 @@ impl Repo {
     ) -> Result<Candidate, GitError> {
         if self.is_ancestor(approved, tip)? {
             return Ok(Candidate::AlreadyMerged {
-                commit: tip.to_owned(),
+                commit: self.resolve_commit(tip)?,
             });
         }
         if self.is_ancestor(tip, approved)? {
             return Ok(Candidate::FastForward {
-                commit: approved.to_owned(),
+                commit: self.resolve_commit(approved)?,
             });
         }
         let ours = self.commit(tip)?;
@@ -107,7 +108,7 @@ impl Repo {
             .commit(None, &sig, &sig, message, &tree, &[&ours, &theirs])
             .map_err(git2_err("write the merge commit"))?;
         Ok(Candidate::MergeCommit {
-            commit: commit.to_string(),
+            commit: commit_id(commit),
         })
     }
 
@@ -259,7 +260,7 @@ impl Repo {
         repo.cleanup_state()
             .map_err(git2_err("finish the merge state"))?;
         Ok(WorktreeMerge::Committed {
-            commit: commit.to_string(),
+            commit: commit_id(commit),
         })
     }
 

@@ -4,7 +4,8 @@ use std::fs::{self, OpenOptions};
 use std::io::Write;
 use std::path::Path;
 
-use super::GitError;
+use super::{GitError, commit_id};
+use crate::blackboard::model::CommitId;
 
 pub struct Repo {
     pub(super) inner: git2::Repository,
@@ -52,7 +53,7 @@ impl Repo {
     }
 
     /// The full SHA of the commit `spec` names (`HEAD`, a branch, a tag, a SHA).
-    pub fn resolve_commit(&self, spec: &str) -> Result<String, GitError> {
+    pub fn resolve_commit(&self, spec: &str) -> Result<CommitId, GitError> {
         if spec == "HEAD" && self.inner.head().is_err() {
             return Err(GitError::UnbornHead);
         }
@@ -69,7 +70,7 @@ impl Repo {
                 spec: spec.to_owned(),
                 source,
             })?;
-        Ok(commit.id().to_string())
+        Ok(commit_id(commit.id()))
     }
 
     pub fn is_valid_branch_name(name: &str) -> bool {
@@ -77,9 +78,9 @@ impl Repo {
     }
 
     /// The tip of local branch `name`, if it exists.
-    pub fn branch_tip(&self, name: &str) -> Result<Option<String>, GitError> {
+    pub fn branch_tip(&self, name: &str) -> Result<Option<CommitId>, GitError> {
         match self.inner.find_branch(name, git2::BranchType::Local) {
-            Ok(branch) => Ok(branch.get().target().map(|oid| oid.to_string())),
+            Ok(branch) => Ok(branch.get().target().map(commit_id)),
             Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(None),
             Err(e) => Err(git2_err(format!("read branch {name}"))(e)),
         }

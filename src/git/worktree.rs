@@ -6,15 +6,16 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::GitError;
 use super::repo::{Repo, git2_err, oid, signature};
+use super::{GitError, commit_id};
 use crate::blackboard::TaskId;
+use crate::blackboard::model::CommitId;
 
 /// What saving a worktree before its removal kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct SavedWork {
     /// The WIP commit made of uncommitted files, if there were any.
-    pub wip_commit: Option<String>,
+    pub wip_commit: Option<CommitId>,
     /// The attic branch the task branch was archived to, if it held unmerged commits.
     pub attic: Option<String>,
     /// A leftover directory that was not a git worktree, moved aside.
@@ -166,13 +167,13 @@ impl Repo {
 
     /// Commits modified, staged and untracked non-ignored files of `worktree` as
     /// `WIP: saved by liza before <reason>`; `None` when it was clean.
-    pub fn commit_wip(&self, worktree: &Path, reason: &str) -> Result<Option<String>, GitError> {
+    pub fn commit_wip(&self, worktree: &Path, reason: &str) -> Result<Option<CommitId>, GitError> {
         self.commit_all(worktree, &format!("WIP: saved by liza before {reason}"))
     }
 
     /// Commits every modified, staged, deleted and untracked non-ignored file of
     /// `worktree` with `message`; `None` when it was clean.
-    pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<String>, GitError> {
+    pub fn commit_all(&self, worktree: &Path, message: &str) -> Result<Option<CommitId>, GitError> {
         if dirty_files(worktree)?.is_empty() {
             return Ok(None);
         }
@@ -198,7 +199,7 @@ impl Repo {
         let oid = repo
             .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
             .map_err(git2_err("commit the worktree's files"))?;
-        Ok(Some(oid.to_string()))
+        Ok(Some(commit_id(oid)))
     }
 
     /// Archives everything the task's worktree ever held that is not on `integration`
@@ -295,8 +296,8 @@ impl Repo {
 
     /// The attic branches of task `id` (`liza/attic/<id>-<n>`) with their commits, in
     /// the order they were made.
-    pub fn attic_refs(&self, id: &TaskId) -> Vec<(String, String)> {
-        let mut found: Vec<(u32, String, String)> = (1..)
+    pub fn attic_refs(&self, id: &TaskId) -> Vec<(String, CommitId)> {
+        let mut found: Vec<(u32, String, CommitId)> = (1..)
             .map_while(|n| {
                 let name = format!("liza/attic/{id}-{n}");
                 let tip = self.branch_tip(&name).ok().flatten()?;
@@ -382,13 +383,13 @@ fn reflog_commits(repo: &git2::Repository, name: &str) -> Vec<git2::Oid> {
 }
 
 /// The HEAD commit of the checkout at `worktree`.
-pub fn head_of(worktree: &Path) -> Result<String, GitError> {
+pub fn head_of(worktree: &Path) -> Result<CommitId, GitError> {
     let repo = git2::Repository::open(worktree).map_err(|_| GitError::NotARepository {
         path: worktree.to_path_buf(),
     })?;
     let head = repo.head().map_err(|_| GitError::UnbornHead)?;
     head.peel_to_commit()
-        .map(|c| c.id().to_string())
+        .map(|c| commit_id(c.id()))
         .map_err(git2_err("read HEAD"))
 }
 

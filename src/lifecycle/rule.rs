@@ -56,7 +56,6 @@ rules! {
     CleanWorktree => "clean-worktree",
     CoderLeaseExpired => "coder-lease-expired",
     Collision => "collision",
-    CommitId => "commit-id",
     Definition => "definition",
     DependenciesSatisfied => "dependencies-satisfied",
     DiscoveryExists => "discovery-exists",

@@ -37,10 +37,10 @@ pub struct Claimed {
 /// The worktree of an integration fix, brought up to the integration tip.
 struct IntegrationFix {
     /// The integration tip merged in (the task's new base_commit).
-    tip: String,
+    tip: CommitId,
     /// The task branch's head before the merge, to undo it if the claim fails.
-    head: String,
-    wip_commit: Option<String>,
+    head: CommitId,
+    wip_commit: Option<CommitId>,
     conflicts: Vec<String>,
 }
 

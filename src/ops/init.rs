@@ -30,7 +30,7 @@ pub struct InitOutcome {
     pub sprint_id: String,
     pub spec_ref: String,
     pub integration_branch: String,
-    pub integration_tip: String,
+    pub integration_tip: crate::blackboard::model::CommitId,
     pub branch_created: bool,
     pub excludes_added: Vec<String>,
 }

@@ -94,7 +94,8 @@ pub fn merge(
         .and_then(|t| t.review_commit.clone());
     let approved = match &review_commit {
         Some(review) => approved_commit(&repo, id, review.as_str(), &mut committed)?,
-        None => String::new(),
+        // begin_merge refuses a task without a review commit.
+        None => placeholder.clone(),
     };
     let tip = integration_tip(&repo, &integration)?;
     let start = committed.add(transition(
@@ -102,8 +103,7 @@ pub fn merge(
         actor,
         Authority::Supervisor,
         |state, _who, now| {
-            let (outcome, start) =
-                lifecycle::begin_merge(state, id, &commit_id(&approved)?, &commit_id(&tip)?, now)?;
+            let (outcome, start) = lifecycle::begin_merge(state, id, &approved, &tip, now)?;
             if Some(&start.review_commit) != review_commit.as_ref() {
                 return Err(Refusal::new(
                     RuleId::ReviewCommit,
@@ -163,7 +163,7 @@ fn finish(committed: Committed, report: MergeReport) -> Transition<MergeReport> 
 enum Ending {
     Published {
         candidate: Candidate,
-        tip: String,
+        tip: CommitId,
         retries: u32,
     },
     Failed(MergeFailure),
@@ -177,7 +177,7 @@ struct MergeRun<'a> {
     integration: &'a str,
     start: &'a MergeStart,
     /// The approved commit, full SHA.
-    approved: String,
+    approved: CommitId,
     checks: MergeChecks<'a>,
     committed: &'a mut Committed,
 }
@@ -187,7 +187,7 @@ impl MergeRun<'_> {
     /// the new tip when integration moved meanwhile.
     fn attempt(
         &mut self,
-        mut tip: String,
+        mut tip: CommitId,
         lock: &mut IntegrationLock,
         progress: &mut dyn FnMut(&str),
     ) -> Result<Ending, OpsError> {
@@ -227,8 +227,7 @@ impl MergeRun<'_> {
             if intent != (commit.clone(), tip.clone()) {
                 let id = self.id;
                 self.committed.run(self.project, self.actor, |state, now| {
-                    let (candidate, tip) = (commit_id(&commit)?, commit_id(&tip)?);
-                    lifecycle::set_merge_candidate(state, id, &candidate, &tip, now)
+                    lifecycle::set_merge_candidate(state, id, &commit, &tip, now)
                 })?;
                 intent = (commit.clone(), tip.clone());
             }
@@ -310,7 +309,7 @@ impl MergeRun<'_> {
                 retries,
             } => {
                 let merge = MergeRecord {
-                    commit: commit_id(candidate.commit().unwrap_or(&tip))?,
+                    commit: candidate.commit().unwrap_or(&tip).clone(),
                     merge_type: candidate.merge_type().to_owned(),
                     drift_commits: drift(self.repo, self.start.base_commit.as_ref(), &tip),
                     retries,
@@ -345,7 +344,7 @@ fn approved_commit(
     id: &TaskId,
     review: &str,
     committed: &mut Committed,
-) -> Result<String, OpsError> {
+) -> Result<CommitId, OpsError> {
     let branch = task_branch(id);
     let approved = repo.resolve_commit(review).map_err(|_| {
         OpsError::refused(
@@ -385,7 +384,7 @@ fn approved_commit(
     }
 }
 
-fn integration_tip(repo: &Repo, integration: &str) -> Result<String, OpsError> {
+fn integration_tip(repo: &Repo, integration: &str) -> Result<CommitId, OpsError> {
     repo.branch_tip(integration)?
         .ok_or_else(|| no_integration(integration))
 }
@@ -417,14 +416,4 @@ fn refuse_checked_out(repo: &Repo, integration: &str) -> Result<(), OpsError> {
         ));
     }
     Ok(())
-}
-
-fn commit_id(sha: &str) -> Result<CommitId, Refusal> {
-    CommitId::parse(sha).ok_or_else(|| {
-        Refusal::new(
-            RuleId::CommitId,
-            format!("git returned {sha:?}, which is not a commit id"),
-            "this is a bug; report it",
-        )
-    })
 }

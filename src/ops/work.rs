@@ -14,7 +14,7 @@ pub fn submit_for_review(
     actor: &Actor,
     id: &TaskId,
     sha: Option<&str>,
-) -> Result<Transition<String>, OpsError> {
+) -> Result<Transition<CommitId>, OpsError> {
     if let Some(sha) = sha
         && CommitId::parse(sha).is_none()
     {
@@ -56,13 +56,13 @@ pub fn submit_for_review(
     let repo = Repo::open(&project.root)?;
     let head = head_of(&dir)?;
     let base = match &task.base_commit {
-        Some(b) => b.to_string(),
+        Some(b) => b.clone(),
         None => repo
             .branch_tip(snapshot.state.config.integration_branch())?
             .unwrap_or_else(|| head.clone()),
     };
     let facts = SubmitFacts {
-        head: CommitId::parse(&head).expect("git SHAs are hex"),
+        head: head.clone(),
         dirty: dirty_files(&dir)?,
         changed: repo.changed_files(&base, &head)?,
         descends_from_base: repo.is_ancestor(&base, &head)?,

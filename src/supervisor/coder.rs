@@ -107,7 +107,7 @@ impl Session {
     pub(super) async fn worktree_state(
         &self,
         dir: &std::path::Path,
-    ) -> (Option<String>, Vec<String>) {
+    ) -> (Option<crate::blackboard::model::CommitId>, Vec<String>) {
         let dir = dir.to_path_buf();
         self.blocking(move |_| worktree_state(&dir)).await
     }

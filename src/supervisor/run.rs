@@ -15,7 +15,7 @@ use super::session::Session;
 use crate::backend::{ReportFiles, RunInput};
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::log_tally;
-use crate::blackboard::model::ValidationMode;
+use crate::blackboard::model::{CommitId, ValidationMode};
 use crate::blackboard::node::Node;
 use crate::blackboard::{Role, State, TaskId};
 use crate::git::{Repo, dirty_files, head_of};
@@ -26,10 +26,10 @@ pub(super) use super::policy::RunEnd;
 /// What the human's checkout and the integration ref looked like (role boundaries).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Boundaries {
-    main_head: Option<String>,
+    main_head: Option<CommitId>,
     main_branch: Option<String>,
     main_index: Option<blake3::Hash>,
-    integration: Option<String>,
+    integration: Option<CommitId>,
 }
 
 impl Boundaries {
@@ -81,7 +81,7 @@ fn merged_by_liza(state: &State, tip: &str) -> bool {
 }
 
 /// A worktree's HEAD and uncommitted files.
-pub(super) fn worktree_state(dir: &Path) -> (Option<String>, Vec<String>) {
+pub(super) fn worktree_state(dir: &Path) -> (Option<CommitId>, Vec<String>) {
     (head_of(dir).ok(), dirty_files(dir).unwrap_or_default())
 }
 
@@ -563,7 +563,10 @@ impl Session {
     }
 }
 
-type ProgressMarks = ((Option<String>, Vec<String>), Option<std::time::SystemTime>);
+type ProgressMarks = (
+    (Option<CommitId>, Vec<String>),
+    Option<std::time::SystemTime>,
+);
 
 /// Where a run's report schema and report are.
 pub(super) struct ReportPaths {

@@ -55,7 +55,7 @@ yaml_enum! {
 
 /// A commit id: full 40-hex (or 64-hex) SHAs as liza writes them, or an abbreviation of
 /// at least 4 hex digits as other tools may write.
-#[derive(Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct CommitId(String);
 
