@@ -13,8 +13,7 @@ mod repo;
 mod worktree;
 
 pub use discover::find_project_root;
-pub use integration_worktree::{INTEGRATION_WORKTREE, integration_worktree_dir};
-pub use inventory::Inventory;
+pub use integration_worktree::integration_worktree_dir;
 pub use merge::{Candidate, Published, WorktreeMerge};
 pub use repo::Repo;
 pub use worktree::{SavedWork, blob_id, dirty_files, head_of, task_branch, worktree_dir};
@@ -87,3 +86,6 @@ impl Diagnostic for GitError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

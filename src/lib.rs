@@ -15,7 +15,7 @@
 //!   take lock-free snapshots; the atomic swap makes every read whole.
 //! - **Hand edits.** A state.yaml whose bytes are not the last committed revision was
 //!   edited outside liza; the next transaction reconciles it first.
-//! - **The lifecycle.** [`lifecycle`] holds the transition table as data and one pure
+//! - **The lifecycle.** `lifecycle` holds the transition table as data and one pure
 //!   function per row (guards first, then effects, history event and log entries), the
 //!   claimability order, limits, registration and the sprint and goal machines.
 //! - **Leases.** Registration, task and review leases last `lease_duration`; heartbeats
@@ -46,40 +46,40 @@
 //! import cycles):
 //!
 //! - [`blackboard`]: model, YAML, validation, the store, the activity log.
-//! - [`lifecycle`]: the transition table and the pure state machines; refusals name
-//!   their [`lifecycle::RuleId`].
-//! - [`git`]: the one git wrapper.
+//! - `lifecycle`: the transition table and the pure state machines; refusals name
+//!   their [`ops::RuleId`].
+//! - `git`: the one git wrapper.
 //! - [`ops`]: application operations (store + lifecycle + git).
 //! - [`supervisor`]: `liza-agent`, one agent's supervisor; [`backend`]: the agent CLIs.
-//! - [`llm`]: the model client over any OpenAI-compatible endpoint; [`builtin`]: liza's
+//! - [`llm`]: the model client over any OpenAI-compatible endpoint; `builtin`: liza's
 //!   own planner, coder and reviewer on top of it.
 //! - [`monitor`]: `liza watch` — alarms, the webhook, `/metrics`.
-//! - [`status`]: the status report; [`dashboard`]: `liza status --watch`.
-//! - [`cli`]: the `liza` command line; [`doctor`], [`retro`], [`tmux`] (`liza up`),
-//!   [`demo`] (a whole sprint offline).
-//! - [`watch`]: directory watching; [`confine`]: paths kept inside the project;
-//!   [`terminal_text`]: control characters made visible; [`error`]: exit-code classes.
+//! - [`status`]: the status report; `dashboard`: `liza status --watch`.
+//! - [`cli`]: the `liza` command line; `doctor`, `retro`, `tmux` (`liza up`),
+//!   `demo` (a whole sprint offline).
+//! - `watch`: directory watching; `confine`: paths kept inside the project;
+//!   `terminal_text`: control characters made visible; `error`: exit-code classes.
 //! - `bench` (feature `bench`, on in the tests and benchmarks): generated blackboards.
 
 pub mod backend;
 #[cfg(any(test, feature = "bench"))]
 pub mod bench;
 pub mod blackboard;
-pub mod builtin;
+pub(crate) mod builtin;
 pub mod cli;
-pub mod confine;
-pub mod dashboard;
-pub mod demo;
-pub mod doctor;
-pub mod error;
-pub mod git;
-pub mod lifecycle;
+pub(crate) mod confine;
+pub(crate) mod dashboard;
+pub(crate) mod demo;
+pub(crate) mod doctor;
+pub(crate) mod error;
+pub(crate) mod git;
+pub(crate) mod lifecycle;
 pub mod llm;
 pub mod monitor;
 pub mod ops;
-pub mod retro;
+pub(crate) mod retro;
 pub mod status;
 pub mod supervisor;
-pub mod terminal_text;
-pub mod tmux;
-pub mod watch;
+pub(crate) mod terminal_text;
+pub(crate) mod tmux;
+pub(crate) mod watch;

@@ -36,7 +36,7 @@ pub use claims::{
     ClaimKind, WorktreePlan, claim, claim_review, clear_stale, plan_claim, release_review,
     worktree_path,
 };
-pub use context::{Event, Field, Outcome, Who};
+pub use context::{Outcome, Who};
 pub use limits::{RunStart, iteration_limit, start_run};
 pub use merging::{
     MergeFailure, MergeRecord, MergeStart, begin_merge, drop_merge_intent, integration_failed,
@@ -44,9 +44,7 @@ pub use merging::{
 };
 pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
 pub use planner_triggers::{Trigger, TriggerKind, acknowledge, planner_triggers};
-pub use planning::{
-    Amendment, NewTask, SpecFacts, add_task, add_tasks, amend_task, finalize, spec_file,
-};
+pub use planning::{Amendment, NewTask, SpecFacts, add_tasks, amend_task, finalize, spec_file};
 pub use refusal::{Refusal, RuleId};
 pub use run_reports::{RunResult, record_builtin_result, record_run_report};
 pub use sprint::{
@@ -55,12 +53,13 @@ pub use sprint::{
 };
 pub use table::{Command, Kind};
 pub use work::{
-    Candidate, ReviewWork, WorkClass, coder_work, coder_work_frees_at, reviewer_work,
-    reviewer_work_frees_at,
+    ReviewWork, coder_work, coder_work_frees_at, reviewer_work, reviewer_work_frees_at,
 };
 pub use work_done::{
     BlockCause, SubmitFacts, Verdict, block, handoff, submit, verdict, void_verdict,
 };
+#[cfg(test)]
+pub use {context::Field, planning::add_task, work::WorkClass};
 
 #[cfg(test)]
 mod tests;

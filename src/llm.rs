@@ -1,5 +1,5 @@
 //! Talking to a model over any OpenAI-compatible chat-completions endpoint, apart from
-//! what the built-in agent's roles ask ([`crate::builtin`]):
+//! what the built-in agent's roles ask (`builtin`):
 //!
 //! - [`endpoint`]: where the model is and the rules of a role's calls.
 //! - [`client`]: the HTTP client with retries, bounds and usage.

@@ -70,7 +70,8 @@ pub use work::{block, handoff, record_builtin_result, submit_for_review, submit_
 use crate::blackboard::{IdError, StoreError, TxError};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::GitError;
-use crate::lifecycle::{Refusal, RuleId};
+use crate::lifecycle::Refusal;
+pub use crate::lifecycle::RuleId;
 
 /// Why an operation did not happen.
 #[derive(Debug, thiserror::Error)]
@@ -185,3 +186,6 @@ impl Diagnostic for OpsError {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

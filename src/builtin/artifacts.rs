@@ -27,10 +27,6 @@ impl Artifacts {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Writes `name` (e.g. `attempt-1-response.txt`); failures are logged, never fatal.
     pub fn write(&self, name: &str, text: &str) {
         let text = bounded(&self.scrubber.scrub(text), MAX_ARTIFACT_BYTES);
@@ -57,9 +53,9 @@ mod tests {
                 "y".repeat(MAX_ARTIFACT_BYTES * 2)
             ),
         );
-        let text = std::fs::read_to_string(a.dir().join("response.txt")).unwrap();
+        let text = std::fs::read_to_string(a.dir.join("response.txt")).unwrap();
         assert!(text.starts_with("[REDACTED] yyy"));
         assert!(text.len() < MAX_ARTIFACT_BYTES + 100);
-        assert!(a.dir().starts_with(dir.path().join("agent-outputs")));
+        assert!(a.dir.starts_with(dir.path().join("agent-outputs")));
     }
 }

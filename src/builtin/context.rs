@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use super::artifacts::Artifacts;
 use super::runlog::RunLog;
 use super::{EXIT_DONE, EXIT_HARD_FAIL, EXIT_SOFT_FAIL};
-use crate::blackboard::ids::Role;
 use crate::blackboard::model::Task;
 use crate::blackboard::{Actor, TaskId};
 use crate::llm::client::ChatClient;
@@ -43,7 +42,6 @@ pub struct RunContext {
     pub project: Project,
     pub actor: Actor,
     pub agent: String,
-    pub role: Role,
     pub task: Option<Task>,
     pub worktree: PathBuf,
     pub client: ChatClient,

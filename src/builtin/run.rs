@@ -4,7 +4,7 @@
 //! (`LIZA_AGENT_ID`, `LIZA_AGENT_GENERATION`, `LIZA_WORKTREE`, `LIZA_IDENTITY`), reports
 //! through `ops` under that identity, and exits 0 (done), 3 (SOFT_FAIL) or 4 (HARD_FAIL).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::artifacts::Artifacts;
 use super::context::RunContext;
@@ -83,7 +83,6 @@ pub fn context(inv: &Invocation) -> Result<RunContext, String> {
         project,
         actor,
         agent,
-        role: inv.role,
         task,
         worktree,
         client,
@@ -132,12 +131,4 @@ pub fn run(inv: &Invocation) -> i32 {
     });
     println!("liza builtin {}: {}", inv.role_name(), status.as_str());
     status.exit_code()
-}
-
-/// `path` relative to `root` for messages.
-pub fn shown(root: &Path, path: &Path) -> String {
-    path.strip_prefix(root)
-        .unwrap_or(path)
-        .display()
-        .to_string()
 }

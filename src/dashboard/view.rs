@@ -21,7 +21,6 @@ pub struct View {
     pub alarms: Vec<String>,
     /// Each task's YAML, in the order of `report.tasks`.
     pub task_yaml: Vec<String>,
-    pub now: Timestamp,
 }
 
 impl View {
@@ -58,7 +57,6 @@ impl View {
             log: log.iter().map(|e| shown(log_line(e))).collect(),
             alarms: alarms.into_iter().map(shown).collect(),
             task_yaml,
-            now,
         }
     }
 }

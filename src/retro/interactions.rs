@@ -35,6 +35,7 @@ pub struct Interaction {
 
 /// The interactions of the current sprint: every live task of its scope (every live task
 /// when the scope is empty) with at least one message, then the sprint's own.
+#[cfg(test)]
 pub fn collect(state: &State) -> Vec<Interaction> {
     gather(state, &[], true)
 }

@@ -1,0 +1,222 @@
+//! The git wrapper on real repositories in temporary directories: commit ids, branches,
+//! merge candidates of every kind, the compare-and-swap publish, WIP commits, task
+//! worktrees and what retiring one saves.
+
+use std::path::Path;
+
+use super::*;
+use crate::blackboard::TaskId;
+
+/// A repository with one commit on `main` (`a.txt`), and its path.
+fn repo() -> (tempfile::TempDir, Repo) {
+    let dir = tempfile::tempdir().unwrap();
+    let inner = git2::Repository::init(dir.path()).unwrap();
+    inner.set_head("refs/heads/main").unwrap();
+    drop(inner);
+    let repo = Repo::open(dir.path()).unwrap();
+    commit_file(dir.path(), "a.txt", "one\n", "first");
+    (dir, repo)
+}
+
+/// Commits `path` with `text` on the checkout at `dir`'s HEAD; returns the commit.
+fn commit_file(dir: &Path, path: &str, text: &str, message: &str) -> CommitId {
+    std::fs::write(dir.join(path), text).unwrap();
+    let repo = git2::Repository::open(dir).unwrap();
+    let mut index = repo.index().unwrap();
+    index.add_path(Path::new(path)).unwrap();
+    index.write().unwrap();
+    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
+    let sig = git2::Signature::now("t", "t@t").unwrap();
+    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
+    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
+    let oid = repo
+        .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
+        .unwrap();
+    CommitId::of_object(oid.to_string())
+}
+
+fn task(id: &str) -> TaskId {
+    TaskId::parse(id).unwrap()
+}
+
+#[test]
+fn commit_ids_come_back_typed_and_full_length() {
+    let (dir, repo) = repo();
+    let head = head_of(dir.path()).unwrap();
+    assert_eq!(head.len(), 40);
+    assert_eq!(repo.resolve_commit("HEAD").unwrap(), head);
+    assert_eq!(repo.resolve_commit(&head[..8]).unwrap(), head);
+    assert_eq!(repo.branch_tip("main").unwrap(), Some(head));
+    assert_eq!(repo.branch_tip("nope").unwrap(), None);
+    assert!(matches!(
+        repo.resolve_commit("no-such-thing"),
+        Err(GitError::UnknownRevision { .. })
+    ));
+}
+
+#[test]
+fn merge_candidates_fast_forward_merge_conflict_or_already_merged() {
+    let (dir, repo) = repo();
+    let base = head_of(dir.path()).unwrap();
+    repo.create_branch("integration", &base).unwrap();
+    let ahead = commit_file(dir.path(), "b.txt", "two\n", "ahead");
+    assert_eq!(
+        repo.merge_candidate(&base, &ahead, "m").unwrap(),
+        Candidate::FastForward {
+            commit: ahead.clone()
+        }
+    );
+    assert_eq!(
+        repo.merge_candidate(&ahead, &base, "m").unwrap(),
+        Candidate::AlreadyMerged {
+            commit: ahead.clone()
+        }
+    );
+    // Integration moves on elsewhere: a merge commit with both parents.
+    let wt = tempfile::tempdir().unwrap();
+    let other = git2::Repository::clone(dir.path().to_str().unwrap(), wt.path()).unwrap();
+    other
+        .reset(
+            &other
+                .find_object(git2::Oid::from_str(&base).unwrap(), None)
+                .unwrap(),
+            git2::ResetType::Hard,
+            None,
+        )
+        .unwrap();
+    let side = commit_file(wt.path(), "c.txt", "three\n", "side");
+    let fetched = std::process::Command::new("git")
+        .args(["fetch", "-q"])
+        .arg(wt.path())
+        .arg(format!("{side}:refs/heads/side"))
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(fetched.success());
+    let Candidate::MergeCommit { commit } = repo.merge_candidate(&side, &ahead, "m").unwrap()
+    else {
+        panic!("not a merge commit");
+    };
+    assert_eq!(repo.count_commits(&base, &commit).unwrap(), 3);
+    assert_eq!(
+        repo.file_at(&commit, "c.txt").unwrap().as_deref(),
+        Some(&b"three\n"[..])
+    );
+    // The same file changed on both sides: a conflict, nothing written to a ref.
+    let left = commit_file(dir.path(), "a.txt", "left\n", "left");
+    std::fs::write(wt.path().join("a.txt"), "right\n").unwrap();
+    let right = commit_file(wt.path(), "a.txt", "right\n", "right");
+    let fetched = std::process::Command::new("git")
+        .args(["fetch", "-q"])
+        .arg(wt.path())
+        .arg(format!("{right}:refs/heads/right"))
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(fetched.success());
+    assert_eq!(
+        repo.merge_candidate(&left, &right, "m").unwrap(),
+        Candidate::Conflict {
+            paths: vec!["a.txt".to_owned()]
+        }
+    );
+}
+
+#[test]
+fn publish_is_a_compare_and_swap_of_the_branch() {
+    let (dir, repo) = repo();
+    let base = head_of(dir.path()).unwrap();
+    repo.create_branch("integration", &base).unwrap();
+    let next = commit_file(dir.path(), "b.txt", "two\n", "next");
+    let later = commit_file(dir.path(), "b.txt", "three\n", "later");
+    assert_eq!(
+        repo.publish("integration", &base, &next, "test").unwrap(),
+        Published::Done
+    );
+    assert_eq!(repo.branch_tip("integration").unwrap(), Some(next.clone()));
+    // Expecting the old tip again: refused, and told where the branch is now.
+    assert_eq!(
+        repo.publish("integration", &base, &later, "test").unwrap(),
+        Published::Moved {
+            tip: Some(next.clone())
+        }
+    );
+    assert_eq!(repo.branch_tip("integration").unwrap(), Some(next));
+}
+
+#[test]
+fn a_wip_commit_takes_every_change_and_nothing_when_clean() {
+    let (dir, repo) = repo();
+    assert_eq!(repo.commit_wip(dir.path(), "a test").unwrap(), None);
+    std::fs::write(dir.path().join("a.txt"), "changed\n").unwrap();
+    std::fs::write(dir.path().join("new.txt"), "new\n").unwrap();
+    assert_eq!(dirty_files(dir.path()).unwrap(), ["a.txt", "new.txt"]);
+    let wip = repo.commit_wip(dir.path(), "a test").unwrap().unwrap();
+    assert_eq!(head_of(dir.path()).unwrap(), wip);
+    assert!(dirty_files(dir.path()).unwrap().is_empty());
+    let message = git2::Repository::open(dir.path())
+        .unwrap()
+        .find_commit(git2::Oid::from_str(&wip).unwrap())
+        .unwrap()
+        .message()
+        .unwrap()
+        .to_owned();
+    assert_eq!(message, "WIP: saved by liza before a test");
+}
+
+#[test]
+fn a_task_worktree_is_made_on_its_branch_and_retiring_it_saves_its_work() {
+    let (dir, repo) = repo();
+    let base = head_of(dir.path()).unwrap();
+    repo.create_branch("integration", &base).unwrap();
+    let id = task("t-1");
+    let saved = repo
+        .create_task_worktree(dir.path(), &id, &base, "integration", "a fresh claim")
+        .unwrap();
+    assert_eq!(saved, SavedWork::default());
+    let wt = worktree_dir(dir.path(), &id);
+    assert_eq!(head_of(&wt).unwrap(), base);
+    assert!(repo.worktree_present(dir.path(), &id));
+    // Work: a commit on the task branch, and an uncommitted file.
+    let work = commit_file(&wt, "w.txt", "work\n", "work");
+    std::fs::write(wt.join("draft.txt"), "draft\n").unwrap();
+    assert_eq!(repo.changed_files(&base, &work).unwrap(), ["w.txt"]);
+    assert!(repo.is_ancestor(&base, &work).unwrap());
+    assert!(!repo.is_ancestor(&work, &base).unwrap());
+    // Claimed afresh: the old worktree's files become a WIP commit on an attic branch.
+    let saved = repo
+        .create_task_worktree(dir.path(), &id, &base, "integration", "a takeover")
+        .unwrap();
+    let wip = saved.wip_commit.clone().expect("the draft was saved");
+    let attic = saved.attic.clone().expect("the unmerged commits were kept");
+    assert_eq!(repo.branch_tip(&attic).unwrap(), Some(wip.clone()));
+    assert_eq!(
+        repo.file_at(&wip, "draft.txt").unwrap().as_deref(),
+        Some(&b"draft\n"[..])
+    );
+    assert_eq!(repo.attic_refs(&id), vec![(attic, wip)]);
+    assert_eq!(
+        head_of(&wt).unwrap(),
+        base,
+        "the new worktree starts at the base"
+    );
+}
+
+#[test]
+fn branch_names_are_checked_before_they_are_made() {
+    let (dir, repo) = repo();
+    let base = head_of(dir.path()).unwrap();
+    assert!(Repo::is_valid_branch_name("task/t-1"));
+    assert!(!Repo::is_valid_branch_name("bad..name"));
+    assert!(matches!(
+        repo.create_branch("bad..name", &base),
+        Err(GitError::InvalidBranchName { .. })
+    ));
+    repo.create_branch("one", &base).unwrap();
+    assert!(
+        repo.create_branch("one", &base).is_err(),
+        "never moves a branch"
+    );
+    repo.delete_branch("one").unwrap();
+    assert_eq!(repo.branch_tip("one").unwrap(), None);
+}
