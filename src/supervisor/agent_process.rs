@@ -43,8 +43,10 @@ pub struct AgentProcess {
 }
 
 /// How long the output readers may take to drain after the agent's group is gone (a
-/// descendant that left the group may hold the pipes open; it is not waited for).
-const DRAIN: Duration = Duration::from_secs(2);
+/// descendant that left the group may hold the pipes open; it is not waited for longer).
+/// Generous: the last lines decide how a run ended (a login or a usage limit), and on an
+/// overloaded machine reading them can take seconds.
+const DRAIN: Duration = Duration::from_secs(10);
 
 impl AgentProcess {
     pub fn spawn(
