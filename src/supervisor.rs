@@ -18,6 +18,7 @@ pub mod clock;
 mod coder;
 mod effects;
 mod error;
+mod heartbeat;
 pub mod identity;
 mod on_behalf;
 mod planner;
@@ -27,6 +28,7 @@ mod reviewer;
 mod run;
 pub mod run_report;
 mod session;
+mod stop;
 pub(crate) mod usage_limit;
 mod wake;
 

@@ -2,8 +2,6 @@
 //! writes as this supervisor, alarms, WIP commits, the usage-limit state the heartbeats
 //! report, console lines. Each is done as asked; none decides anything.
 
-use std::sync::atomic::Ordering;
-
 use super::policy::Action;
 use super::session::Session;
 use crate::git::{Repo, worktree_dir};
@@ -71,8 +69,7 @@ impl Session {
                 key,
             } => self.alarm(level, &category, &message, &key),
             Action::UsageLimit { until } => {
-                let unix = until.map_or(0, |(_, wall)| wall.unix());
-                self.usage_limit_until.store(unix, Ordering::SeqCst);
+                self.pulse.set_usage_limit(until.map(|(_, wall)| wall));
                 self.heartbeat_now().await;
             }
             Action::Say(line) => self.console.info(&line),

@@ -5,7 +5,6 @@
 
 use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::SupervisorError;
@@ -402,7 +401,7 @@ impl Session {
             Ok(p) => p,
             Err(e) => return Ok(RunEnd::NotStarted(e.to_string())),
         };
-        self.pgid.store(i64::from(process.pgid), Ordering::SeqCst);
+        self.pulse.set_pgid(i64::from(process.pgid));
         self.heartbeat_now().await;
         let progress_limit = Duration::from_secs(
             state
@@ -427,7 +426,7 @@ impl Session {
         let mut last_seen = self.progress_marks(workdir).await;
         let mut progress_at = Instant::now();
         let mut changed_anything = false;
-        let stopped = self.stopped.clone();
+        let stop = self.stop.clone();
         let grace = Duration::from_secs(10);
         let spec = self.backend.spec;
         // A CLI waiting for a login is stopped within a second: nobody will log in.
@@ -484,13 +483,13 @@ impl Session {
                         break RunEnd::TimedOut(exec_limit);
                     }
                 }
-                _ = stopped.notified() => {
+                _ = stop.asked() => {
                     let _ = process.stop(grace).await;
                     break RunEnd::Signalled;
                 }
             }
         };
-        self.pgid.store(0, Ordering::SeqCst);
+        self.pulse.set_pgid(0);
         self.last_output = process.output_tail();
         // A run that ends saying it has no usable key failed for want of one — unless it
         // exited 0 having changed something (then it only talked about keys; aider exits 0

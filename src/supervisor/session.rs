@@ -3,14 +3,14 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use tokio::sync::Notify;
-
 use super::clock::{Clock, SystemClock};
+use super::heartbeat::{Heartbeats, Pulse};
 use super::identity::{check_identity, normalise_role};
 use super::policy::{self, Action, Controls, Exit, Memory, Observation, View, Waiting};
+use super::stop::Stop;
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
 use crate::backend::Backend;
@@ -31,21 +31,16 @@ pub struct Session {
     pub(super) options: Options,
     pub(super) console: Arc<dyn Console>,
     pub(super) wake: Wake,
-    /// The running agent's process group (0: none), for heartbeats.
-    pub(super) pgid: Arc<AtomicI64>,
-    /// A signal received (0: none); `stopped` wakes whoever waits.
-    pub(super) signal: Arc<AtomicI32>,
-    pub(super) stopped: Arc<Notify>,
-    /// Why this supervisor's registration was superseded (a write or heartbeat refused
-    /// for its generation); `stopped` wakes whoever waits, and the loop ends.
-    superseded: Arc<std::sync::Mutex<Option<String>>>,
+    /// What heartbeats report (the agent's process group, a usage-limit wait, what the
+    /// supervisor waits for), and the thread that beats.
+    pub(super) pulse: Pulse,
+    heartbeats: Heartbeats,
+    /// A signal or a superseded registration: the loop ends, waits end.
+    pub(super) stop: Stop,
     /// What the policies remember (`policy::Memory`).
     pub(super) memory: Memory,
     /// Where the policies read the time.
     pub(super) clock: Arc<dyn Clock>,
-    /// A usage-limit wait as a Unix time for the heartbeats (0: not waiting), so
-    /// `liza status` can say until when this agent waits.
-    pub(super) usage_limit_until: Arc<AtomicI64>,
     /// The tail of the last run's output (usage-limit messages, diagnostics).
     pub(super) last_output: String,
     /// When the last agent run ended, as logged (`agent_run_ended`): alarm keys of crash
@@ -56,11 +51,6 @@ pub struct Session {
     pending_wake_us: Arc<AtomicI64>,
     /// Stops the planner's built-in watcher when the supervisor ends.
     monitor_stop: Arc<std::sync::atomic::AtomicBool>,
-    /// What the supervisor waits for while it runs nothing (heartbeats report it).
-    waiting: Arc<std::sync::Mutex<Option<Waiting>>>,
-    /// Stops the heartbeat thread, and that thread (to wake it).
-    heartbeat_stop: Arc<std::sync::atomic::AtomicBool>,
-    heartbeat_thread: std::sync::Mutex<Option<std::thread::Thread>>,
 }
 
 impl Session {
@@ -163,28 +153,25 @@ impl Session {
         let first_task = options.task.as_deref().and_then(|t| TaskId::parse(t).ok());
         let wake = Wake::start(&project.store.paths().dir);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
+        let project = Arc::new(project);
+        let pulse = Pulse::new(project.clone(), agent.clone(), generation.clone());
         let session = Session {
-            project: Arc::new(project),
+            project,
             agent,
             generation,
             backend,
             options,
             console,
             wake,
-            pgid: Arc::new(AtomicI64::new(0)),
-            signal: Arc::new(AtomicI32::new(0)),
-            stopped: Arc::new(Notify::new()),
-            superseded: Arc::default(),
+            pulse,
+            heartbeats: Heartbeats::default(),
+            stop: Stop::default(),
             memory: Memory::new(first_task, clock.now()),
             clock,
-            usage_limit_until: Arc::new(AtomicI64::new(0)),
             last_output: String::new(),
             last_run_end: None,
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             monitor_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
-            heartbeat_stop: Arc::default(),
-            waiting: Arc::default(),
-            heartbeat_thread: std::sync::Mutex::new(None),
         };
         if role == Role::Planner {
             session.start_monitor();
@@ -202,7 +189,7 @@ impl Session {
     pub async fn serve(&mut self) -> Result<i32, SupervisorError> {
         let mut observation = Observation::Look;
         loop {
-            if let Some(signal) = self.signal_number() {
+            if let Some(signal) = self.stop.signal() {
                 observation = Observation::Signalled(signal);
             } else if let Some(why) = self.superseded_by() {
                 observation = Observation::Superseded(why);
@@ -230,14 +217,7 @@ impl Session {
     /// Records what the supervisor now waits for (`None`: it works); a change is
     /// heartbeaten at once, so `liza status` says it as soon as it holds.
     async fn say_waiting(&self, why: Option<Waiting>) {
-        let changed = match self.waiting.lock() {
-            Ok(mut slot) if *slot != why => {
-                *slot = why;
-                true
-            }
-            _ => false,
-        };
-        if changed {
+        if self.pulse.set_waiting(why) {
             self.heartbeat_now().await;
         }
     }
@@ -344,14 +324,14 @@ impl Session {
 
     /// Waits up to `d` for a state change or a signal.
     pub(super) async fn wait(&self, d: Duration) {
-        let stopped = self.stopped.clone();
+        let stop = self.stop.clone();
         tokio::select! {
             woken = self.wake.wait(d) => {
                 if woken {
                     self.note_wake();
                 }
             }
-            _ = stopped.notified() => {}
+            _ = stop.asked() => {}
         }
     }
 
@@ -425,18 +405,10 @@ impl Session {
 
     /// Sleeps `d` (backoff) unless a signal comes.
     pub(super) async fn sleep(&self, d: Duration) {
-        let stopped = self.stopped.clone();
+        let stop = self.stop.clone();
         tokio::select! {
             _ = tokio::time::sleep(d) => {}
-            _ = stopped.notified() => {}
-        }
-    }
-
-    /// The signal received, if one was (2, 15, 1).
-    fn signal_number(&self) -> Option<i32> {
-        match self.signal.load(Ordering::SeqCst) {
-            0 => None,
-            sig => Some(sig),
+            _ = stop.asked() => {}
         }
     }
 
@@ -495,14 +467,14 @@ impl Session {
         if let Err(e) = &result
             && e.superseded()
         {
-            supersede(&self.superseded, &self.stopped, e.to_string());
+            self.stop.supersede(e.to_string());
         }
         result
     }
 
     /// Why this supervisor was superseded, once it was.
     pub(super) fn superseded_by(&self) -> Option<String> {
-        self.superseded.lock().ok().and_then(|s| s.clone())
+        self.stop.superseded_by()
     }
 
     /// Runs blocking work (store, git, merges) on the blocking pool.
@@ -573,82 +545,27 @@ impl Session {
         env
     }
 
-    /// What a heartbeat of this supervisor reports, shared with the heartbeat thread.
-    fn pulse(&self) -> Pulse {
-        Pulse {
-            project: self.project.clone(),
-            agent: self.agent.clone(),
-            generation: self.generation.clone(),
-            pgid: self.pgid.clone(),
-            usage_limit_until: self.usage_limit_until.clone(),
-            waiting: self.waiting.clone(),
-        }
-    }
-
-    /// Heartbeats on a thread of their own, so nothing the supervisor does — git on a
-    /// large repository, parsing a large state, a stalled filesystem — delays them past
-    /// the lease (blackboard.md *Liveness*). A refusal for a replaced registration
-    /// supersedes the supervisor.
+    /// Heartbeats on a thread of their own (`heartbeat.rs`).
     fn start_heartbeats(&self, state: &State) {
         let every = Duration::from_secs(state.config.heartbeat_interval().max(1).unsigned_abs());
-        let pulse = self.pulse();
-        let (superseded, stopped) = (self.superseded.clone(), self.stopped.clone());
-        let stop = self.heartbeat_stop.clone();
-        let spawned = std::thread::Builder::new()
-            .name("liza-heartbeat".into())
-            .spawn(move || {
-                let mut next = std::time::Instant::now();
-                while !stop.load(Ordering::SeqCst) {
-                    let now = std::time::Instant::now();
-                    if now < next {
-                        std::thread::park_timeout(next - now);
-                        continue;
-                    }
-                    next = now + every;
-                    match pulse.beat() {
-                        Err(e) if registration_gone(&e) => {
-                            supersede(&superseded, &stopped, e.to_string());
-                            return;
-                        }
-                        Err(e) => tracing::warn!(error = %e, "heartbeat failed"),
-                        Ok(_) => {}
-                    }
-                }
-            });
-        match spawned {
-            Ok(handle) => {
-                if let Ok(mut slot) = self.heartbeat_thread.lock() {
-                    *slot = Some(handle.thread().clone());
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "could not start the heartbeat thread"),
-        }
+        self.heartbeats
+            .start(self.pulse.clone(), every, self.stop.clone());
     }
 
     /// Stops the heartbeats (before unregistering: no beat after the entry is gone).
     fn stop_heartbeats(&self) {
-        self.heartbeat_stop.store(true, Ordering::SeqCst);
-        if let Ok(slot) = self.heartbeat_thread.lock()
-            && let Some(thread) = slot.as_ref()
-        {
-            thread.unpark();
-        }
+        self.heartbeats.stop();
     }
 
     /// Writes a heartbeat now (e.g. right after the agent started, to record its group).
     pub(super) async fn heartbeat_now(&self) {
-        let pulse = self.pulse();
-        let beat = self.blocking(move |_| pulse.beat()).await;
-        if let Err(e) = beat
-            && registration_gone(&e)
-        {
-            supersede(&self.superseded, &self.stopped, e.to_string());
-        }
+        let (pulse, stop) = (self.pulse.clone(), self.stop.clone());
+        self.blocking(move |_| pulse.beat_or_supersede(&stop)).await;
     }
 
     fn watch_signals(&self) {
         use tokio::signal::unix::{SignalKind, signal};
-        let (flag, stopped) = (self.signal.clone(), self.stopped.clone());
+        let stop = self.stop.clone();
         tokio::spawn(async move {
             // SIGHUP (the terminal or tmux pane closed) stops as gracefully as SIGTERM:
             // the work is saved and the agent unregistered, never left for a lease to lapse.
@@ -664,9 +581,7 @@ impl Session {
                 _ = term.recv() => 15,
                 _ = hup.recv() => 1,
             };
-            flag.store(sig, Ordering::SeqCst);
-            stopped.notify_waiters();
-            stopped.notify_one();
+            stop.signalled(sig);
         });
     }
 }
@@ -727,28 +642,6 @@ fn terminal() -> Option<String> {
         .filter(|p| p.starts_with("/dev/"))
 }
 
-/// Whether a heartbeat was refused because this registration is no longer the agent's:
-/// registered anew under another generation, or unregistered.
-fn registration_gone(e: &OpsError) -> bool {
-    matches!(
-        e.rule(),
-        Some(RuleId::StaleGeneration | RuleId::Registered | RuleId::AgentGeneration)
-    )
-}
-
-/// Records why the registration was superseded (the first reason wins) and wakes every
-/// wait, so a running agent is stopped and the loop ends.
-fn supersede(slot: &std::sync::Mutex<Option<String>>, stopped: &Notify, why: String) {
-    if let Ok(mut slot) = slot.lock()
-        && slot.is_none()
-    {
-        tracing::warn!(reason = %why, "this supervisor was superseded; stopping");
-        *slot = Some(why);
-    }
-    stopped.notify_waiters();
-    stopped.notify_one();
-}
-
 /// Keeps the files the backend's CLI drops in a worktree (`.aider*`, `.gemini/` …) out of
 /// git through the repository's exclude file: never committed, never making a worktree
 /// dirty. A failure only costs that protection, so it is logged, not fatal.
@@ -760,44 +653,5 @@ fn keep_drops_out_of_git(root: &std::path::Path, backend: &Backend) {
     let why = format!("files the {} agent CLI drops", backend.name);
     if let Err(e) = crate::git::Repo::open(root).and_then(|r| r.add_excludes(&patterns, &why)) {
         tracing::warn!(error = %e, "could not add the backend's files to .git/info/exclude");
-    }
-}
-
-/// What one heartbeat of a supervisor reports: its agent's running process group, a
-/// usage-limit wait, what it waits for, and its own pid (people's commands refuse its
-/// descendants).
-struct Pulse {
-    project: Arc<Project>,
-    agent: AgentId,
-    generation: String,
-    /// 0: no agent running.
-    pgid: Arc<AtomicI64>,
-    /// A Unix time; 0: not waiting for a usage limit.
-    usage_limit_until: Arc<AtomicI64>,
-    waiting: Arc<std::sync::Mutex<Option<Waiting>>>,
-}
-
-impl Pulse {
-    fn beat(&self) -> Result<ops::Heartbeat, OpsError> {
-        let pgid = self.pgid.load(Ordering::SeqCst);
-        let until = self.usage_limit_until.load(Ordering::SeqCst);
-        let waiting = self.waiting.lock().ok().and_then(|w| *w);
-        let facts = ops::BeatFacts {
-            pgid: (pgid > 0).then_some(pgid),
-            usage_limit_until: (until > 0).then(|| crate::blackboard::Timestamp::from_unix(until)),
-            supervisor_pid: Some(i64::from(std::process::id())),
-            waiting: waiting.map(|w| w.as_str().to_owned()),
-        };
-        let actor = Actor::Supervisor {
-            id: self.agent.clone(),
-            generation: self.generation.clone(),
-        };
-        ops::heartbeat(
-            &self.project,
-            &actor,
-            &self.agent,
-            Some(&self.generation),
-            &facts,
-        )
     }
 }
