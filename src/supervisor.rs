@@ -6,12 +6,13 @@
 //!
 //! Every decision is [`policy::decide`], a pure function of what the supervisor observes,
 //! what it remembers and the time ([`clock`]). The runner — [`Session`] with `coder`,
-//! `reviewer`, `planner`, `effects` and `run` — only observes (the agent process, the
-//! debounced watch of `.liza/`, timers, signals; one single-threaded tokio runtime) and
-//! carries out the actions. Blocking work (store reads and transactions, git, merges with
-//! their checks, spawning the agent) runs on the blocking pool and heartbeats on a thread
-//! of their own, so nothing the supervisor does delays them. Every write is made as
-//! `Actor::Supervisor` and fenced by the registration's generation.
+//! `reviewer`, `planner`, `effects`, `run`, `heartbeat` and `stop` — only observes (the
+//! agent process, the debounced watch of `.liza/`, timers, signals; one single-threaded
+//! tokio runtime) and carries out the actions. Blocking work (store reads and
+//! transactions, git, merges with their checks, spawning the agent) runs on the blocking
+//! pool and heartbeats on a thread of their own, so nothing the supervisor does delays
+//! them. Every write is made as `Actor::Supervisor` and fenced by the registration's
+//! generation.
 
 mod agent_process;
 pub mod clock;
