@@ -184,7 +184,14 @@ fn fenced(state: &State, id: &AgentId, generation: &str) -> Result<(), Refusal> 
 /// the moment between this read and the step.
 pub fn still_current(store: &Store, actor: &Actor) -> Result<(), OpsError> {
     if let Actor::Supervisor { id, generation } = actor {
-        let state = store.snapshot()?.state;
+        let snapshot = store.snapshot()?;
+        // A person's save not yet reconciled is not the blackboard yet (a stale copy may
+        // lack this registration): judge by the last committed revision.
+        let state = if snapshot.pending_hand_edit {
+            store.committed_state().unwrap_or(snapshot.state)
+        } else {
+            snapshot.state
+        };
         fenced(&state, id, generation)?;
     }
     Ok(())
@@ -220,11 +227,9 @@ pub fn authorize(
                 Authority::Supervisor => Who::Supervisor,
             })
         }
-        // The store fenced the generation already; a dry run checks it here.
-        Actor::Supervisor { id, generation } => {
-            fenced(state, id, generation)?;
-            Ok(Who::Supervisor)
-        }
+        // Fenced by the store inside every transaction, and by `still_current` before
+        // slow work (a dry run, a claim's git work, a merge's publication).
+        Actor::Supervisor { .. } => Ok(Who::Supervisor),
         Actor::Human => {
             if let Some(why) = facts.agent_behind(state, now) {
                 return Err(Refusal::new(
@@ -288,6 +293,7 @@ pub fn dry_run(
     authority: Authority,
     change: impl FnOnce(&mut State, &Who, Timestamp) -> Result<Outcome, Refusal>,
 ) -> Result<State, OpsError> {
+    still_current(store, actor)?;
     let facts = CallerFacts::read(store);
     let snapshot = store.snapshot()?;
     let now = Timestamp::now();

@@ -9,7 +9,9 @@ use std::time::Duration;
 use super::authority::CallerFacts;
 use super::command::{self, Bounded};
 use super::task_lock::TaskLock;
-use super::{Authority, OpsError, Project, Transition, authorize, supervisor_only, transition};
+use super::{
+    Authority, OpsError, Project, Transition, authorize, still_current, supervisor_only, transition,
+};
 use crate::blackboard::liveness;
 use crate::blackboard::model::AnomalyType;
 use crate::blackboard::model::{CommandSpec, CommitId};
@@ -95,6 +97,7 @@ pub fn claim_for(
     agent: &AgentId,
 ) -> Result<Transition<Claimed>, OpsError> {
     let _task_lock = TaskLock::try_acquire(&project.store, id)?;
+    still_current(&project.store, actor)?;
     let snapshot = project.store.snapshot()?;
     let now = Timestamp::now();
     authorize(

@@ -310,6 +310,25 @@ pub enum Action {
     Exit(Exit),
 }
 
+impl Action {
+    /// Whether the action only carries out an effect (a write, an alarm, a line) and
+    /// observes nothing: what a stopping supervisor may still do.
+    pub fn is_effect(&self) -> bool {
+        matches!(
+            self,
+            Action::Block { .. }
+                | Action::ReleaseReview(_)
+                | Action::VoidVerdict { .. }
+                | Action::BoundaryViolation { .. }
+                | Action::SaveWip { .. }
+                | Action::LogClaimFailed { .. }
+                | Action::Alarm { .. }
+                | Action::UsageLimit { .. }
+                | Action::Say(_)
+        )
+    }
+}
+
 /// What a supervisor that runs nothing waits for (`waiting` in its heartbeats and in
 /// `liza status`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -379,6 +398,8 @@ pub fn decide(view: &View, memory: &mut Memory, observation: Observation, now: N
             coder::claim_ended(view, memory, task, claim, now)
         }
         Observation::IterationLimit { task, limit } => {
+            // The claim succeeded: the contention count starts over.
+            memory.claim_failures = 0;
             let mut actions = vec![Action::Say(format!(
                 "{task}: BLOCKED, {limit} runs without approval"
             ))];

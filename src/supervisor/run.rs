@@ -388,15 +388,10 @@ impl Session {
                 .info(&format!("prompt saved to {}", prompt_file.display()));
             return Ok(self.run_interactive(&invocation.argv, workdir, &env).await);
         }
-        let (liza, agent, task_id) = (liza_dir.clone(), self.agent.clone(), task.cloned());
-        let (dir, console) = (workdir.to_path_buf(), self.console.clone());
-        // Opening the log and fork/exec happen off the runtime's thread.
-        let spawned = self
-            .blocking(move |_| {
-                let log = agent_log(&liza, agent.as_str(), task_id.as_ref());
-                AgentProcess::spawn(&invocation, &dir, &env, log, console)
-            })
-            .await;
+        // Spawned on the runtime's own thread, where the output readers it starts run
+        // (fork/exec is brief; their last lines decide how the run ended).
+        let log = agent_log(&liza_dir, self.agent.as_str(), task);
+        let spawned = AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone());
         let mut process = match spawned {
             Ok(p) => p,
             Err(e) => return Ok(RunEnd::NotStarted(e.to_string())),

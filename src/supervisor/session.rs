@@ -188,20 +188,40 @@ impl Session {
     /// The main loop: observe, let the policy decide, execute; returns the exit code.
     pub async fn serve(&mut self) -> Result<i32, SupervisorError> {
         let mut observation = Observation::Look;
+        let mut last: Option<(State, Controls)> = None;
         loop {
-            if let Some(signal) = self.stop.signal() {
-                observation = Observation::Signalled(signal);
-            } else if let Some(why) = self.superseded_by() {
-                observation = Observation::Superseded(why);
-            }
-            let (state, controls) = self.observe().await?;
+            let stopping = match self.stop.signal() {
+                Some(signal) => Some(Observation::Signalled(signal)),
+                None => self.superseded_by().map(Observation::Superseded),
+            };
+            // Once stopping, the blackboard is not read again (nor a hand edit reconciled).
+            let (state, controls) = match (&stopping, last.take()) {
+                (Some(_), Some(seen)) => seen,
+                _ => self.observe().await?,
+            };
+            let agent = self.agent.clone();
             let view = View {
                 state: &state,
-                agent: &self.agent,
+                agent: &agent,
                 controls,
                 once: self.options.once,
                 soft_and_hard: self.backend.reports_soft_and_hard_failures(),
             };
+            if let Some(stop) = stopping {
+                // A signal still lets what a finished run left be reconciled (a verdict
+                // voided, a claim released, work saved, a task blocked at its limit);
+                // a superseded registration writes nothing more.
+                if matches!(stop, Observation::Signalled(_))
+                    && !matches!(observation, Observation::Look)
+                {
+                    let pending =
+                        policy::decide(&view, &mut self.memory, observation, self.clock.now());
+                    for effect in pending.into_iter().filter(Action::is_effect) {
+                        self.apply(effect).await;
+                    }
+                }
+                observation = stop;
+            }
             let actions = policy::decide(&view, &mut self.memory, observation, self.clock.now());
             observation = Observation::Look;
             for action in actions {
@@ -211,6 +231,7 @@ impl Session {
                     Executed::Exit(code) => return code,
                 }
             }
+            last = Some((state, controls));
         }
     }
 
