@@ -9,7 +9,7 @@
 //! `reviewer`, `planner`, `effects`, `run`, `heartbeat` and `stop` — only observes (the
 //! agent process, the debounced watch of `.liza/`, timers, signals; one single-threaded
 //! tokio runtime) and carries out the actions. Blocking work (store reads and
-//! transactions, git, merges with their checks, spawning the agent) runs on the blocking
+//! transactions, git, merges with their checks, building prompts) runs on the blocking
 //! pool and heartbeats on a thread of their own, so nothing the supervisor does delays
 //! them. Every write is made as `Actor::Supervisor` and fenced by the registration's
 //! generation.
