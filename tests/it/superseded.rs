@@ -100,15 +100,7 @@ fn a_coder_supervisor_registered_over_during_a_run_stops_its_agent_and_submits_n
         "echo $$ > \"$FAKE_AGENT_DIR/agent.pid\"\nwork t-1.txt done\nhang 3600\n",
     );
     let old = project.supervisor("coder", "coder-1");
-    let pid_file = project.scenario.path().join("agent.pid");
-    project.wait_until("the agent's run", GUARD, || {
-        std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty())
-    });
-    let agent: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let agent = project.wait_for_pid("agent.pid", GUARD);
 
     // The person takes coder-1 over while its supervisor is running the agent.
     register_anew(&project.repo, "coder-1");

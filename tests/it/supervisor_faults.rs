@@ -22,15 +22,7 @@ fi\n\
 work t-1.txt done\nsubmit\n";
 
 fn first_agent_pid(project: &AgentProject) -> i32 {
-    let path = project.scenario.path().join("first.pid");
-    project.wait_until("the first agent to start", GUARD, || {
-        std::fs::read_to_string(&path).is_ok_and(|p| !p.trim().is_empty())
-    });
-    std::fs::read_to_string(&path)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    project.wait_for_pid("first.pid", GUARD)
 }
 
 #[test]
@@ -238,15 +230,7 @@ fn abort_stops_the_running_agent_after_saving_its_work_and_every_supervisor_exit
     );
     let coder = project.supervisor("coder", "coder-1");
     let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
-    let pid_file = project.scenario.path().join("agent.pid");
-    project.wait_until("the agent", GUARD, || {
-        std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty())
-    });
-    let pid: i32 = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let pid = project.wait_for_pid("agent.pid", GUARD);
     assert_success(&project.repo.liza(&["abort"]));
     for (name, out) in project.wait_all(vec![coder, reviewer], GUARD) {
         assert!(

@@ -97,6 +97,21 @@ impl AgentProject {
         cmd.args(args).output().unwrap()
     }
 
+    /// Waits for a step script to write a pid to `file` in the scenario directory
+    /// (`echo $$ > "$FAKE_AGENT_DIR/<file>"`), and returns it.
+    pub fn wait_for_pid(&self, file: &str, guard: Duration) -> i32 {
+        let path = self.scenario.path().join(file);
+        let read = || {
+            std::fs::read_to_string(&path)
+                .ok()?
+                .trim()
+                .parse::<i32>()
+                .ok()
+        };
+        self.wait_until(&format!("a pid in {file}"), guard, || read().is_some());
+        read().expect("just read")
+    }
+
     /// The runs the fake agent made, as `role agent key n` lines.
     pub fn runs(&self) -> Vec<String> {
         std::fs::read_to_string(self.scenario.path().join("runs.log"))
