@@ -12,6 +12,7 @@ mod edit;
 mod error;
 mod exit;
 mod gc;
+mod help;
 mod history;
 mod init;
 mod log;
@@ -41,7 +42,7 @@ use output::Output;
 
 /// A supervisor for a team of AI coding agents coordinating through a YAML blackboard.
 #[derive(Parser)]
-#[command(name = "liza", version, about, long_about = None)]
+#[command(name = "liza", version, about, long_about = None, disable_help_subcommand = true)]
 struct Cli {
     /// Print one JSON object {"ok", "result", "error"} on stdout instead of text.
     #[arg(long, global = true)]
@@ -149,6 +150,8 @@ enum Command {
     Completions(reference::CompletionsArgs),
     /// Print the man page (or write one per command with --dir).
     Man(reference::ManArgs),
+    /// A page of the documentation (`liza help` lists them), or one command's help.
+    Help(help::HelpArgs),
 
     // Operator.
     /// Release a coder's or reviewer's claim.
@@ -235,6 +238,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Doctor => doctor::cmd_doctor(&out),
         Command::Completions(args) => reference::cmd_completions(args, &out),
         Command::Man(args) => reference::cmd_man(args, &out),
+        Command::Help(args) => help::cmd_help(args, &out),
         Command::ReleaseClaim(args) => moves::cmd_release(args, &out),
         Command::ClearStale => moves::cmd_clear_stale(&out),
         Command::Pause => sprint::cmd_pause(&out),

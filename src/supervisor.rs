@@ -35,7 +35,7 @@ mod wake;
 
 use std::sync::Arc;
 
-pub use error::SupervisorError;
+pub use error::{EXITS, SupervisorError};
 pub use session::Session;
 pub use usage_limit::local_clock;
 

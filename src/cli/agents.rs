@@ -9,6 +9,7 @@ use crate::ops;
 
 #[derive(clap::Args)]
 pub struct RegisterArgs {
+    /// The agent id (<role>-<number>, e.g. coder-1).
     agent: String,
     /// The backend name recorded in the entry.
     #[arg(long)]
@@ -45,6 +46,7 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
 
 #[derive(clap::Args)]
 pub struct HeartbeatArgs {
+    /// The agent id.
     agent: String,
     /// The generation to renew (default: the registered one).
     #[arg(long)]
@@ -75,6 +77,7 @@ pub fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError>
 
 #[derive(clap::Args)]
 pub struct UnregisterArgs {
+    /// The agent id.
     agent: String,
     /// Only if this generation is the registered one.
     #[arg(long)]
@@ -90,7 +93,9 @@ pub fn cmd_unregister(args: UnregisterArgs, out: &Output) -> Result<i32, CliErro
 
 #[derive(clap::Args)]
 pub struct ClaimArgs {
+    /// The task id.
     task: String,
+    /// The agent that claims it.
     agent: String,
 }
 

@@ -27,10 +27,13 @@ pub struct LogArgs {
 enum LogCommand {
     /// Append an entry to the activity log.
     Add {
+        /// What happened, one word (e.g. `decision`); kept as written.
         #[arg(long)]
         action: String,
+        /// What happened, in a sentence.
         #[arg(long)]
         detail: String,
+        /// The task it is about.
         #[arg(long)]
         task: Option<String>,
     },

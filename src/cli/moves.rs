@@ -8,7 +8,9 @@ use crate::ops::{self, ReleaseRole};
 
 #[derive(clap::Args)]
 pub struct UnblockArgs {
+    /// The task id.
     task: String,
+    /// What was decided (the answers to its questions).
     #[arg(long)]
     reason: String,
     /// Reset review_cycles_current (after clarifying the spec).
@@ -31,7 +33,9 @@ pub fn cmd_unblock(args: UnblockArgs, out: &Output) -> Result<i32, CliError> {
 
 #[derive(clap::Args)]
 pub struct ReassignArgs {
+    /// The task id.
     task: String,
+    /// Why, recorded in its history.
     #[arg(long)]
     reason: String,
     /// Take a CLAIMED task whose lease is still live (people only).
@@ -48,6 +52,7 @@ pub fn cmd_reassign(args: ReassignArgs, out: &Output) -> Result<i32, CliError> {
 
 #[derive(clap::Args)]
 pub struct RescopeArgs {
+    /// The task to replace.
     task: String,
     /// The replacement task ids (comma-separated), each with --supersedes <task>.
     #[arg(long, required = true, value_delimiter = ',')]
@@ -67,7 +72,9 @@ pub fn cmd_rescope(args: RescopeArgs, out: &Output) -> Result<i32, CliError> {
 
 #[derive(clap::Args)]
 pub struct AbandonArgs {
+    /// The task id.
     task: String,
+    /// Why, recorded in its history.
     #[arg(long)]
     reason: String,
 }
@@ -88,12 +95,15 @@ enum Role {
 
 #[derive(clap::Args)]
 pub struct ReleaseArgs {
+    /// The task id.
     task: String,
+    /// Whose claim to release.
     #[arg(long, value_enum, default_value = "reviewer")]
     role: Role,
     /// Release a claim whose lease is still live.
     #[arg(long)]
     force: bool,
+    /// Why, recorded in its history.
     #[arg(long)]
     reason: String,
 }

@@ -139,18 +139,24 @@ fn read_task_list(file: &str, text: &str) -> Result<Vec<NewTask>, CliError> {
 
 #[derive(clap::Args)]
 pub struct AmendTaskArgs {
+    /// The task id.
     task: String,
+    /// The new description.
     #[arg(long = "desc")]
     description: Option<String>,
+    /// The new acceptance criterion.
     #[arg(long = "done")]
     done_when: Option<String>,
+    /// The new scope.
     #[arg(long)]
     scope: Option<String>,
+    /// The new spec reference, PATH[#anchor].
     #[arg(long = "spec")]
     spec_ref: Option<String>,
     /// The new dependency list (comma-separated; empty string for none).
     #[arg(long = "depends")]
     depends_on: Option<String>,
+    /// The new priority, 1 (highest) to 5.
     #[arg(long)]
     priority: Option<i64>,
     /// The new path globs (comma-separated; empty string for none).

@@ -1,17 +1,21 @@
 //! The command line's own documentation: `liza --help` grouped by who uses each command
-//! (operations.md *CLI conventions*), `liza completions <shell>` and `liza man`.
+//! (specs/operations.md *CLI conventions*), `liza completions <shell>`, `liza man`, and the
+//! markdown reference docs/cli.md (`liza man --markdown`, checked by tests/it/docs.rs).
 
 use std::io::Write;
 use std::path::PathBuf;
 
-use clap::CommandFactory;
+use clap::{ArgAction, CommandFactory};
 
 use super::output::Output;
 use super::{Cli, CliError, EXIT_OK};
 
 /// The audiences of `liza --help`, each with its commands in the order shown.
 pub const GROUPS: &[(&str, &[&str])] = &[
-    ("Setup", &["init", "doctor", "demo", "completions", "man"]),
+    (
+        "Setup",
+        &["init", "doctor", "demo", "help", "completions", "man"],
+    ),
     (
         "Inspection (anyone)",
         &["status", "show", "log", "validate", "history", "diff"],
@@ -70,6 +74,13 @@ pub const GROUPS: &[(&str, &[&str])] = &[
 /// The root command with its subcommands listed by audience.
 pub fn command() -> clap::Command {
     let cmd = Cli::command();
+    let text = grouped_commands(&cmd);
+    cmd.before_help(text)
+        .help_template("{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}Options:\n{options}\n\nRun `liza help <command>` for one command, `liza help` for the documentation's topics, `liza man` for every command.\n")
+}
+
+/// The visible commands of `cmd` under the headings of [`GROUPS`], with their about lines.
+pub fn grouped_commands(cmd: &clap::Command) -> String {
     let width = cmd
         .get_subcommands()
         .map(|c| c.get_name().len())
@@ -89,8 +100,7 @@ pub fn command() -> clap::Command {
         }
         text.push('\n');
     }
-    cmd.before_help(text)
-        .help_template("{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}Options:\n{options}\n\nRun `liza <command> --help` for one command, `liza man` for all of them.\n")
+    text
 }
 
 #[derive(clap::Args)]
@@ -107,7 +117,7 @@ pub fn cmd_completions(args: CompletionsArgs, _out: &Output) -> Result<i32, CliE
 }
 
 /// Writes `bytes` to stdout; a reader that stopped early (`| head`) is not an error.
-fn print_all(bytes: &[u8]) -> Result<i32, CliError> {
+pub fn print_all(bytes: &[u8]) -> Result<i32, CliError> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -123,9 +133,15 @@ pub struct ManArgs {
     /// instead of printing liza.1.
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Print the markdown reference instead (docs/cli.md is its output).
+    #[arg(long, hide = true, conflicts_with = "dir")]
+    markdown: bool,
 }
 
 pub fn cmd_man(args: ManArgs, out: &Output) -> Result<i32, CliError> {
+    if args.markdown {
+        return print_all(markdown().as_bytes());
+    }
     let cmd = Cli::command();
     match args.dir {
         None => {
@@ -152,6 +168,192 @@ pub fn cmd_man(args: ManArgs, out: &Output) -> Result<i32, CliError> {
         }
     }
     Ok(EXIT_OK)
+}
+
+/// How docs/cli.md is regenerated; its header and the docs test name it.
+pub const MARKDOWN_REGENERATE: &str = "cargo run -q -- man --markdown > docs/cli.md";
+
+/// The command reference in markdown: every visible command and subcommand with its
+/// about, usage, arguments and options, from the same definitions as `--help`.
+pub fn markdown() -> String {
+    let mut root = command();
+    root.build();
+    let mut text = format!(
+        "# Command reference\n\n\
+         <!-- Generated from the clap definitions (src/cli/reference.rs): do not edit.\n     \
+         Regenerate with `{MARKDOWN_REGENERATE}`. -->\n\n\
+         {}\n\n\
+         `liza-agent <role> …` is `liza agent <role> …`. `liza help <command>` prints one \
+         command's help, `liza help` the documentation's topics.\n\n\
+         Every command takes these options:\n\n",
+        escape(&root.get_about().map(|a| a.to_string()).unwrap_or_default())
+    );
+    let globals: Vec<&clap::Arg> = root
+        .get_arguments()
+        .filter(|a| a.is_global_set() && !a.is_hide_set())
+        .collect();
+    for arg in &globals {
+        text.push_str(&arg_line(arg));
+    }
+    text.push_str("- `-h`, `--help`: Print help\n\n");
+    text.push_str("Exit codes: ");
+    let codes: Vec<String> = super::exit::EXITS
+        .iter()
+        .map(|(code, what)| format!("{code} {what}"))
+        .collect();
+    text.push_str(&codes.join(", "));
+    text.push_str(".\n\n");
+    for (group, names) in GROUPS {
+        let links: Vec<String> = names.iter().map(|n| format!("[{n}](#liza-{n})")).collect();
+        text.push_str(&format!("**{group}:** {}\n\n", links.join(" · ")));
+    }
+    for (group, names) in GROUPS {
+        text.push_str(&format!("## {group}\n\n"));
+        for name in *names {
+            if let Some(sub) = root.find_subcommand(name) {
+                command_markdown(sub, &format!("liza {name}"), 3, &mut text);
+            }
+        }
+    }
+    while text.ends_with("\n\n") {
+        text.pop();
+    }
+    text
+}
+
+/// One command's section, then its subcommands' one level deeper.
+fn command_markdown(cmd: &clap::Command, path: &str, level: usize, text: &mut String) {
+    text.push_str(&format!("{} {path}\n\n", "#".repeat(level)));
+    let about = cmd.get_long_about().or(cmd.get_about());
+    if let Some(about) = about {
+        text.push_str(&format!("{}\n\n", escape(&about.to_string())));
+    }
+    let usage = cmd.clone().render_usage().to_string();
+    let usage: Vec<&str> = usage
+        .trim_start_matches("Usage:")
+        .lines()
+        .map(str::trim)
+        .collect();
+    text.push_str(&format!("```text\n{}\n```\n\n", usage.join("\n")));
+    let positionals: Vec<&clap::Arg> = cmd.get_positionals().filter(|a| !a.is_hide_set()).collect();
+    if !positionals.is_empty() {
+        text.push_str("Arguments:\n\n");
+        for arg in positionals {
+            text.push_str(&arg_line(arg));
+        }
+        text.push('\n');
+    }
+    let options: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_positional() && !a.is_hide_set() && !a.is_global_set())
+        .filter(|a| !matches!(a.get_action(), ArgAction::Help | ArgAction::Version))
+        .collect();
+    if !options.is_empty() {
+        text.push_str("Options:\n\n");
+        for arg in options {
+            text.push_str(&arg_line(arg));
+        }
+        text.push('\n');
+    }
+    for sub in cmd.get_subcommands().filter(|c| !c.is_hide_set()) {
+        if sub.get_name() == "help" {
+            continue;
+        }
+        let path = format!("{path} {}", sub.get_name());
+        command_markdown(sub, &path, level + 1, text);
+    }
+}
+
+/// One argument as a list item: its forms, what it does, its default and values.
+fn arg_line(arg: &clap::Arg) -> String {
+    let value = arg
+        .get_value_names()
+        .and_then(|v| v.first())
+        .map(|v| v.to_string())
+        .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
+    let forms = if arg.is_positional() {
+        let many = if matches!(arg.get_action(), ArgAction::Append) {
+            "…"
+        } else {
+            ""
+        };
+        if arg.is_required_set() {
+            format!("`<{value}>{many}`")
+        } else {
+            format!("`[{value}]{many}`")
+        }
+    } else {
+        let takes = arg.get_action().takes_values();
+        let mut forms = Vec::new();
+        if let Some(short) = arg.get_short() {
+            forms.push(format!("`-{short}`"));
+        }
+        if let Some(long) = arg.get_long() {
+            if takes {
+                forms.push(format!("`--{long} <{value}>`"));
+            } else {
+                forms.push(format!("`--{long}`"));
+            }
+        }
+        forms.join(", ")
+    };
+    let mut help = arg
+        .get_long_help()
+        .or(arg.get_help())
+        .map(|h| escape(&h.to_string()).replace('\n', "\n  "))
+        .unwrap_or_default();
+    let mut extras = Vec::new();
+    if arg.get_action().takes_values() {
+        let defaults: Vec<String> = arg
+            .get_default_values()
+            .iter()
+            .map(|d| format!("`{}`", d.to_string_lossy()))
+            .collect();
+        if !defaults.is_empty() {
+            extras.push(format!("Default: {}.", defaults.join(", ")));
+        }
+        let values: Vec<String> = arg
+            .get_possible_values()
+            .iter()
+            .filter(|v| !v.is_hide_set())
+            .map(|v| format!("`{}`", v.get_name()))
+            .collect();
+        if !values.is_empty() {
+            extras.push(format!("Values: {}.", values.join(", ")));
+        }
+    }
+    if let Some(env) = arg.get_env() {
+        extras.push(format!("Environment: `{}`.", env.to_string_lossy()));
+    }
+    if !extras.is_empty() {
+        if !help.is_empty() && !help.ends_with(['.', '!', '?']) {
+            help.push('.');
+        }
+        if !help.is_empty() {
+            help.push(' ');
+        }
+        help.push_str(&extras.join(" "));
+    }
+    if help.is_empty() {
+        format!("- {forms}\n")
+    } else {
+        format!("- {forms}: {}\n", help.trim_start())
+    }
+}
+
+/// Escapes what markdown would take for markup (`<tag>`, emphasis) outside code spans.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut in_code = false;
+    for c in text.chars() {
+        match c {
+            '`' => in_code = !in_code,
+            '<' | '*' if !in_code => out.push('\\'),
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
 }
 
 #[cfg(test)]

@@ -7,8 +7,10 @@ use crate::ops::{self, DiscoveryDecision};
 
 #[derive(clap::Args)]
 pub struct DiscoverArgs {
+    /// The task during which it was found.
     #[arg(long)]
     task: String,
+    /// What was found.
     #[arg(long = "desc")]
     description: String,
     /// critical, high, medium or low.
@@ -17,6 +19,7 @@ pub struct DiscoverArgs {
     /// immediate or deferred (default).
     #[arg(long)]
     urgency: Option<String>,
+    /// What to do about it.
     #[arg(long)]
     recommendation: Option<String>,
 }
@@ -41,6 +44,7 @@ pub struct AnomalyArgs {
     /// One of the 13 anomaly types (retry_loop, trade_off, spec_ambiguity, ...).
     #[arg(long = "type")]
     kind: String,
+    /// The task it happened in.
     #[arg(long)]
     task: String,
     /// key=value, repeated; each type has required keys.
@@ -61,19 +65,25 @@ pub fn cmd_anomaly(args: AnomalyArgs, out: &Output) -> Result<i32, CliError> {
 pub enum DiscoveryCommand {
     /// The discovery became a task.
     Convert {
+        /// The discovery id.
         discovery: String,
+        /// The task it became.
         #[arg(long)]
         task: String,
     },
     /// Keep it for later.
     Defer {
+        /// The discovery id.
         discovery: String,
+        /// Why it waits.
         #[arg(long)]
         reason: String,
     },
     /// Not worth doing.
     Reject {
+        /// The discovery id.
         discovery: String,
+        /// Why it is not worth doing.
         #[arg(long)]
         reason: String,
     },

@@ -19,6 +19,7 @@ pub enum SprintCommand {
 
 #[derive(clap::Args)]
 pub struct CheckpointArgs {
+    /// Why, for the people who review the checkpoint.
     #[arg(long)]
     message: Option<String>,
 }

@@ -11,6 +11,7 @@ use crate::ops;
 
 #[derive(clap::Args)]
 pub struct SubmitArgs {
+    /// The task id.
     task: String,
     /// The commit to submit (default: the worktree's HEAD).
     sha: Option<String>,
@@ -27,6 +28,7 @@ pub fn cmd_submit(args: SubmitArgs, out: &Output) -> Result<i32, CliError> {
 
 #[derive(clap::Args)]
 pub struct BlockArgs {
+    /// The task id.
     task: String,
     /// Why the task cannot proceed.
     #[arg(long)]
@@ -55,9 +57,12 @@ pub fn cmd_block(args: BlockArgs, out: &Output) -> Result<i32, CliError> {
 
 #[derive(clap::Args)]
 pub struct HandoffArgs {
+    /// The task id.
     task: String,
+    /// What was done so far.
     #[arg(long)]
     summary: String,
+    /// What the next run should do first.
     #[arg(long)]
     next_action: String,
 }
@@ -77,7 +82,9 @@ enum Decision {
 
 #[derive(clap::Args)]
 pub struct VerdictArgs {
+    /// The task id.
     task: String,
+    /// The verdict.
     #[arg(value_enum)]
     decision: Decision,
     /// The reviewed commit; must equal the task's review_commit.

@@ -7,6 +7,35 @@ use crate::backend::BackendError;
 use crate::error::{Diagnostic, ErrorClass};
 use crate::ops::OpsError;
 
+/// Its work is over (ABORT, the sprint or goal ended, idle, `--once`).
+pub const EXIT_DONE: i32 = 0;
+/// An identity, registration or configuration error, or the registration was replaced.
+pub const EXIT_REFUSED: i32 = 1;
+/// No `.liza/`, or a blackboard that cannot be read.
+pub const EXIT_BLACKBOARD: i32 = 4;
+/// The backend's program is missing, or its CLI cannot log in.
+pub const EXIT_BACKEND: i32 = 5;
+/// Claims kept failing.
+pub const EXIT_CLAIMS_FAILING: i32 = 6;
+/// Stopped by a signal: 128 + its number (SIGHUP 129, SIGINT 130, SIGTERM 143).
+pub const EXIT_SIGNAL_BASE: i32 = 128;
+
+/// Every exit code of `liza-agent` (`liza agent`) with what it means, for the reference
+/// and its tests; usage errors exit as `liza`'s do (64).
+pub const EXITS: &[(i32, &str)] = &[
+    (EXIT_DONE, "done"),
+    (
+        EXIT_REFUSED,
+        "identity, registration or configuration error; superseded",
+    ),
+    (EXIT_BLACKBOARD, "no blackboard, or a corrupt one"),
+    (EXIT_BACKEND, "backend missing, or its CLI cannot log in"),
+    (EXIT_CLAIMS_FAILING, "claims kept failing"),
+    (EXIT_SIGNAL_BASE + 1, "SIGHUP"),
+    (EXIT_SIGNAL_BASE + 2, "SIGINT"),
+    (EXIT_SIGNAL_BASE + 15, "SIGTERM"),
+];
+
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {
     #[error(transparent)]
@@ -58,21 +87,21 @@ impl SupervisorError {
         match self {
             SupervisorError::Identity(_)
             | SupervisorError::Registration(_)
-            | SupervisorError::Superseded(_) => 1,
-            SupervisorError::NoBlackboard(_) => 4,
-            SupervisorError::Backend(BackendError::Missing { .. }) => 5,
-            SupervisorError::Backend(_) => 1,
+            | SupervisorError::Superseded(_) => EXIT_REFUSED,
+            SupervisorError::NoBlackboard(_) => EXIT_BLACKBOARD,
+            SupervisorError::Backend(BackendError::Missing { .. }) => EXIT_BACKEND,
+            SupervisorError::Backend(_) => EXIT_REFUSED,
             SupervisorError::Ops(e) => match e.class() {
-                ErrorClass::Blackboard => 4,
-                ErrorClass::MissingProgram => 5,
-                _ => 1,
+                ErrorClass::Blackboard => EXIT_BLACKBOARD,
+                ErrorClass::MissingProgram => EXIT_BACKEND,
+                _ => EXIT_REFUSED,
             },
-            SupervisorError::ClaimsFailing { .. } => 6,
+            SupervisorError::ClaimsFailing { .. } => EXIT_CLAIMS_FAILING,
             SupervisorError::Runtime(_)
             | SupervisorError::AgentIdentity(_)
             | SupervisorError::NoInteractiveMode { .. }
-            | SupervisorError::CannotPlan { .. } => 1,
-            SupervisorError::AuthRequired { .. } => 5,
+            | SupervisorError::CannotPlan { .. } => EXIT_REFUSED,
+            SupervisorError::AuthRequired { .. } => EXIT_BACKEND,
         }
     }
 

@@ -290,8 +290,8 @@ impl Session {
             }
             Action::Exit(exit) => {
                 return Ok(Executed::Exit(match exit {
-                    Exit::Done => Ok(0),
-                    Exit::Signal(signal) => Ok(128 + signal),
+                    Exit::Done => Ok(super::error::EXIT_DONE),
+                    Exit::Signal(signal) => Ok(super::error::EXIT_SIGNAL_BASE + signal),
                     Exit::Superseded(why) => Err(SupervisorError::Superseded(why)),
                     Exit::ClaimsFailing { count, last } => {
                         Err(SupervisorError::ClaimsFailing { count, last })

@@ -17,6 +17,7 @@ mod cli_backends;
 mod contention;
 mod crash;
 mod demo;
+mod docs;
 mod doctor;
 mod hand_edit_race;
 mod hand_edits;
