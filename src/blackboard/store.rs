@@ -10,6 +10,7 @@
 
 pub mod atomic;
 pub mod cache;
+pub mod commented;
 pub mod failpoint;
 pub mod hand_edit;
 pub mod hash;
@@ -24,7 +25,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use self::cache::{ParseCache, TaskTexts};
+use self::cache::{Loaded, ParseCache, TaskTexts};
+use self::commented::Commented;
 use self::hand_edit::HandEditPolicy;
 use self::hash::ContentHash;
 use self::journal::{Journal, JournalEntry};
@@ -392,7 +394,9 @@ impl Store {
         entry.revision = Some(1);
         activity::append(&p.log(), &[entry]).map_err(io_err("write", &p.log()))?;
         let _ = staged.cache.store(
-            &staged.cache.encode(hash, &mut state, &spans, None, timeout),
+            &staged
+                .cache
+                .encode(hash, &mut state, &spans, None, None, timeout),
             hash,
         );
         atomic::fsync_dir(&p.dir).map_err(io_err("sync", &p.dir))?;
@@ -425,15 +429,11 @@ impl Store {
         let state = match self.peek(hash) {
             Some(state) => state,
             None => match self.cache.load(hash, bytes) {
-                Ok((state, texts)) => {
+                Ok(loaded) => {
                     // A command that reads, then transacts (claim, submit) decodes once.
-                    // The cache only describes liza's own renderings: no comments.
-                    self.remember(Memo {
-                        hash,
-                        state: state.clone(),
-                        texts: Some(texts),
-                        commented: None,
-                    });
+                    let current = Current::cached(loaded, hash, Vec::new());
+                    let state = current.state.clone();
+                    self.remember(current.into());
                     state
                 }
                 Err(bytes) => match document::decode(&bytes) {
@@ -475,6 +475,8 @@ impl Store {
         // touches is cloned (a new address) and one it leaves alone keeps its address:
         // that is how the commit knows which task texts it may copy.
         let original = current.state.tasks.clone();
+        // A person's text is rewritten from the state it reads as.
+        let read_as = current.commented.is_some().then(|| current.state.clone());
         let mut state = current.state;
         // Heartbeats renewed leases in liveness records; this commit makes them part of
         // the state (blackboard.md *Liveness*).
@@ -510,9 +512,11 @@ impl Store {
             hash: current.hash,
             texts: current.texts,
             commented: current.commented.as_ref(),
+            before: read_as.as_ref(),
         };
         let committed = self.commit(&lock, &mut state, current.journal, replaced, tx.log)?;
         drop(original);
+        drop(read_as);
         if let Some(saved) = &committed.concurrent_save {
             // Rare: finish this commit, then reconcile the save under the same lock.
             committed.durable.complete()?;
@@ -633,7 +637,7 @@ impl Store {
         let head = self.journal.entries().ok()?.pop()?;
         let bytes = self.journal.read(&head).ok()?;
         match self.cache.load(head.hash, bytes) {
-            Ok((state, _)) => Some(state),
+            Ok(loaded) => Some(loaded.state),
             Err(bytes) => document::decode(&bytes).ok().map(|d| d.state),
         }
     }
@@ -767,21 +771,11 @@ impl Store {
             });
         }
         let bytes = match self.cache.load(hash, bytes) {
-            // The cache only describes liza's own renderings, which hold no comments:
-            // the scan for them is spared (a `#` in a description would cost a parse).
-            Ok((state, texts)) => {
-                return Ok(Current {
-                    state,
-                    hash,
-                    journal,
-                    texts: Some(texts),
-                    commented: None,
-                });
-            }
+            Ok(loaded) => return Ok(Current::cached(loaded, hash, journal)),
             Err(bytes) => bytes,
         };
         let decoded = document::decode(&bytes).map_err(|f| self.invalid(f))?;
-        let commented = Commented::decoded(&bytes, decoded.has_comments, decoded.root);
+        let commented = Commented::decoded(&bytes, decoded.has_comments);
         let state = decoded.state;
         Ok(Current {
             state,
@@ -806,6 +800,7 @@ impl Store {
             hash: read_hash,
             texts: previous,
             commented,
+            before,
         } = replaced;
         let revision = state.revision() + 1;
         state.revision = Some(revision as i64);
@@ -816,25 +811,31 @@ impl Store {
             Some(p) => (Some(p.yaml), Some((p.json_text, p.json))),
             None => (None, None),
         };
-        let (mut bytes, mut task_spans) = render(state, previous_yaml);
         // A person's comments and layout survive: the change is applied to their text.
-        let patched = commented.and_then(|c| {
-            let new_tree = super::yaml::parse(std::str::from_utf8(&bytes).ok()?)
-                .ok()?
-                .root?;
-            let text = super::yaml::patch::patch(&c.text, &c.root, &new_tree)?;
-            Some(Commented {
-                text,
-                root: new_tree,
+        let rewritten = commented.and_then(|c| {
+            c.rewrite(before, state, |s| {
+                String::from_utf8(render(s, None).0).unwrap_or_default()
             })
         });
-        let minimal_edit = patched.is_some();
-        if let Some(p) = &patched {
-            bytes = p.text.clone().into_bytes();
-            task_spans = Vec::new();
-        } else if commented.is_some() {
+        if commented.is_some() && rewritten.is_none() {
             tracing::warn!("could not keep the comments of state.yaml; wrote it in full");
         }
+        let is_commented = rewritten.is_some();
+        let (bytes, task_spans, layout) = match rewritten {
+            Some(r) => (r.text.into_bytes(), r.task_spans, r.layout),
+            None => {
+                // A person's item texts are not liza's: only liza's own are copied.
+                let reuse = if commented.is_some() {
+                    None
+                } else {
+                    previous_yaml
+                };
+                let (bytes, spans) = render(state, reuse);
+                (bytes, spans, None)
+            }
+        };
+        // A commented text the cache cannot describe is parsed by the next reader.
+        let cacheable = !is_commented || layout.is_some();
         // Never commit what could not be read back: the journal would then prune good
         // revisions for one no command can load.
         if bytes.len() > document::MAX_STATE_BYTES {
@@ -867,15 +868,26 @@ impl Store {
         let (written, encoded) = if bytes.len() < 512 * 1024 {
             let written =
                 write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
-            let encoded =
-                self.cache
-                    .encode(hash, state, &task_spans, previous_json.as_ref(), timeout);
+            let encoded = self.cache.encode(
+                hash,
+                state,
+                &task_spans,
+                previous_json.as_ref(),
+                layout.as_ref(),
+                timeout,
+            );
             (written, Ok(encoded))
         } else {
             std::thread::scope(|s| {
                 let encoded = s.spawn(|| {
-                    self.cache
-                        .encode(hash, state, &task_spans, previous_json.as_ref(), timeout)
+                    self.cache.encode(
+                        hash,
+                        state,
+                        &task_spans,
+                        previous_json.as_ref(),
+                        layout.as_ref(),
+                        timeout,
+                    )
                 });
                 let written =
                     write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
@@ -900,8 +912,8 @@ impl Store {
             atomic::Swapped::Previous => self.settle_swapped_out(&temp, read_hash),
             _ => None,
         };
-        if minimal_edit {
-            // Task texts do not line up with a person's layout: no cache, parse next time.
+        if !cacheable {
+            self.cache.remove(read_hash);
         } else if let Err(err) = self.cache.store(&encoded, read_hash) {
             tracing::warn!(%err, "could not refresh the parse cache; the next command parses state.yaml");
         }
@@ -932,9 +944,16 @@ impl Store {
             journal: Journal::new(self.journal.dir().to_path_buf()),
             prune: (journal, state.config.journal_keep()),
         };
+        // The text goes with the comments it holds, or is copied from by the next commit.
+        let (commented, yaml_text) = if is_commented {
+            let text = String::from_utf8(bytes).unwrap_or_default();
+            (Some(Commented { text, layout }), Vec::new())
+        } else {
+            (None, bytes)
+        };
         let texts = TaskTexts {
             yaml: ItemTexts {
-                text: bytes,
+                text: yaml_text,
                 spans: task_spans.into_iter().collect(),
             },
             json_text: encoded.bytes,
@@ -944,8 +963,8 @@ impl Store {
             revision,
             hash,
             entries,
-            texts: (!minimal_edit).then_some(texts),
-            commented: patched,
+            texts: cacheable.then_some(texts),
+            commented,
             durable,
             concurrent_save,
         })
@@ -1094,44 +1113,36 @@ pub(super) struct Replaced<'a> {
     pub hash: ContentHash,
     pub texts: Option<TaskTexts>,
     pub commented: Option<&'a Commented>,
+    /// The state the commented text reads as, when known: its rewrite edits only what
+    /// changed from it.
+    pub before: Option<&'a State>,
 }
 
-/// A state.yaml text holding a person's comments, with its tree.
-pub(super) struct Commented {
-    text: String,
-    root: super::node::Node,
-}
-
-impl Commented {
-    /// `bytes` when they hold comments (a cheap scan first: most files have no `#`).
-    pub(super) fn of(bytes: &[u8]) -> Option<Commented> {
-        if !bytes.contains(&b'#') {
-            return None;
+impl Current {
+    /// What the parse cache holds for the text with `hash`.
+    fn cached(loaded: Loaded, hash: ContentHash, journal: Vec<JournalEntry>) -> Current {
+        let Loaded {
+            state,
+            mut texts,
+            layout,
+        } = loaded;
+        // A commented text is kept with its layout (its task texts are the person's, never
+        // copied into liza's rendering); the cache names liza's own renderings by giving
+        // none, so their `#`s (in a description) cost no scan.
+        let commented = layout.and_then(|layout| {
+            let text = String::from_utf8(std::mem::take(&mut texts.yaml.text)).ok()?;
+            Some(Commented {
+                text,
+                layout: Some(layout),
+            })
+        });
+        Current {
+            state,
+            hash,
+            journal,
+            texts: Some(texts),
+            commented,
         }
-        let text = std::str::from_utf8(bytes).ok()?;
-        let parsed = super::yaml::parse(text).ok()?;
-        if !parsed.has_comments {
-            return None;
-        }
-        Some(Commented {
-            text: text.to_owned(),
-            root: parsed.root?,
-        })
-    }
-
-    /// `bytes` when their decoding (`has_comments`, `root`) found comments: no second parse.
-    pub(super) fn decoded(
-        bytes: &[u8],
-        has_comments: bool,
-        root: super::node::Node,
-    ) -> Option<Commented> {
-        if !has_comments {
-            return None;
-        }
-        Some(Commented {
-            text: String::from_utf8(bytes.to_vec()).ok()?,
-            root,
-        })
     }
 }
 

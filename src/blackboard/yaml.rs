@@ -3,6 +3,7 @@
 //! parser crate can be swapped here alone.
 
 mod emit;
+pub mod layout;
 mod parse;
 pub mod patch;
 mod scalar;

@@ -8,11 +8,16 @@
 //! Layout (JSON lines, so tasks decode in parallel and unchanged tasks are copied):
 //!
 //! ```text
-//! liza-state-cache/2/<liza version> <hash> lock_timeout=<s> tasks=<n>
+//! liza-state-cache/3/<liza version> <hash> lock_timeout=<s> tasks=<n> layout=<m>
+//! <start> <end> "<key>"                 m lines: a commented text's top-level entries
 //! {the state as JSON, without its tasks}
 //! <start> <end> {task 0 as JSON}        <start>..<end>: the task's text in state.yaml
 //! ...
 //! ```
+//!
+//! `layout=0`: liza's own rendering (task texts are copied by the next commit). Otherwise
+//! the text holds a person's comments, and the entry lines with the task spans are its
+//! [`Layout`]: the next commit edits only what it changes (`store/commented.rs`).
 //!
 //! Each commit writes a new file and removes the old ones rather than replacing a file in
 //! place: on ext4, replacing by rename or truncation forces the new data to disk at the
@@ -28,9 +33,10 @@ use std::sync::Arc;
 use super::hash::ContentHash;
 use crate::blackboard::model::{State, Task, TaskList};
 use crate::blackboard::yaml::ItemTexts;
+use crate::blackboard::yaml::layout::{Items, Layout, LayoutEntry};
 
 /// Changes whenever the model's JSON form may change, so an old cache is ignored.
-const FORMAT: &str = concat!("liza-state-cache/2/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("liza-state-cache/3/", env!("CARGO_PKG_VERSION"));
 const PREFIX: &str = "state.cache.";
 const SUFFIX: &str = ".json";
 
@@ -57,33 +63,44 @@ impl ParseCache {
             .join(format!("{PREFIX}{}{SUFFIX}", &hash.to_hex()[..32]))
     }
 
-    /// The state for `hash` (the hash of `state_bytes`), with the texts of its tasks;
-    /// `state_bytes` back when the cache does not have it.
-    pub fn load(
-        &self,
-        hash: ContentHash,
-        state_bytes: Vec<u8>,
-    ) -> Result<(State, TaskTexts), Vec<u8>> {
+    /// The state for `hash` (the hash of `state_bytes`), with the texts of its tasks and,
+    /// for a commented text, its layout; `state_bytes` back when the cache does not have it.
+    pub fn load(&self, hash: ContentHash, state_bytes: Vec<u8>) -> Result<Loaded, Vec<u8>> {
         match self.read(hash, &state_bytes) {
-            Some((state, mut texts)) => {
+            Some((state, mut texts, layout)) => {
                 texts.yaml.text = state_bytes;
-                Ok((state, texts))
+                Ok(Loaded {
+                    state,
+                    texts,
+                    layout,
+                })
             }
             None => Err(state_bytes),
         }
     }
 
-    fn read(&self, hash: ContentHash, state_bytes: &[u8]) -> Option<(State, TaskTexts)> {
+    fn read(
+        &self,
+        hash: ContentHash,
+        state_bytes: &[u8],
+    ) -> Option<(State, TaskTexts, Option<Layout>)> {
         let bytes = fs::read(self.path_for(hash)).ok()?;
         let mut lines = bytes.split_inclusive(|b| *b == b'\n');
         let header = std::str::from_utf8(lines.next()?).ok()?;
-        let (cached_hash, _, count) = parse_header(header.trim_end())?;
+        let (cached_hash, _, count, entry_count) = parse_header(header.trim_end())?;
         if cached_hash != hash {
             return None;
         }
+        let mut offset = header.len();
+        let mut entries = Vec::with_capacity(entry_count);
+        for _ in 0..entry_count {
+            let line = lines.next()?;
+            offset += line.len();
+            entries.push(parse_entry_line(line, state_bytes.len())?);
+        }
         let top = lines.next()?;
         let mut state: State = serde_json::from_slice(top).ok()?;
-        let mut offset = header.len() + top.len();
+        offset += top.len();
         let mut task_lines = Vec::with_capacity(count);
         for line in lines {
             let (yaml, json) = parse_task_line(line, offset)?;
@@ -97,6 +114,13 @@ impl ParseCache {
             return None;
         }
         let tasks = decode_tasks(&bytes, &task_lines)?;
+        let layout = (entry_count > 0).then(|| Layout {
+            entries,
+            items: Some(Items {
+                key: "tasks".into(),
+                spans: task_lines.iter().map(|(yaml, _)| yaml.clone()).collect(),
+            }),
+        });
         let mut texts = TaskTexts::default();
         for (task, (yaml, json)) in tasks.iter().zip(task_lines) {
             let key = Arc::as_ptr(task) as usize;
@@ -105,7 +129,7 @@ impl ParseCache {
         }
         state.tasks = TaskList(tasks);
         texts.json_text = bytes;
-        Some((state, texts))
+        Some((state, texts, layout))
     }
 
     /// The lock timeout recorded by the last commit, from a cache header.
@@ -114,7 +138,7 @@ impl ParseCache {
         let mut head = [0u8; 512];
         let n = fs::File::open(path).ok()?.read(&mut head).ok()?;
         let text = std::str::from_utf8(&head[..n]).ok()?;
-        parse_header(text.lines().next()?).map(|(_, timeout, _)| timeout)
+        parse_header(text.lines().next()?).map(|(_, timeout, _, _)| timeout)
     }
 
     fn files(&self) -> io::Result<Vec<PathBuf>> {
@@ -126,23 +150,32 @@ impl ParseCache {
     }
 
     /// Serialises `state` for the cache; `yaml_spans` are where its tasks are in the
-    /// committed text, `previous` the texts of the state it was changed from.
+    /// committed text, `previous` the texts of the state it was changed from, `layout`
+    /// the text's when it holds a person's comments.
     pub fn encode(
         &self,
         hash: ContentHash,
         state: &mut State,
         yaml_spans: &[(usize, Range<usize>)],
         previous: Option<&TaskTexts>,
+        layout: Option<&Layout>,
         lock_timeout: u64,
     ) -> Encoded {
         let previous_len = previous.map_or(0, |p| p.json_text.len());
         let mut out = Vec::with_capacity(previous_len + previous_len / 8 + 4096);
+        let entries = layout.map_or(&[][..], |l| &l.entries[..]);
         let _ = writeln!(
             out,
-            "{FORMAT} {} lock_timeout={lock_timeout} tasks={}",
+            "{FORMAT} {} lock_timeout={lock_timeout} tasks={} layout={}",
             hash.to_hex(),
-            state.tasks.len()
+            state.tasks.len(),
+            entries.len()
         );
+        for entry in entries {
+            let _ = write!(out, "{} {} ", entry.span.start, entry.span.end);
+            let _ = serde_json::to_writer(&mut out, &entry.key);
+            out.push(b'\n');
+        }
         // The tasks go on lines of their own.
         let tasks = std::mem::take(&mut state.tasks);
         let _ = serde_json::to_writer(&mut out, &*state);
@@ -203,6 +236,14 @@ impl ParseCache {
     }
 }
 
+/// What the cache holds for one state.yaml text.
+pub struct Loaded {
+    pub state: State,
+    pub texts: TaskTexts,
+    /// Where things are in the text, when it holds a person's comments.
+    pub layout: Option<Layout>,
+}
+
 /// A serialised cache, ready to be written.
 pub struct Encoded {
     path: PathBuf,
@@ -210,7 +251,8 @@ pub struct Encoded {
     pub json: HashMap<usize, Range<usize>>,
 }
 
-fn parse_header(line: &str) -> Option<(ContentHash, u64, usize)> {
+/// The header's hash, lock timeout, task count and layout entry count.
+fn parse_header(line: &str) -> Option<(ContentHash, u64, usize, usize)> {
     let mut parts = line.split(' ');
     if parts.next()? != FORMAT {
         return None;
@@ -218,7 +260,21 @@ fn parse_header(line: &str) -> Option<(ContentHash, u64, usize)> {
     let hash = ContentHash::from_hex(parts.next()?)?;
     let timeout = parts.next()?.strip_prefix("lock_timeout=")?.parse().ok()?;
     let count = parts.next()?.strip_prefix("tasks=")?.parse().ok()?;
-    Some((hash, timeout, count))
+    let entries = parts.next()?.strip_prefix("layout=")?.parse().ok()?;
+    Some((hash, timeout, count, entries))
+}
+
+/// `<start> <end> "<key>"\n` → a layout entry inside a text of `len` bytes.
+fn parse_entry_line(line: &[u8], len: usize) -> Option<LayoutEntry> {
+    let line = std::str::from_utf8(line.strip_suffix(b"\n")?).ok()?;
+    let mut parts = line.splitn(3, ' ');
+    let start: usize = parts.next()?.parse().ok()?;
+    let end: usize = parts.next()?.parse().ok()?;
+    let key: String = serde_json::from_str(parts.next()?).ok()?;
+    (start <= end && end <= len).then_some(LayoutEntry {
+        key,
+        span: start..end,
+    })
 }
 
 /// `<start> <end> <json>\n` → the YAML span and the JSON's range in the cache file.

@@ -382,6 +382,8 @@ impl Store {
             hash,
             texts: None,
             commented: commented.as_ref(),
+            // The text reads as the person's save, which a merge may have changed.
+            before: None,
         };
         let committed = self.commit(lock, &mut state, journal, replaced, vec![entry])?;
         if let Some(replaced) = head_hash {
@@ -495,7 +497,7 @@ impl Store {
             return Err(self.invalid(errors));
         }
         let edit = Applied {
-            commented: Commented::decoded(bytes, decoded.has_comments, decoded.root),
+            commented: Commented::decoded(bytes, decoded.has_comments),
             state: decoded.state,
             detail:
                 "adopted a blackboard written without liza's journal (by another tool or by hand)"
