@@ -139,11 +139,11 @@ pub fn cmd_help(args: HelpArgs, out: &Output) -> Result<i32, CliError> {
         }
         return print_all(topic.text.as_bytes());
     }
-    command_help(root, &args.words)
+    command_help(root, &args.words, out)
 }
 
 /// Prints what `liza <words…> --help` prints, after checking each word names a command.
-fn command_help(root: clap::Command, words: &[String]) -> Result<i32, CliError> {
+fn command_help(root: clap::Command, words: &[String], out: &Output) -> Result<i32, CliError> {
     let mut cmd = &root;
     for (depth, word) in words.iter().enumerate() {
         match cmd.find_subcommand(word) {
@@ -183,7 +183,15 @@ fn command_help(root: clap::Command, words: &[String]) -> Result<i32, CliError> 
         .chain(["--help"]);
     match root.clone().try_get_matches_from(argv) {
         Err(help) if help.kind() == clap::error::ErrorKind::DisplayHelp => {
-            let _ = help.print();
+            if out.json {
+                let text = help.render().to_string();
+                out.ok(
+                    serde_json::json!({"command": words.join(" "), "text": text}),
+                    String::new,
+                );
+            } else {
+                let _ = help.print();
+            }
             Ok(EXIT_OK)
         }
         _ => Err(CliError::new(

@@ -75,7 +75,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
 pub fn command() -> clap::Command {
     let cmd = Cli::command();
     let text = grouped_commands(&cmd);
-    cmd.before_help(text)
+    cmd.before_help(text.trim_end().to_owned())
         .help_template("{about-with-newline}\n{usage-heading} {usage}\n\n{before-help}Options:\n{options}\n\nRun `liza help <command>` for one command, `liza help` for the documentation's topics, `liza man` for every command.\n")
 }
 

@@ -254,8 +254,13 @@ fn shown_command(line: &str) -> Option<Vec<String>> {
     match program {
         "liza" => {
             let command = word(words.next().as_ref())?;
+            let help = command == "help";
             let mut argv = vec!["liza".to_owned(), command];
-            argv.extend(word(words.peek()));
+            if help {
+                argv.extend(words.map_while(|w| word(Some(&w))));
+            } else {
+                argv.extend(word(words.peek()));
+            }
             Some(argv)
         }
         "liza-agent" => {
@@ -305,14 +310,18 @@ fn every_command_the_docs_show_exists() {
             ));
             continue;
         }
-        let (program, args) = if argv[0] == "liza-agent" {
-            (LIZA_AGENT, vec!["--help"])
-        } else {
-            (LIZA, argv[1..].iter().map(String::as_str).collect())
+        // `liza help <topic>` is run as it is: its topic must exist.
+        let (program, args) = match argv[0].as_str() {
+            "liza-agent" => (LIZA_AGENT, vec!["--help"]),
+            _ if argv[1] == "help" => (LIZA, argv[1..].iter().map(String::as_str).collect()),
+            _ => {
+                let mut args: Vec<&str> = argv[1..].iter().map(String::as_str).collect();
+                args.push("--help");
+                (LIZA, args)
+            }
         };
         let out = Command::new(program)
             .args(&args)
-            .arg("--help")
             .env_clear()
             .env("HOME", home.path())
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -322,9 +331,12 @@ fn every_command_the_docs_show_exists() {
         if !out.status.success() {
             let why = stderr(&out);
             problems.push(format!(
-                "{}: `{} --help` exits {:?}: {}",
+                "{}: `{}` exits {:?}: {}",
                 places.join(", "),
-                argv.join(" "),
+                std::iter::once(argv[0].as_str())
+                    .chain(args.iter().copied())
+                    .collect::<Vec<_>>()
+                    .join(" "),
                 out.status.code(),
                 why.lines().next().unwrap_or("")
             ));
