@@ -196,13 +196,7 @@ pub fn markdown() -> String {
         text.push_str(&arg_line(arg));
     }
     text.push_str("- `-h`, `--help`: Print help\n\n");
-    text.push_str("Exit codes: ");
-    let codes: Vec<String> = super::exit::EXITS
-        .iter()
-        .map(|(code, what)| format!("{code} {what}"))
-        .collect();
-    text.push_str(&codes.join(", "));
-    text.push_str(".\n\n");
+    text.push_str(&exit_table());
     for (group, names) in GROUPS {
         let links: Vec<String> = names.iter().map(|n| format!("[{n}](#liza-{n})")).collect();
         text.push_str(&format!("**{group}:** {}\n\n", links.join(" · ")));
@@ -218,6 +212,40 @@ pub fn markdown() -> String {
     while text.ends_with("\n\n") {
         text.pop();
     }
+    text
+}
+
+/// The exit codes of `liza` and of `liza agent` side by side (what
+/// docs/troubleshooting.md explains).
+fn exit_table() -> String {
+    let liza = super::exit::EXITS;
+    let agent = crate::supervisor::EXITS;
+    let mut codes: Vec<i32> = liza.iter().chain(agent).map(|(c, _)| *c).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    let what = |list: &[(i32, &str)], code: i32| {
+        list.iter()
+            .find(|(c, _)| *c == code)
+            .map_or("", |(_, what)| *what)
+            .to_owned()
+    };
+    let mut text = String::from(
+        "Exit codes (what to do about each: [troubleshooting](troubleshooting.md)):\n\n\
+         | exit | `liza` | `liza agent`, `liza-agent` |\n|---|---|---|\n",
+    );
+    for code in codes {
+        text.push_str(&format!(
+            "| {code} | {} | {} |\n",
+            what(liza, code),
+            // The supervisor's command line is liza's: it reports usage errors the same way.
+            if code == super::EXIT_USAGE {
+                what(liza, code)
+            } else {
+                what(agent, code)
+            }
+        ));
+    }
+    text.push('\n');
     text
 }
 
@@ -273,7 +301,7 @@ fn arg_line(arg: &clap::Arg) -> String {
         .unwrap_or_else(|| arg.get_id().as_str().to_uppercase());
     let forms = if arg.is_positional() {
         let many = if matches!(arg.get_action(), ArgAction::Append) {
-            "…"
+            "..."
         } else {
             ""
         };

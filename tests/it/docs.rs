@@ -657,3 +657,37 @@ fn liza_help_lists_topics_and_commands_and_prints_a_commands_help() {
     assert_exit(&sub, 64);
     assert!(stderr(&sub).contains("complete"), "{}", stderr(&sub));
 }
+
+#[test]
+fn commands_are_read_from_docs_lines_as_a_shell_would() {
+    let argv = |line: &str| shown_command(line).map(|a| a.join(" "));
+    let cases = [
+        ("$ liza status --watch", Some("liza status")),
+        ("liza goal complete", Some("liza goal complete")),
+        (
+            "  liza log add --action x   # a comment",
+            Some("liza log add"),
+        ),
+        (
+            "liza init \"Add a --json flag\" --spec specs/vision.md",
+            Some("liza init"),
+        ),
+        (
+            "LIZA_AGENT_ID=coder-1 liza-agent coder --cli claude",
+            Some("liza-agent coder"),
+        ),
+        ("A='x y' B=2 liza show t-1", Some("liza show t-1")),
+        (
+            "cargo run --release -- demo   # the demo",
+            Some("liza demo"),
+        ),
+        ("liza help goal complete", Some("liza help goal complete")),
+        ("liza demo: sprint complete in 0.4 s", None),
+        ("liza --help", None),
+        ("git log --oneline", None),
+        ("# liza status", None),
+    ];
+    for (line, expected) in cases {
+        assert_eq!(argv(line).as_deref(), expected, "{line}");
+    }
+}
