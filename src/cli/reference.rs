@@ -284,9 +284,6 @@ fn command_markdown(cmd: &clap::Command, path: &str, level: usize, text: &mut St
         text.push('\n');
     }
     for sub in cmd.get_subcommands().filter(|c| !c.is_hide_set()) {
-        if sub.get_name() == "help" {
-            continue;
-        }
         let path = format!("{path} {}", sub.get_name());
         command_markdown(sub, &path, level + 1, text);
     }
