@@ -94,7 +94,7 @@ impl Serialize for FieldPath {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
     pub severity: Severity,
-    /// The validation rule of blackboard.md (1–12), or `None` for schema checks outside
+    /// The validation rule of specs/blackboard.md (1–12), or `None` for schema checks outside
     /// them (a field of the wrong type, a required field missing).
     pub rule: Option<u8>,
     /// A stable name of the check, e.g. `claimed-worktree-missing`.
@@ -158,7 +158,7 @@ impl Finding {
     }
 
     /// What identifies "the same violation" across two states, so a transaction may
-    /// repair an invalid state but never add a violation (blackboard.md, store step 4).
+    /// repair an invalid state but never add a violation (specs/blackboard.md, store step 4).
     pub fn identity(&self) -> (&'static str, String, String) {
         let subject = self.id.clone().unwrap_or_else(|| self.path.to_string());
         (self.check, subject, self.message.clone())

@@ -39,7 +39,7 @@ pub enum IdError {
 pub struct TaskId(String);
 
 impl TaskId {
-    /// Checks `text` against the task id rules of blackboard.md.
+    /// Checks `text` against the task id rules of specs/blackboard.md.
     pub fn parse(text: &str) -> Result<TaskId, IdError> {
         let owned = || text.to_owned();
         if text.is_empty() {
@@ -144,7 +144,7 @@ impl fmt::Display for Role {
 pub struct AgentId(String);
 
 impl AgentId {
-    /// Checks `text` against the agent id regex of the seed's identity protocol.
+    /// Checks `text` against the agent id regex (specs/blackboard.md *agents.<id>*).
     pub fn parse(text: &str) -> Result<AgentId, IdError> {
         let role_of = |prefix: &str| {
             text.strip_prefix(prefix)

@@ -1,5 +1,5 @@
 //! Liveness records (`.liza/live/<agent>.<generation>.yaml`): heartbeats renew leases here,
-//! without the state lock and without rewriting state.yaml (blackboard.md *Liveness*).
+//! without the state lock and without rewriting state.yaml (specs/blackboard.md *Liveness*).
 //!
 //! Every reader computes *effective* leases as the later of the state value and the live
 //! record of the agent's current generation; the next transaction folds the records into

@@ -1,4 +1,4 @@
-//! Three-way merge of blackboard documents at field level (blackboard.md *Hand edits*):
+//! Three-way merge of blackboard documents at field level (specs/blackboard.md *Hand edits*):
 //! a human's edit made on an older revision (`theirs`, based on `base`) is merged onto the
 //! latest revision (`ours`). Mappings merge key by key, lists of records with an `id` merge
 //! record by record, anything else is one value. A field changed on both sides to different

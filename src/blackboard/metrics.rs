@@ -1,7 +1,7 @@
 //! `sprint.metrics`, recomputed by every transaction so it is never stale. Tasks moved to
 //! the archive keep counting through running totals (`sprint.metrics.archived`), added
 //! once when they are archived, so a transaction never re-reads the archives
-//! (blackboard.md *Growth*).
+//! (specs/blackboard.md *Growth*).
 
 use super::codec::Number;
 use super::event::EventKind;

@@ -1,4 +1,4 @@
-//! The typed state.yaml model of blackboard.md: every section and field, statuses as
+//! The typed state.yaml model of specs/blackboard.md: every section and field, statuses as
 //! enums, ids and timestamps as validated types, and unknown keys kept at every level.
 
 mod agent;

@@ -1,4 +1,4 @@
-//! Where everything under `.liza/` lives (blackboard.md *Files*).
+//! Where everything under `.liza/` lives (specs/blackboard.md *Files*).
 
 use std::path::{Path, PathBuf};
 

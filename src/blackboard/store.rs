@@ -1,4 +1,4 @@
-//! The store: the only writer of state.yaml (blackboard.md *The store*).
+//! The store: the only writer of state.yaml (specs/blackboard.md *The store*).
 //!
 //! [`Store::transact`] is the one transactional function: lock the sidecar, read and
 //! hash state.yaml, load it (from the parse cache when liza wrote those bytes, otherwise a
@@ -214,7 +214,7 @@ impl<E> From<StoreError> for TxError<E> {
 }
 
 /// Refuses a supervisor's transaction unless `generation` is its agent's registered one
-/// (supervisor.md *Startup*: one process supervises one registration).
+/// (specs/supervisor.md *Startup*: one process supervises one registration).
 fn fence(state: &State, id: &AgentId, generation: &str) -> Result<(), StoreError> {
     let registered = state.agents.get(id).and_then(|a| a.generation.as_deref());
     if registered == Some(generation) {
@@ -381,7 +381,11 @@ impl Store {
         state.revision = Some(1);
         metrics::recompute(&mut state);
         let timeout = state.config.lock_timeout() as u64;
-        let (bytes, spans) = render(&state, None);
+        let Rendered {
+            bytes,
+            task_spans: spans,
+            ..
+        } = render(&state, None);
         let hash = ContentHash::of(&bytes);
         let p = &staged.paths;
         fs::write(p.lock(), b"").map_err(io_err("create", &p.lock()))?;
@@ -479,7 +483,7 @@ impl Store {
         let read_as = current.commented.is_some().then(|| current.state.clone());
         let mut state = current.state;
         // Heartbeats renewed leases in liveness records; this commit makes them part of
-        // the state (blackboard.md *Liveness*).
+        // the state (specs/blackboard.md *Liveness*).
         liveness::fold(&mut state, &live);
         if let Actor::Supervisor { id, generation } = actor {
             fence(&state, id, generation)?;
@@ -814,15 +818,20 @@ impl Store {
         // A person's comments and layout survive: the change is applied to their text.
         let rewritten = commented.and_then(|c| {
             c.rewrite(before, state, |s| {
-                String::from_utf8(render(s, None).0).unwrap_or_default()
+                String::from_utf8(render(s, None).bytes).unwrap_or_default()
             })
         });
         if commented.is_some() && rewritten.is_none() {
             tracing::warn!("could not keep the comments of state.yaml; wrote it in full");
         }
         let is_commented = rewritten.is_some();
-        let (bytes, task_spans, layout) = match rewritten {
-            Some(r) => (r.text.into_bytes(), r.task_spans, r.layout),
+        let (bytes, task_spans, layout, longest) = match rewritten {
+            Some(r) => (
+                r.text.into_bytes(),
+                r.task_spans,
+                r.layout,
+                r.longest_scalar,
+            ),
             None => {
                 // A person's item texts are not liza's: only liza's own are copied.
                 let reuse = if commented.is_some() {
@@ -830,8 +839,8 @@ impl Store {
                 } else {
                     previous_yaml
                 };
-                let (bytes, spans) = render(state, reuse);
-                (bytes, spans, None)
+                let r = render(state, reuse);
+                (r.bytes, r.task_spans, None, r.longest)
             }
         };
         // A commented text the cache cannot describe is parsed by the next reader.
@@ -844,9 +853,10 @@ impl Store {
                 bytes: bytes.len(),
             });
         }
-        // Only a document this large can hold a value over the parser's limits (one
-        // text over 8 MiB): read it back before it replaces a good revision.
-        if bytes.len() > super::yaml::MAX_SCALAR_BYTES
+        // A value over the parser's limits (one text over 8 MiB) would make a revision
+        // no command can load: read such a text back before it replaces a good one.
+        // (Texts copied from the previous revision were read or written within limits.)
+        if longest > super::yaml::MAX_SCALAR_BYTES
             && let Err(findings) = document::decode(&bytes)
         {
             return Err(StoreError::WouldInvalidate { findings });
@@ -1183,17 +1193,30 @@ pub fn write_revision_files<'p>(
     Ok((temp, entry))
 }
 
-/// state.yaml text for `state`, copying unchanged tasks from `previous`; with where each
-/// task is in it.
-fn render(state: &State, previous: Option<ItemTexts>) -> (Vec<u8>, Vec<(usize, Range<usize>)>) {
+/// A state as liza writes it.
+struct Rendered {
+    bytes: Vec<u8>,
+    /// Where each task is in `bytes`, by its `Arc` address.
+    task_spans: Vec<(usize, Range<usize>)>,
+    /// The longest scalar written (copied tasks aside).
+    longest: usize,
+}
+
+/// state.yaml text for `state`, copying unchanged tasks from `previous`.
+fn render(state: &State, previous: Option<ItemTexts>) -> Rendered {
     let size_hint = previous.as_ref().map_or(0, |y| y.text.len());
     let mut emitter = Emitter::with_capacity(size_hint + size_hint / 8 + 4096);
     if let Some(yaml) = previous {
         emitter = emitter.with_reuse(yaml);
     }
     state.emit(&mut emitter);
-    let (text, spans) = emitter.finish_with_items();
-    (text.into_bytes(), spans)
+    let longest = emitter.longest_scalar();
+    let (text, task_spans) = emitter.finish_with_items();
+    Rendered {
+        bytes: text.into_bytes(),
+        task_spans,
+        longest,
+    }
 }
 
 /// `LIZA_LOCK_TIMEOUT` (seconds, may be fractional) overrides the configured timeout.

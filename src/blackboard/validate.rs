@@ -1,4 +1,4 @@
-//! The static invariants of one state (blackboard.md *Validation*, rules 1–12).
+//! The static invariants of one state (specs/blackboard.md *Validation*, rules 1–12).
 //!
 //! Type-level rules (statuses, ids, timestamps, required keys) are enforced while decoding
 //! (see [`super::codec`]); this module checks everything that needs the whole decoded

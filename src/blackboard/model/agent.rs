@@ -9,7 +9,7 @@ use crate::blackboard::timestamp::Timestamp;
 use crate::blackboard::yaml::Emitter;
 
 yaml_enum! {
-    /// The 6 agent states of lifecycle.md.
+    /// The 6 agent states of specs/lifecycle.md.
     pub enum AgentStatus (Some(8), "agent-status", "agent status") {
         Starting = "STARTING",
         Idle = "IDLE",

@@ -1,4 +1,4 @@
-//! `config`: every key of blackboard.md with its default. Fields are optional in the file
+//! `config`: every key of specs/blackboard.md with its default. Fields are optional in the file
 //! (missing keys take defaults, through the accessors) so a rewrite never adds keys the
 //! human did not write.
 
@@ -157,7 +157,7 @@ pub struct BuiltinRoleConfig {
 }
 record!(BuiltinRoleConfig { opt model: "model" });
 
-/// `config.builtin`: the built-in agent (builtin-agent.md).
+/// `config.builtin`: the built-in agent (specs/builtin-agent.md).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuiltinConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -28,7 +28,7 @@ yaml_enum! {
 }
 
 yaml_enum! {
-    /// The 13 anomaly types of blackboard.md.
+    /// The 13 anomaly types of specs/blackboard.md.
     pub enum AnomalyType (Some(10), "anomaly-type", "anomaly type") {
         RetryLoop = "retry_loop",
         TradeOff = "trade_off",
@@ -354,7 +354,7 @@ record!(SpecChange {
     opt triggered_by: "triggered_by",
 });
 
-/// `circuit_breaker`: the last analysis (operations.md).
+/// `circuit_breaker`: the last analysis (specs/operations.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CircuitBreaker {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -389,7 +389,7 @@ record!(ArchivedTask {
     opt sprint: "sprint",
 });
 
-/// `archive/<sprint>.yaml`: terminal tasks moved out of state.yaml (blackboard.md
+/// `archive/<sprint>.yaml`: terminal tasks moved out of state.yaml (specs/blackboard.md
 /// *Growth*), each with its full record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Archive {

@@ -118,7 +118,7 @@ impl State {
         self.discovered.as_deref().unwrap_or(&[])
     }
 
-    /// Whether a dependency on `id` is satisfied (lifecycle.md): the task is MERGED, or
+    /// Whether a dependency on `id` is satisfied (specs/lifecycle.md): the task is MERGED, or
     /// SUPERSEDED and every task in its `superseded_by` is satisfied. An archived task
     /// counts with its archived status; an archived SUPERSEDED task is satisfied by its
     /// live replacements (tasks whose `supersedes` names it), if any remain.

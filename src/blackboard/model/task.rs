@@ -1,4 +1,4 @@
-//! Tasks: the 11 states, every field of blackboard.md's task table, and history events.
+//! Tasks: the 11 states, every field of specs/blackboard.md's task table, and history events.
 
 use std::sync::Arc;
 
@@ -11,7 +11,7 @@ use crate::blackboard::timestamp::Timestamp;
 use crate::blackboard::yaml::Emitter;
 
 yaml_enum! {
-    /// The 11 task states of lifecycle.md.
+    /// The 11 task states of specs/lifecycle.md.
     pub enum TaskStatus (Some(2), "task-status", "task status") {
         Draft = "DRAFT",
         Unclaimed = "UNCLAIMED",
@@ -253,7 +253,7 @@ record!(HistoryEvent {
     opt agent: "agent",
 });
 
-/// A task (blackboard.md, *tasks[]*).
+/// A task (specs/blackboard.md, *tasks[]*).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
     pub id: TaskId,

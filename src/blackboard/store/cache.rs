@@ -3,7 +3,7 @@
 //!
 //! YAML liza wrote itself is never parsed again: a transaction or a snapshot read hashes
 //! state.yaml and, when a cache file for that hash exists, loads the model from it
-//! (quality.md P1/P2/P10). A missing, stale or damaged cache only means a full parse.
+//! (specs/quality.md P1/P2/P10). A missing, stale or damaged cache only means a full parse.
 //!
 //! Layout (JSON lines, so tasks decode in parallel and unchanged tasks are copied):
 //!

@@ -37,6 +37,9 @@ pub struct Rewritten {
     pub layout: Option<Layout>,
     /// Where each task is in `text`, keyed by its `Arc` address (the parse cache's spans).
     pub task_spans: Vec<(usize, Range<usize>)>,
+    /// The longest scalar in the text that was not read back (see
+    /// [`Emitter::longest_scalar`]).
+    pub longest_scalar: usize,
 }
 
 impl Commented {
@@ -98,10 +101,12 @@ impl Commented {
         };
         // Without the spans of every task the cache could not describe the text.
         let layout = layout.filter(|_| task_spans.len() == new.tasks.len());
+        // The patch read the whole text back: every scalar is within the parser's limits.
         Some(Rewritten {
             text,
             layout,
             task_spans,
+            longest_scalar: 0,
         })
     }
 }
@@ -131,6 +136,8 @@ struct Splice<'t> {
     entries: Vec<LayoutEntry>,
     items: Vec<Range<usize>>,
     task_spans: Vec<(usize, Range<usize>)>,
+    /// The longest scalar of liza's text that goes in unread.
+    longest: usize,
 }
 
 impl<'t> Splice<'t> {
@@ -142,12 +149,14 @@ impl<'t> Splice<'t> {
             entries: Vec::new(),
             items: Vec::new(),
             task_spans: Vec::new(),
+            longest: 0,
         }
     }
 
     fn run(mut self, before: &State, new: &mut State) -> Option<Rewritten> {
         let old_top = top_level(&mut before.clone())?;
         let new_top = top_level(new)?;
+        self.longest = new_top.longest;
         let mut at = 0;
         for entry in &self.layout.entries {
             self.out.push_str(&self.text[at..entry.span.start]);
@@ -161,6 +170,12 @@ impl<'t> Splice<'t> {
                     (old, new) if old == new => self.out.push_str(person),
                     // Gone from the state: the entry goes, what is around it stays.
                     (_, None) => continue,
+                    (Some(old), Some(new)) if let Some(tail) = appended(person, old, new) => {
+                        self.out.push_str(person);
+                        self.end_line();
+                        let (_, column) = tail;
+                        shift(&mut self.out, tail.0, column);
+                    }
                     (_, Some(new)) => self.out.push_str(&patch_fragment(person, new, "")?),
                 }
             }
@@ -194,6 +209,7 @@ impl<'t> Splice<'t> {
                 items: Some(items),
             }),
             task_spans: self.task_spans,
+            longest_scalar: self.longest,
         })
     }
 
@@ -238,7 +254,7 @@ impl<'t> Splice<'t> {
                     if Arc::ptr_eq(task, &old[i]) || **task == *old[i] {
                         self.out.push_str(person);
                     } else {
-                        let new_text = task_fragment(task);
+                        let (new_text, _) = task_fragment(task);
                         let patched =
                             patch_fragment(&format!("{TASKS}:\n{person}"), &new_text, "tasks:\n")?;
                         self.out.push_str(&patched);
@@ -249,7 +265,8 @@ impl<'t> Splice<'t> {
                 None => {
                     self.end_line();
                     let start = self.out.len();
-                    let text = task_fragment(task);
+                    let (text, longest) = task_fragment(task);
+                    self.longest = self.longest.max(longest);
                     shift(&mut self.out, &text[TASKS.len() + 2..], column);
                     start
                 }
@@ -289,8 +306,35 @@ fn patch_fragment(person: &str, new: &str, prefix: &str) -> Option<String> {
     Some(text)
 }
 
-/// `tasks:` and one task as its item, as liza writes them.
-fn task_fragment(task: &Task) -> String {
+/// When a top-level list only grew at its end (liza's `old` text is the start of its
+/// `new` one) and the person's text of it is a block list: the new items as liza wrote
+/// them (dashes at column 2), and the column of the person's dashes. Appending them
+/// needs no patch, and no parse of a list that grows with every note.
+fn appended<'n>(person: &str, old: &str, new: &'n str) -> Option<(&'n str, usize)> {
+    let tail = new.strip_prefix(old)?;
+    if !tail.starts_with("  - ") || !old.ends_with('\n') {
+        return None;
+    }
+    let mut lines = person.lines();
+    // `key:` alone on its line (a comment may follow): the value is a block below it.
+    let (_, rest) = lines.next()?.split_once(':')?;
+    let rest = rest.trim_start();
+    if !(rest.is_empty() || rest.starts_with('#')) {
+        return None;
+    }
+    let first = lines.find(|l| {
+        let t = l.trim_start();
+        !t.is_empty() && !t.starts_with('#')
+    })?;
+    let dash = first.trim_start();
+    if !(dash == "-" || dash.starts_with("- ")) {
+        return None;
+    }
+    Some((tail, indentation(first)))
+}
+
+/// `tasks:` and one task as its item, as liza writes them; with its longest scalar.
+fn task_fragment(task: &Task) -> (String, usize) {
     let mut e = Emitter::with_capacity(4096);
     e.begin_map(1);
     e.field(TASKS);
@@ -299,7 +343,8 @@ fn task_fragment(task: &Task) -> String {
     task.emit(&mut e);
     e.end_seq();
     e.end_map();
-    e.finish()
+    let longest = e.longest_scalar();
+    (e.finish(), longest)
 }
 
 /// Appends liza's `text` of a list item (its dash at column 2) with its dash at `column`.
@@ -324,6 +369,7 @@ fn indentation(text: &str) -> usize {
 /// Liza's text of each top-level entry of `state` except the tasks, by key.
 struct TopLevel {
     order: Vec<(String, String)>,
+    longest: usize,
 }
 
 impl TopLevel {
@@ -334,8 +380,11 @@ impl TopLevel {
 
 fn top_level(state: &mut State) -> Option<TopLevel> {
     let tasks = std::mem::take(&mut state.tasks);
-    let text = crate::blackboard::document::emit(state, 0);
+    let mut e = Emitter::with_capacity(4096);
+    state.emit(&mut e);
     state.tasks = tasks;
+    let longest = e.longest_scalar();
+    let text = e.finish();
     let mut order: Vec<(String, String)> = Vec::new();
     for line in text.split_inclusive('\n') {
         match line.as_bytes().first() {
@@ -355,7 +404,7 @@ fn top_level(state: &mut State) -> Option<TopLevel> {
             }
         }
     }
-    Some(TopLevel { order })
+    Some(TopLevel { order, longest })
 }
 
 #[cfg(test)]

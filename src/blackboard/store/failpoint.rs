@@ -1,4 +1,4 @@
-//! Crash injection for the reliability tests (quality.md R1): `LIZA_FAILPOINT=<step>`
+//! Crash injection for the reliability tests (specs/quality.md R1): `LIZA_FAILPOINT=<step>`
 //! aborts the process at that step of a transaction, as a crash or SIGKILL would;
 //! `<step>:stop` stops it there with SIGSTOP instead (a process paused mid-operation,
 //! resumed by the test with SIGCONT); `<step>:until=<path>` blocks there until `path`

@@ -1,4 +1,4 @@
-//! Hand edits of state.yaml (blackboard.md *Hand edits*), reconciled under the state lock
+//! Hand edits of state.yaml (specs/blackboard.md *Hand edits*), reconciled under the state lock
 //! before any other change, so neither side loses anything:
 //!
 //! - valid and made on the latest revision → committed as a `human_edit` transaction;

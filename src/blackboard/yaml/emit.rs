@@ -53,6 +53,8 @@ pub struct Emitter {
     reuse: Option<ItemTexts>,
     /// Where each recorded item landed in `out`.
     recorded: Vec<(usize, Range<usize>)>,
+    /// The length of the longest scalar written (copied items not counted).
+    longest: usize,
 }
 
 impl Default for Emitter {
@@ -70,6 +72,7 @@ impl Emitter {
             owner_indent: 0,
             reuse: None,
             recorded: Vec::new(),
+            longest: 0,
         }
     }
 
@@ -103,6 +106,13 @@ impl Emitter {
         self.out.push_str(text);
         self.slot = Slot::Done;
         Some(start)
+    }
+
+    /// The length of the longest key or value written, copied items aside: the parser
+    /// refuses scalars over its limit, so a commit needs to read back only a text where
+    /// this is over it.
+    pub fn longest_scalar(&self) -> usize {
+        self.longest
     }
 
     /// Records that item `key` occupies `start..` up to the current end.
@@ -198,6 +208,7 @@ impl Emitter {
     }
 
     pub fn key(&mut self, key: &str) {
+        self.longest = self.longest.max(key.len());
         let (indent, _) = self.next_line();
         if key.len() < 1000 && is_plain_safe(key) {
             self.out.push_str(key);
@@ -252,6 +263,7 @@ impl Emitter {
 
     /// Writes text the caller knows is safe as a plain scalar (ids, timestamps, enums).
     pub fn plain(&mut self, text: &str) {
+        self.longest = self.longest.max(text.len());
         self.inline_prefix();
         self.out.push_str(text);
         self.slot = Slot::Done;
@@ -279,6 +291,7 @@ impl Emitter {
 
     /// Writes any string in the clearest safe style.
     pub fn str(&mut self, text: &str) {
+        self.longest = self.longest.max(text.len());
         if is_plain_safe(text) {
             self.plain(text);
         } else if literal_block_fits(text) {

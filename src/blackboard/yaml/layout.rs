@@ -9,7 +9,7 @@
 
 use std::ops::Range;
 
-use serde_saphyr::granit_parser::{Event, Parser, StructureStyle};
+use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, StructureStyle};
 
 /// The spans of a document whose root is a block mapping.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -70,8 +70,13 @@ pub fn scan(text: &str, list_key: &str) -> Option<Layout> {
                 }
             }
             // A block scalar's span runs into the indentation of the line after it.
-            Event::Scalar(value, ..) => {
-                let end = range.start + text[range.clone()].trim_end_matches([' ', '\t']).len();
+            Event::Scalar(value, style, ..) => {
+                let end = match style {
+                    ScalarStyle::Literal | ScalarStyle::Folded => {
+                        block_scalar_end(text, &range, &value)?
+                    }
+                    _ => range.end,
+                };
                 scan.scalar(&value, range.start..end)?
             }
             Event::Alias(..) => scan.scalar("", range)?,
@@ -196,6 +201,50 @@ impl Scan<'_> {
     }
 }
 
+/// Where a block scalar's content ends. Its span runs on to the next token, over the
+/// blank lines and comment lines after it: those are left out (comments less indented
+/// than the content are not content), so they stay between spans — except the trailing
+/// blank lines a keep-chomped scalar (`|+`) holds as line breaks of its `value`.
+fn block_scalar_end(text: &str, range: &Range<usize>, value: &str) -> Option<usize> {
+    let slice = &text[range.clone()];
+    let first_line = line_start(text, range.start);
+    // The span starts at the content or at the header (`|`); its first line stays.
+    let first_end = slice.find('\n').map_or(slice.len(), |i| i + 1);
+    let content_indent = if text[first_line..range.start].trim().is_empty() {
+        Some(range.start - first_line)
+    } else {
+        slice[first_end..]
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| l.len() - l.trim_start().len())
+    };
+    let mut end = slice.len();
+    while end > first_end {
+        let start = slice[..end - 1]
+            .rfind('\n')
+            .map_or(0, |i| i + 1)
+            .max(first_end);
+        let line = &slice[start..end];
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let comment = trimmed.starts_with('#') && content_indent.is_none_or(|c| indent < c);
+        if !(trimmed.trim_end().is_empty() || comment) {
+            break;
+        }
+        end = start;
+    }
+    let mut end = line_end(text, range.start + end);
+    let breaks = value.len() - value.trim_end_matches('\n').len();
+    for _ in 1..breaks {
+        let next = text[end..].find('\n').map_or(text.len(), |i| end + i + 1);
+        if next == end || !text[end..next].trim().is_empty() {
+            return None;
+        }
+        end = next;
+    }
+    Some(end)
+}
+
 /// Spans in order, none overlapping, items inside their entry.
 fn ordered(layout: &Layout) -> bool {
     fn spans_ok<'a>(mut spans: impl Iterator<Item = &'a Range<usize>>) -> bool {
@@ -294,10 +343,29 @@ mod tests {
         assert_eq!(
             items,
             vec![
-                "  - id: t-1\n    description: |\n      two\n      lines\n\n",
+                "  - id: t-1\n    description: |\n      two\n      lines\n",
                 "  -\n    id: t-2\n    tags: [a, b]  # flow\n",
             ]
         );
+    }
+
+    #[test]
+    fn comments_after_a_block_scalar_are_not_its_content() {
+        let text = "tasks:\n  - id: t-1\n    description: |\n      two\n      # content\n\n  # about t-2\n\n  - id: t-2\n    d: |+\n      kept\n\n  - id: t-3\n";
+        let layout = scan(text, "tasks").unwrap();
+        let (_, items) = texts(text, &layout);
+        assert_eq!(
+            items,
+            vec![
+                "  - id: t-1\n    description: |\n      two\n      # content\n",
+                "  - id: t-2\n    d: |+\n      kept\n\n",
+                "  - id: t-3\n",
+            ]
+        );
+        // A kept scalar's blank lines before a comment are its own; those after are not.
+        let text = "a: |+\n  x\n\n# c\n\nb: 1\n";
+        let layout = scan(text, "tasks").unwrap();
+        assert_eq!(texts(text, &layout).0[0].1, "a: |+\n  x\n\n");
     }
 
     #[test]

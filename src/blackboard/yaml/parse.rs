@@ -47,7 +47,7 @@ pub struct YamlError {
 pub struct Parsed {
     /// `None` for a file with no document at all (empty or only comments).
     pub root: Option<Node>,
-    /// Whether the text holds comments (a human wrote it; see blackboard.md *Hand edits*).
+    /// Whether the text holds comments (a human wrote it; see specs/blackboard.md *Hand edits*).
     pub has_comments: bool,
 }
 

@@ -1,4 +1,4 @@
-//! Minimal edits of a state.yaml a person wrote comments in (blackboard.md *Hand edits*):
+//! Minimal edits of a state.yaml a person wrote comments in (specs/blackboard.md *Hand edits*):
 //! instead of writing the new state from scratch, the changes from the old document to the
 //! new one are applied to the old text through a lossless syntax tree (`yaml-edit`), so
 //! comments, key order and layout the person chose survive every later transaction.
