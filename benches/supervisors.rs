@@ -1,9 +1,9 @@
-//! The supervisor benchmark: quality.md P5 (a BLOCKED transition → the planner's agent
+//! The supervisor benchmark: specs/quality.md P5 (a BLOCKED transition → the planner's agent
 //! process started), P6 (a new UNCLAIMED task → a waiting coder supervisor claimed it) and
 //! P7 (idle supervisors — planner, 4 coders, 2 reviewers — with nothing to do: state.yaml
 //! rewrites, CPU, RSS), with real `liza agent` processes and the fake agent CLI of the
 //! tests. Run with `cargo bench --bench supervisors`; `LIZA_BENCH_QUICK=1` takes fewer
-//! samples and a 30 s idle window (`LIZA_BENCH_IDLE_SECS` sets it; quality.md says 600).
+//! samples and a 30 s idle window (`LIZA_BENCH_IDLE_SECS` sets it; specs/quality.md says 600).
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

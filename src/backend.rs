@@ -1,4 +1,4 @@
-//! Agent backends (supervisor.md *Backends*): what turns a prompt, a worktree and an
+//! Agent backends (specs/supervisor.md *Backends*): what turns a prompt, a worktree and an
 //! environment into an agent process. The built-in CLI backends (`claude`, `codex`,
 //! `gemini`, `mistral`, `aider`, `opencode`) with arguments verified against each CLI's
 //! current release (`catalog`), the user's own and adjustments of the built-in ones from

@@ -1,4 +1,4 @@
-//! Generated blackboards of a chosen size, for the benchmark (quality.md) and for tests
+//! Generated blackboards of a chosen size, for the benchmark (specs/quality.md) and for tests
 //! that need a realistic mid-sprint state: every task status, agents, histories, notes.
 //!
 //! The states are valid when the spec files of [`spec_files`] and the worktree
@@ -46,7 +46,7 @@ fn coder(i: usize) -> AgentId {
 
 /// A state with `tasks` tasks of about `bytes_per_task` bytes of YAML each, cycling
 /// through all 11 statuses. 2 600 bytes/task gives the ~130 KB 50-task blackboard of
-/// quality.md, 13 500 the ~4 MB 300-task one.
+/// specs/quality.md, 13 500 the ~4 MB 300-task one.
 pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> State {
     let start = now.plus_seconds(-86_400);
     let statuses = TaskStatus::ALL;
@@ -239,7 +239,7 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
 
 /// Adds `count` MERGED tasks of earlier work (`hist-0000`…, about `bytes_per_task` each):
 /// kept in `state.tasks` when `archived` is false, else only in the `archived` index, their
-/// records returned for the archive file (blackboard.md *Growth*).
+/// records returned for the archive file (specs/blackboard.md *Growth*).
 pub fn add_history(
     state: &mut State,
     count: usize,

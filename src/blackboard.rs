@@ -1,7 +1,7 @@
 //! The blackboard: `.liza/state.yaml` and `.liza/log.yaml`, their model, and the store
 //! that is the only writer of state.yaml.
 //!
-//! - [`model`]: the typed schema of blackboard.md, unknown keys preserved.
+//! - [`model`]: the typed schema of specs/blackboard.md, unknown keys preserved.
 //! - [`document`]: text ↔ model, with located findings; [`validate`]: rules 1–12.
 //! - [`node`], [`yaml`], [`codec`]: the YAML tree, its parser and writer, and the mapping
 //!   to the model.

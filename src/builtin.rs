@@ -1,4 +1,4 @@
-//! The built-in agent (builtin-agent.md): liza's own planner, coder and reviewer over any
+//! The built-in agent (specs/builtin-agent.md): liza's own planner, coder and reviewer over any
 //! OpenAI-compatible chat-completions endpoint, run by the supervisor as
 //! `liza builtin <role> --task ID` like any other agent CLI.
 //!
@@ -23,7 +23,7 @@ pub mod reviewer;
 pub mod run;
 pub mod runlog;
 
-/// Exit codes of `liza builtin` (builtin-agent.md): the role's work is done; no result
+/// Exit codes of `liza builtin` (specs/builtin-agent.md): the role's work is done; no result
 /// (counts toward the iteration limits); hard failure (the task is blocked at once).
 pub const EXIT_DONE: i32 = 0;
 pub const EXIT_SOFT_FAIL: i32 = 3;

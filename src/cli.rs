@@ -257,7 +257,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
 }
 
 impl Command {
-    /// The name of a command for people only (operations.md), if this is one.
+    /// The name of a command for people only (specs/operations.md), if this is one.
     fn for_people(&self) -> Option<&'static str> {
         Some(match self {
             Command::Edit(_) => "edit",

@@ -1,4 +1,4 @@
-//! `liza demo` (operations.md *Demo*): a throw-away repository with a tiny shell project,
+//! `liza demo` (specs/operations.md *Demo*): a throw-away repository with a tiny shell project,
 //! `liza init`, and real supervisor processes — a planner, two coders and a reviewer —
 //! running the built-in agent against a scripted model server on loopback, shown until
 //! the sprint completes with every task MERGED on `integration`. One coder's first edit

@@ -1,4 +1,4 @@
-//! How library errors map onto the documented exit codes (operations.md): every error
+//! How library errors map onto the documented exit codes (specs/operations.md): every error
 //! type of the crate says which class it is in and what a person can do about it.
 
 /// The classes of failure the CLI distinguishes.

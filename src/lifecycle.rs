@@ -1,4 +1,4 @@
-//! The task, agent, sprint and goal state machines of lifecycle.md: one transition table
+//! The task, agent, sprint and goal state machines of specs/lifecycle.md: one transition table
 //! ([`table`]) as data, plus pure functions over the in-memory [`State`] — no I/O, no
 //! clock (the caller passes `now`), no git (the caller passes what git said). Every path
 //! that changes a task's status — CLI commands, the supervisor, the built-in agent, the

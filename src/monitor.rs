@@ -1,4 +1,4 @@
-//! `liza watch` (operations.md *Watch and alarms*, *Metrics*; also run inside the planner
+//! `liza watch` (specs/operations.md *Watch and alarms*, *Metrics*; also run inside the planner
 //! supervisor): on every change of the blackboard (file watch) and every 10 s, one cycle —
 //! reconcile a hand edit, evaluate every alarm rule and fire the new occurrences
 //! (`ops::alarms::fire`, once across processes), checkpoint the sprint at its deadline,

@@ -1,4 +1,4 @@
-//! `liza retro` (builtin-agent.md *Retrospective coding*, seed 000): identity-based coder
+//! `liza retro` (specs/builtin-agent.md *Retrospective coding*): identity-based coder
 //! agents reading the sprint's interactions and assigning codes grounded in verbatim
 //! quotes. The interactions are collected from the blackboard (and the sprint's archive),
 //! every message is chunked, one coder agent per identity codes every chunk — all calls in

@@ -1,4 +1,4 @@
-//! `liza agent <role>` / `liza-agent <role>` (supervisor.md): one process supervises one
+//! `liza agent <role>` / `liza-agent <role>` (specs/supervisor.md): one process supervises one
 //! agent for its whole life — startup (identity, repository, backend, registration),
 //! heartbeats, finding and claiming work, preparing the worktree and the prompt, running
 //! the agent under watchdogs, classifying its exit, reconciling, merging what a reviewer

@@ -2,7 +2,7 @@
 //! change. The directory is watched, not the files, because the store replaces state.yaml
 //! by rename. Bursts are coalesced by the waiter (it sleeps the debounce once after the
 //! first event and drains the rest) rather than by a ticking debouncer thread, so an idle
-//! watcher costs no CPU at all (quality.md P7).
+//! watcher costs no CPU at all (specs/quality.md P7).
 
 use std::path::Path;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};

@@ -1,4 +1,4 @@
-//! The built-in CLI backends as data (supervisor.md *Backends*): for each agent CLI, the
+//! The built-in CLI backends as data (specs/supervisor.md *Backends*): for each agent CLI, the
 //! arguments of an unattended run that may edit, run commands (git, tests, `liza`) and
 //! commit inside its worktree, how the prompt reaches it, the variables it reads for its
 //! key and endpoint, its model flag, its interactive mode, the files it drops in a

@@ -1,4 +1,4 @@
-//! The agent's environment (supervisor.md *Backends*): the supervisor's, minus every
+//! The agent's environment (specs/supervisor.md *Backends*): the supervisor's, minus every
 //! secret except the variables the backend's CLI documents for its own authentication and
 //! endpoint (and the user's `pass_env`), plus `env` values with `${VAR}` taken from the
 //! supervisor's environment.

@@ -361,7 +361,7 @@ fn from_spec(spec: &'static CliSpec) -> Backend {
     }
 }
 
-/// The built-in agent (builtin-agent.md): this same executable's hidden `builtin`
+/// The built-in agent (specs/builtin-agent.md): this same executable's hidden `builtin`
 /// subcommand, which reads its task from the blackboard and the supervisor's prompt from
 /// the prompt file, and needs the model key.
 fn builtin() -> Backend {

@@ -1,4 +1,4 @@
-//! Provider usage limits in an agent CLI's output (supervisor.md *Running the agent*):
+//! Provider usage limits in an agent CLI's output (specs/supervisor.md *Running the agent*):
 //! whether the tail of a run's output — whatever its exit status: aider exits 0 after its
 //! retries — reports a quota or rate limit, and when it resets, in the forms the CLIs
 //! print. Pure functions of the text and the time, so every real message is a fixture.

@@ -1,4 +1,4 @@
-//! Debug artifacts of one built-in run (builtin-agent.md *Calling the model*):
+//! Debug artifacts of one built-in run (specs/builtin-agent.md *Calling the model*):
 //! `.liza/agent-outputs/<agent>-<what>-<ts>/` with the prompt, the raw response, the parsed
 //! result, and the validation mode and errors of each attempt — each file bounded in size
 //! and scrubbed of secrets. The raw model content lives here and nowhere else.

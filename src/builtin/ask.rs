@@ -1,4 +1,4 @@
-//! One question to the model, answered in the role's schema (builtin-agent.md *Calling the
+//! One question to the model, answered in the role's schema (specs/builtin-agent.md *Calling the
 //! model*): the call (with the client's transport retries), the JSON parse, and schema
 //! validation by mode — `strict`: a violation is a failed attempt, asked again up to
 //! `max_attempts`; `lenient`: the valid parts are kept, the errors recorded; `none`: the

@@ -1,4 +1,4 @@
-//! The built-in coder (builtin-agent.md *Roles*; seed 001's workflow, seed 004's Coder):
+//! The built-in coder (specs/builtin-agent.md *Coder*):
 //! gather context within the token budget, ask for edits (full files or a unified diff),
 //! apply them inside the worktree only, run the project's checks and feed failures back
 //! (the truncation rule) up to `MAX_RETRIES` more drafts, then commit and
@@ -24,7 +24,8 @@ use crate::llm::response::Expect;
 use crate::llm::text::{estimate_tokens, truncate_output};
 use crate::ops::{self, CheckRun};
 
-/// Drafts after the first when the checks fail (seed 001: `MAX_RETRIES`, default 2).
+/// Drafts after the first when the checks fail (specs/builtin-agent.md *Coder*:
+/// `MAX_RETRIES`, default 2).
 pub const MAX_RETRIES: u32 = 2;
 
 const RULES: &str = "You are liza's built-in coder. You implement exactly one task by \
@@ -98,7 +99,7 @@ pub fn read_answer(
     ))
 }
 
-/// The run's CommitResult (seed 001).
+/// The run's CommitResult (specs/builtin-agent.md *Coder*).
 struct CommitResult {
     status: Status,
     commit_sha: Option<String>,

@@ -11,7 +11,7 @@ use crate::blackboard::{Actor, TaskId};
 use crate::llm::client::ChatClient;
 use crate::ops::Project;
 
-/// How a run ended (the CommitResult status of seed 001, for every role).
+/// How a run ended (the CommitResult status of specs/builtin-agent.md *Coder*, for every role).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
     Success,

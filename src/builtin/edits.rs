@@ -1,5 +1,5 @@
 //! Applying the built-in coder's edits to its worktree, and nothing else
-//! (builtin-agent.md *Roles*, quality.md S4): every path is checked before anything is
+//! (specs/builtin-agent.md *Roles*, specs/quality.md S4): every path is checked before anything is
 //! written — relative, no `..`, nothing under `.git/` or `.liza/`, no symlink on the way,
 //! inside the task's `paths` when it has any. One bad path refuses the whole answer.
 //! Edits come as full files (written in path order) or a unified diff (`git apply`,

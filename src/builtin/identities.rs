@@ -1,4 +1,4 @@
-//! `identities.yaml` (builtin-agent.md *Identities*, seed 000 requirement 1): the
+//! `identities.yaml` (specs/builtin-agent.md *Identities*): the
 //! perspectives agents can take, `[{id, name, prompt_prefix, description?}]` at the project
 //! root. Loaded and validated once per process when an agent uses one; any problem is one
 //! error naming the file, the place and what to write.

@@ -1,4 +1,4 @@
-//! The built-in agent's metrics (builtin-agent.md *Metrics*, seed 001 §7), per agent and
+//! The built-in agent's metrics (specs/builtin-agent.md *Metrics*), per agent and
 //! in total, from the run results recorded in the tasks' history (`commit_result`,
 //! `review_result`): runs, run latency, retries by reason, tokens, patch size and outcome
 //! counts. `liza status --json` carries them under `builtin`.

@@ -1,4 +1,4 @@
-//! The built-in planner (builtin-agent.md *Roles*; seed 004's Planner with liza's task
+//! The built-in planner (specs/builtin-agent.md *Planner*, with liza's task
 //! gates): on INITIAL_PLANNING it asks for a plan and adds its tasks as drafts, then
 //! finalizes each one whose gates pass; on every other trigger it asks for decisions and
 //! applies each through the lifecycle operations. `{"status": "error"}` is a valid

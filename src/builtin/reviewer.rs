@@ -1,4 +1,4 @@
-//! The built-in code reviewer (builtin-agent.md *Roles*): the task, its spec, the diff
+//! The built-in code reviewer (specs/builtin-agent.md *Roles*): the task, its spec, the diff
 //! `base_commit..review_commit` (chunked to the context budget) and the results of the
 //! checks liza itself runs on the review commit; the mechanical blockers liza finds on its
 //! own; a grounded verdict — every model finding must quote the file at the review commit
@@ -541,7 +541,7 @@ fn facts(ctx: &RunContext, state: &State, task: &Task) -> Result<Facts, String> 
     })
 }
 
-/// The blockers of builtin-agent.md liza adds before asking the model, each citing a
+/// The blockers of specs/builtin-agent.md liza adds before asking the model, each citing a
 /// `path:line` as rejections must.
 pub fn mechanical_blockers(
     state: &State,

@@ -1,4 +1,4 @@
-//! The built-in agent's run log (builtin-agent.md *Run log*, seed 004): JSON lines in
+//! The built-in agent's run log (specs/builtin-agent.md *Run log*): JSON lines in
 //! `.liza/runs/<date>.log.jsonl`, `{ts, agent, role, task, type, data}`, appended one
 //! whole line per write and never rewritten; text fields bounded to 4000 characters and
 //! scrubbed of secrets.

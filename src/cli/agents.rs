@@ -30,7 +30,7 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
     };
     let done = ops::register(&project, &actor, &id, &info)?;
     if out.json {
-        // operations.md: `--json` → `result.generation`.
+        // specs/operations.md: `--json` → `result.generation`.
         let result = serde_json::json!({
             "generation": done.value,
             "revision": done.revision,

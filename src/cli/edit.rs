@@ -1,4 +1,4 @@
-//! `liza edit`: edit the blackboard safely (blackboard.md *Hand edits*). A copy of
+//! `liza edit`: edit the blackboard safely (specs/blackboard.md *Hand edits*). A copy of
 //! state.yaml goes to `$VISUAL` / `$EDITOR`; on save it is validated, and while it is
 //! invalid the editor opens again with the errors as comments at the top (like
 //! `crontab -e`); a valid copy is committed through the store, merged onto the latest

@@ -1,4 +1,4 @@
-//! The documented exit codes (operations.md *CLI conventions*).
+//! The documented exit codes (specs/operations.md *CLI conventions*).
 
 use crate::error::ErrorClass;
 

@@ -1,4 +1,4 @@
-//! Progress of long-running commands (operations.md *CLI conventions*): an `indicatif`
+//! Progress of long-running commands (specs/operations.md *CLI conventions*): an `indicatif`
 //! spinner with the current step and its elapsed time on a terminal, one plain line per
 //! step otherwise, nothing with `--json` (stdout carries the one JSON object).
 

@@ -1,5 +1,5 @@
 //! `liza retro`: the sprint's interactions coded by one agent per identity, each code
-//! grounded in verbatim quotes (builtin-agent.md *Retrospective coding*).
+//! grounded in verbatim quotes (specs/builtin-agent.md *Retrospective coding*).
 
 use std::path::PathBuf;
 

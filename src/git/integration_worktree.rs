@@ -1,4 +1,4 @@
-//! The integration worktree `.worktrees/_integration` (git.md *Layout*): owned by liza,
+//! The integration worktree `.worktrees/_integration` (specs/git.md *Layout*): owned by liza,
 //! detached at the merge candidate under test, never on a branch, so no checkout of the
 //! human's is ever switched to build or test a candidate.
 

@@ -1,4 +1,4 @@
-//! Merging (git.md *Merge*): the candidate built in memory from the integration tip and
+//! Merging (specs/git.md *Merge*): the candidate built in memory from the integration tip and
 //! the approved commit, the compare-and-swap that publishes it, and — for an integration
 //! fix — the merge of the integration tip into a task worktree, conflicts left as markers.
 

@@ -1,4 +1,4 @@
-//! Task worktrees (git.md *Layout*, *Nothing in a worktree is ever deleted*, *Claim-time
+//! Task worktrees (specs/git.md *Layout*, *Nothing in a worktree is ever deleted*, *Claim-time
 //! worktree handling*, *Submit-time checks*): `.worktrees/<task>` on branch `task/<task>`;
 //! WIP commits and `liza/attic/<task>-<n>` archives before any removal; verified removal;
 //! the facts submit-time checks need.

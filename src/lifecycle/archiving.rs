@@ -1,4 +1,4 @@
-//! Moving terminal tasks out of state.yaml (blackboard.md *Growth*): the records were
+//! Moving terminal tasks out of state.yaml (specs/blackboard.md *Growth*): the records were
 //! written to `archive/<sprint>.yaml` first; this transition removes each task that is
 //! still there exactly as written and still terminal, indexes it under `archived`
 //! (`{status, sprint}`: dependencies, scopes and id uniqueness keep working), and — for a

@@ -1,4 +1,4 @@
-//! The circuit breaker's anomaly patterns (operations.md *Sprints, checkpoints, circuit
+//! The circuit breaker's anomaly patterns (specs/operations.md *Sprints, checkpoints, circuit
 //! breaker*), as a pure function of the state: every pattern that matches the current
 //! sprint's anomalies, each with its severity, evidence and the tasks it touches. Groups
 //! are keyed by the detail the pattern names; an anomaly without that detail belongs to no

@@ -32,7 +32,7 @@ pub enum ClaimKind {
     IntegrationFix,
 }
 
-/// What the worktree needs before the claim is committed (git.md, *Claim-time worktree
+/// What the worktree needs before the claim is committed (specs/git.md, *Claim-time worktree
 /// handling*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WorktreePlan {
@@ -427,7 +427,7 @@ pub fn release_review(
         ));
     };
     // `force`: a person taking the claim away, or the reviewer's own supervisor releasing
-    // it after a run that ended without a verdict (supervisor.md *Exit codes*).
+    // it after a run that ended without a verdict (specs/supervisor.md *Exit codes*).
     if !(expired(t.review_lease_expires, now)
         || (force && matches!(who, Who::Human | Who::Supervisor)))
     {

@@ -190,7 +190,7 @@ pub fn text_list<T: ToString>(items: &[T]) -> Value {
     Value::Seq(items.iter().map(|i| Node::str(i.to_string())).collect())
 }
 
-/// The agent whose task left its hands: IDLE, no current task (lifecycle.md *Agent states*).
+/// The agent whose task left its hands: IDLE, no current task (specs/lifecycle.md *Agent states*).
 pub fn release_agent(state: &mut State, agent: Option<&AgentId>, task: &TaskId) {
     if let Some(agent) = agent.and_then(|a| state.agents.get_mut(a))
         && agent.current_task.as_ref() == Some(task)

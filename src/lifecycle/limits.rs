@@ -1,4 +1,4 @@
-//! Limits and counters (lifecycle.md *Limits and counters*): `iteration` counts the agent
+//! Limits and counters (specs/lifecycle.md *Limits and counters*): `iteration` counts the agent
 //! runs on a task by its current coder; reaching the limit without approval blocks the
 //! task instead of launching another run.
 

@@ -1,6 +1,7 @@
-//! The merge rows (git.md *Merge*, lifecycle.md APPROVED → MERGED / INTEGRATION_FAILED)
-//! and the `merge_intent` that makes a merge recoverable: recorded before the git work,
-//! updated when the candidate is known, cleared when the merge ends either way.
+//! The merge rows (specs/git.md *Merge*, specs/lifecycle.md APPROVED → MERGED /
+//! INTEGRATION_FAILED) and the `merge_intent` that makes a merge recoverable: recorded
+//! before the git work, updated when the candidate is known, cleared when the merge ends
+//! either way.
 
 use crate::blackboard::EventKind;
 use crate::blackboard::model::{

@@ -1,6 +1,6 @@
 //! The planner's (and people's) moves on a task: reassign, unblock, rescope, abandon, and a
 //! person's release of a coder's claim. Each that takes a worktree away expects the caller
-//! to have saved and archived it first (git.md: nothing in a worktree is ever deleted).
+//! to have saved and archived it first (specs/git.md: nothing in a worktree is ever deleted).
 
 use crate::blackboard::EventKind;
 use crate::blackboard::model::{AlignmentEvent, AnomalyType, State, Task, TaskStatus};

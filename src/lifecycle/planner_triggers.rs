@@ -1,4 +1,4 @@
-//! The planner's wake triggers (supervisor.md *Planner wake triggers*): what there is for
+//! The planner's wake triggers (specs/supervisor.md *Planner wake triggers*): what there is for
 //! the planner to decide, in priority order, and their acknowledgement. Triggers are
 //! edge-triggered: a BLOCKED or INTEGRATION_FAILED task counts until a `planner_seen`
 //! event follows the event that raised it; a note or anomaly until its `seen_by` names

@@ -81,7 +81,7 @@ fn check_priority(priority: Option<i64>) -> Result<(), Refusal> {
     }
 }
 
-/// Adds a DRAFT task (lifecycle.md row "(new) → DRAFT"); the operations add tasks in
+/// Adds a DRAFT task (specs/lifecycle.md row "(new) → DRAFT"); the operations add tasks in
 /// batches ([`add_tasks`]), the tests one at a time.
 #[cfg(test)]
 pub fn add_task(

@@ -2,7 +2,8 @@
 
 pub use super::rule::RuleId;
 
-/// A refused operation. `rule` names the rule of lifecycle.md (or git.md) that refused it.
+/// A refused operation. `rule` names the rule of specs/lifecycle.md (or specs/git.md) that
+/// refused it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message} [{rule}]")]
 pub struct Refusal {

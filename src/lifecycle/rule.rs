@@ -1,6 +1,6 @@
 //! The rules that refuse an operation, by name: every refusal carries one, `--json` errors
 //! show it as `error.rule`, and the supervisor decides on it (never on an error's text).
-//! The names are the ones lifecycle.md, git.md and operations.md use in brackets.
+//! The names are the ones specs/lifecycle.md, specs/git.md and specs/operations.md use in brackets.
 
 macro_rules! rules {
     ($($variant:ident => $name:literal,)*) => {

@@ -1,4 +1,4 @@
-//! Recording an agent's structured run report (supervisor.md *Backends*, the codex
+//! Recording an agent's structured run report (specs/supervisor.md *Backends*, the codex
 //! backend): a `run_report` event in the task's history with the report's fields, and a
 //! log entry carrying its summary. No status changes.
 

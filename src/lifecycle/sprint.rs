@@ -1,4 +1,4 @@
-//! The sprint and goal machines (lifecycle.md *Sprint and goal*).
+//! The sprint and goal machines (specs/lifecycle.md *Sprint and goal*).
 
 use crate::blackboard::EventKind;
 use crate::blackboard::model::{GoalStatus, Sprint, SprintStatus, State, Timeline};

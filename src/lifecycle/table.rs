@@ -1,4 +1,4 @@
-//! The transition table of lifecycle.md, as data: for every command, the statuses it
+//! The transition table of specs/lifecycle.md, as data: for every command, the statuses it
 //! moves a task from and to, who may perform it, and the history event it writes. The
 //! transition functions look their row up here before they check anything else, so a
 //! move the table does not list cannot happen, and the hand-edit reconciler asks the
@@ -126,7 +126,7 @@ const NON_TERMINAL: &[TaskStatus] = &[
     IntegrationFailed,
 ];
 
-/// Every row of lifecycle.md's transition table (plus resuming one's own claim, which
+/// Every row of specs/lifecycle.md's transition table (plus resuming one's own claim, which
 /// keeps the status and only renews the lease).
 pub const ROWS: &[Row] = &[
     Row {

@@ -1,4 +1,4 @@
-//! Claimability and ordering (lifecycle.md): which task a coder or a reviewer should take
+//! Claimability and ordering (specs/lifecycle.md): which task a coder or a reviewer should take
 //! next. Pure: the supervisor asks on a snapshot and re-checks under the lock by claiming.
 
 use std::collections::{HashMap, HashSet};

@@ -42,7 +42,7 @@ fn caller_agent(who: &Who) -> Result<&AgentId, Refusal> {
     }
 }
 
-/// `submit-for-review`: every submit-time check of git.md, then CLAIMED → READY_FOR_REVIEW.
+/// `submit-for-review`: every submit-time check of specs/git.md, then CLAIMED → READY_FOR_REVIEW.
 pub fn submit(
     state: &mut State,
     who: &Who,

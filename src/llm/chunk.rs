@@ -1,4 +1,4 @@
-//! Chunking long inputs with exact offsets (builtin-agent.md *Chunking*, seed 000 req. 6):
+//! Chunking long inputs with exact offsets (specs/builtin-agent.md *Chunking*):
 //! by paragraphs (blank lines), then by sentences or lines, then — for a single line longer
 //! than the budget — at a code-point boundary. Chunks are slices of the original text
 //! (never re-joined), contiguous and covering it, so `start_pos..end_pos` (code points)

@@ -1,4 +1,4 @@
-//! Our small OpenAI-compatible chat-completions client (builtin-agent.md *Calling the
+//! Our small OpenAI-compatible chat-completions client (specs/builtin-agent.md *Calling the
 //! model*): one POST per attempt; timeouts, connection errors, 5xx and 429 (honouring
 //! `Retry-After`) retried up to three times with jittered exponential backoff; other 4xx
 //! not retried; bodies bounded; token usage read from the response. It never logs content
@@ -14,7 +14,7 @@ use super::scrub::Scrubber;
 /// The largest response body read; a bigger one is a failed call, not a crash.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
-/// Usage a dry run reports for each call (builtin-agent.md *DRY_RUN*).
+/// Usage a dry run reports for each call (specs/builtin-agent.md *DRY_RUN*).
 pub const DRY_RUN_USAGE: Usage = Usage {
     prompt_tokens: 100,
     completion_tokens: 50,

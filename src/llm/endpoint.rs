@@ -1,5 +1,5 @@
 //! Where the built-in agent's model lives and how long a call may take
-//! (builtin-agent.md *Configuration*): the environment first for the endpoint and the key,
+//! (specs/builtin-agent.md *Configuration*): the environment first for the endpoint and the key,
 //! `config.builtin` for the model per role.
 
 use std::time::Duration;

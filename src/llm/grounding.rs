@@ -1,4 +1,4 @@
-//! Grounded quotes (builtin-agent.md *Chunking and grounded quotes*, seed 000 req. 2):
+//! Grounded quotes (specs/builtin-agent.md *Grounded quotes*):
 //! every quote a model gives is checked against the source text — verbatim at its
 //! code-point offsets; else repaired by locating the text (the occurrence nearest the
 //! offset it gave); else dropped with a warning. Offsets are relative to the whole source.
@@ -126,7 +126,8 @@ impl QuoteTally {
     }
 }
 
-/// The quote id of seed 000: `<source>[:msg_<n>]:<chunk_index>:<start>-<end>`.
+/// The quote id (specs/builtin-agent.md *Grounded quotes*):
+/// `<source>[:msg_<n>]:<chunk_index>:<start>-<end>`.
 pub fn quote_id(source: &str, message: Option<usize>, chunk_index: usize, quote: &Quote) -> String {
     let msg = message.map(|n| format!(":msg_{n}")).unwrap_or_default();
     format!(

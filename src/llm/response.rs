@@ -1,4 +1,4 @@
-//! Reading a model's answer as JSON (builtin-agent.md *Calling the model*): direct JSON,
+//! Reading a model's answer as JSON (specs/builtin-agent.md *Calling the model*): direct JSON,
 //! then a ```json fenced block, then a bare ``` fenced block, then the first balanced JSON
 //! object or array in the text; an object wrapping the expected list under a known key is
 //! unwrapped. The strategy that worked is reported so the run log can say so.

@@ -1,4 +1,4 @@
-//! Secret scrubbing (builtin-agent.md *Calling the model*): API keys, tokens, private keys
+//! Secret scrubbing (specs/builtin-agent.md *Calling the model*): API keys, tokens, private keys
 //! and `.env`-style assignments are replaced by `[REDACTED]` in everything sent to the
 //! model and in every artifact written. The configured API key is scrubbed literally too,
 //! whatever its shape.

@@ -48,8 +48,8 @@ pub fn estimate_tokens(text: &str) -> usize {
     text.chars().count().div_ceil(4)
 }
 
-/// The Tester truncation rule (seed 004): output over 4000 characters becomes its first
-/// 2500, `"\n...\n"`, and its last 1000.
+/// The truncation rule (specs/builtin-agent.md *Coder*): output over 4000 characters
+/// becomes its first 2500, `"\n...\n"`, and its last 1000.
 pub fn truncate_output(text: &str) -> String {
     const LIMIT: usize = 4000;
     let count = text.chars().count();

@@ -1,4 +1,4 @@
-//! The operational metrics of operations.md *Metrics*, computed from the blackboard, the
+//! The operational metrics of specs/operations.md *Metrics*, computed from the blackboard, the
 //! tally of log.yaml and alerts.log: tasks by status (archived ones included), transitions
 //! by kind, lock wait and hold histograms, wake latency, agent runs by role and exit
 //! class, the built-in agent's tokens, retries and outcomes, merges, integration failures

@@ -1,4 +1,4 @@
-//! The alarm rules of operations.md *Watch and alarms*, as a pure function of the state,
+//! The alarm rules of specs/operations.md *Watch and alarms*, as a pure function of the state,
 //! the tally of log.yaml and a few facts from `.liza/` (the PAUSE file's age, hand edits
 //! set aside). Each alarm carries its occurrence key: the rule, the task or agent, and
 //! what identifies this occurrence — the time the task entered its status, the lease's

@@ -1,4 +1,4 @@
-//! The escalation webhook (operations.md *Watch and alarms*): each alarm is POSTed as
+//! The escalation webhook (specs/operations.md *Watch and alarms*): each alarm is POSTed as
 //! `{"ts","level","category","message","task","agent","revision","key","project"}` to
 //! `config.escalation_webhook`, from a thread of its own so the watcher never waits on
 //! it. A failed delivery (connection refused, timeout, non-2xx) is retried with

@@ -1,4 +1,4 @@
-//! Alarms (operations.md *Watch and alarms*): one line per alarm in `.liza/alerts.log`,
+//! Alarms (specs/operations.md *Watch and alarms*): one line per alarm in `.liza/alerts.log`,
 //! `<ts> <LEVEL> <CATEGORY> <message> [key]`, raised once per occurrence across all
 //! processes and restarts — the key (rule, task or agent, what identifies the occurrence)
 //! is looked up in the log before an alarm fires, under an exclusive `flock` on the log,

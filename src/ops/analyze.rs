@@ -1,4 +1,4 @@
-//! `liza analyze` (operations.md *Sprints, checkpoints, circuit breaker*): the circuit
+//! `liza analyze` (specs/operations.md *Sprints, checkpoints, circuit breaker*): the circuit
 //! breaker's patterns over the current sprint, written to
 //! `.liza/circuit_breaker_report.md` and to the state's `circuit_breaker`; a match whose
 //! severity is in `config.circuit_breaker.checkpoint_at` checkpoints the sprint.

@@ -1,4 +1,4 @@
-//! Terminal-task archiving (blackboard.md *Growth*): the tasks' full records are written
+//! Terminal-task archiving (specs/blackboard.md *Growth*): the tasks' full records are written
 //! to `.liza/archive/<sprint>.yaml` first (merged by id with what the file holds, written
 //! atomically and synced), then one transaction removes them from state.yaml and indexes
 //! them. A crash between the two leaves the tasks live and their copies in the archive,

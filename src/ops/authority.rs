@@ -28,7 +28,7 @@ pub struct Transition<R> {
     pub revision: u64,
 }
 
-/// Refuses supervisor-only commands when an agent identity is set (lifecycle.md *Actors
+/// Refuses supervisor-only commands when an agent identity is set (specs/lifecycle.md *Actors
 /// and permissions*).
 pub fn supervisor_only(actor: &Actor, command: &str) -> Result<(), OpsError> {
     if let Actor::Agent { id, .. } = actor {
@@ -135,7 +135,7 @@ pub fn no_agent_identity(actor: &Actor, command: &str) -> Result<(), OpsError> {
     Ok(())
 }
 
-/// Refuses a command for people (operations.md: `edit`, `note`, `release-claim`,
+/// Refuses a command for people (specs/operations.md: `edit`, `note`, `release-claim`,
 /// `clear-stale`, `pause`, `resume`, `abort`, `analyze`, `retro`, `watch`, `up`,
 /// `gc --apply`) to an agent: one with its identity set, or one that unset it.
 pub fn people_only(project: &super::Project, actor: &Actor, command: &str) -> Result<(), OpsError> {

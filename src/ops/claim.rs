@@ -1,4 +1,4 @@
-//! `claim-task` and `claim-review`. A task claim is multi-phase (style.md): plan it on a
+//! `claim-task` and `claim-review`. A task claim is multi-phase (specs/style.md): plan it on a
 //! snapshot, prepare the worktree outside the state lock (under the task lock), then
 //! re-check and commit under the state lock — and undo the worktree if that fails.
 
@@ -46,7 +46,7 @@ struct IntegrationFix {
     conflicts: Vec<String>,
 }
 
-/// INTEGRATION_FAILED → CLAIMED (lifecycle.md): before the coder runs, the current
+/// INTEGRATION_FAILED → CLAIMED (specs/lifecycle.md): before the coder runs, the current
 /// integration tip is merged into the task branch — committed when clean, conflicts left
 /// as markers for the coder. Uncommitted files are saved in a WIP commit first.
 fn prepare_integration_fix(

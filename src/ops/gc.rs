@@ -1,4 +1,4 @@
-//! `liza gc [--apply]` (git.md *Removing worktrees*): task worktrees, worktree entries and
+//! `liza gc [--apply]` (specs/git.md *Removing worktrees*): task worktrees, worktree entries and
 //! `task/*` branches that no live task owns — left by a crash, a failed removal after a
 //! merge, or a hand edit. A dry run by default. Applying saves first, as every removal
 //! does: uncommitted files in a WIP commit, commits not on integration archived as

@@ -1,5 +1,5 @@
-//! The hand-edit policy the store reconciles with (blackboard.md *Hand edits*,
-//! lifecycle.md: a status change by hand is accepted only as the transition table allows
+//! The hand-edit policy the store reconciles with (specs/blackboard.md *Hand edits*,
+//! specs/lifecycle.md: a status change by hand is accepted only as the transition table allows
 //! a person, or as a forced move to BLOCKED or ABANDONED), and the alarms a hand edit
 //! raises: rejected (each reason, with line and column for broken files), or made while
 //! an agent was running (agents must not edit the blackboard directly).

@@ -1,4 +1,4 @@
-//! The integration lock `.liza/integration.lock` (git.md *Merge*): held by a merge from its
+//! The integration lock `.liza/integration.lock` (specs/git.md *Merge*): held by a merge from its
 //! start to its publish, so merges run one after the other and never share the
 //! integration worktree. Taken before any state transaction (lock order: integration,
 //! then state). The file records its holder — and the process group of a running check,

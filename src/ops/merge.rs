@@ -1,4 +1,4 @@
-//! `liza merge <task>` (git.md *Merge*): run by the reviewer's supervisor after approval,
+//! `liza merge <task>` (specs/git.md *Merge*): run by the reviewer's supervisor after approval,
 //! by people on the CLI. Under the integration lock for its whole length (merges run one
 //! after the other); the state lock only for the short transactions: record
 //! `merge_intent`, record the candidate, and MERGED or INTEGRATION_FAILED. The git work

@@ -1,4 +1,4 @@
-//! The integration checks of a merge candidate (git.md *Merge* step 3), run in the
+//! The integration checks of a merge candidate (specs/git.md *Merge* step 3), run in the
 //! integration worktree: `scripts/integration-test.sh` as it is at the integration tip
 //! (a task cannot change the test that judges it unless its `allow_protected` covers the
 //! script — then the reviewer saw the change and the candidate's version runs), then every

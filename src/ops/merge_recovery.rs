@@ -1,4 +1,4 @@
-//! Recovery of interrupted merges (git.md *Merge* step 1): a `merge_intent` left by a
+//! Recovery of interrupted merges (specs/git.md *Merge* step 1): a `merge_intent` left by a
 //! process that died mid-merge is finished as MERGED when integration already holds its
 //! candidate, and dropped otherwise (the task stays APPROVED and is merged again). Run by
 //! every merge under the integration lock before its own work, and by supervisors when

@@ -1,4 +1,4 @@
-//! `.liza/sprint_summary.md`, written at every checkpoint (operations.md *Sprints,
+//! `.liza/sprint_summary.md`, written at every checkpoint (specs/operations.md *Sprints,
 //! checkpoints, circuit breaker*): what a person needs to decide how to go on — counts,
 //! each task's durations from its history, the anomalies, the blocked tasks with their
 //! questions, the sprint metrics, a review checklist and how to resume.

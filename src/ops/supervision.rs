@@ -1,4 +1,4 @@
-//! Transitions a supervisor performs for its agent around a run (supervisor.md): count a
+//! Transitions a supervisor performs for its agent around a run (specs/supervisor.md): count a
 //! run (or block at the iteration limit), block a task for the coder's failure or the
 //! environment, void a verdict whose run changed the worktree, release a review claim
 //! after a failed review run, record a run report. Each is one transaction with the

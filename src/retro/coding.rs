@@ -1,9 +1,10 @@
-//! One coder agent of seed 000: an identity reading every chunk of every message of the
-//! sprint's interactions and assigning 1–3 descriptive codes to each, every code backed by
-//! 1–3 verbatim quotes. The model quotes the chunk it was shown; each quote is verified,
-//! repaired or dropped against that chunk (builtin-agent.md *Chunking and grounded
-//! quotes*) and kept with offsets into the whole message, so its id
-//! `<interaction>:msg_<n>:<chunk_index>:<start>-<end>` addresses the message itself.
+//! One coder agent of `liza retro` (specs/builtin-agent.md *Retrospective coding*): an
+//! identity reading every chunk of every message of the sprint's interactions and assigning
+//! 1–3 descriptive codes to each, every code backed by 1–3 verbatim quotes. The model
+//! quotes the chunk it was shown; each quote is verified, repaired or dropped against that
+//! chunk (specs/builtin-agent.md *Chunking and grounded quotes*) and kept with offsets into
+//! the whole message, so its id `<interaction>:msg_<n>:<chunk_index>:<start>-<end>`
+//! addresses the message itself.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -103,7 +104,8 @@ impl Tally {
     }
 }
 
-/// Seed 000's CoderResult: one identity's codes and the tokens they took.
+/// The CoderResult of specs/builtin-agent.md *Retrospective coding*: one identity's codes
+/// and the tokens they took.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CoderResult {
     pub identity: String,
@@ -188,9 +190,10 @@ pub struct RawCode {
     pub quotes: Vec<Quote>,
 }
 
-/// Reads the parsed answer as a list of code objects (seed 000 req. 5.7). Items that are
-/// not code objects are ignored with a WARNING and counted; a quote without offsets keeps
-/// 0..0 so grounding locates its text; a quote without text is dropped there.
+/// Reads the parsed answer as a list of code objects (specs/builtin-agent.md *Retrospective
+/// coding*). Items that are not code objects are ignored with a WARNING and counted; a
+/// quote without offsets keeps 0..0 so grounding locates its text; a quote without text is
+/// dropped there.
 pub fn read_codes(value: &Value) -> (Vec<RawCode>, usize) {
     let Some(items) = value.as_array() else {
         tracing::warn!("the answer is not a list of codes; no codes for this chunk");

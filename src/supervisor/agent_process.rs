@@ -1,4 +1,4 @@
-//! One agent process (supervisor.md *Running the agent*): spawned from an argv vector in
+//! One agent process (specs/supervisor.md *Running the agent*): spawned from an argv vector in
 //! its own process group, the prompt on stdin when the backend takes it so, output
 //! streamed to the terminal and saved (secrets scrubbed, size-capped), progress noted on
 //! every output chunk; stopped with SIGTERM to the group, a grace period, then SIGKILL —

@@ -1,4 +1,4 @@
-//! Why a supervisor stopped, with the exit codes of supervisor.md: 1 identity,
+//! Why a supervisor stopped, with the exit codes of specs/supervisor.md: 1 identity,
 //! registration or configuration error; 4 no `.liza/` or a corrupt blackboard; 5 backend
 //! missing; 6 claims kept failing.
 

@@ -1,4 +1,4 @@
-//! Heartbeats (blackboard.md *Liveness*): what one reports — the agent's running process
+//! Heartbeats (specs/blackboard.md *Liveness*): what one reports — the agent's running process
 //! group, a usage-limit wait, what the supervisor waits for, its own pid — and the thread
 //! that beats on time whatever the supervisor is doing. A beat refused because the
 //! registration was replaced supersedes the supervisor.

@@ -1,4 +1,4 @@
-//! Startup steps 1–2 of supervisor.md: the role named on the command line, normalised,
+//! Startup steps 1–2 of specs/supervisor.md: the role named on the command line, normalised,
 //! and the agent identity checked against it — each failure one line saying exactly what
 //! is wrong, with a command that works.
 

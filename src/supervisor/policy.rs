@@ -69,7 +69,7 @@ impl View<'_> {
     }
 }
 
-/// The control files of `.liza/` (operations.md).
+/// The control files of `.liza/` (specs/operations.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Controls {
     pub abort: bool,
@@ -191,7 +191,7 @@ pub enum RunEnd {
 }
 
 impl RunEnd {
-    /// The exit class of operations.md *Metrics* (`liza_agent_runs_total`).
+    /// The exit class of specs/operations.md *Metrics* (`liza_agent_runs_total`).
     pub fn exit_class(&self, soft_and_hard: bool) -> &'static str {
         match self {
             RunEnd::UsageLimited(_) => "usage_limit",

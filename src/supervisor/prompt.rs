@@ -1,4 +1,4 @@
-//! Agent prompts (supervisor.md *Prompts*): templates compiled into the binary, filled from
+//! Agent prompts (specs/supervisor.md *Prompts*): templates compiled into the binary, filled from
 //! the blackboard, saved under `.liza/agent-prompts/` and handed to the backend.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! Running the agent once (supervisor.md *Running the agent*, *Exit codes*): spawn, heartbeat
+//! Running the agent once (specs/supervisor.md *Running the agent*, *Exit codes*): spawn, heartbeat
 //! with its process group, watch for progress (output, worktree HEAD and status, state
 //! changes) and the execution timeout, stop it on ABORT or a signal; then the structured
 //! run report (codex) and the role-boundary snapshot compared before and after the run.

@@ -1,6 +1,6 @@
-//! The codex backend's structured run report (supervisor.md *Backends*): the JSON schema
+//! The codex backend's structured run report (specs/supervisor.md *Backends*): the JSON schema
 //! liza hands to `codex exec --output-schema`, and the agent's final message read back
-//! against it with the validation modes of builtin-agent.md — `strict` (an unusable report
+//! against it with the validation modes of specs/builtin-agent.md — `strict` (an unusable report
 //! fails the run), `lenient` (keep the valid parts, fill the rest with empty values),
 //! `none` (keep whatever JSON object came back).
 

@@ -1,4 +1,4 @@
-//! A registered supervisor: startup in the order of supervisor.md, the main loop (abort,
+//! A registered supervisor: startup in the order of specs/supervisor.md, the main loop (abort,
 //! pause, find work, wait), heartbeats, signals, and the way out (unregister).
 
 use std::path::PathBuf;
@@ -117,7 +117,7 @@ impl Session {
             tracing::warn!(error = %e, "could not write the backend's settings file");
         }
         if let Some(identity) = &options.identity {
-            // Fail fast (builtin-agent.md *Identities*): a bad identities.yaml or an
+            // Fail fast (specs/builtin-agent.md *Identities*): a bad identities.yaml or an
             // unknown identity is found before the first run, not in every run.
             crate::builtin::identities::find(&project.root, identity)
                 .map_err(SupervisorError::AgentIdentity)?;
@@ -374,7 +374,7 @@ impl Session {
         }
     }
 
-    /// Logs a wake-up that led to work, with its latency (operations.md *Metrics*).
+    /// Logs a wake-up that led to work, with its latency (specs/operations.md *Metrics*).
     async fn log_wake(&self, micros: i64) {
         let mut entry = LogEntry::new(
             crate::blackboard::Timestamp::now(),
@@ -401,7 +401,7 @@ impl Session {
         }
     }
 
-    /// The planner's supervisor also runs `liza watch` (operations.md): alarms, the
+    /// The planner's supervisor also runs `liza watch` (specs/operations.md): alarms, the
     /// deadline checkpoint and continuous analysis, on a thread of its own.
     fn start_monitor(&self) {
         let root = self.project.root.clone();
@@ -525,7 +525,7 @@ impl Session {
         }
     }
 
-    /// The agent's environment additions (supervisor.md *Backends*).
+    /// The agent's environment additions (specs/supervisor.md *Backends*).
     pub(super) fn agent_env(
         &self,
         task: Option<&TaskId>,

@@ -1,4 +1,4 @@
-//! Terminal-task archiving (blackboard.md *Growth*): `liza sprint next` moves the finished
+//! Terminal-task archiving (specs/blackboard.md *Growth*): `liza sprint next` moves the finished
 //! sprint's terminal tasks to `.liza/archive/<sprint>.yaml`; the watcher moves those older
 //! than `config.archive_after`. The records are kept in full, the index keeps dependencies
 //! and id uniqueness working, and status and metrics keep counting them.

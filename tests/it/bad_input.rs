@@ -1,4 +1,4 @@
-//! Bad input (quality.md R4): invalid YAML, wrong types, unknown statuses, duplicate ids,
+//! Bad input (specs/quality.md R4): invalid YAML, wrong types, unknown statuses, duplicate ids,
 //! cycles, a 100 MB file, binary junk, a symlinked or read-only state.yaml, a missing
 //! `.liza/`. Never a panic, and nothing a person wrote is overwritten: a broken state.yaml
 //! is set aside under `.liza/rejected/` byte for byte, the last good revision restored, and

@@ -1,4 +1,4 @@
-//! Contention (quality.md P4, correctness part): 16 processes × 100 `liza note` on one
+//! Contention (specs/quality.md P4, correctness part): 16 processes × 100 `liza note` on one
 //! 50-task blackboard. The revision ends at exactly start + 1600 and no note is lost.
 //! (Throughput is measured by the benchmark, never asserted here.)
 

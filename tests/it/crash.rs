@@ -1,4 +1,4 @@
-//! Crash safety (quality.md R1): a process aborted at every step of a transaction, each
+//! Crash safety (specs/quality.md R1): a process aborted at every step of a transaction, each
 //! step several times, and random SIGKILLs of `liza note` processes under load. After
 //! each crash: state.yaml parses and validates, the revision never goes back, every
 //! command that exited 0 is present, nothing is taken for a hand edit, log.yaml reads.

@@ -1,7 +1,7 @@
-//! `liza demo` end to end (operations.md *Demo*, quality.md P9 is measured by running it):
-//! real supervisors and the built-in agent against the scripted model server complete a
-//! sprint with every task merged on integration, after a rejection forced by the check
-//! liza ran on the first, wrong, edit.
+//! `liza demo` end to end (specs/operations.md *Demo*, specs/quality.md P9 is measured by
+//! running it): real supervisors and the built-in agent against the scripted model server
+//! complete a sprint with every task merged on integration, after a rejection forced by the
+//! check liza ran on the first, wrong, edit.
 
 use std::process::Command;
 

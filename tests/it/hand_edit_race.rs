@@ -1,4 +1,4 @@
-//! quality.md R3: a person saving copies of state.yaml — current ones, stale ones, stale
+//! specs/quality.md R3: a person saving copies of state.yaml — current ones, stale ones, stale
 //! ones that clash with their own later save, broken ones — while real supervisors run a
 //! sprint with fake agents. Nothing is lost: every non-conflicting change is merged (stale
 //! ones included, and there must be some), every conflicting or broken save is kept under

@@ -1,4 +1,4 @@
-//! Hand edits with real editors and `liza edit` (blackboard.md *Hand edits*): scripted
+//! Hand edits with real editors and `liza edit` (specs/blackboard.md *Hand edits*): scripted
 //! `EDITOR`s standing in for a person, `vim -es` and `sed -i` saving in place and by
 //! rename, a copy reopened with its errors until valid or abandoned, and an edit merged
 //! onto a blackboard that moved meanwhile — or refused on a real conflict.

@@ -1,5 +1,5 @@
 //! Calls a real model endpoint — only with `LIVE_TESTS=1` and `DRY_RUN` not `1`
-//! (builtin-agent.md *DRY_RUN and LIVE_TESTS*): every other test uses the scripted server
+//! (specs/builtin-agent.md *DRY_RUN and LIVE_TESTS*): every other test uses the scripted server
 //! on loopback. Configure it like the agent: `LIZA_LLM_BASE_URL`, `LIZA_LLM_API_KEY`,
 //! `LIZA_LLM_MODEL`.
 

@@ -1,4 +1,4 @@
-//! The merge pipeline end to end (git.md *Merge*, quality.md R6), with the real `liza`
+//! The merge pipeline end to end (specs/git.md *Merge*, specs/quality.md R6), with the real `liza`
 //! binary and real repositories: fast-forward and merge commits, conflicts and the
 //! integration fix, integration checks, an integration branch moved during a merge,
 //! crashes mid-merge, worktrees and branches deleted by hand, concurrent merges, `gc`, and

@@ -1,6 +1,6 @@
-//! quality.md R5 with real supervisors and the fake agent: each misbehaviour gets the
-//! outcome supervisor.md and lifecycle.md specify, and the supervisor keeps running (it is
-//! stopped by SIGTERM at the end: exit 143, unregistered).
+//! specs/quality.md R5 with real supervisors and the fake agent: each misbehaviour gets the
+//! outcome specs/supervisor.md and specs/lifecycle.md specify, and the supervisor keeps
+//! running (it is stopped by SIGTERM at the end: exit 143, unregistered).
 
 use std::time::Duration;
 

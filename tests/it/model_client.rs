@@ -1,4 +1,4 @@
-//! The built-in agent's model client against a real HTTP server on loopback (quality.md
+//! The built-in agent's model client against a real HTTP server on loopback (specs/quality.md
 //! R7): every misbehaviour bounded, retried only when it is transient, never a crash.
 
 use std::time::{Duration, Instant};

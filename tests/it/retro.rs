@@ -1,4 +1,4 @@
-//! `liza retro` (builtin-agent.md *Retrospective coding*, seed 000 requirements 1–7)
+//! `liza retro` (specs/builtin-agent.md *Retrospective coding*)
 //! against the scripted model server on loopback: identities, grounded quotes, the model
 //! call's retries and logging, token usage, parsing, chunking, DRY_RUN — and end to end on
 //! the blackboard of a real sprint run by fake agents.

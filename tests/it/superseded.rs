@@ -1,4 +1,4 @@
-//! A superseded supervisor changes nothing (supervisor.md *Startup*: one process
+//! A superseded supervisor changes nothing (specs/supervisor.md *Startup*: one process
 //! supervises one registration). A supervisor is paused (SIGSTOP); meanwhile a person
 //! registers its agent anew. When it resumes, its first write is refused — a claim, a run
 //! start, a merge's publication — and it stops: the blackboard, the worktrees and every

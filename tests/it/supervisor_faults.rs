@@ -1,9 +1,9 @@
-//! Supervisors under faults and controls (supervisor.md, lifecycle.md *Leases*, *Sprint and
-//! goal*): a coder supervisor killed with SIGKILL mid-task — another coder takes the task
-//! over once the lease lapses (fresh worktree, the first one's work on an attic branch, its
-//! orphaned agent killed), or the same id restarted before the lapse resumes it; PAUSE
-//! stops new runs but not the running one; ABORT stops runs after a WIP commit and every
-//! supervisor exits.
+//! Supervisors under faults and controls (specs/supervisor.md, specs/lifecycle.md *Leases*,
+//! *Sprint and goal*): a coder supervisor killed with SIGKILL mid-task — another coder
+//! takes the task over once the lease lapses (fresh worktree, the first one's work on an
+//! attic branch, its orphaned agent killed), or the same id restarted before the lapse
+//! resumes it; PAUSE stops new runs but not the running one; ABORT stops runs after a WIP
+//! commit and every supervisor exits.
 
 use std::time::Duration;
 

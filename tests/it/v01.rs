@@ -1,6 +1,7 @@
 //! Blackboards written by Liza v0.1.1's scripts and by hand after its docs
-//! (spec/blackboard.md, seed 002): they load, get the verdict the v0.1 rules give them,
-//! and survive any liza write without losing a field, a comment or an unknown key.
+//! (specs/blackboard.md *Blackboards from the original tooling*): they load, get the
+//! verdict the v0.1 rules give them, and survive any liza write without losing a field, a
+//! comment or an unknown key.
 
 use crate::common::*;
 

@@ -1,4 +1,4 @@
-//! `liza validate FILE`: every check of blackboard.md *Validation* broken on its own by a
+//! `liza validate FILE`: every check of specs/blackboard.md *Validation* broken on its own by a
 //! fixture derived from a valid mid-sprint blackboard, with the finding's rule, check,
 //! path and line; and the valid fixtures accepted.
 

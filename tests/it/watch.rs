@@ -1,4 +1,4 @@
-//! `liza watch`: every alarm rule of operations.md, each condition created for real
+//! `liza watch`: every alarm rule of specs/operations.md, each condition created for real
 //! (commands, or a person's edit of a timestamp where the rule is about time passing),
 //! then fired exactly once across two concurrent watcher processes, several periodic
 //! cycles, an unrelated transaction and a watcher restart — and again only when the

@@ -197,7 +197,7 @@ fn release_claims() {
         "review-lease-expired"
     );
     w.ok(|s, n| release_review(s, &Who::Human, &id("t-1"), true, n));
-    // The reviewer's own supervisor after a run without a verdict (supervisor.md).
+    // The reviewer's own supervisor after a run without a verdict (specs/supervisor.md).
     w.in_review("t-3", 3, 2);
     w.ok(|s, n| release_review(s, &Who::Supervisor, &id("t-3"), true, n));
     assert_eq!(w.task("t-3").reviewing_by, None);

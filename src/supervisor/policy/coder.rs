@@ -1,5 +1,5 @@
-//! The coder's policies (lifecycle.md *Claimability and ordering*, *Limits and counters*;
-//! supervisor.md *Exit codes*): which task to claim or how long to wait, the contention
+//! The coder's policies (specs/lifecycle.md *Claimability and ordering*, *Limits and counters*;
+//! specs/supervisor.md *Exit codes*): which task to claim or how long to wait, the contention
 //! rule, and what each way a run ends means — restart with backoff, or block the task at
 //! the no-progress, exit-42, crash-loop and watchdog limits.
 
@@ -68,8 +68,8 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
 }
 
 /// A claim that did not lead to a run: busy or refused moves on to the next candidate; a
-/// failure follows the seed's contention rule — log, wait 1–5 s, retry; the third failure
-/// in a row ends the supervisor (exit 6).
+/// failure follows the contention rule (specs/lifecycle.md *Claimability and ordering*) —
+/// log, wait 1–5 s, retry; the third failure in a row ends the supervisor (exit 6).
 pub fn claim_ended(
     view: &View,
     memory: &mut Memory,
@@ -134,7 +134,7 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: CoderRun, now: Now) -> V
             (no_progress >= NO_PROGRESS_LIMIT)
                 .then(|| format!("no progress in {NO_PROGRESS_LIMIT} runs"))
         }
-        // The built-in agent's protocol (builtin-agent.md): 3 is SOFT_FAIL, a run with no
+        // The built-in agent's protocol (specs/builtin-agent.md): 3 is SOFT_FAIL, a run with no
         // result that counts toward the limits; 4 is HARD_FAIL, blocked at once with the
         // run's notes (the coder goes into failed_by).
         RunEnd::Exited(Some(crate::builtin::EXIT_SOFT_FAIL)) if soft_and_hard => {

@@ -1,4 +1,4 @@
-//! The planner's wake-ups (supervisor.md *Planner wake triggers*): a turn only when a
+//! The planner's wake-ups (specs/supervisor.md *Planner wake triggers*): a turn only when a
 //! trigger holds (the lifecycle computes them; a trigger acknowledged once does not wake
 //! the planner again — edge-triggered, deduplicated), acknowledged only after a turn that
 //! exited 0. A condition it cannot acknowledge (no tasks, a completed sprint) that still

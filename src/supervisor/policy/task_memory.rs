@@ -1,6 +1,6 @@
 //! What a supervisor remembers about one task (or the planner's turns) across agent runs:
-//! the counters of lifecycle.md *Limits and counters* and the restart backoffs of the
-//! exit-code protocol (supervisor.md *Exit codes*). Kept in memory only: a restarted
+//! the counters of specs/lifecycle.md *Limits and counters* and the restart backoffs of the
+//! exit-code protocol (specs/supervisor.md *Exit codes*). Kept in memory only: a restarted
 //! supervisor starts afresh, which is what a restart is for.
 
 use std::time::Duration;

@@ -1,4 +1,4 @@
-//! Provider usage limits (supervisor.md *Running the agent*): the coder's dirty worktree
+//! Provider usage limits (specs/supervisor.md *Running the agent*): the coder's dirty worktree
 //! saved as a WIP commit, the task kept claimed, no run of any kind until the announced
 //! reset (30 minutes when none is given) plus jitter — heartbeats say until when — an
 //! alarm, and no `failed_by` entry (it is the provider's limit, not the agent's failure).

@@ -141,7 +141,7 @@ impl Repo {
         cmd.args(args).output().unwrap()
     }
 
-    /// Everything a refused command must leave byte-identical (blackboard.md): state.yaml,
+    /// Everything a refused command must leave byte-identical (specs/blackboard.md): state.yaml,
     /// log.yaml, the journal, worktrees and git refs.
     pub fn files(&self) -> BTreeMap<String, Vec<u8>> {
         let mut out = BTreeMap::new();
