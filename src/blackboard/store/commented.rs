@@ -555,6 +555,106 @@ mod tests {
         out
     }
 
+    /// Layouts a person may write: whatever the fast way does with them (or leaves to
+    /// the slow way), the result reads as the new state and every comment stays.
+    #[test]
+    fn odd_layouts_are_rewritten_faithfully() {
+        let plain = base();
+        let variants: Vec<(&str, String)> = vec![
+            ("crlf", plain.replace('\n', "\r\n")),
+            ("document markers", format!("%YAML 1.2\n---\n{plain}...\n")),
+            (
+                "quoted top-level keys",
+                plain
+                    .replace("\ntasks:", "\n\"tasks\":")
+                    .replace("\nhuman_notes:", "\n'human_notes':"),
+            ),
+            (
+                "items at column 0",
+                reindent_items(&plain.replace("\n  - id: task-", "\n- id: task-")),
+            ),
+            (
+                "dash alone on its line",
+                plain.replace(
+                    "\n  - id: task-3\n",
+                    "\n  -   # the third\n    id: task-3\n",
+                ),
+            ),
+            (
+                "a comment after a list key",
+                plain.replacen("human_notes:\n", "human_notes: # the notes\n", 1),
+            ),
+            (
+                "comments at column 0 inside a task",
+                plain.replacen("\n    status:", "\n# about the status\n    status:", 2),
+            ),
+            (
+                "trailing comments everywhere",
+                plain
+                    .replace(": ", ": ")
+                    .lines()
+                    .map(|l| {
+                        if l.ends_with(':')
+                            || l.trim().is_empty()
+                            || l.trim_start().starts_with('#')
+                            || l.contains('|')
+                        {
+                            format!("{l}\n")
+                        } else {
+                            format!("{l} # c\n")
+                        }
+                    })
+                    .collect(),
+            ),
+        ];
+        for (name, text) in variants {
+            let Ok(decoded) = document::decode(text.as_bytes()) else {
+                panic!("{name}: the variant must be a valid blackboard:\n{text}");
+            };
+            let c = Commented::decoded(text.as_bytes(), decoded.has_comments).unwrap();
+            let before = decoded.state;
+            let mut new = before.clone();
+            new.revision = Some(before.revision() as i64 + 1);
+            new.human_notes
+                .get_or_insert_with(Vec::new)
+                .push(note("note-9", "a # b"));
+            new.tasks.get_mut(3).unwrap().priority = Some(7);
+            let mut added = (*new.tasks.0[1]).clone();
+            added.id = crate::blackboard::ids::TaskId::parse("task-new").unwrap();
+            new.tasks.0.push(Arc::new(added));
+            let done = c
+                .rewrite(Some(&before), &mut new, |s| document::emit(s, 0))
+                .unwrap_or_else(|| panic!("{name}: rewritten"));
+            let reread = document::decode(done.text.as_bytes())
+                .unwrap_or_else(|f| panic!("{name}: reads back: {f:?}\n{}", done.text))
+                .state;
+            assert!(
+                reread == new,
+                "{name}: reads as the new state:\n{}",
+                done.text
+            );
+            let comments = |t: &str| -> Vec<String> {
+                t.lines()
+                    .filter_map(|l| {
+                        let at = if l.trim_start().starts_with('#') {
+                            l.find('#')
+                        } else {
+                            l.find(" #")
+                        };
+                        at.map(|i| l[i..].trim().to_owned())
+                    })
+                    .filter(|c| !c.starts_with("# b"))
+                    .collect()
+            };
+            assert_eq!(
+                comments(&done.text),
+                comments(&text),
+                "{name}:\n{}",
+                done.text
+            );
+        }
+    }
+
     #[test]
     fn keys_the_person_left_out_are_added_after_their_last_entry() {
         let text = base().replace("human_notes:", "human_notes: # none yet\n# x\nfoo:");
