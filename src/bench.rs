@@ -301,7 +301,7 @@ fn pad_history(task: &mut Task, target: usize, start: Timestamp) {
         "rejected",
         "reclaimed_after_rejection",
     ];
-    let history = task.history.get_or_insert_with(Vec::new);
+    let history = task.history_mut();
     for k in 0..events.max(1) {
         let mut extra = crate::blackboard::node::Extra::default();
         extra.insert(

@@ -380,21 +380,24 @@ impl<T: Decode> Decode for Vec<T> {
 
 impl<T: Emit> Emit for Vec<T> {
     fn emit(&self, e: &mut Emitter) {
-        let flow: Option<Vec<&str>> = self.iter().map(Emit::flow_item).collect();
-        match flow {
-            Some(items)
-                if !items.is_empty() && items.iter().map(|s| s.len() + 2).sum::<usize>() <= 72 =>
-            {
-                e.flow_seq(items.into_iter());
-            }
-            _ => {
-                if e.begin_seq(self.len()) {
-                    for item in self {
-                        e.item();
-                        item.emit(e);
-                    }
-                    e.end_seq();
+        emit_list(self, e);
+    }
+}
+
+/// A list: in flow style (`[a, b]`) when its items are short scalars, else one per line.
+pub fn emit_list<T: Emit>(items: &[T], e: &mut Emitter) {
+    let flow: Option<Vec<&str>> = items.iter().map(Emit::flow_item).collect();
+    match flow {
+        Some(flow) if !flow.is_empty() && flow.iter().map(|s| s.len() + 2).sum::<usize>() <= 72 => {
+            e.flow_seq(flow.into_iter());
+        }
+        _ => {
+            if e.begin_seq(items.len()) {
+                for item in items {
+                    e.item();
+                    item.emit(e);
                 }
+                e.end_seq();
             }
         }
     }

@@ -4,7 +4,6 @@
 //! (specs/blackboard.md *Growth*).
 
 use super::codec::Number;
-use super::event::EventKind;
 use super::model::{Metrics, State, Task, TaskStatus};
 use super::node::{Entry, Node, Pos, Value};
 
@@ -45,14 +44,11 @@ impl Counts {
         }
         c.iterations = task.iteration.unwrap_or(0).max(0);
         c.review_cycles = task.review_cycles_total.unwrap_or(0).max(0);
-        for event in task.history() {
-            match event.kind() {
-                Some(EventKind::Approved) => c.approvals += 1,
-                Some(EventKind::Rejected) => c.rejections += 1,
-                Some(EventKind::ReadyForReview) => c.submissions += 1,
-                _ => {}
-            }
-        }
+        // From counts the parse cache kept: a commit decodes no history it left alone.
+        let reviews = task.review_counts();
+        c.approvals = reviews.approvals;
+        c.rejections = reviews.rejections;
+        c.submissions = reviews.submissions;
         c
     }
 

@@ -3,6 +3,7 @@
 
 mod agent;
 mod config;
+mod history;
 mod records;
 mod sprint;
 mod state;
@@ -13,6 +14,7 @@ pub use config::{
     AgentTool, BuiltinConfig, BuiltinRoleConfig, Check, CircuitBreakerConfig, CommandSpec, Config,
     ExecutionTimeout, JournalKeep, LEGACY_CONFIG_KEYS, PlanApproval, PromptMode, ValidationMode,
 };
+pub use history::{History, HistoryEvent, ReviewCounts};
 pub use records::{
     Anomaly, AnomalyType, Archive, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, ContextUsed,
     Discovery, DiscoverySeverity, Handoff, Handoffs, HumanNote, SpecChange, Urgency,
@@ -22,6 +24,6 @@ pub use sprint::{
 };
 pub use state::State;
 pub use task::{
-    CommitId, FailureKind, HistoryEvent, IntegrationFailure, MergeIntent, OneOrMany, Task,
-    TaskList, TaskStatus, Usage,
+    CommitId, FailureKind, IntegrationFailure, MergeIntent, OneOrMany, Task, TaskList, TaskStatus,
+    Usage,
 };

@@ -39,7 +39,7 @@ use super::ids::{Actor, AgentId};
 use super::liveness;
 use super::log::{self as activity, LogEntry, millis};
 use super::metrics;
-use super::model::State;
+use super::model::{History, State};
 use super::paths::LizaPaths;
 use super::timestamp::Timestamp;
 use super::validate::{ValidationEnv, validate};
@@ -100,6 +100,9 @@ pub enum StoreError {
         bytes >> 20, document::MAX_STATE_BYTES >> 20
     )]
     TooLarge { path: String, bytes: usize },
+    /// A task history in the parse cache did not decode (see `model/history.rs`).
+    #[error("the parse cache {path} was damaged: a task history in it does not decode")]
+    DamagedCache { path: String },
 }
 
 impl Diagnostic for StoreError {
@@ -183,6 +186,9 @@ impl Diagnostic for StoreError {
             ],
             StoreError::Superseded { .. } => vec![
                 "the state is unchanged; this supervisor stops — the newer registration's supervisor serves the agent".into(),
+            ],
+            StoreError::DamagedCache { .. } => vec![
+                "the state is unchanged and the cache was removed: run the command again (state.yaml is read in full this time)".into(),
             ],
         }
     }
@@ -843,6 +849,18 @@ impl Store {
                 (r.bytes, r.task_spans, None, r.longest)
             }
         };
+        // A history the cache could not give back is never written from what was read of
+        // it: nothing is committed, and the next command parses state.yaml instead.
+        if state
+            .tasks
+            .iter()
+            .any(|t| t.history.as_ref().is_some_and(History::is_damaged))
+        {
+            self.cache.remove(read_hash);
+            return Err(StoreError::DamagedCache {
+                path: self.paths.display(&self.cache.path_for(read_hash)),
+            });
+        }
         // A commented text the cache cannot describe is parsed by the next reader.
         let cacheable = !is_commented || layout.is_some();
         // Never commit what could not be read back: the journal would then prune good

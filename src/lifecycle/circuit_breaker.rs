@@ -537,10 +537,10 @@ mod tests {
         };
         let ids: Vec<_> = state.tasks.iter().map(|t| t.id.clone()).collect();
         assert!(ids.len() >= 2);
-        state.task_mut(&ids[0]).unwrap().history = Some(rejected(3));
-        state.task_mut(&ids[1]).unwrap().history = Some(rejected(2));
+        state.task_mut(&ids[0]).unwrap().history = Some(rejected(3).into());
+        state.task_mut(&ids[1]).unwrap().history = Some(rejected(2).into());
         assert!(analyze_runtime(&state, &[]).is_empty(), "one churned task");
-        state.task_mut(&ids[1]).unwrap().history = Some(rejected(3));
+        state.task_mut(&ids[1]).unwrap().history = Some(rejected(3).into());
         let m = analyze_runtime(&state, &[]);
         assert_eq!(names(&m), [("rejection_churn", None, 2)]);
         assert_eq!(m[0].severity, Severity::SpecFlaw);

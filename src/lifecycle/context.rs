@@ -179,7 +179,7 @@ pub fn history(
     for (key, value) in fields {
         entry.extra.insert(key, Node::new(value.clone()));
     }
-    task.history.get_or_insert_with(Vec::new).push(entry);
+    task.history_mut().push(entry);
 }
 
 pub fn text(s: impl Into<String>) -> Value {

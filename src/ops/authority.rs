@@ -52,8 +52,9 @@ pub const SUPERVISOR_PID_VAR: &str = "LIZA_SUPERVISOR_PID";
 pub struct CallerFacts {
     records: LiveRecords,
     pgid: i64,
-    /// This process's ancestors' pids, parent first.
-    ancestors: Vec<i64>,
+    /// This process's ancestors' pids, parent first: read from /proc only when a live
+    /// record could name one of them.
+    ancestors: std::sync::OnceLock<Vec<i64>>,
     host: Option<String>,
     /// The supervisor pid a supervisor put in this process's environment.
     marker: Option<String>,
@@ -64,7 +65,7 @@ impl CallerFacts {
         CallerFacts {
             records: liveness::read_all(&store.paths().live()),
             pgid: i64::from(nix::unistd::getpgrp().as_raw()),
-            ancestors: ancestors(),
+            ancestors: std::sync::OnceLock::new(),
             host: nix::unistd::gethostname()
                 .ok()
                 .and_then(|h| h.into_string().ok()),
@@ -82,9 +83,13 @@ impl CallerFacts {
         if let Some(agent) = self.records.agent_with_pgid(state, self.pgid, now) {
             return Some(format!("it runs inside {agent}'s process group"));
         }
-        if let Some(agent) =
-            self.records
-                .agent_supervising(state, &self.ancestors, self.host.as_deref(), now)
+        if !self.records.0.is_empty()
+            && let Some(agent) = self.records.agent_supervising(
+                state,
+                self.ancestors.get_or_init(ancestors),
+                self.host.as_deref(),
+                now,
+            )
         {
             return Some(format!("it runs under {agent}'s supervisor"));
         }

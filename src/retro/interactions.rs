@@ -404,12 +404,14 @@ mod tests {
             "commit",
             Node::str("0123456789abcdef0123456789abcdef01234567"),
         );
-        t.history = Some(vec![HistoryEvent {
-            time: Timestamp::parse("2026-03-01T11:40:00Z").unwrap(),
-            event: "rejected".into(),
-            agent: Some("code-reviewer-1".into()),
-            extra,
-        }]);
+        t.history = Some(crate::blackboard::model::History::from(vec![
+            HistoryEvent {
+                time: Timestamp::parse("2026-03-01T11:40:00Z").unwrap(),
+                event: "rejected".into(),
+                agent: Some("code-reviewer-1".into()),
+                extra,
+            },
+        ]));
         let all = collect(&s);
         let thread = all.iter().find(|i| i.id == "t-rejected").unwrap();
         let with_reason = thread

@@ -58,14 +58,12 @@ fn copied_task_texts_always_equal_a_full_rewrite() {
                             "detail",
                             liza::blackboard::node::Node::str("line 1\nline 2\n\n"),
                         );
-                        task.history
-                            .get_or_insert_with(Vec::new)
-                            .push(HistoryEvent {
-                                time: tx.now,
-                                event: "note_added".into(),
-                                agent: Some("human".into()),
-                                extra,
-                            });
+                        task.history_mut().push(HistoryEvent {
+                            time: tx.now,
+                            event: "note_added".into(),
+                            agent: Some("human".into()),
+                            extra,
+                        });
                     }
                     1 => {
                         added += 1;

@@ -11,7 +11,7 @@ use crate::common::team::add_draft;
 use crate::common::{Repo, assert_exit, assert_success, json, stderr, stdout};
 use liza::blackboard::State;
 use liza::blackboard::document;
-use liza::blackboard::model::{HumanNote, Task, TaskStatus};
+use liza::blackboard::model::{HistoryEvent, HumanNote, Task, TaskStatus};
 use liza::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
 use liza::blackboard::{Actor, Store, StoreError, TaskId, TxError};
 
@@ -602,7 +602,7 @@ fn the_parse_cache_is_an_optimisation_only() {
     let caches = cache_files(&repo);
     assert_eq!(caches.len(), 1, "{caches:?}");
     let header = std::fs::read_to_string(&caches[0]).unwrap();
-    assert!(header.starts_with("liza-state-cache/3/"), "{header}");
+    assert!(header.starts_with("liza-state-cache/4/"), "{header}");
     // Missing: full parse, and the next commit writes it again.
     std::fs::remove_file(&caches[0]).unwrap();
     assert_success(&repo.liza(&["status"]));
@@ -628,6 +628,129 @@ fn the_parse_cache_is_an_optimisation_only() {
     assert!(repo.state_text().contains("message: three!"));
     assert!(!repo.state_text().contains("TAMPERED"));
     assert_eq!(cache_files(&repo).len(), 1);
+}
+
+/// `text` (a parse cache file) with task `id`'s history replaced by `history` (JSON).
+fn with_cached_history(text: &str, id: &str, history: serde_json::Value) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.splitn(4, ' ').collect();
+        match serde_json::from_str::<serde_json::Value>(fields.last().unwrap()) {
+            Ok(mut task) if fields.len() == 4 && task["id"] == id => {
+                task["history"] = history.clone();
+                out.push_str(&format!(
+                    "{} {} {} {task}\n",
+                    fields[0], fields[1], fields[2]
+                ));
+            }
+            _ => out.push_str(&format!("{line}\n")),
+        }
+    }
+    out
+}
+
+/// Task histories come from the parse cache undecoded (src/blackboard/model/history.rs):
+/// a transaction decodes only those it reads, and one that does not decode is never
+/// written back from what was read of it.
+#[test]
+fn a_cached_history_that_does_not_decode_is_never_committed_from() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    add_draft(&repo, "t-2");
+    note(&repo, "one");
+    let cache = cache_files(&repo).remove(0);
+    let text = std::fs::read_to_string(&cache).unwrap();
+    let tampered = with_cached_history(&text, "t-1", serde_json::json!([{"not": "an event"}]));
+    assert_ne!(tampered, text, "t-1's line is in the cache");
+    std::fs::write(&cache, tampered).unwrap();
+    // What state.yaml itself says (`liza status` would show the cache's version).
+    let t1_events = |repo: &Repo| -> Vec<String> {
+        let state = document::decode(repo.state_text().as_bytes())
+            .unwrap()
+            .state;
+        let t1 = state.tasks.iter().find(|t| t.id.as_str() == "t-1").unwrap();
+        t1.history().iter().map(|e| e.event.clone()).collect()
+    };
+    // A transaction that does not read t-1's history commits, and state.yaml keeps the
+    // history it had.
+    note(&repo, "two");
+    assert_eq!(t1_events(&repo), ["created"]);
+    // One that changes it is refused, nothing written, and the cache is dropped.
+    let t1 = TaskId::parse("t-1").unwrap();
+    let append = |store: &Store| {
+        store.transact(&Actor::Human, |tx| {
+            let event = HistoryEvent {
+                time: tx.now,
+                event: "created".into(),
+                agent: Some("human".into()),
+                extra: Default::default(),
+            };
+            tx.state.task_mut(&t1).unwrap().history_mut().push(event);
+            Ok::<_, ()>(())
+        })
+    };
+    let before = repo.files();
+    match append(&store(&repo)) {
+        Err(TxError::Store(e @ StoreError::DamagedCache { .. })) => {
+            assert!(e.to_string().contains("state.cache."), "{e}");
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    assert_eq!(repo.files(), before);
+    assert!(
+        cache_files(&repo).is_empty(),
+        "the damaged cache is removed"
+    );
+    // The next one reads state.yaml in full: the history is whole, plus the change.
+    append(&store(&repo)).unwrap();
+    assert_eq!(t1_events(&repo), ["created", "created"]);
+}
+
+/// Sprint metrics count approvals, rejections and submissions from every task's history;
+/// a commit from the parse cache counts them from what the cache stored beside each
+/// history, and must agree with a full parse.
+#[test]
+fn metrics_from_cached_review_counts_match_a_full_parse() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    add_draft(&repo, "t-2");
+    let t1 = TaskId::parse("t-1").unwrap();
+    let kinds = [
+        "ready_for_review",
+        "rejected",
+        "ready_for_review",
+        "approved",
+    ];
+    store(&repo)
+        .transact(&Actor::Human, |tx| {
+            let task = tx.state.task_mut(&t1).unwrap();
+            let template = task.history()[0].clone();
+            for kind in kinds {
+                let mut event = template.clone();
+                event.event = kind.into();
+                task.history_mut().push(event);
+            }
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+    let metrics = |repo: &Repo| repo.state_json()["sprint"]["metrics"].clone();
+    let from_events = metrics(&repo);
+    assert_eq!(from_events["review_verdict_approvals"], 1, "{from_events}");
+    assert_eq!(from_events["review_verdict_rejections"], 1, "{from_events}");
+    assert_eq!(
+        from_events["task_submitted_for_review_count"], 2,
+        "{from_events}"
+    );
+    // Committed from the cache (t-1's history left undecoded) ...
+    note(&repo, "one");
+    let from_cache = metrics(&repo);
+    // ... and from a full parse.
+    for cache in cache_files(&repo) {
+        std::fs::remove_file(cache).unwrap();
+    }
+    note(&repo, "two");
+    assert_eq!(from_cache, from_events);
+    assert_eq!(metrics(&repo), from_events);
 }
 
 #[test]

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::history::{History, HistoryEvent, ReviewCounts};
 use crate::blackboard::codec::{Decode, Decoder, Emit, record, yaml_enum};
 use crate::blackboard::ids::{AgentId, TaskId};
 use crate::blackboard::node::{Extra, Node, Value};
@@ -229,30 +230,6 @@ record!(Usage {
     opt agent_runs: "agent_runs",
 });
 
-/// One entry of a task's `history`: `{time, event, agent, ...}`; event-specific fields are
-/// kept in `extra`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HistoryEvent {
-    pub time: Timestamp,
-    pub event: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-    #[serde(default, skip_serializing_if = "Extra::is_empty")]
-    pub extra: Extra,
-}
-impl HistoryEvent {
-    /// The event, if liza defines it.
-    pub fn kind(&self) -> Option<crate::blackboard::EventKind> {
-        crate::blackboard::EventKind::parse(&self.event)
-    }
-}
-
-record!(HistoryEvent {
-    req time: "time",
-    req event: "event",
-    opt agent: "agent",
-});
-
 /// A task (specs/blackboard.md, *tasks[]*).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
@@ -333,7 +310,7 @@ pub struct Task {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub history: Option<Vec<HistoryEvent>>,
+    pub history: Option<History>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -506,7 +483,22 @@ impl Task {
     }
 
     pub fn history(&self) -> &[HistoryEvent] {
-        self.history.as_deref().unwrap_or(&[])
+        self.history.as_ref().map_or(&[], History::events)
+    }
+
+    /// The history to append to (created when the task has none).
+    pub fn history_mut(&mut self) -> &mut Vec<HistoryEvent> {
+        self.history
+            .get_or_insert_with(History::default)
+            .events_mut()
+    }
+
+    /// What the task's history counts for the sprint metrics, without decoding a history
+    /// the parse cache counted.
+    pub fn review_counts(&self) -> ReviewCounts {
+        self.history
+            .as_ref()
+            .map_or_else(ReviewCounts::default, History::review_counts)
     }
 
     /// Priority with the documented default (3).

@@ -8,12 +8,17 @@
 //! Layout (JSON lines, so tasks decode in parallel and unchanged tasks are copied):
 //!
 //! ```text
-//! liza-state-cache/3/<liza version> <hash> lock_timeout=<s> tasks=<n> layout=<m>
+//! liza-state-cache/4/<liza version> <hash> lock_timeout=<s> tasks=<n> layout=<m>
 //! <start> <end> "<key>"                 m lines: a commented text's top-level entries
 //! {the state as JSON, without its tasks}
-//! <start> <end> {task 0 as JSON}        <start>..<end>: the task's text in state.yaml
+//! <start> <end> <s>/<a>/<r> {task 0 as JSON}
 //! ...
 //! ```
+//!
+//! `<start>..<end>` is the task's text in state.yaml, `<s>/<a>/<r>` the submissions,
+//! approvals and rejections its history counts. A task's history stays undecoded until
+//! something reads it (`model/history.rs`); the counts are what every commit's sprint
+//! metrics need of it.
 //!
 //! `layout=0`: liza's own rendering (task texts are copied by the next commit). Otherwise
 //! the text holds a person's comments, and the entry lines with the task spans are its
@@ -31,12 +36,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::hash::ContentHash;
-use crate::blackboard::model::{State, Task, TaskList};
+use crate::blackboard::model::{ReviewCounts, State, Task, TaskList};
 use crate::blackboard::yaml::ItemTexts;
 use crate::blackboard::yaml::layout::{Items, Layout, LayoutEntry};
 
 /// Changes whenever the model's JSON form may change, so an old cache is ignored.
-const FORMAT: &str = concat!("liza-state-cache/3/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("liza-state-cache/4/", env!("CARGO_PKG_VERSION"));
 const PREFIX: &str = "state.cache.";
 const SUFFIX: &str = ".json";
 
@@ -58,7 +63,8 @@ impl ParseCache {
         ParseCache { dir }
     }
 
-    fn path_for(&self, hash: ContentHash) -> PathBuf {
+    /// The cache file of the state.yaml text hashing to `hash`.
+    pub fn path_for(&self, hash: ContentHash) -> PathBuf {
         self.dir
             .join(format!("{PREFIX}{}{SUFFIX}", &hash.to_hex()[..32]))
     }
@@ -102,18 +108,24 @@ impl ParseCache {
         let mut state: State = serde_json::from_slice(top).ok()?;
         offset += top.len();
         let mut task_lines = Vec::with_capacity(count);
+        let mut review_counts = Vec::with_capacity(count);
         for line in lines {
-            let (yaml, json) = parse_task_line(line, offset)?;
+            let (yaml, counts, json) = parse_task_line(line, offset)?;
             if yaml.end > state_bytes.len() {
                 return None;
             }
             task_lines.push((yaml, json));
+            review_counts.push(counts);
             offset += line.len();
         }
         if task_lines.len() != count {
             return None;
         }
-        let tasks = decode_tasks(&bytes, &task_lines)?;
+        let mut tasks = decode_tasks(&bytes, &task_lines)?;
+        for (task, counts) in tasks.iter_mut().zip(review_counts) {
+            let task = Arc::get_mut(task)?;
+            task.history = task.history.take().map(|h| h.cached(counts));
+        }
         let layout = (entry_count > 0).then(|| Layout {
             entries,
             items: Some(Items {
@@ -183,7 +195,13 @@ impl ParseCache {
         out.push(b'\n');
         let mut json = HashMap::with_capacity(state.tasks.len());
         for (task, (key, yaml)) in state.tasks.iter().zip(yaml_spans) {
-            let _ = write!(out, "{} {} ", yaml.start, yaml.end);
+            let _ = write!(
+                out,
+                "{} {} {} ",
+                yaml.start,
+                yaml.end,
+                task.review_counts().to_field()
+            );
             let start = out.len();
             let reused = previous
                 .and_then(|p| Some((p, p.json.get(key)?)))
@@ -277,20 +295,28 @@ fn parse_entry_line(line: &[u8], len: usize) -> Option<LayoutEntry> {
     })
 }
 
-/// `<start> <end> <json>\n` → the YAML span and the JSON's range in the cache file.
-fn parse_task_line(line: &[u8], offset: usize) -> Option<(Range<usize>, Range<usize>)> {
+/// `<start> <end> <counts> <json>\n` → the YAML span, the history's review counts and
+/// the JSON's range in the cache file.
+fn parse_task_line(
+    line: &[u8],
+    offset: usize,
+) -> Option<(Range<usize>, ReviewCounts, Range<usize>)> {
     let line = line.strip_suffix(b"\n")?;
-    let first = line.iter().position(|b| *b == b' ')?;
-    let second = first + 1 + line[first + 1..].iter().position(|b| *b == b' ')?;
-    let start: usize = std::str::from_utf8(&line[..first]).ok()?.parse().ok()?;
-    let end: usize = std::str::from_utf8(&line[first + 1..second])
-        .ok()?
-        .parse()
-        .ok()?;
+    let mut fields = [0..0, 0..0, 0..0];
+    let mut at = 0;
+    for field in &mut fields {
+        let len = line[at..].iter().position(|b| *b == b' ')?;
+        *field = at..at + len;
+        at += len + 1;
+    }
+    let text = |range: &Range<usize>| std::str::from_utf8(&line[range.clone()]).ok();
+    let start: usize = text(&fields[0])?.parse().ok()?;
+    let end: usize = text(&fields[1])?.parse().ok()?;
+    let counts = ReviewCounts::parse_field(text(&fields[2])?)?;
     if start > end {
         return None;
     }
-    Some((start..end, offset + second + 1..offset + line.len()))
+    Some((start..end, counts, offset + at..offset + line.len()))
 }
 
 /// Decodes the task lines, on several threads for big blackboards.
@@ -307,9 +333,12 @@ fn decode_tasks(bytes: &[u8], lines: &[(Range<usize>, Range<usize>)]) -> Option<
     };
     // Threads pay off only for big blackboards: starting one costs about as much as
     // decoding a few dozen kilobytes.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
     let json_bytes: usize = lines.iter().map(|(_, json)| json.len()).sum();
-    if json_bytes < 512 * 1024 || threads < 2 {
+    if json_bytes < 512 * 1024 {
+        return decode(lines);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+    if threads < 2 {
         return decode(lines);
     }
     let per = lines.len().div_ceil(threads);

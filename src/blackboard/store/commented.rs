@@ -591,7 +591,6 @@ mod tests {
             (
                 "trailing comments everywhere",
                 plain
-                    .replace(": ", ": ")
                     .lines()
                     .map(|l| {
                         if l.ends_with(':')
