@@ -14,7 +14,7 @@ pub use config::{
     AgentTool, BuiltinConfig, BuiltinRoleConfig, Check, CircuitBreakerConfig, CommandSpec, Config,
     ExecutionTimeout, JournalKeep, LEGACY_CONFIG_KEYS, PlanApproval, PromptMode, ValidationMode,
 };
-pub use history::{History, HistoryEvent, ReviewCounts};
+pub use history::{CachedJson, History, HistoryEvent, ReviewCounts, without_histories};
 pub use records::{
     Anomaly, AnomalyType, Archive, ArchivedTask, CircuitBreaker, CircuitBreakerStatus, ContextUsed,
     Discovery, DiscoverySeverity, Handoff, Handoffs, HumanNote, SpecChange, Urgency,

@@ -984,7 +984,7 @@ impl Store {
                 text: yaml_text,
                 spans: task_spans.into_iter().collect(),
             },
-            json_text: encoded.bytes,
+            json_text: Arc::new(encoded.bytes),
             json: encoded.json,
         };
         Ok(CommitInfo {

@@ -146,11 +146,17 @@ pub fn no_agent_identity(actor: &Actor, command: &str) -> Result<(), OpsError> {
 pub fn people_only(project: &super::Project, actor: &Actor, command: &str) -> Result<(), OpsError> {
     no_agent_identity(actor, command)?;
     let facts = CallerFacts::read(&project.store);
-    // An unreadable blackboard cannot say whose records are current: the mark alone
-    // decides, and the command reports the blackboard itself (watch, edit repair it).
-    let why = match project.store.snapshot() {
-        Ok(snapshot) => facts.agent_behind(&snapshot.state, Timestamp::now()),
-        Err(_) => facts.marked(),
+    // Without a liveness record no agent can be behind the caller but by the mark, and
+    // the blackboard need not be read (the command reads it next). An unreadable
+    // blackboard cannot say whose records are current: the mark alone decides, and the
+    // command reports the blackboard itself (watch, edit repair it).
+    let why = if facts.records.0.is_empty() {
+        facts.marked()
+    } else {
+        match project.store.snapshot() {
+            Ok(snapshot) => facts.agent_behind(&snapshot.state, Timestamp::now()),
+            Err(_) => facts.marked(),
+        }
     };
     if let Some(why) = why {
         return Err(OpsError::refused(

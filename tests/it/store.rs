@@ -602,7 +602,7 @@ fn the_parse_cache_is_an_optimisation_only() {
     let caches = cache_files(&repo);
     assert_eq!(caches.len(), 1, "{caches:?}");
     let header = std::fs::read_to_string(&caches[0]).unwrap();
-    assert!(header.starts_with("liza-state-cache/4/"), "{header}");
+    assert!(header.starts_with("liza-state-cache/5/"), "{header}");
     // Missing: full parse, and the next commit writes it again.
     std::fs::remove_file(&caches[0]).unwrap();
     assert_success(&repo.liza(&["status"]));
@@ -631,16 +631,25 @@ fn the_parse_cache_is_an_optimisation_only() {
 }
 
 /// `text` (a parse cache file) with task `id`'s history replaced by `history` (JSON).
+/// A task line: `<start> <end> <counts> <n> <task JSON, n bytes><history JSON>`.
 fn with_cached_history(text: &str, id: &str, history: serde_json::Value) -> String {
     let mut out = String::new();
     for line in text.lines() {
-        let fields: Vec<&str> = line.splitn(4, ' ').collect();
-        match serde_json::from_str::<serde_json::Value>(fields.last().unwrap()) {
-            Ok(mut task) if fields.len() == 4 && task["id"] == id => {
-                task["history"] = history.clone();
+        let fields: Vec<&str> = line.splitn(5, ' ').collect();
+        let task = fields
+            .get(3)
+            .and_then(|n| n.parse::<usize>().ok())
+            .and_then(|n| fields.get(4).and_then(|rest| rest.get(..n)))
+            .and_then(|json| serde_json::from_str::<serde_json::Value>(json).ok());
+        match task {
+            Some(task) if task["id"] == id => {
+                let task = task.to_string();
                 out.push_str(&format!(
-                    "{} {} {} {task}\n",
-                    fields[0], fields[1], fields[2]
+                    "{} {} {} {} {task}{history}\n",
+                    fields[0],
+                    fields[1],
+                    fields[2],
+                    task.len()
                 ));
             }
             _ => out.push_str(&format!("{line}\n")),

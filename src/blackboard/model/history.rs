@@ -3,8 +3,9 @@
 //!
 //! Histories are most of a blackboard's bytes (97 % of the 300-task benchmark's), and most
 //! transactions read none of them: a `liza note` changes no task, a claim one. A task the
-//! parse cache hands over keeps its history as the JSON text the cache stored, plus the
-//! review counts the sprint metrics need, so a transaction pays for decoding only the
+//! parse cache hands over keeps its history as the JSON text the cache stored (a range of
+//! the cache file in memory, neither copied nor scanned), plus the review counts the sprint
+//! metrics need, so a transaction pays for decoding only the
 //! histories it reads or changes (specs/quality.md P1/P2), and an unchanged history is
 //! written back to the next cache as the same text.
 //!
@@ -13,7 +14,9 @@
 //! damaged: the store refuses to commit a state holding it and discards the cache, so a
 //! history is never rewritten from what could not be read.
 
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
@@ -98,17 +101,45 @@ struct Decoded {
     damaged: bool,
 }
 
+/// A history's JSON text inside a parse cache file read into memory, shared by every task
+/// read from that file: nothing is copied or scanned until the history is read.
+#[derive(Clone)]
+pub struct CachedJson {
+    file: Arc<Vec<u8>>,
+    range: Range<usize>,
+}
+
+impl CachedJson {
+    pub fn new(file: Arc<Vec<u8>>, range: Range<usize>) -> Option<CachedJson> {
+        file.get(range.clone())?;
+        Some(CachedJson { file, range })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.file[self.range.clone()]
+    }
+}
+
 /// A task's history events, in order.
 #[derive(Clone, Default)]
 pub struct History {
     decoded: OnceLock<Decoded>,
     /// The JSON text the parse cache stored, kept while the events are unchanged.
-    json: Option<Box<RawValue>>,
-    /// The review counts the cache stored with `json`.
+    cached: Option<CachedJson>,
+    /// The review counts the cache stored with `cached`.
     counts: Option<ReviewCounts>,
 }
 
 impl History {
+    /// A history the parse cache stored: its JSON text and the counts stored with it.
+    pub fn cached(json: CachedJson, counts: ReviewCounts) -> History {
+        History {
+            decoded: OnceLock::new(),
+            cached: Some(json),
+            counts: Some(counts),
+        }
+    }
+
     /// The events, decoded on first use.
     pub fn events(&self) -> &[HistoryEvent] {
         &self.decoded().events
@@ -120,7 +151,7 @@ impl History {
         self.counts = None;
         let decoded = self.decoded.get_mut().expect("decoded just above");
         if !decoded.damaged {
-            self.json = None;
+            self.cached = None;
         }
         &mut decoded.events
     }
@@ -130,10 +161,15 @@ impl History {
         self.decoded.get().is_some_and(|d| d.damaged)
     }
 
-    /// Whether the events were decoded (tests and benchmarks check that a transaction
-    /// did not need them).
+    /// Whether the events were decoded.
     pub fn is_decoded(&self) -> bool {
         self.decoded.get().is_some()
+    }
+
+    /// The JSON text the cache stored, while the events are unchanged: the next cache
+    /// copies it.
+    pub fn cached_json(&self) -> Option<&[u8]> {
+        self.cached.as_ref().map(CachedJson::bytes)
     }
 
     pub fn review_counts(&self) -> ReviewCounts {
@@ -143,21 +179,13 @@ impl History {
         }
     }
 
-    /// A history read from the parse cache: its JSON text and the counts stored with it.
-    pub fn cached(mut self, counts: ReviewCounts) -> History {
-        if self.json.is_some() && self.decoded.get().is_none() {
-            self.counts = Some(counts);
-        }
-        self
-    }
-
     fn decoded(&self) -> &Decoded {
-        self.decoded.get_or_init(|| match &self.json {
+        self.decoded.get_or_init(|| match &self.cached {
             None => Decoded {
                 events: Vec::new(),
                 damaged: false,
             },
-            Some(json) => match serde_json::from_str(json.get()) {
+            Some(json) => match serde_json::from_slice(json.bytes()) {
                 Ok(events) => Decoded {
                     events,
                     damaged: false,
@@ -181,7 +209,7 @@ impl From<Vec<HistoryEvent>> for History {
                 events,
                 damaged: false,
             }),
-            json: None,
+            cached: None,
             counts: None,
         }
     }
@@ -195,8 +223,8 @@ impl std::fmt::Debug for History {
 
 impl PartialEq for History {
     fn eq(&self, other: &History) -> bool {
-        match (&self.json, &other.json) {
-            (Some(a), Some(b)) if a.get() == b.get() => true,
+        match (self.cached_json(), other.cached_json()) {
+            (Some(a), Some(b)) if a == b => true,
             _ => self.events() == other.events(),
         }
     }
@@ -204,24 +232,46 @@ impl PartialEq for History {
 
 impl Serialize for History {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match &self.json {
-            // Unchanged since the cache stored it: the same text (a damaged one too, so
-            // nothing is lost before the store refuses it).
-            Some(json) => json.serialize(serializer),
-            None => self.events().serialize(serializer),
+        // Not yet decoded (or damaged): the stored text, if it is JSON at all, so nothing
+        // is lost before the store refuses a damaged one.
+        let stored = || {
+            let text = std::str::from_utf8(self.cached_json()?).ok()?;
+            RawValue::from_string(text.to_owned()).ok()
+        };
+        match stored() {
+            Some(raw) if !self.is_decoded() || self.is_damaged() => raw.serialize(serializer),
+            _ => self.events().serialize(serializer),
         }
     }
 }
 
 impl<'de> Deserialize<'de> for History {
-    /// Keeps the JSON text (checked to be JSON) for [`History::events`] to decode.
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<History, D::Error> {
-        Ok(History {
-            decoded: OnceLock::new(),
-            json: Some(Box::<RawValue>::deserialize(deserializer)?),
-            counts: None,
-        })
+        Vec::<HistoryEvent>::deserialize(deserializer).map(History::from)
     }
+}
+
+thread_local! {
+    static WITHOUT_HISTORIES: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs `f` with task histories left out of what serde writes of tasks: the parse cache
+/// stores each history beside its task's JSON, where it can be handed over undecoded.
+pub fn without_histories<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            WITHOUT_HISTORIES.set(false);
+        }
+    }
+    WITHOUT_HISTORIES.set(true);
+    let _reset = Reset;
+    f()
+}
+
+/// `skip_serializing_if` of `Task::history`.
+pub fn history_skipped(history: &Option<History>) -> bool {
+    history.is_none() || WITHOUT_HISTORIES.get()
 }
 
 impl Decode for History {
@@ -249,10 +299,15 @@ mod tests {
         }
     }
 
+    /// A history as the cache hands it over, from `json` inside a larger file.
     fn from_cache(json: &str, counts: ReviewCounts) -> History {
-        serde_json::from_str::<History>(json)
-            .unwrap()
-            .cached(counts)
+        let file = format!("1 2 0/0/0 {{}}{json}\n");
+        let start = file.find(json).unwrap();
+        let file = Arc::new(file.into_bytes());
+        History::cached(
+            CachedJson::new(file, start..start + json.len()).unwrap(),
+            counts,
+        )
     }
 
     #[test]
@@ -270,8 +325,10 @@ mod tests {
         assert!(!history.is_decoded(), "the stored counts answer");
         assert_eq!(serde_json::to_string(&history).unwrap(), json);
         assert!(!history.is_decoded(), "serialising copies the text");
+        assert_eq!(history.cached_json(), Some(json.as_bytes()));
         assert_eq!(history.events(), &events[..]);
         assert!(history.is_decoded() && !history.is_damaged());
+        assert_eq!(serde_json::to_string(&history).unwrap(), json);
     }
 
     #[test]
@@ -280,6 +337,7 @@ mod tests {
         let json = serde_json::to_string(&events).unwrap();
         let mut history = from_cache(&json, ReviewCounts::of(&events));
         history.events_mut().push(event("rejected"));
+        assert_eq!(history.cached_json(), None, "the text no longer says it");
         let again: Vec<HistoryEvent> =
             serde_json::from_str(&serde_json::to_string(&history).unwrap()).unwrap();
         assert_eq!(again, vec![event("ready_for_review"), event("rejected")]);
@@ -302,6 +360,20 @@ mod tests {
         history.events_mut().push(event("claimed"));
         assert!(history.is_damaged(), "stays damaged once changed");
         assert_eq!(serde_json::to_string(&history).unwrap(), json);
+    }
+
+    #[test]
+    fn tasks_are_serialised_without_histories_only_inside_without_histories() {
+        let mut task = crate::blackboard::model::Task::new(
+            crate::blackboard::TaskId::parse("t-1").unwrap(),
+            crate::blackboard::model::TaskStatus::Draft,
+        );
+        task.history = Some(History::from(vec![event("created")]));
+        let whole = serde_json::to_string(&task).unwrap();
+        let bare = without_histories(|| serde_json::to_string(&task).unwrap());
+        assert!(whole.contains("\"history\""), "{whole}");
+        assert!(!bare.contains("\"history\""), "{bare}");
+        assert_eq!(serde_json::to_string(&task).unwrap(), whole, "reset after");
     }
 
     #[test]

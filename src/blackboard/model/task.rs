@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::history::{History, HistoryEvent, ReviewCounts};
+use super::history::{History, HistoryEvent, ReviewCounts, history_skipped};
 use crate::blackboard::codec::{Decode, Decoder, Emit, record, yaml_enum};
 use crate::blackboard::ids::{AgentId, TaskId};
 use crate::blackboard::node::{Extra, Node, Value};
@@ -309,7 +309,7 @@ pub struct Task {
     pub spec_hash: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "history_skipped")]
     pub history: Option<History>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,

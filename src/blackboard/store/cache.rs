@@ -8,17 +8,19 @@
 //! Layout (JSON lines, so tasks decode in parallel and unchanged tasks are copied):
 //!
 //! ```text
-//! liza-state-cache/4/<liza version> <hash> lock_timeout=<s> tasks=<n> layout=<m>
+//! liza-state-cache/5/<liza version> <hash> lock_timeout=<s> tasks=<n> layout=<m>
 //! <start> <end> "<key>"                 m lines: a commented text's top-level entries
 //! {the state as JSON, without its tasks}
-//! <start> <end> <s>/<a>/<r> {task 0 as JSON}
+//! <start> <end> <s>/<a>/<r> <n> {task 0 as JSON, n bytes, without its history}[history]
 //! ...
 //! ```
 //!
 //! `<start>..<end>` is the task's text in state.yaml, `<s>/<a>/<r>` the submissions,
-//! approvals and rejections its history counts. A task's history stays undecoded until
-//! something reads it (`model/history.rs`); the counts are what every commit's sprint
-//! metrics need of it.
+//! approvals and rejections its history counts, and the history's JSON follows the task's
+//! (nothing when the task has none). A history is handed over as that range of the file,
+//! undecoded until something reads it (`model/history.rs`); the counts are what every
+//! commit's sprint metrics need of it. Everything after `<end> ` belongs to the task alone,
+//! so an unchanged task's is copied as it is.
 //!
 //! `layout=0`: liza's own rendering (task texts are copied by the next commit). Otherwise
 //! the text holds a person's comments, and the entry lines with the task spans are its
@@ -36,12 +38,14 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::hash::ContentHash;
-use crate::blackboard::model::{ReviewCounts, State, Task, TaskList};
+use crate::blackboard::model::{
+    CachedJson, History, ReviewCounts, State, Task, TaskList, without_histories,
+};
 use crate::blackboard::yaml::ItemTexts;
 use crate::blackboard::yaml::layout::{Items, Layout, LayoutEntry};
 
 /// Changes whenever the model's JSON form may change, so an old cache is ignored.
-const FORMAT: &str = concat!("liza-state-cache/4/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("liza-state-cache/5/", env!("CARGO_PKG_VERSION"));
 const PREFIX: &str = "state.cache.";
 const SUFFIX: &str = ".json";
 
@@ -50,7 +54,7 @@ const SUFFIX: &str = ".json";
 #[derive(Debug, Default)]
 pub struct TaskTexts {
     pub yaml: ItemTexts,
-    pub json_text: Vec<u8>,
+    pub json_text: Arc<Vec<u8>>,
     pub json: HashMap<usize, Range<usize>>,
 }
 
@@ -90,8 +94,10 @@ impl ParseCache {
         hash: ContentHash,
         state_bytes: &[u8],
     ) -> Option<(State, TaskTexts, Option<Layout>)> {
-        let bytes = fs::read(self.path_for(hash)).ok()?;
-        let mut lines = bytes.split_inclusive(|b| *b == b'\n');
+        let bytes = Arc::new(fs::read(self.path_for(hash)).ok()?);
+        // Lines are found as text (the search for a newline is vectorised for `str`).
+        let text = std::str::from_utf8(&bytes).ok()?;
+        let mut lines = text.split_inclusive('\n').map(str::as_bytes);
         let header = std::str::from_utf8(lines.next()?).ok()?;
         let (cached_hash, _, count, entry_count) = parse_header(header.trim_end())?;
         if cached_hash != hash {
@@ -108,36 +114,30 @@ impl ParseCache {
         let mut state: State = serde_json::from_slice(top).ok()?;
         offset += top.len();
         let mut task_lines = Vec::with_capacity(count);
-        let mut review_counts = Vec::with_capacity(count);
         for line in lines {
-            let (yaml, counts, json) = parse_task_line(line, offset)?;
-            if yaml.end > state_bytes.len() {
+            let task_line = parse_task_line(line, offset)?;
+            if task_line.yaml.end > state_bytes.len() {
                 return None;
             }
-            task_lines.push((yaml, json));
-            review_counts.push(counts);
+            task_lines.push(task_line);
             offset += line.len();
         }
         if task_lines.len() != count {
             return None;
         }
-        let mut tasks = decode_tasks(&bytes, &task_lines)?;
-        for (task, counts) in tasks.iter_mut().zip(review_counts) {
-            let task = Arc::get_mut(task)?;
-            task.history = task.history.take().map(|h| h.cached(counts));
-        }
+        let tasks = decode_tasks(&bytes, &task_lines)?;
         let layout = (entry_count > 0).then(|| Layout {
             entries,
             items: Some(Items {
                 key: "tasks".into(),
-                spans: task_lines.iter().map(|(yaml, _)| yaml.clone()).collect(),
+                spans: task_lines.iter().map(|t| t.yaml.clone()).collect(),
             }),
         });
         let mut texts = TaskTexts::default();
-        for (task, (yaml, json)) in tasks.iter().zip(task_lines) {
+        for (task, line) in tasks.iter().zip(task_lines) {
             let key = Arc::as_ptr(task) as usize;
-            texts.yaml.spans.insert(key, yaml);
-            texts.json.insert(key, json);
+            texts.yaml.spans.insert(key, line.yaml);
+            texts.json.insert(key, line.own);
         }
         state.tasks = TaskList(tasks);
         texts.json_text = bytes;
@@ -195,22 +195,14 @@ impl ParseCache {
         out.push(b'\n');
         let mut json = HashMap::with_capacity(state.tasks.len());
         for (task, (key, yaml)) in state.tasks.iter().zip(yaml_spans) {
-            let _ = write!(
-                out,
-                "{} {} {} ",
-                yaml.start,
-                yaml.end,
-                task.review_counts().to_field()
-            );
+            let _ = write!(out, "{} {} ", yaml.start, yaml.end);
             let start = out.len();
             let reused = previous
                 .and_then(|p| Some((p, p.json.get(key)?)))
                 .and_then(|(p, range)| p.json_text.get(range.clone()));
             match reused {
                 Some(text) => out.extend_from_slice(text),
-                None => {
-                    let _ = serde_json::to_writer(&mut out, &**task);
-                }
+                None => encode_task(&mut out, task),
             }
             json.insert(*key, start..out.len());
             out.push(b'\n');
@@ -222,7 +214,6 @@ impl ParseCache {
         }
     }
 
-    /// Writes an encoded cache and removes every other cache file.
     /// Writes an encoded cache and removes the one of `previous` (the state the commit
     /// replaced). Strays left by crashes are removed by the store's cleanup.
     pub fn store(&self, encoded: &Encoded, previous: ContentHash) -> io::Result<()> {
@@ -295,14 +286,23 @@ fn parse_entry_line(line: &[u8], len: usize) -> Option<LayoutEntry> {
     })
 }
 
-/// `<start> <end> <counts> <json>\n` → the YAML span, the history's review counts and
-/// the JSON's range in the cache file.
-fn parse_task_line(
-    line: &[u8],
-    offset: usize,
-) -> Option<(Range<usize>, ReviewCounts, Range<usize>)> {
+/// One task line of a cache file; ranges are into the file.
+struct TaskLine {
+    /// The task's text in state.yaml.
+    yaml: Range<usize>,
+    counts: ReviewCounts,
+    /// The task's JSON, without its history.
+    task: Range<usize>,
+    /// The history's JSON (empty: the task has none).
+    history: Range<usize>,
+    /// Everything after `<end> `: what a commit copies for an unchanged task.
+    own: Range<usize>,
+}
+
+/// `<start> <end> <counts> <n> <task JSON><history JSON>\n`, at `offset` in the file.
+fn parse_task_line(line: &[u8], offset: usize) -> Option<TaskLine> {
     let line = line.strip_suffix(b"\n")?;
-    let mut fields = [0..0, 0..0, 0..0];
+    let mut fields = [0..0, 0..0, 0..0, 0..0];
     let mut at = 0;
     for field in &mut fields {
         let len = line[at..].iter().position(|b| *b == b' ')?;
@@ -313,27 +313,59 @@ fn parse_task_line(
     let start: usize = text(&fields[0])?.parse().ok()?;
     let end: usize = text(&fields[1])?.parse().ok()?;
     let counts = ReviewCounts::parse_field(text(&fields[2])?)?;
+    let task_len: usize = text(&fields[3])?.parse().ok()?;
+    let task_end = at.checked_add(task_len).filter(|e| *e <= line.len())?;
     if start > end {
         return None;
     }
-    Some((start..end, counts, offset + at..offset + line.len()))
+    Some(TaskLine {
+        yaml: start..end,
+        counts,
+        task: offset + at..offset + task_end,
+        history: offset + task_end..offset + line.len(),
+        own: offset + fields[2].start..offset + line.len(),
+    })
 }
 
-/// Decodes the task lines, on several threads for big blackboards.
-fn decode_tasks(bytes: &[u8], lines: &[(Range<usize>, Range<usize>)]) -> Option<Vec<Arc<Task>>> {
-    let decode = |chunk: &[(Range<usize>, Range<usize>)]| -> Option<Vec<Arc<Task>>> {
+/// `<counts> <n> {task without its history}[history]`: everything of a task line that
+/// belongs to the task alone.
+fn encode_task(out: &mut Vec<u8>, task: &Task) {
+    let _ = write!(out, "{} ", task.review_counts().to_field());
+    let json = without_histories(|| serde_json::to_vec(task)).unwrap_or_default();
+    let _ = write!(out, "{} ", json.len());
+    out.extend_from_slice(&json);
+    if let Some(history) = &task.history {
+        match history.cached_json() {
+            Some(text) => out.extend_from_slice(text),
+            None => {
+                let _ = serde_json::to_writer(&mut *out, history);
+            }
+        }
+    }
+}
+
+/// Decodes the task lines (each history left as its range of `file`), on several threads
+/// for big blackboards.
+fn decode_tasks(file: &Arc<Vec<u8>>, lines: &[TaskLine]) -> Option<Vec<Arc<Task>>> {
+    let decode = |chunk: &[TaskLine]| -> Option<Vec<Arc<Task>>> {
         chunk
             .iter()
-            .map(|(_, json)| {
-                serde_json::from_slice::<Task>(&bytes[json.clone()])
-                    .ok()
-                    .map(Arc::new)
+            .map(|line| {
+                let mut task: Task = serde_json::from_slice(&file[line.task.clone()]).ok()?;
+                if task.history.is_some() {
+                    return None;
+                }
+                if !line.history.is_empty() {
+                    let json = CachedJson::new(Arc::clone(file), line.history.clone())?;
+                    task.history = Some(History::cached(json, line.counts));
+                }
+                Some(Arc::new(task))
             })
             .collect()
     };
     // Threads pay off only for big blackboards: starting one costs about as much as
     // decoding a few dozen kilobytes.
-    let json_bytes: usize = lines.iter().map(|(_, json)| json.len()).sum();
+    let json_bytes: usize = lines.iter().map(|line| line.task.len()).sum();
     if json_bytes < 512 * 1024 {
         return decode(lines);
     }
