@@ -39,7 +39,7 @@ use super::ids::{Actor, AgentId};
 use super::liveness;
 use super::log::{self as activity, LogEntry, millis};
 use super::metrics;
-use super::model::{History, State};
+use super::model::{History, State, Task};
 use super::paths::LizaPaths;
 use super::timestamp::Timestamp;
 use super::validate::{ValidationEnv, validate};
@@ -557,6 +557,29 @@ impl Store {
         })
     }
 
+    /// Refuses `tasks` (read from the state.yaml text hashing to `hash`) if one of their
+    /// histories was read and the parse cache could not give it back (`model/history.rs`):
+    /// the cache is removed, so the command run again reads state.yaml in full. Whatever
+    /// writes tasks out — a commit, an archive — checks them once it has read them, or it
+    /// would write such a history empty (an unread one is copied as its text).
+    pub fn refuse_damaged<'t>(
+        &self,
+        hash: ContentHash,
+        tasks: impl IntoIterator<Item = &'t Task>,
+    ) -> Result<(), StoreError> {
+        let damaged = tasks
+            .into_iter()
+            .filter_map(|t| t.history.as_ref())
+            .any(History::is_damaged);
+        if !damaged {
+            return Ok(());
+        }
+        self.cache.remove(hash);
+        Err(StoreError::DamagedCache {
+            path: self.paths.display(&self.cache.path_for(hash)),
+        })
+    }
+
     /// Appends entries that record no state change (a supervisor's wake-ups and agent run
     /// ends) to log.yaml, under the state lock so they never land inside a transaction's
     /// append; the lock is held for the append alone.
@@ -851,16 +874,7 @@ impl Store {
         };
         // A history the cache could not give back is never written from what was read of
         // it: nothing is committed, and the next command parses state.yaml instead.
-        if state
-            .tasks
-            .iter()
-            .any(|t| t.history.as_ref().is_some_and(History::is_damaged))
-        {
-            self.cache.remove(read_hash);
-            return Err(StoreError::DamagedCache {
-                path: self.paths.display(&self.cache.path_for(read_hash)),
-            });
-        }
+        self.refuse_damaged(read_hash, state.tasks.iter().map(|t| &**t))?;
         // A commented text the cache cannot describe is parsed by the next reader.
         let cacheable = !is_commented || layout.is_some();
         // Never commit what could not be read back: the journal would then prune good
@@ -940,6 +954,7 @@ impl Store {
             atomic::Swapped::Previous => self.settle_swapped_out(&temp, read_hash),
             _ => None,
         };
+        let cacheable = cacheable && encoded.readable;
         if !cacheable {
             self.cache.remove(read_hash);
         } else if let Err(err) = self.cache.store(&encoded, read_hash) {

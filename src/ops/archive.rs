@@ -41,7 +41,8 @@ pub fn archive_terminal(
     select: Select,
 ) -> Result<Option<Archived>, OpsError> {
     check_stem(sprint)?;
-    let state = project.store.snapshot()?.state;
+    let snapshot = project.store.snapshot()?;
+    let state = snapshot.state;
     let now = Timestamp::now();
     let chosen: Vec<Arc<Task>> = state
         .tasks
@@ -59,6 +60,14 @@ pub fn archive_terminal(
         return Ok(None);
     }
     let file = project.store.paths().archive(sprint);
+    // The records are written out in full: their histories are read here, and one the
+    // parse cache cannot give back is refused before the archive is written.
+    for task in &chosen {
+        task.history();
+    }
+    project
+        .store
+        .refuse_damaged(snapshot.hash, chosen.iter().map(|t| &**t))?;
     write_archive(&file, sprint, &chosen)?;
     let done = match transition(&project.store, actor, authority, |s, w, _n| {
         Ok(lifecycle::archiving::archive(s, w, &chosen, sprint))

@@ -52,9 +52,9 @@ pub const SUPERVISOR_PID_VAR: &str = "LIZA_SUPERVISOR_PID";
 pub struct CallerFacts {
     records: LiveRecords,
     pgid: i64,
-    /// This process's ancestors' pids, parent first: read from /proc only when a live
-    /// record could name one of them.
-    ancestors: std::sync::OnceLock<Vec<i64>>,
+    /// This process's ancestors' pids, parent first: read from /proc (before any lock)
+    /// only when a live record could name one of them.
+    ancestors: Vec<i64>,
     host: Option<String>,
     /// The supervisor pid a supervisor put in this process's environment.
     marker: Option<String>,
@@ -62,10 +62,16 @@ pub struct CallerFacts {
 
 impl CallerFacts {
     pub fn read(store: &Store) -> CallerFacts {
+        let records = liveness::read_all(&store.paths().live());
+        let ancestors = if records.0.is_empty() {
+            Vec::new()
+        } else {
+            ancestors()
+        };
         CallerFacts {
-            records: liveness::read_all(&store.paths().live()),
+            records,
             pgid: i64::from(nix::unistd::getpgrp().as_raw()),
-            ancestors: std::sync::OnceLock::new(),
+            ancestors,
             host: nix::unistd::gethostname()
                 .ok()
                 .and_then(|h| h.into_string().ok()),
@@ -83,13 +89,9 @@ impl CallerFacts {
         if let Some(agent) = self.records.agent_with_pgid(state, self.pgid, now) {
             return Some(format!("it runs inside {agent}'s process group"));
         }
-        if !self.records.0.is_empty()
-            && let Some(agent) = self.records.agent_supervising(
-                state,
-                self.ancestors.get_or_init(ancestors),
-                self.host.as_deref(),
-                now,
-            )
+        if let Some(agent) =
+            self.records
+                .agent_supervising(state, &self.ancestors, self.host.as_deref(), now)
         {
             return Some(format!("it runs under {agent}'s supervisor"));
         }

@@ -715,6 +715,132 @@ fn a_cached_history_that_does_not_decode_is_never_committed_from() {
     assert_eq!(t1_events(&repo), ["created", "created"]);
 }
 
+/// t-1's history events in state.yaml itself, parsed in full.
+fn events_in_file(repo: &Repo, id: &str) -> Vec<String> {
+    let state = document::decode(repo.state_text().as_bytes())
+        .unwrap()
+        .state;
+    let task = state.tasks.iter().find(|t| t.id.as_str() == id).unwrap();
+    task.history().iter().map(|e| e.event.clone()).collect()
+}
+
+fn archive_all(
+    repo: &Repo,
+    sprint: &str,
+) -> Result<Option<liza::ops::Archived>, liza::ops::OpsError> {
+    let project = liza::ops::Project::discover(repo.path()).unwrap();
+    liza::ops::archive_terminal(
+        &project,
+        &Actor::Human,
+        liza::ops::Authority::Supervisor,
+        sprint,
+        liza::ops::ArchiveSelect::AllTerminal,
+    )
+}
+
+/// Archiving writes the records in full: a history the cache cannot give back is refused
+/// before the archive is written, not archived empty (found by review).
+#[test]
+fn archiving_a_task_whose_cached_history_does_not_decode_is_refused() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    add_draft(&repo, "t-2");
+    assert_success(&repo.liza(&["abandon", "t-1", "--reason", "not needed"]));
+    note(&repo, "one");
+    let events = events_in_file(&repo, "t-1");
+    assert!(events.len() >= 2, "{events:?}");
+    let cache = cache_files(&repo).remove(0);
+    let text = std::fs::read_to_string(&cache).unwrap();
+    let tampered = with_cached_history(&text, "t-1", serde_json::json!([{"not": "an event"}]));
+    assert_ne!(tampered, text);
+    std::fs::write(&cache, tampered).unwrap();
+    let sprint = repo.state_json()["sprint"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let before = repo.files();
+    match archive_all(&repo, &sprint) {
+        Err(liza::ops::OpsError::Store(StoreError::DamagedCache { .. })) => {}
+        other => panic!("not refused: {other:?}"),
+    }
+    assert_eq!(repo.files(), before);
+    assert!(
+        !repo
+            .liza_dir()
+            .join("archive")
+            .join(format!("{sprint}.yaml"))
+            .exists()
+    );
+    // Run again, it reads state.yaml in full and archives the whole history.
+    archive_all(&repo, &sprint).unwrap().unwrap();
+    let archive = std::fs::read(
+        repo.liza_dir()
+            .join("archive")
+            .join(format!("{sprint}.yaml")),
+    )
+    .unwrap();
+    let archive: liza::blackboard::model::Archive = document::decode_record(&archive).unwrap();
+    let t1 = archive
+        .tasks
+        .iter()
+        .find(|t| t.id.as_str() == "t-1")
+        .unwrap();
+    let archived: Vec<String> = t1.history().iter().map(|e| e.event.clone()).collect();
+    assert_eq!(archived, events);
+}
+
+/// A history JSON cannot hand back as it is — an event whose one extra key is `$float`,
+/// the tag of a non-finite float in liza's JSON form — is not put in the cache: every
+/// command parses state.yaml, as when a task did not decode, and nothing is refused or
+/// lost (found by review).
+#[test]
+fn a_history_json_cannot_give_back_leaves_the_state_uncached_and_whole() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    add_draft(&repo, "t-2");
+    note(&repo, "one");
+    // A person adds `$float: inf` to t-1's first history event.
+    let text = repo.state_text();
+    let at = text.find("- id: t-1").unwrap();
+    let at = at + text[at..].find("    history:\n").unwrap();
+    let agent = at + text[at..].find("agent: ").unwrap();
+    let eol = agent + text[agent..].find('\n').unwrap() + 1;
+    let line_start = text[..agent].rfind('\n').unwrap() + 1;
+    let indent = " ".repeat(agent - line_start);
+    let edited = format!("{}{indent}$float: inf\n{}", &text[..eol], &text[eol..]);
+    std::fs::write(repo.state_path(), &edited).unwrap();
+    note(&repo, "two");
+    assert!(cache_files(&repo).is_empty(), "{:?}", cache_files(&repo));
+    for message in ["a", "b", "c"] {
+        assert_success(&repo.liza(&["note", "t-1", message]));
+    }
+    assert_success(&repo.liza(&["abandon", "t-1", "--reason", "x"]));
+    let events = events_in_file(&repo, "t-1");
+    assert!(events.len() >= 2, "{events:?}");
+    assert!(repo.state_text().contains("$float: inf"));
+    let sprint = repo.state_json()["sprint"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    archive_all(&repo, &sprint).unwrap().unwrap();
+    let archive = std::fs::read_to_string(
+        repo.liza_dir()
+            .join("archive")
+            .join(format!("{sprint}.yaml")),
+    )
+    .unwrap();
+    assert!(archive.contains("$float: inf"), "{archive}");
+    let archived: liza::blackboard::model::Archive =
+        document::decode_record(archive.as_bytes()).unwrap();
+    let t1 = archived
+        .tasks
+        .iter()
+        .find(|t| t.id.as_str() == "t-1")
+        .unwrap();
+    let archived: Vec<String> = t1.history().iter().map(|e| e.event.clone()).collect();
+    assert_eq!(archived, events);
+}
+
 /// Sprint metrics count approvals, rejections and submissions from every task's history;
 /// a commit from the parse cache counts them from what the cache stored beside each
 /// history, and must agree with a full parse.

@@ -9,10 +9,12 @@
 //! histories it reads or changes (specs/quality.md P1/P2), and an unchanged history is
 //! written back to the next cache as the same text.
 //!
-//! The cache is liza's own output, keyed by the hash of the state.yaml it describes, so
-//! its histories decode. Should one not (a damaged file), it reads as empty and is marked
-//! damaged: the store refuses to commit a state holding it and discards the cache, so a
-//! history is never rewritten from what could not be read.
+//! The cache is liza's own output, keyed by the hash of the state.yaml it describes, and
+//! liza writes none whose histories do not read back as the same events
+//! (`store/cache.rs`), so its histories decode. Should one not (a file changed by
+//! something else), it reads as empty and is marked damaged: the store refuses to commit
+//! or archive what holds it and discards the cache, so a history is never written out
+//! from what could not be read.
 
 use std::cell::Cell;
 use std::ops::Range;

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use super::hash::ContentHash;
 use crate::blackboard::model::{
-    CachedJson, History, ReviewCounts, State, Task, TaskList, without_histories,
+    CachedJson, History, HistoryEvent, ReviewCounts, State, Task, TaskList, without_histories,
 };
 use crate::blackboard::yaml::ItemTexts;
 use crate::blackboard::yaml::layout::{Items, Layout, LayoutEntry};
@@ -194,6 +194,7 @@ impl ParseCache {
         state.tasks = tasks;
         out.push(b'\n');
         let mut json = HashMap::with_capacity(state.tasks.len());
+        let mut readable = true;
         for (task, (key, yaml)) in state.tasks.iter().zip(yaml_spans) {
             let _ = write!(out, "{} {} ", yaml.start, yaml.end);
             let start = out.len();
@@ -202,7 +203,7 @@ impl ParseCache {
                 .and_then(|(p, range)| p.json_text.get(range.clone()));
             match reused {
                 Some(text) => out.extend_from_slice(text),
-                None => encode_task(&mut out, task),
+                None => readable &= encode_task(&mut out, task),
             }
             json.insert(*key, start..out.len());
             out.push(b'\n');
@@ -211,6 +212,7 @@ impl ParseCache {
             path: self.path_for(hash),
             bytes: out,
             json,
+            readable,
         }
     }
 
@@ -258,6 +260,11 @@ pub struct Encoded {
     path: PathBuf,
     pub bytes: Vec<u8>,
     pub json: HashMap<usize, Range<usize>>,
+    /// Every history written reads back as the same events. When one does not (a
+    /// person's text JSON cannot tell apart, such as a mapping whose one key is
+    /// `$float`), the cache is not written: the next reader parses state.yaml, as it
+    /// would have to for a task that does not decode.
+    pub readable: bool,
 }
 
 /// The header's hash, lock timeout, task count and layout entry count.
@@ -328,20 +335,26 @@ fn parse_task_line(line: &[u8], offset: usize) -> Option<TaskLine> {
 }
 
 /// `<counts> <n> {task without its history}[history]`: everything of a task line that
-/// belongs to the task alone.
-fn encode_task(out: &mut Vec<u8>, task: &Task) {
+/// belongs to the task alone. False when the history written does not read back as the
+/// same events (a cached history is copied as the text it was read from).
+fn encode_task(out: &mut Vec<u8>, task: &Task) -> bool {
     let _ = write!(out, "{} ", task.review_counts().to_field());
     let json = without_histories(|| serde_json::to_vec(task)).unwrap_or_default();
     let _ = write!(out, "{} ", json.len());
     out.extend_from_slice(&json);
-    if let Some(history) = &task.history {
-        match history.cached_json() {
-            Some(text) => out.extend_from_slice(text),
-            None => {
-                let _ = serde_json::to_writer(&mut *out, history);
-            }
-        }
+    let Some(history) = &task.history else {
+        return true;
+    };
+    if let Some(text) = history.cached_json() {
+        out.extend_from_slice(text);
+        return true;
     }
+    let start = out.len();
+    if serde_json::to_writer(&mut *out, history).is_err() {
+        return false;
+    }
+    serde_json::from_slice::<Vec<HistoryEvent>>(&out[start..])
+        .is_ok_and(|back| back.as_slice() == history.events())
 }
 
 /// Decodes the task lines (each history left as its range of `file`), on several threads
