@@ -738,6 +738,20 @@ fn archive_all(
     )
 }
 
+/// The archive of `sprint` as text, and task `id`'s history events in it.
+fn archived_events(repo: &Repo, sprint: &str, id: &str) -> (String, Vec<String>) {
+    let path = repo
+        .liza_dir()
+        .join("archive")
+        .join(format!("{sprint}.yaml"));
+    let text = std::fs::read_to_string(path).unwrap();
+    let archive: liza::blackboard::model::Archive =
+        document::decode_record(text.as_bytes()).unwrap();
+    let task = archive.tasks.iter().find(|t| t.id.as_str() == id).unwrap();
+    let events = task.history().iter().map(|e| e.event.clone()).collect();
+    (text, events)
+}
+
 /// Archiving writes the records in full: a history the cache cannot give back is refused
 /// before the archive is written, not archived empty (found by review).
 #[test]
@@ -773,20 +787,7 @@ fn archiving_a_task_whose_cached_history_does_not_decode_is_refused() {
     );
     // Run again, it reads state.yaml in full and archives the whole history.
     archive_all(&repo, &sprint).unwrap().unwrap();
-    let archive = std::fs::read(
-        repo.liza_dir()
-            .join("archive")
-            .join(format!("{sprint}.yaml")),
-    )
-    .unwrap();
-    let archive: liza::blackboard::model::Archive = document::decode_record(&archive).unwrap();
-    let t1 = archive
-        .tasks
-        .iter()
-        .find(|t| t.id.as_str() == "t-1")
-        .unwrap();
-    let archived: Vec<String> = t1.history().iter().map(|e| e.event.clone()).collect();
-    assert_eq!(archived, events);
+    assert_eq!(archived_events(&repo, &sprint, "t-1").1, events);
 }
 
 /// A history JSON cannot hand back as it is — an event whose one extra key is `$float`,
@@ -823,21 +824,8 @@ fn a_history_json_cannot_give_back_leaves_the_state_uncached_and_whole() {
         .unwrap()
         .to_owned();
     archive_all(&repo, &sprint).unwrap().unwrap();
-    let archive = std::fs::read_to_string(
-        repo.liza_dir()
-            .join("archive")
-            .join(format!("{sprint}.yaml")),
-    )
-    .unwrap();
-    assert!(archive.contains("$float: inf"), "{archive}");
-    let archived: liza::blackboard::model::Archive =
-        document::decode_record(archive.as_bytes()).unwrap();
-    let t1 = archived
-        .tasks
-        .iter()
-        .find(|t| t.id.as_str() == "t-1")
-        .unwrap();
-    let archived: Vec<String> = t1.history().iter().map(|e| e.event.clone()).collect();
+    let (text, archived) = archived_events(&repo, &sprint, "t-1");
+    assert!(text.contains("$float: inf"), "{text}");
     assert_eq!(archived, events);
 }
 
