@@ -630,6 +630,14 @@ fn the_parse_cache_is_an_optimisation_only() {
     assert_eq!(cache_files(&repo).len(), 1);
 }
 
+/// A blackboard with two DRAFT tasks, t-1 and t-2.
+fn two_drafts() -> Repo {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    add_draft(&repo, "t-2");
+    repo
+}
+
 /// `text` (a parse cache file) with task `id`'s history replaced by `history` (JSON).
 /// A task line: `<start> <end> <counts> <n> <task JSON, n bytes><history JSON>`.
 fn with_cached_history(text: &str, id: &str, history: serde_json::Value) -> String {
@@ -663,9 +671,7 @@ fn with_cached_history(text: &str, id: &str, history: serde_json::Value) -> Stri
 /// written back from what was read of it.
 #[test]
 fn a_cached_history_that_does_not_decode_is_never_committed_from() {
-    let repo = Repo::initialized();
-    add_draft(&repo, "t-1");
-    add_draft(&repo, "t-2");
+    let repo = two_drafts();
     note(&repo, "one");
     let cache = cache_files(&repo).remove(0);
     let text = std::fs::read_to_string(&cache).unwrap();
@@ -756,9 +762,7 @@ fn archived_events(repo: &Repo, sprint: &str, id: &str) -> (String, Vec<String>)
 /// before the archive is written, not archived empty (found by review).
 #[test]
 fn archiving_a_task_whose_cached_history_does_not_decode_is_refused() {
-    let repo = Repo::initialized();
-    add_draft(&repo, "t-1");
-    add_draft(&repo, "t-2");
+    let repo = two_drafts();
     assert_success(&repo.liza(&["abandon", "t-1", "--reason", "not needed"]));
     note(&repo, "one");
     let events = events_in_file(&repo, "t-1");
@@ -796,9 +800,7 @@ fn archiving_a_task_whose_cached_history_does_not_decode_is_refused() {
 /// lost (found by review).
 #[test]
 fn a_history_json_cannot_give_back_leaves_the_state_uncached_and_whole() {
-    let repo = Repo::initialized();
-    add_draft(&repo, "t-1");
-    add_draft(&repo, "t-2");
+    let repo = two_drafts();
     note(&repo, "one");
     // A person adds `$float: inf` to t-1's first history event.
     let text = repo.state_text();
@@ -834,9 +836,7 @@ fn a_history_json_cannot_give_back_leaves_the_state_uncached_and_whole() {
 /// history, and must agree with a full parse.
 #[test]
 fn metrics_from_cached_review_counts_match_a_full_parse() {
-    let repo = Repo::initialized();
-    add_draft(&repo, "t-1");
-    add_draft(&repo, "t-2");
+    let repo = two_drafts();
     let t1 = TaskId::parse("t-1").unwrap();
     let kinds = [
         "ready_for_review",
