@@ -10,6 +10,7 @@ use chrono::{DateTime, Datelike, NaiveTime, TimeZone, Utc};
 use regex::Regex;
 
 use super::catalog::CliSpec;
+use super::zone::{self, ZoneDirs};
 
 /// The wait when the message announces no reset.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(30 * 60);
@@ -120,10 +121,15 @@ fn tail(output: &str) -> &str {
 /// `Retry-After`, a clock time ("resets 3pm (Europe/Paris)"), a delay ("try again in
 /// 2h 13m", "retry in 36.2s").
 pub fn reset_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    reset_time_in(text, now, &ZoneDirs::system())
+}
+
+/// [`reset_time`], with named zones read from `zones`.
+fn reset_time_in(text: &str, now: DateTime<Utc>, zones: &ZoneDirs) -> Option<DateTime<Utc>> {
     unix_after_bar(text)
         .or_else(|| rfc3339(text))
         .or_else(|| retry_after(text, now))
-        .or_else(|| clock_time(text, now))
+        .or_else(|| clock_time(text, now, zones))
         .or_else(|| delay(text).map(|d| now + d))
 }
 
@@ -169,8 +175,9 @@ fn retry_after(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 }
 
 /// `resets 3pm (Europe/Paris)`, `resets at 3:30 PM (America/New_York)`, `resets 15:00`:
-/// the next such time after `now` in the named zone (the machine's own without one).
-fn clock_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+/// the next such time after `now` in the named zone (the machine's own without one, or
+/// when the machine's tz database does not have it: the CLI named the zone it runs in).
+fn clock_time(text: &str, now: DateTime<Utc>, zones: &ZoneDirs) -> Option<DateTime<Utc>> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let caps = regex(
         &RE,
@@ -192,7 +199,16 @@ fn clock_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let time = NaiveTime::from_hms_opt(hour, minute, 0)?;
     match caps.get(4).map(|m| m.as_str()) {
         Some("UTC") => next_at(&Utc, time, now),
-        Some(zone) => next_at(&zone.parse::<chrono_tz::Tz>().ok()?, time, now),
+        Some(name) => match zones.load(name) {
+            Some(zone) => zone::next_clock_time(&zone, time, now),
+            None => {
+                tracing::debug!(
+                    zone = name,
+                    "zone not in the tz database; using the local zone"
+                );
+                next_at(&chrono::Local, time, now)
+            }
+        },
         None => next_at(&chrono::Local, time, now),
     }
 }
@@ -371,10 +387,30 @@ mod tests {
                 Utc.with_ymd_and_hms(2027, 1, 15, 18, 0, 0).unwrap(),
             ),
         ];
+        let zones = ZoneDirs::only(
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zoneinfo"),
+        );
         for (text, expected) in cases {
-            let limit = usage_limit(None, text, now()).unwrap_or_else(|| panic!("{text}"));
-            assert_eq!(limit.resets_at, Some(*expected), "{text}");
+            assert!(usage_limit(None, text, now()).is_some(), "{text}");
+            assert_eq!(
+                reset_time_in(text, now(), &zones),
+                Some(*expected),
+                "{text}"
+            );
         }
+    }
+
+    #[test]
+    fn a_zone_the_machine_does_not_have_is_read_as_the_local_one() {
+        let nowhere = ZoneDirs::only(std::path::Path::new("/nonexistent"));
+        let text = "You've hit your session limit · resets 3pm (Europe/Paris)";
+        let local = next_at(
+            &chrono::Local,
+            NaiveTime::from_hms_opt(15, 0, 0).unwrap(),
+            now(),
+        );
+        assert!(local.is_some());
+        assert_eq!(reset_time_in(text, now(), &nowhere), local);
     }
 
     #[test]
