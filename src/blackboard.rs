@@ -8,6 +8,7 @@
 
 pub mod codec;
 pub mod document;
+pub mod etcd;
 pub mod event;
 pub mod finding;
 pub mod ids;

@@ -20,6 +20,7 @@ mod crash;
 mod demo;
 mod docs;
 mod doctor;
+mod etcd_client;
 mod hand_edit_race;
 mod hand_edits;
 mod lifecycle;

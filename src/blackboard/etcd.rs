@@ -1,0 +1,10 @@
+//! etcd v3, the store of a blackboard shared by several machines (issue 25; the file store
+//! stays the default): a blocking client of its JSON gateway and the gateway's wire forms.
+
+pub mod client;
+pub mod wire;
+
+pub use client::{
+    Change, Client, Condition, EtcdError, Event, TxnOutcome, Watch, WatchItem, prefix_end,
+};
+pub use wire::KeyValue;

@@ -1,0 +1,533 @@
+//! A blocking client of etcd's v3 JSON gateway, over the reqwest the model client uses:
+//! no protoc and no gRPC stack in the build (issue: the default build needs only the Rust
+//! toolchain and git).
+//!
+//! Callers are synchronous — the CLI, and the supervisors from their one dispatcher
+//! thread — so the client owns a small runtime on a thread of its own and callers wait
+//! on a channel: blocking there never nests one runtime in another. Every call tries the
+//! endpoints in turn, starting from the last one that answered; an endpoint that cannot
+//! be reached, or answers "unavailable", hands over to the next.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::wire::{
+    CompactionRequest, Compare, DeleteRangeRequest, ErrorBody, KeepAliveResponse, KeyValue,
+    LeaseGrantRequest, LeaseIdRequest, LeaseResponse, PutRequest, RangeRequest, RangeResponse,
+    RequestOp, TxnRequest, TxnResponse, WatchCreate, WatchLine, WatchRequest,
+};
+
+/// gRPC's "unavailable": the member cannot serve now (no leader, shutting down).
+const UNAVAILABLE: i64 = 14;
+/// gRPC's "out of range": the revision asked for has been compacted.
+const OUT_OF_RANGE: i64 = 11;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EtcdError {
+    #[error("cannot reach etcd at {endpoints}: {detail}")]
+    Unreachable { endpoints: String, detail: String },
+    #[error("etcd refused the request: {message} (code {code})")]
+    Refused { code: i64, message: String },
+    #[error("etcd answered something liza cannot read ({detail})")]
+    BadAnswer { detail: String },
+}
+
+impl EtcdError {
+    /// The revision asked for is older than etcd's compaction point.
+    pub fn is_compacted(&self) -> bool {
+        matches!(self, EtcdError::Refused { code, .. } if *code == OUT_OF_RANGE)
+    }
+}
+
+/// What a txn checks before it applies its changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// The key was last changed at this revision (0: the key does not exist).
+    ModRevision(Vec<u8>, i64),
+}
+
+/// One change of a txn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Put {
+        key: Vec<u8>,
+        value: Vec<u8>,
+        lease: i64,
+    },
+    Delete(Vec<u8>),
+}
+
+/// What a txn did: applied at `revision`, or refused because a condition no longer holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnOutcome {
+    Applied { revision: i64 },
+    Conflict { revision: i64 },
+}
+
+/// A key change seen by a watch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Put(KeyValue),
+    Delete { key: Vec<u8>, revision: i64 },
+}
+
+impl Event {
+    pub fn revision(&self) -> i64 {
+        match self {
+            Event::Put(kv) => kv.mod_revision,
+            Event::Delete { revision, .. } => *revision,
+        }
+    }
+}
+
+/// What a watch delivers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchItem {
+    /// The changes of one or more revisions, in order.
+    Events(Vec<Event>),
+    /// The revision to resume from was compacted away: read everything again, then
+    /// watch from the revision that read returns. The watch has ended.
+    Compacted { compact_revision: i64 },
+}
+
+/// The keys from `prefix` on that start with it: etcd's `range_end` for a prefix.
+pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    // Only 0xff bytes (or empty): every key from the prefix on.
+    vec![0]
+}
+
+/// The client's own runtime thread.
+struct Runtime {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Runtime {
+    fn start() -> std::io::Result<Runtime> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = runtime.handle().clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("liza-etcd".into())
+            .spawn(move || {
+                runtime.block_on(async {
+                    let _ = stopped.await;
+                });
+            })?;
+        Ok(Runtime {
+            handle,
+            stop: Some(stop),
+            thread: Some(thread),
+        })
+    }
+
+    /// Runs `future` on the client's thread and waits for its result.
+    fn run<T: Send + 'static>(
+        &self,
+        future: impl Future<Output = T> + Send + 'static,
+    ) -> Option<T> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        self.handle.spawn(async move {
+            let _ = tx.send(future.await);
+        });
+        rx.recv().ok()
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+struct Shared {
+    endpoints: Vec<String>,
+    /// The endpoint that answered last.
+    preferred: AtomicUsize,
+    http: reqwest::Client,
+    timeout: Duration,
+}
+
+pub struct Client {
+    shared: Arc<Shared>,
+    runtime: Runtime,
+}
+
+impl Client {
+    /// A client of the members at `endpoints` (`host:port`), each request bounded by
+    /// `timeout`. Nothing is sent yet.
+    pub fn new(endpoints: &[String], timeout: Duration) -> Result<Client, EtcdError> {
+        let unreachable = |detail: String| EtcdError::Unreachable {
+            endpoints: endpoints.join(","),
+            detail,
+        };
+        if endpoints.is_empty() {
+            return Err(unreachable("no endpoint given".into()));
+        }
+        let http = reqwest::Client::builder()
+            .connect_timeout(timeout)
+            .no_proxy()
+            .build()
+            .map_err(|e| unreachable(e.to_string()))?;
+        let runtime = Runtime::start().map_err(|e| unreachable(e.to_string()))?;
+        Ok(Client {
+            shared: Arc::new(Shared {
+                endpoints: endpoints.iter().map(|e| format!("http://{e}")).collect(),
+                preferred: AtomicUsize::new(0),
+                http,
+                timeout,
+            }),
+            runtime,
+        })
+    }
+
+    fn call<Req: Serialize, Resp: DeserializeOwned + Send + 'static>(
+        &self,
+        path: &'static str,
+        request: &Req,
+    ) -> Result<Resp, EtcdError> {
+        let body = serde_json::to_vec(request).map_err(|e| EtcdError::BadAnswer {
+            detail: e.to_string(),
+        })?;
+        let shared = Arc::clone(&self.shared);
+        self.runtime
+            .run(async move { shared.call(path, body).await })
+            .unwrap_or_else(|| {
+                Err(EtcdError::BadAnswer {
+                    detail: "the etcd client's thread stopped".into(),
+                })
+            })
+    }
+
+    /// The keys in `[key, range_end)` (only `key` when `range_end` is empty), as of
+    /// `revision` (0: now), and the revision read at.
+    pub fn range(
+        &self,
+        key: &[u8],
+        range_end: &[u8],
+        revision: i64,
+    ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
+        let response: RangeResponse = self.call(
+            "/v3/kv/range",
+            &RangeRequest {
+                key: key.to_vec(),
+                range_end: range_end.to_vec(),
+                limit: 0,
+                revision,
+            },
+        )?;
+        Ok((response.kvs, response.header.revision))
+    }
+
+    /// One key, if it exists.
+    pub fn get(&self, key: &[u8]) -> Result<Option<KeyValue>, EtcdError> {
+        Ok(self.range(key, &[], 0)?.0.into_iter().next())
+    }
+
+    /// Applies `changes` at one revision if every condition holds.
+    pub fn txn(
+        &self,
+        conditions: &[Condition],
+        changes: &[Change],
+    ) -> Result<TxnOutcome, EtcdError> {
+        let compare = conditions
+            .iter()
+            .map(|c| match c {
+                Condition::ModRevision(key, revision) => Compare {
+                    key: key.clone(),
+                    target: "MOD",
+                    result: "EQUAL",
+                    mod_revision: Some(*revision),
+                    create_revision: None,
+                },
+            })
+            .collect();
+        let success = changes
+            .iter()
+            .map(|c| match c {
+                Change::Put { key, value, lease } => RequestOp::Put(PutRequest {
+                    key: key.clone(),
+                    value: value.clone(),
+                    lease: *lease,
+                }),
+                Change::Delete(key) => RequestOp::Delete(DeleteRangeRequest {
+                    key: key.clone(),
+                    range_end: Vec::new(),
+                }),
+            })
+            .collect();
+        let response: TxnResponse = self.call(
+            "/v3/kv/txn",
+            &TxnRequest {
+                compare,
+                success,
+                failure: Vec::new(),
+            },
+        )?;
+        let revision = response.header.revision;
+        Ok(if response.succeeded {
+            TxnOutcome::Applied { revision }
+        } else {
+            TxnOutcome::Conflict { revision }
+        })
+    }
+
+    /// Writes one key; returns the revision.
+    pub fn put(&self, key: &[u8], value: &[u8], lease: i64) -> Result<i64, EtcdError> {
+        match self.txn(
+            &[],
+            &[Change::Put {
+                key: key.to_vec(),
+                value: value.to_vec(),
+                lease,
+            }],
+        )? {
+            TxnOutcome::Applied { revision } | TxnOutcome::Conflict { revision } => Ok(revision),
+        }
+    }
+
+    /// A lease of `ttl` seconds; returns its id.
+    pub fn grant_lease(&self, ttl: i64) -> Result<i64, EtcdError> {
+        let response: LeaseResponse = self.call("/v3/lease/grant", &LeaseGrantRequest { ttl })?;
+        Ok(response.id)
+    }
+
+    /// Renews lease `id`; `None` when it has already expired.
+    pub fn keep_alive(&self, id: i64) -> Result<Option<i64>, EtcdError> {
+        let response: KeepAliveResponse =
+            self.call("/v3/lease/keepalive", &LeaseIdRequest { id })?;
+        Ok((response.result.ttl > 0).then_some(response.result.ttl))
+    }
+
+    /// Ends lease `id` now: its keys are deleted. An unknown lease is not an error.
+    pub fn revoke_lease(&self, id: i64) -> Result<(), EtcdError> {
+        match self.call::<_, serde_json::Value>("/v3/lease/revoke", &LeaseIdRequest { id }) {
+            Err(EtcdError::Refused { code: 5, .. }) | Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Drops the history before `revision`.
+    pub fn compact(&self, revision: i64) -> Result<(), EtcdError> {
+        self.call::<_, serde_json::Value>("/v3/kv/compaction", &CompactionRequest { revision })
+            .map(drop)
+    }
+
+    /// Watches `[key, range_end)` from `start_revision` (0: from now on). The watch
+    /// reconnects by itself — to any endpoint — and resumes after the last revision it
+    /// delivered, so nothing is missed or repeated; it ends when dropped, or with
+    /// [`WatchItem::Compacted`].
+    pub fn watch(&self, key: &[u8], range_end: &[u8], start_revision: i64) -> Watch {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let shared = Arc::clone(&self.shared);
+        let create = WatchCreate {
+            key: key.to_vec(),
+            range_end: range_end.to_vec(),
+            start_revision,
+        };
+        let task = self.runtime.handle.spawn(watch_loop(shared, create, tx));
+        Watch {
+            items: rx,
+            task: task.abort_handle(),
+        }
+    }
+}
+
+/// A running watch; see [`Client::watch`].
+pub struct Watch {
+    items: std::sync::mpsc::Receiver<WatchItem>,
+    task: tokio::task::AbortHandle,
+}
+
+impl Watch {
+    /// The next item, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<WatchItem> {
+        self.items.recv_timeout(timeout).ok()
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Shared {
+    fn order(&self) -> impl Iterator<Item = usize> + '_ {
+        let first = self.preferred.load(Ordering::Relaxed);
+        (0..self.endpoints.len()).map(move |i| (first + i) % self.endpoints.len())
+    }
+
+    async fn call<Resp: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+    ) -> Result<Resp, EtcdError> {
+        let mut failures = Vec::new();
+        for i in self.order() {
+            let endpoint = &self.endpoints[i];
+            let sent = self
+                .http
+                .post(format!("{endpoint}{path}"))
+                .header("content-type", "application/json")
+                .body(body.clone())
+                .timeout(self.timeout)
+                .send()
+                .await;
+            let response = match sent {
+                Ok(r) => r,
+                Err(e) => {
+                    failures.push(format!("{endpoint}: {}", transport(&e)));
+                    continue;
+                }
+            };
+            let status = response.status();
+            let bytes = match response.bytes().await {
+                Ok(b) => b,
+                Err(e) => {
+                    failures.push(format!("{endpoint}: {}", transport(&e)));
+                    continue;
+                }
+            };
+            if !status.is_success() {
+                let error: ErrorBody =
+                    serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorBody {
+                        code: 0,
+                        message: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
+                        error: String::new(),
+                    });
+                if error.code == UNAVAILABLE || status.is_server_error() && error.code == 0 {
+                    failures.push(format!("{endpoint}: {}", error.message));
+                    continue;
+                }
+                return Err(EtcdError::Refused {
+                    code: error.code,
+                    message: if error.message.is_empty() {
+                        error.error
+                    } else {
+                        error.message
+                    },
+                });
+            }
+            self.preferred.store(i, Ordering::Relaxed);
+            return serde_json::from_slice(&bytes).map_err(|e| EtcdError::BadAnswer {
+                detail: format!("{path}: {e}"),
+            });
+        }
+        Err(EtcdError::Unreachable {
+            endpoints: self
+                .endpoints
+                .iter()
+                .map(|e| e.trim_start_matches("http://"))
+                .collect::<Vec<_>>()
+                .join(","),
+            detail: failures.join("; "),
+        })
+    }
+}
+
+/// A transport error in a person's words (reqwest's own chain is long).
+fn transport(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "timed out".into()
+    } else if e.is_connect() {
+        "connection refused or unreachable".into()
+    } else {
+        e.to_string()
+    }
+}
+
+/// Keeps one watch stream open, reconnecting after the last delivered revision.
+async fn watch_loop(
+    shared: Arc<Shared>,
+    mut create: WatchCreate,
+    tx: std::sync::mpsc::Sender<WatchItem>,
+) {
+    let mut backoff = Duration::from_millis(50);
+    let mut attempt = 0usize;
+    loop {
+        let endpoint = &shared.endpoints
+            [(shared.preferred.load(Ordering::Relaxed) + attempt) % shared.endpoints.len()];
+        let body = serde_json::to_vec(&WatchRequest {
+            create_request: create.clone(),
+        })
+        .unwrap_or_default();
+        let sent = shared
+            .http
+            .post(format!("{endpoint}/v3/watch"))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await;
+        if let Ok(mut response) = sent
+            && response.status().is_success()
+        {
+            let mut buffer: Vec<u8> = Vec::new();
+            while let Ok(Some(chunk)) = response.chunk().await {
+                buffer.extend_from_slice(&chunk);
+                while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
+                    let line: Vec<u8> = buffer.drain(..=end).collect();
+                    let Ok(line) = serde_json::from_slice::<WatchLine>(&line) else {
+                        continue;
+                    };
+                    let Some(result) = line.result else {
+                        continue;
+                    };
+                    backoff = Duration::from_millis(50);
+                    if result.canceled && result.compact_revision > 0 {
+                        let _ = tx.send(WatchItem::Compacted {
+                            compact_revision: result.compact_revision,
+                        });
+                        return;
+                    }
+                    if result.created && create.start_revision == 0 {
+                        // From now on: a reconnect resumes after what was current.
+                        create.start_revision = result.header.revision + 1;
+                    }
+                    if result.events.is_empty() {
+                        continue;
+                    }
+                    let events: Vec<Event> = result
+                        .events
+                        .into_iter()
+                        .map(|e| match e.kind.as_deref() {
+                            Some("DELETE") => Event::Delete {
+                                revision: e.kv.mod_revision,
+                                key: e.kv.key,
+                            },
+                            _ => Event::Put(e.kv),
+                        })
+                        .collect();
+                    let last = events.last().map_or(0, Event::revision);
+                    create.start_revision = create.start_revision.max(last + 1);
+                    if tx.send(WatchItem::Events(events)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        // The stream ended or never started: try the next endpoint after a pause.
+        attempt += 1;
+        tokio::time::sleep(backoff).await;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}

@@ -1,0 +1,128 @@
+//! A real etcd for the tests (Debian's `etcd-server`, 3.4.23, which `.ci/run` installs):
+//! one member on loopback ports of its own, its data in a temporary directory, that a
+//! test can SIGKILL and start again on the same data and ports.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Etcd {
+    data: tempfile::TempDir,
+    client_port: u16,
+    peer_port: u16,
+    child: Option<Child>,
+}
+
+/// Whether `etcd` can run here; outside CI a machine without it skips with a reason.
+pub fn available() -> bool {
+    if Command::new("etcd")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "etcd is missing in CI: .ci/run installs it (apt install etcd-server)"
+    );
+    eprintln!("skipped: etcd is not installed (apt install etcd-server)");
+    false
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+impl Etcd {
+    /// A started member, answering.
+    pub fn start() -> Etcd {
+        let mut etcd = Etcd {
+            data: tempfile::tempdir().unwrap(),
+            client_port: free_port(),
+            peer_port: free_port(),
+            child: None,
+        };
+        etcd.restart();
+        etcd
+    }
+
+    /// `host:port` of its client endpoint.
+    pub fn endpoint(&self) -> String {
+        format!("127.0.0.1:{}", self.client_port)
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.data.path().join("member-data")
+    }
+
+    /// Starts it (again) on the same data and ports and waits until it serves.
+    pub fn restart(&mut self) {
+        let client = format!("http://127.0.0.1:{}", self.client_port);
+        let peer = format!("http://127.0.0.1:{}", self.peer_port);
+        let log = std::fs::File::create(self.data.path().join("etcd.log")).unwrap();
+        let child = Command::new("etcd")
+            .arg("--data-dir")
+            .arg(self.data_dir())
+            .args(["--name", "test"])
+            .args(["--listen-client-urls", &client])
+            .args(["--advertise-client-urls", &client])
+            .args(["--listen-peer-urls", &peer])
+            .args(["--initial-advertise-peer-urls", &peer])
+            .args(["--initial-cluster", &format!("test={peer}")])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start etcd");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if health(self.client_port) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!(
+            "etcd did not start: {}",
+            std::fs::read_to_string(self.data.path().join("etcd.log")).unwrap_or_default()
+        );
+    }
+
+    /// SIGKILL: no shutdown, as in a crash.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `GET /health` answers `{"health":"true"}`.
+fn health(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+    if stream
+        .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.contains("\"health\":\"true\"")
+}

@@ -1,0 +1,314 @@
+//! The etcd client (`liza::blackboard::etcd`) against a real etcd 3.4.23 — the brick the
+//! etcd store is built on (issue 25): compare-and-swap txns under 16 writers, leases that
+//! expire, and a watch that survives `kill -9` of etcd without missing or repeating a
+//! change.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use liza::blackboard::etcd::{
+    Change, Client, Condition, EtcdError, Event, TxnOutcome, WatchItem, prefix_end,
+};
+
+use crate::common::etcd::{Etcd, available};
+
+const TIMEOUT: Duration = Duration::from_secs(5);
+
+fn client(etcd: &Etcd) -> Client {
+    Client::new(&[etcd.endpoint()], TIMEOUT).unwrap()
+}
+
+fn put(key: &str, value: &str) -> Change {
+    Change::Put {
+        key: key.as_bytes().to_vec(),
+        value: value.as_bytes().to_vec(),
+        lease: 0,
+    }
+}
+
+/// Polls `done` every 50 ms for at most `limit` (a bound against hangs, not a timing
+/// assertion).
+fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    done()
+}
+
+#[test]
+fn keys_and_values_round_trip_byte_for_byte_and_prefix_ranges_come_back_in_key_order() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let c = client(&etcd);
+    let binary: Vec<u8> = (0u8..=255).collect();
+    c.put(b"p/tasks/t-2", &binary, 0).unwrap();
+    c.put(b"p/tasks/t-1", b"", 0).unwrap();
+    c.put(b"p/head", b"{}", 0).unwrap();
+    c.put(b"q/other", b"x", 0).unwrap();
+    let (kvs, revision) = c.range(b"p/tasks/", &prefix_end(b"p/tasks/"), 0).unwrap();
+    let keys: Vec<&[u8]> = kvs.iter().map(|kv| kv.key.as_slice()).collect();
+    assert_eq!(keys, [&b"p/tasks/t-1"[..], b"p/tasks/t-2"]);
+    assert_eq!(kvs[0].value, b"");
+    assert_eq!(kvs[1].value, binary);
+    assert!(revision >= 5, "{revision}");
+    assert_eq!(c.get(b"p/none").unwrap(), None);
+    assert_eq!(prefix_end(b"a\xff"), b"b");
+}
+
+#[test]
+fn a_txn_applies_only_while_every_key_it_read_is_unchanged() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let c = client(&etcd);
+    // Create only if absent (mod revision 0).
+    let created = c
+        .txn(
+            &[Condition::ModRevision(b"k".to_vec(), 0)],
+            &[put("k", "1")],
+        )
+        .unwrap();
+    let TxnOutcome::Applied { revision } = created else {
+        panic!("{created:?}");
+    };
+    let again = c
+        .txn(
+            &[Condition::ModRevision(b"k".to_vec(), 0)],
+            &[put("k", "2")],
+        )
+        .unwrap();
+    assert!(matches!(again, TxnOutcome::Conflict { .. }), "{again:?}");
+    // Two keys read, one changed meanwhile: nothing applies.
+    c.put(b"other", b"a", 0).unwrap();
+    let other = c.get(b"other").unwrap().unwrap();
+    c.put(b"other", b"b", 0).unwrap();
+    let stale = c
+        .txn(
+            &[
+                Condition::ModRevision(b"k".to_vec(), revision),
+                Condition::ModRevision(b"other".to_vec(), other.mod_revision),
+            ],
+            &[put("k", "3"), Change::Delete(b"other".to_vec())],
+        )
+        .unwrap();
+    assert!(matches!(stale, TxnOutcome::Conflict { .. }), "{stale:?}");
+    assert_eq!(c.get(b"k").unwrap().unwrap().value, b"1");
+    assert_eq!(c.get(b"other").unwrap().unwrap().value, b"b");
+    // With the revisions as they are, both changes land at one revision.
+    let other = c.get(b"other").unwrap().unwrap();
+    let applied = c
+        .txn(
+            &[
+                Condition::ModRevision(b"k".to_vec(), revision),
+                Condition::ModRevision(b"other".to_vec(), other.mod_revision),
+            ],
+            &[put("k", "3"), Change::Delete(b"other".to_vec())],
+        )
+        .unwrap();
+    let TxnOutcome::Applied { revision: at } = applied else {
+        panic!("{applied:?}");
+    };
+    let k = c.get(b"k").unwrap().unwrap();
+    assert_eq!((k.value.as_slice(), k.mod_revision), (&b"3"[..], at));
+    assert_eq!(c.get(b"other").unwrap(), None);
+}
+
+#[test]
+fn sixteen_writers_with_revision_compare_and_swap_lose_no_update() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let c = Arc::new(client(&etcd));
+    c.put(b"counter", b"0", 0).unwrap();
+    let writers: Vec<_> = (0..16)
+        .map(|_| {
+            let c = Arc::clone(&c);
+            std::thread::spawn(move || {
+                let mut conflicts = 0;
+                for _ in 0..25 {
+                    loop {
+                        let kv = c.get(b"counter").unwrap().unwrap();
+                        let n: u64 = std::str::from_utf8(&kv.value).unwrap().parse().unwrap();
+                        let next = (n + 1).to_string();
+                        match c
+                            .txn(
+                                &[Condition::ModRevision(b"counter".to_vec(), kv.mod_revision)],
+                                &[put("counter", &next)],
+                            )
+                            .unwrap()
+                        {
+                            TxnOutcome::Applied { .. } => break,
+                            TxnOutcome::Conflict { .. } => conflicts += 1,
+                        }
+                    }
+                }
+                conflicts
+            })
+        })
+        .collect();
+    let conflicts: u64 = writers.into_iter().map(|w| w.join().unwrap()).sum();
+    let counter = c.get(b"counter").unwrap().unwrap();
+    assert_eq!(counter.value, b"400");
+    // One revision per applied txn: exactly 400 after the first put.
+    assert_eq!(counter.version, 401);
+    eprintln!("16 writers × 25: {conflicts} conflicts retried");
+}
+
+#[test]
+fn a_lease_not_kept_alive_takes_its_keys_with_it_and_a_revoked_one_at_once() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let c = client(&etcd);
+    let lease = c.grant_lease(2).unwrap();
+    c.put(b"agents/coder-1", b"alive", lease).unwrap();
+    assert_eq!(c.get(b"agents/coder-1").unwrap().unwrap().lease, lease);
+    // Kept alive for longer than its TTL, it stays.
+    let kept_until = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < kept_until {
+        assert!(c.keep_alive(lease).unwrap().is_some());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(c.get(b"agents/coder-1").unwrap().is_some());
+    // Left alone, it expires and its key goes.
+    assert!(eventually(Duration::from_secs(15), || {
+        c.get(b"agents/coder-1").unwrap().is_none()
+    }));
+    assert_eq!(c.keep_alive(lease).unwrap(), None);
+    let other = c.grant_lease(60).unwrap();
+    c.put(b"agents/coder-2", b"alive", other).unwrap();
+    c.revoke_lease(other).unwrap();
+    assert_eq!(c.get(b"agents/coder-2").unwrap(), None);
+    c.revoke_lease(other).unwrap();
+}
+
+fn collect_until(
+    watch: &liza::blackboard::etcd::Watch,
+    last_key: &[u8],
+    limit: Duration,
+) -> Vec<Event> {
+    let deadline = Instant::now() + limit;
+    let mut seen = Vec::new();
+    while Instant::now() < deadline {
+        match watch.recv_timeout(Duration::from_millis(200)) {
+            Some(WatchItem::Events(events)) => {
+                let done = events.iter().any(|e| match e {
+                    Event::Put(kv) => kv.key == last_key,
+                    Event::Delete { key, .. } => key == last_key,
+                });
+                seen.extend(events);
+                if done {
+                    return seen;
+                }
+            }
+            Some(other) => panic!("{other:?}"),
+            None => {}
+        }
+    }
+    panic!("the watch never delivered {last_key:?}; it delivered {seen:?}");
+}
+
+#[test]
+fn a_watch_resumes_after_etcd_is_killed_and_restarted_without_missing_or_repeating_a_change() {
+    if !available() {
+        return;
+    }
+    let mut etcd = Etcd::start();
+    let c = client(&etcd);
+    let start = c.put(b"p/a", b"1", 0).unwrap();
+    let watch = c.watch(b"p/", &prefix_end(b"p/"), start);
+    c.put(b"p/b", b"2", 0).unwrap();
+    c.put(b"other/x", b"not watched", 0).unwrap();
+    let before = collect_until(&watch, b"p/b", Duration::from_secs(20));
+    etcd.kill();
+    etcd.restart();
+    // Changes made while the watch reconnects, and after.
+    c.put(b"p/c", b"3", 0).unwrap();
+    c.txn(&[], &[Change::Delete(b"p/a".to_vec())]).unwrap();
+    c.put(b"p/d", b"4", 0).unwrap();
+    let after = collect_until(&watch, b"p/d", Duration::from_secs(30));
+    let all: Vec<Event> = before.into_iter().chain(after).collect();
+    let described: Vec<String> = all
+        .iter()
+        .map(|e| match e {
+            Event::Put(kv) => format!("put {}", String::from_utf8_lossy(&kv.key)),
+            Event::Delete { key, .. } => format!("delete {}", String::from_utf8_lossy(key)),
+        })
+        .collect();
+    assert_eq!(
+        described,
+        ["put p/a", "put p/b", "put p/c", "delete p/a", "put p/d"]
+    );
+    let revisions: Vec<i64> = all.iter().map(Event::revision).collect();
+    let distinct: BTreeSet<i64> = revisions.iter().copied().collect();
+    assert_eq!(distinct.len(), revisions.len(), "{revisions:?}");
+    assert!(revisions.windows(2).all(|w| w[0] < w[1]), "{revisions:?}");
+}
+
+#[test]
+fn a_watch_from_a_compacted_revision_says_so_and_ends() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let c = client(&etcd);
+    let first = c.put(b"p/a", b"1", 0).unwrap();
+    let last = c.put(b"p/a", b"2", 0).unwrap();
+    c.compact(last).unwrap();
+    let watch = c.watch(b"p/", &prefix_end(b"p/"), first);
+    let item = watch.recv_timeout(Duration::from_secs(20));
+    assert_eq!(
+        item,
+        Some(WatchItem::Compacted {
+            compact_revision: last
+        })
+    );
+    let read_old = c.range(b"p/a", &[], first).unwrap_err();
+    assert!(read_old.is_compacted(), "{read_old}");
+}
+
+#[test]
+fn errors_say_what_went_wrong_and_a_dead_endpoint_hands_over_to_the_next() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    // Nothing listens on a port just released.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .to_string();
+    let nowhere = Client::new(std::slice::from_ref(&dead), TIMEOUT).unwrap();
+    let err = nowhere.get(b"k").unwrap_err();
+    assert!(matches!(err, EtcdError::Unreachable { .. }), "{err:?}");
+    assert!(err.to_string().contains(&dead), "{err}");
+    // A dead endpoint first: the live one answers.
+    let both = Client::new(&[dead, etcd.endpoint()], TIMEOUT).unwrap();
+    both.put(b"k", b"v", 0).unwrap();
+    assert_eq!(both.get(b"k").unwrap().unwrap().value, b"v");
+    // Over etcd's request limit (1.5 MiB): refused by etcd (code 3); over gRPC's message
+    // limit (2 MiB), by the gateway's gRPC client (code 8). Both are a refusal, never a
+    // partial write.
+    for (size, expected_code) in [(1_600_000, 3), (3 * 1024 * 1024, 8)] {
+        let err = both.put(b"big", &vec![b'x'; size], 0).unwrap_err();
+        match &err {
+            EtcdError::Refused { code, message } => {
+                eprintln!("{size} bytes: code {code}: {message}");
+                assert_eq!(*code, expected_code, "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(both.get(b"big").unwrap(), None);
+}
