@@ -854,6 +854,9 @@ impl Store {
             tracing::warn!("could not keep the comments of state.yaml; wrote it in full");
         }
         let is_commented = rewritten.is_some();
+        // The text this transaction read, when it is at hand (the swap below checks the
+        // file it swapped out against it).
+        let mut read_text: Option<Vec<u8>> = None;
         let (bytes, task_spans, layout, longest) = match rewritten {
             Some(r) => (
                 r.text.into_bytes(),
@@ -869,8 +872,13 @@ impl Store {
                     previous_yaml
                 };
                 let r = render(state, reuse);
+                read_text = r.previous;
                 (r.bytes, r.task_spans, None, r.longest)
             }
+        };
+        let read_text: Option<&[u8]> = match commented {
+            Some(c) => Some(c.text.as_bytes()),
+            None => read_text.as_deref().filter(|t| !t.is_empty()),
         };
         // A history the cache could not give back is never written from what was read of
         // it: nothing is committed, and the next command parses state.yaml instead.
@@ -951,7 +959,7 @@ impl Store {
         let swapped = atomic::exchange(dir, &temp, &target).map_err(io_err("replace", &target))?;
         failpoint::hit("after-swap");
         let concurrent_save = match swapped {
-            atomic::Swapped::Previous => self.settle_swapped_out(&temp, read_hash),
+            atomic::Swapped::Previous => self.settle_swapped_out(&temp, read_hash, read_text),
             _ => None,
         };
         let cacheable = cacheable && encoded.readable;
@@ -1016,8 +1024,19 @@ impl Store {
     /// After the swap, the previous state.yaml sits at the temp path. It should be the
     /// bytes this transaction read; if not, a human saved during the transaction: that
     /// save is returned, to be reconciled like any hand edit once this commit is done.
-    fn settle_swapped_out(&self, temp: &Path, read_hash: ContentHash) -> Option<PathBuf> {
-        let same = fs::read(temp).is_ok_and(|b| ContentHash::of(&b) == read_hash);
+    ///
+    /// With the text read at hand, the file is compared with it byte for byte: the same
+    /// answer as comparing hashes, without hashing megabytes under the lock (P2).
+    fn settle_swapped_out(
+        &self,
+        temp: &Path,
+        read_hash: ContentHash,
+        read_text: Option<&[u8]>,
+    ) -> Option<PathBuf> {
+        let same = fs::read(temp).is_ok_and(|b| match read_text {
+            Some(text) => b == text,
+            None => ContentHash::of(&b) == read_hash,
+        });
         if same {
             let _ = fs::remove_file(temp);
             return None;
@@ -1233,6 +1252,8 @@ struct Rendered {
     task_spans: Vec<(usize, Range<usize>)>,
     /// The longest scalar written (copied tasks aside).
     longest: usize,
+    /// The earlier text it copied from, given back.
+    previous: Option<Vec<u8>>,
 }
 
 /// state.yaml text for `state`, copying unchanged tasks from `previous`.
@@ -1244,11 +1265,13 @@ fn render(state: &State, previous: Option<ItemTexts>) -> Rendered {
     }
     state.emit(&mut emitter);
     let longest = emitter.longest_scalar();
+    let previous = emitter.take_reuse().map(|p| p.text);
     let (text, task_spans) = emitter.finish_with_items();
     Rendered {
         bytes: text.into_bytes(),
         task_spans,
         longest,
+        previous,
     }
 }
 

@@ -86,33 +86,27 @@ fn a_txn_applies_only_while_every_key_it_read_is_unchanged() {
         )
         .unwrap();
     assert!(matches!(again, TxnOutcome::Conflict { .. }), "{again:?}");
-    // Two keys read, one changed meanwhile: nothing applies.
-    c.put(b"other", b"a", 0).unwrap();
-    let other = c.get(b"other").unwrap().unwrap();
-    c.put(b"other", b"b", 0).unwrap();
-    let stale = c
-        .txn(
+    // Two keys read (k at `revision`, other at `read`): k becomes 3, other goes.
+    let move_both = |read: i64| {
+        c.txn(
             &[
                 Condition::ModRevision(b"k".to_vec(), revision),
-                Condition::ModRevision(b"other".to_vec(), other.mod_revision),
+                Condition::ModRevision(b"other".to_vec(), read),
             ],
             &[put("k", "3"), Change::Delete(b"other".to_vec())],
         )
-        .unwrap();
+        .unwrap()
+    };
+    // One of them changed meanwhile: nothing applies.
+    c.put(b"other", b"a", 0).unwrap();
+    let other = c.get(b"other").unwrap().unwrap();
+    c.put(b"other", b"b", 0).unwrap();
+    let stale = move_both(other.mod_revision);
     assert!(matches!(stale, TxnOutcome::Conflict { .. }), "{stale:?}");
     assert_eq!(c.get(b"k").unwrap().unwrap().value, b"1");
     assert_eq!(c.get(b"other").unwrap().unwrap().value, b"b");
     // With the revisions as they are, both changes land at one revision.
-    let other = c.get(b"other").unwrap().unwrap();
-    let applied = c
-        .txn(
-            &[
-                Condition::ModRevision(b"k".to_vec(), revision),
-                Condition::ModRevision(b"other".to_vec(), other.mod_revision),
-            ],
-            &[put("k", "3"), Change::Delete(b"other".to_vec())],
-        )
-        .unwrap();
+    let applied = move_both(c.get(b"other").unwrap().unwrap().mod_revision);
     let TxnOutcome::Applied { revision: at } = applied else {
         panic!("{applied:?}");
     };

@@ -23,19 +23,7 @@ fn tmux(tmp: &Path, args: &[&str]) -> Output {
 }
 
 fn tmux_available() -> bool {
-    if Command::new("tmux")
-        .arg("-V")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "tmux is missing in CI: .ci/run installs it"
-    );
-    eprintln!("skipped: tmux is not installed (apt install tmux)");
-    false
+    crate::common::tool_available("tmux", "-V", "tmux")
 }
 
 /// `liza up …` with the private server and the fake agent's scenario.

@@ -82,6 +82,11 @@ impl Emitter {
         self
     }
 
+    /// Gives back the earlier emission's texts (no item is copied after this).
+    pub fn take_reuse(&mut self) -> Option<ItemTexts> {
+        self.reuse.take()
+    }
+
     /// The document and where each recorded item is in it.
     pub fn finish_with_items(mut self) -> (String, Vec<(usize, Range<usize>)>) {
         let recorded = std::mem::take(&mut self.recorded);

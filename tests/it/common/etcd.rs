@@ -16,19 +16,7 @@ pub struct Etcd {
 
 /// Whether `etcd` can run here; outside CI a machine without it skips with a reason.
 pub fn available() -> bool {
-    if Command::new("etcd")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "etcd is missing in CI: .ci/run installs it (apt install etcd-server)"
-    );
-    eprintln!("skipped: etcd is not installed (apt install etcd-server)");
-    false
+    super::tool_available("etcd", "--version", "etcd-server")
 }
 
 fn free_port() -> u16 {

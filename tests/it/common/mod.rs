@@ -15,6 +15,25 @@ pub mod team;
 
 pub const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
+/// Whether `program` runs here (`program <version_arg>` succeeds). CI has every tool the
+/// tests use (`.ci/run` installs them): there a missing one fails the test; elsewhere the
+/// test skips with a printed reason.
+pub fn tool_available(program: &str, version_arg: &str, package: &str) -> bool {
+    if Command::new(program)
+        .arg(version_arg)
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{program} is missing in CI: .ci/run installs it (apt install {package})"
+    );
+    eprintln!("skipped: {program} is not installed (apt install {package})");
+    false
+}
+
 /// A valid mid-sprint blackboard with all 11 task statuses.
 pub const MID_SPRINT: &str = include_str!("../../fixtures/mid-sprint.yaml");
 
