@@ -1,5 +1,6 @@
-//! etcd v3, the store of a blackboard shared by several machines (issue 25; the file store
-//! stays the default): a blocking client of its JSON gateway and the gateway's wire forms.
+//! etcd v3, the store of a blackboard shared by several machines (specs/shared-store.md;
+//! the file store stays the default): a blocking client of its JSON gateway and the
+//! gateway's wire forms.
 
 pub mod client;
 pub mod wire;

@@ -1,5 +1,5 @@
 //! The etcd client (`liza::blackboard::etcd`) against a real etcd 3.4.23 — the brick the
-//! etcd store is built on (issue 25): compare-and-swap txns under 16 writers, leases that
+//! etcd store is built on (specs/shared-store.md): compare-and-swap txns under 16 writers, leases that
 //! expire, and a watch that survives `kill -9` of etcd without missing or repeating a
 //! change.
 

@@ -1068,3 +1068,88 @@ fn one_process_keeps_a_persons_comments_across_its_transactions() {
     }
     assert_success(&repo.liza(&["validate"]));
 }
+
+/// A big state.yaml is hashed while the parse cache of the journal head is decoded on the
+/// side (specs/quality.md P2); that guess serves only the bytes it belongs to.
+#[test]
+fn a_big_blackboard_is_read_from_its_cache_only_while_its_bytes_are_the_cached_ones() {
+    let repo = Repo::initialized();
+    let state = liza::bench::generate_state(60, 13_500, liza::blackboard::Timestamp::now());
+    liza::bench::adopt_state(&repo.liza_dir(), &document::emit(&state, 0)).unwrap();
+    for spec in liza::bench::spec_files() {
+        std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
+    }
+    for wt in liza::bench::worktree_dirs(&state) {
+        std::fs::create_dir_all(repo.path().join(wt)).unwrap();
+    }
+    note(&repo, "adopted");
+    assert!(
+        repo.state_text().len() > 512 * 1024,
+        "not big enough to be hashed aside"
+    );
+    note(&repo, "one");
+    assert!(repo.state_text().contains("message: one"));
+    // The cache of the head says something else, and state.yaml was edited by hand: the
+    // guess (that cache) must not be what the next transaction starts from.
+    let cache = cache_files(&repo).remove(0);
+    let cached = std::fs::read_to_string(&cache).unwrap();
+    assert!(cached.contains("\"one\""));
+    std::fs::write(&cache, cached.replace("\"one\"", "\"TAMPERED\"")).unwrap();
+    let edited = repo
+        .state_text()
+        .replace("message: one", "message: one, by hand");
+    std::fs::write(repo.state_path(), edited).unwrap();
+    note(&repo, "two");
+    let text = repo.state_text();
+    assert!(
+        text.contains("message: one, by hand"),
+        "the hand edit was lost"
+    );
+    assert!(
+        !text.contains("TAMPERED"),
+        "a stale cache was taken for state.yaml"
+    );
+    assert_success(&repo.liza(&["validate"]));
+
+    // A commit killed after its journal entry: the journal head is a revision state.yaml
+    // never held. Even with a cache for that head (planted here), the guess is refused.
+    let crashed = repo.liza_env(
+        &[("LIZA_FAILPOINT", "after-journal")],
+        &["note", "all", "lost"],
+    );
+    assert!(!crashed.status.success());
+    let mut journal: Vec<_> = std::fs::read_dir(repo.liza_dir().join("journal"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    journal.sort();
+    let head_hash = journal
+        .last()
+        .unwrap()
+        .trim_end_matches(".yaml")
+        .rsplit('-')
+        .next()
+        .unwrap()
+        .to_string();
+    let cache = cache_files(&repo).remove(0);
+    let cached = std::fs::read_to_string(&cache).unwrap();
+    let read_hash = cached.split_whitespace().nth(1).unwrap().to_string();
+    let planted = cached
+        .replacen(&read_hash, &head_hash, 1)
+        .replace("\"two\"", "\"TAMPERED\"");
+    assert!(planted.contains("TAMPERED"));
+    std::fs::write(
+        repo.liza_dir()
+            .join(format!("state.cache.{}.json", &head_hash[..32])),
+        planted,
+    )
+    .unwrap();
+    note(&repo, "three");
+    let text = repo.state_text();
+    assert!(text.contains("message: two") && text.contains("message: three"));
+    assert!(
+        !text.contains("TAMPERED"),
+        "the cache of a revision never committed was used"
+    );
+    assert!(!text.contains("message: lost"));
+}

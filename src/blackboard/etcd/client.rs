@@ -1,6 +1,5 @@
 //! A blocking client of etcd's v3 JSON gateway, over the reqwest the model client uses:
-//! no protoc and no gRPC stack in the build (issue: the default build needs only the Rust
-//! toolchain and git).
+//! no protoc and no gRPC stack in the build (specs/shared-store.md *The client*).
 //!
 //! Callers are synchronous — the CLI, and the supervisors from their one dispatcher
 //! thread — so the client owns a small runtime on a thread of its own and callers wait

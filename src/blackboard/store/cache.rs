@@ -76,17 +76,24 @@ impl ParseCache {
     /// The state for `hash` (the hash of `state_bytes`), with the texts of its tasks and,
     /// for a commented text, its layout; `state_bytes` back when the cache does not have it.
     pub fn load(&self, hash: ContentHash, state_bytes: Vec<u8>) -> Result<Loaded, Vec<u8>> {
-        match self.read(hash, &state_bytes) {
-            Some((state, mut texts, layout)) => {
-                texts.yaml.text = state_bytes;
-                Ok(Loaded {
-                    state,
-                    texts,
-                    layout,
-                })
+        match self.load_unconfirmed(hash, &state_bytes) {
+            Some(mut loaded) => {
+                loaded.texts.yaml.text = state_bytes;
+                Ok(loaded)
             }
             None => Err(state_bytes),
         }
+    }
+
+    /// [`Self::load`] while `state_bytes` are still being hashed: the caller uses the
+    /// result only once their hash is known to be `hash`, and then gives it the text.
+    pub fn load_unconfirmed(&self, hash: ContentHash, state_bytes: &[u8]) -> Option<Loaded> {
+        let (state, texts, layout) = self.read(hash, state_bytes)?;
+        Some(Loaded {
+            state,
+            texts,
+            layout,
+        })
     }
 
     fn read(

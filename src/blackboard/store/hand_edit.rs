@@ -430,7 +430,7 @@ impl Store {
         let newer = fs::read(&temp).map_or(true, |b| b != bytes);
         if !newer {
             self.set_aside(&temp, head.revision, why)?;
-            return self.load_committed(head.hash, head_bytes, journal);
+            return self.load_committed(head.hash, head_bytes, journal, None);
         }
         // The person saved again after liza read the rejected copy: that copy is kept
         // from what was read, the newer save judged next.
