@@ -116,6 +116,37 @@ fn a_txn_applies_only_while_every_key_it_read_is_unchanged() {
 }
 
 #[test]
+fn one_compare_guards_everything_read_under_a_prefix() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let c = client(&etcd);
+    c.put(b"p/head", b"h1", 0).unwrap();
+    c.put(b"p/task/t-1", b"a", 0).unwrap();
+    let (_, read_at) = c.range(b"p/", &prefix_end(b"p/"), 0).unwrap();
+    let guard = |revision| Condition::UnchangedSince {
+        key: b"p/".to_vec(),
+        range_end: prefix_end(b"p/"),
+        revision,
+    };
+    // A change outside the prefix does not matter.
+    c.put(b"q/elsewhere", b"x", 0).unwrap();
+    let first = c.txn(&[guard(read_at)], &[put("p/head", "h2")]).unwrap();
+    let TxnOutcome::Applied { revision: written } = first else {
+        panic!("{first:?}");
+    };
+    // A second writer that read at the same revision: any key under the prefix changed
+    // since (here the head) refuses it.
+    let second = c.txn(&[guard(read_at)], &[put("p/task/t-1", "b")]).unwrap();
+    assert!(matches!(second, TxnOutcome::Conflict { .. }), "{second:?}");
+    assert_eq!(c.get(b"p/task/t-1").unwrap().unwrap().value, b"a");
+    // Read again: it applies.
+    let again = c.txn(&[guard(written)], &[put("p/task/t-1", "b")]).unwrap();
+    assert!(matches!(again, TxnOutcome::Applied { .. }), "{again:?}");
+}
+
+#[test]
 fn sixteen_writers_with_revision_compare_and_swap_lose_no_update() {
     if !available() {
         return;

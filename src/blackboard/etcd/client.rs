@@ -47,6 +47,14 @@ impl EtcdError {
 pub enum Condition {
     /// The key was last changed at this revision (0: the key does not exist).
     ModRevision(Vec<u8>, i64),
+    /// No key in `[key, range_end)` was changed after `revision` — one compare for
+    /// everything a transaction read at that revision. (A key deleted meanwhile is no
+    /// longer in the range: deletions by other clients are not seen.)
+    UnchangedSince {
+        key: Vec<u8>,
+        range_end: Vec<u8>,
+        revision: i64,
+    },
 }
 
 /// One change of a txn.
@@ -253,9 +261,22 @@ impl Client {
             .map(|c| match c {
                 Condition::ModRevision(key, revision) => Compare {
                     key: key.clone(),
+                    range_end: Vec::new(),
                     target: "MOD",
                     result: "EQUAL",
                     mod_revision: Some(*revision),
+                    create_revision: None,
+                },
+                Condition::UnchangedSince {
+                    key,
+                    range_end,
+                    revision,
+                } => Compare {
+                    key: key.clone(),
+                    range_end: range_end.clone(),
+                    target: "MOD",
+                    result: "LESS",
+                    mod_revision: Some(revision + 1),
                     create_revision: None,
                 },
             })

@@ -125,6 +125,9 @@ pub struct DeleteRangeRequest {
 pub struct Compare {
     #[serde(with = "b64")]
     pub key: Vec<u8>,
+    /// Compares every key in `[key, range_end)` (etcd ≥ 3.3).
+    #[serde(with = "b64", skip_serializing_if = "is_empty")]
+    pub range_end: Vec<u8>,
     pub target: &'static str,
     pub result: &'static str,
     #[serde(with = "opt_int", skip_serializing_if = "Option::is_none")]
@@ -309,6 +312,7 @@ mod tests {
         let txn = TxnRequest {
             compare: vec![Compare {
                 key: b"p/head".to_vec(),
+                range_end: Vec::new(),
                 target: "MOD",
                 result: "EQUAL",
                 mod_revision: Some(2),
