@@ -2,8 +2,11 @@
 //! the file store stays the default): a blocking client of its JSON gateway and the
 //! gateway's wire forms.
 
+pub mod address;
 pub mod client;
 pub mod wire;
+
+pub use address::{AddressError, StoreAddress};
 
 pub use client::{
     Change, Client, Condition, EtcdError, Event, TxnOutcome, Watch, WatchItem, prefix_end,

@@ -1,0 +1,181 @@
+//! The address of a blackboard kept in etcd (specs/shared-store.md *The store address*):
+//! `etcd://HOST:PORT[,HOST:PORT…]/PREFIX`, checked before any of it reaches a request or a
+//! key.
+
+use std::fmt;
+use std::str::FromStr;
+
+const SCHEME: &str = "etcd://";
+const EXAMPLE: &str = "etcd://127.0.0.1:2379/my-project";
+
+/// Where a project's blackboard lives in etcd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreAddress {
+    /// `host:port` of each member, in the order given.
+    pub endpoints: Vec<String>,
+    /// The project's key prefix, without a trailing `/`.
+    pub prefix: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{problem} in the store address `{shown}`; write it as {EXAMPLE} (members separated by commas)"
+)]
+pub struct AddressError {
+    problem: String,
+    /// The address with control characters made visible.
+    shown: String,
+}
+
+impl StoreAddress {
+    /// The key `rest` under the project's prefix.
+    pub fn key(&self, rest: &str) -> Vec<u8> {
+        format!("{}/{rest}", self.prefix).into_bytes()
+    }
+}
+
+impl FromStr for StoreAddress {
+    type Err = AddressError;
+
+    fn from_str(text: &str) -> Result<StoreAddress, AddressError> {
+        let fail = |problem: String| AddressError {
+            problem,
+            shown: text.escape_debug().to_string(),
+        };
+        let rest = text
+            .strip_prefix(SCHEME)
+            .ok_or_else(|| fail("no `etcd://` at the start".into()))?;
+        let (members, prefix) = rest
+            .split_once('/')
+            .ok_or_else(|| fail("no `/PREFIX` after the members".into()))?;
+        if members.contains('@') {
+            return Err(fail(
+                "a user or password (etcd authentication is not supported)".into(),
+            ));
+        }
+        let endpoints = members
+            .split(',')
+            .map(|member| endpoint(member).map_err(&fail))
+            .collect::<Result<Vec<_>, _>>()?;
+        check_prefix(prefix).map_err(&fail)?;
+        Ok(StoreAddress {
+            endpoints,
+            prefix: prefix.to_string(),
+        })
+    }
+}
+
+impl fmt::Display for StoreAddress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{SCHEME}{}/{}", self.endpoints.join(","), self.prefix)
+    }
+}
+
+/// `HOST:PORT`: a host name, an IPv4 address or a bracketed IPv6 address, and a port.
+fn endpoint(member: &str) -> Result<String, String> {
+    let (host, port) = member
+        .rsplit_once(':')
+        .ok_or_else(|| format!("member `{}` has no `:PORT`", member.escape_debug()))?;
+    let port_ok = !port.is_empty()
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && port.parse::<u16>().is_ok_and(|p| p > 0);
+    if !port_ok {
+        return Err(format!("`{}` is not a port (1–65535)", port.escape_debug()));
+    }
+    let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+        Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        None => {
+            !host.is_empty()
+                && host.len() <= 253
+                && host.split('.').all(|label| {
+                    !label.is_empty()
+                        && !label.starts_with('-')
+                        && label
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                })
+        }
+    };
+    if !host_ok {
+        return Err(format!(
+            "`{}` is not a host name or address",
+            host.escape_debug()
+        ));
+    }
+    Ok(member.to_string())
+}
+
+/// One or more `/`-separated segments of `[a-z0-9][a-z0-9._-]*`.
+fn check_prefix(prefix: &str) -> Result<(), String> {
+    if prefix.is_empty() {
+        return Err("the PREFIX is empty".into());
+    }
+    for segment in prefix.split('/') {
+        let ok = segment
+            .bytes()
+            .next()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            && segment
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
+        if !ok {
+            return Err(format!(
+                "PREFIX segment `{}` is not made of a-z, 0-9, `.`, `_`, `-` (starting with a letter or digit)",
+                segment.escape_debug()
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_read_and_print_back() {
+        let a: StoreAddress = "etcd://10.0.0.5:2379,etcd-b.lan:2379,[::1]:2379/team/liza-1"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            a.endpoints,
+            ["10.0.0.5:2379", "etcd-b.lan:2379", "[::1]:2379"]
+        );
+        assert_eq!(a.prefix, "team/liza-1");
+        assert_eq!(a.key("head"), b"team/liza-1/head");
+        assert_eq!(
+            a.to_string(),
+            "etcd://10.0.0.5:2379,etcd-b.lan:2379,[::1]:2379/team/liza-1"
+        );
+        assert_eq!(a.to_string().parse::<StoreAddress>().unwrap(), a);
+    }
+
+    #[test]
+    fn bad_addresses_say_what_is_wrong_and_show_the_right_form() {
+        for (text, problem) in [
+            ("http://127.0.0.1:2379/p", "no `etcd://`"),
+            ("etcd://127.0.0.1:2379", "no `/PREFIX`"),
+            ("etcd://127.0.0.1:2379/", "PREFIX is empty"),
+            ("etcd://127.0.0.1/p", "no `:PORT`"),
+            ("etcd://127.0.0.1:0/p", "not a port"),
+            ("etcd://127.0.0.1:70000/p", "not a port"),
+            ("etcd://127.0.0.1:+80/p", "not a port"),
+            ("etcd://:2379/p", "not a host"),
+            ("etcd://a b:2379/p", "not a host"),
+            ("etcd://-x:2379/p", "not a host"),
+            ("etcd://[nope]:2379/p", "not a host"),
+            ("etcd://h:1,,h:2/p", "no `:PORT`"),
+            ("etcd://user:pw@h:2379/p", "authentication"),
+            ("etcd://h:2379/../p", "PREFIX segment `..`"),
+            ("etcd://h:2379/p//q", "PREFIX segment ``"),
+            ("etcd://h:2379/p/", "PREFIX segment ``"),
+            ("etcd://h:2379/Team", "PREFIX segment `Team`"),
+            ("etcd://h:2379/p\u{1b}[2J", "PREFIX segment `p\\u{1b}[2J`"),
+        ] {
+            let err = text.parse::<StoreAddress>().unwrap_err().to_string();
+            assert!(err.contains(problem), "{text}: {err}");
+            assert!(err.contains(EXAMPLE), "{text}: {err}");
+            assert!(!err.contains('\u{1b}'), "{text}: {err}");
+        }
+    }
+}
