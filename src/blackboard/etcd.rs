@@ -4,6 +4,7 @@
 
 pub mod address;
 pub mod client;
+pub mod layout;
 pub mod wire;
 
 pub use address::{AddressError, StoreAddress};

@@ -1,0 +1,272 @@
+//! How a blackboard is laid out in etcd keys (specs/shared-store.md *Keys*): the head —
+//! the state without its tasks, and the tasks' order — and one key per task, so no value
+//! comes near etcd's request limit and a transition rewrites only what it changed.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::address::StoreAddress;
+use super::client::Change;
+use super::wire::KeyValue;
+use crate::blackboard::TaskId;
+use crate::blackboard::model::{State, Task, TaskList};
+
+/// The head key's value: the tasks' order (state.yaml's list order, which people choose)
+/// and the rest of the state.
+#[derive(Serialize, Deserialize)]
+struct Head {
+    order: Vec<TaskId>,
+    state: State,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LayoutError {
+    #[error(
+        "the blackboard in etcd has no head key `{key}`: is the store address right (`liza init --store` creates it)?"
+    )]
+    NoHead { key: String },
+    #[error(
+        "etcd key `{key}` does not hold what liza wrote there ({detail}); `liza doctor` checks the store"
+    )]
+    Unreadable { key: String, detail: String },
+    #[error("task {id} is listed in the head but its key `{key}` is missing")]
+    MissingTask { id: String, key: String },
+    #[error("etcd key `{key}` holds a task the head does not list")]
+    UnlistedTask { key: String },
+}
+
+/// The key of the head.
+pub fn head_key(address: &StoreAddress) -> Vec<u8> {
+    address.key("head")
+}
+
+/// The key of task `id` (ids are validated: they are safe in a key).
+pub fn task_key(address: &StoreAddress, id: &TaskId) -> Vec<u8> {
+    address.key(&format!("task/{}", id.as_str()))
+}
+
+/// The prefix every task key starts with.
+pub fn task_prefix(address: &StoreAddress) -> Vec<u8> {
+    address.key("task/")
+}
+
+fn head_value(state: &State) -> Vec<u8> {
+    let mut rest = state.clone();
+    let tasks = std::mem::take(&mut rest.tasks);
+    let head = Head {
+        order: tasks.iter().map(|t| t.id.clone()).collect(),
+        state: rest,
+    };
+    serde_json::to_vec(&head).expect("a state serialises")
+}
+
+fn task_value(task: &Task) -> Vec<u8> {
+    serde_json::to_vec(task).expect("a task serialises")
+}
+
+/// Every key of `state`: the head, then each task.
+pub fn encode(address: &StoreAddress, state: &State) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut kvs = Vec::with_capacity(state.tasks.len() + 1);
+    kvs.push((head_key(address), head_value(state)));
+    for task in &state.tasks {
+        kvs.push((task_key(address, &task.id), task_value(task)));
+    }
+    kvs
+}
+
+/// The state the keys of one read (`kvs`, any order; keys outside the head and the
+/// tasks are ignored) hold.
+pub fn decode(address: &StoreAddress, kvs: &[KeyValue]) -> Result<State, LayoutError> {
+    let head_key = head_key(address);
+    let task_prefix = task_prefix(address);
+    let shown = |key: &[u8]| String::from_utf8_lossy(key).escape_debug().to_string();
+    let head = kvs
+        .iter()
+        .find(|kv| kv.key == head_key)
+        .ok_or_else(|| LayoutError::NoHead {
+            key: shown(&head_key),
+        })?;
+    let head: Head = serde_json::from_slice(&head.value).map_err(|e| LayoutError::Unreadable {
+        key: shown(&head_key),
+        detail: e.to_string(),
+    })?;
+    let mut tasks: HashMap<&[u8], &KeyValue> = kvs
+        .iter()
+        .filter(|kv| kv.key.starts_with(&task_prefix))
+        .map(|kv| (&kv.key[task_prefix.len()..], kv))
+        .collect();
+    let mut list = Vec::with_capacity(head.order.len());
+    for id in &head.order {
+        let key = task_key(address, id);
+        let kv = tasks
+            .remove(id.as_str().as_bytes())
+            .ok_or_else(|| LayoutError::MissingTask {
+                id: id.as_str().to_string(),
+                key: shown(&key),
+            })?;
+        let task: Task =
+            serde_json::from_slice(&kv.value).map_err(|e| LayoutError::Unreadable {
+                key: shown(&key),
+                detail: e.to_string(),
+            })?;
+        if task.id != *id {
+            return Err(LayoutError::Unreadable {
+                key: shown(&key),
+                detail: format!("it holds task {}", task.id.as_str()),
+            });
+        }
+        list.push(Arc::new(task));
+    }
+    if let Some(kv) = tasks.values().min_by_key(|kv| &kv.key) {
+        return Err(LayoutError::UnlistedTask {
+            key: shown(&kv.key),
+        });
+    }
+    let mut state = head.state;
+    state.tasks = TaskList(list);
+    Ok(state)
+}
+
+/// What turns `before` into `after` in etcd: the head (always: its revision moves), each
+/// task that is new or changed, and a delete for each task that is gone.
+pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Change> {
+    let old: HashMap<&TaskId, &Arc<Task>> = before.tasks.iter().map(|t| (&t.id, t)).collect();
+    let mut out = vec![Change::Put {
+        key: head_key(address),
+        value: head_value(after),
+        lease: 0,
+    }];
+    for task in &after.tasks {
+        // A task the change left alone is the same allocation (the store clones on write).
+        let unchanged = old
+            .get(&task.id)
+            .is_some_and(|o| Arc::ptr_eq(o, task) || ***o == **task);
+        if !unchanged {
+            out.push(Change::Put {
+                key: task_key(address, &task.id),
+                value: task_value(task),
+                lease: 0,
+            });
+        }
+    }
+    let kept: std::collections::HashSet<&TaskId> = after.tasks.iter().map(|t| &t.id).collect();
+    for task in &before.tasks {
+        if !kept.contains(&task.id) {
+            out.push(Change::Delete(task_key(address, &task.id)));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackboard::Timestamp;
+
+    fn address() -> StoreAddress {
+        "etcd://127.0.0.1:2379/team/p".parse().unwrap()
+    }
+
+    fn as_read(kvs: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<KeyValue> {
+        kvs.into_iter()
+            .map(|(key, value)| KeyValue {
+                key,
+                value,
+                ..KeyValue::default()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_thousand_task_blackboard_round_trips_in_values_far_below_the_request_limit() {
+        let state = crate::bench::generate_state(1000, 13_500, Timestamp::now());
+        let kvs = encode(&address(), &state);
+        assert_eq!(kvs.len(), 1001);
+        let (size, key) = kvs
+            .iter()
+            .map(|(k, v)| (k.len() + v.len(), String::from_utf8_lossy(k).into_owned()))
+            .max()
+            .unwrap();
+        // etcd refuses requests over 1.5 MiB; a transition writes the head and a task or two.
+        eprintln!("largest: {key}, {size} bytes");
+        assert!(size < 256 * 1024, "largest: {key}, {size} bytes");
+        let mut read = as_read(kvs);
+        read.reverse(); // etcd returns keys sorted, never in the list's order
+        assert_eq!(decode(&address(), &read).unwrap(), state);
+    }
+
+    #[test]
+    fn a_transition_writes_the_head_and_only_the_tasks_it_changed() {
+        let before = crate::bench::generate_state(20, 500, Timestamp::now());
+        let mut after = before.clone();
+        after.revision = Some(after.revision() as i64 + 1);
+        let mut changed = (*after.tasks.0[3]).clone();
+        changed.description = Some("amended".into());
+        let changed_id = changed.id.clone();
+        after.tasks.0[3] = Arc::new(changed);
+        let removed = after.tasks.0.remove(7).id.clone();
+        let out = changes(&address(), &before, &after);
+        let described: Vec<String> = out
+            .iter()
+            .map(|c| match c {
+                Change::Put { key, .. } => format!("put {}", String::from_utf8_lossy(key)),
+                Change::Delete(key) => format!("delete {}", String::from_utf8_lossy(key)),
+            })
+            .collect();
+        assert_eq!(
+            described,
+            [
+                "put team/p/head".to_string(),
+                format!("put team/p/task/{}", changed_id.as_str()),
+                format!("delete team/p/task/{}", removed.as_str()),
+            ]
+        );
+        // Applied to the keys of `before`, they give `after`.
+        let mut keys: HashMap<Vec<u8>, Vec<u8>> = encode(&address(), &before).into_iter().collect();
+        for change in out {
+            match change {
+                Change::Put { key, value, .. } => {
+                    keys.insert(key, value);
+                }
+                Change::Delete(key) => {
+                    keys.remove(&key);
+                }
+            }
+        }
+        let read = as_read(keys.into_iter().collect());
+        assert_eq!(decode(&address(), &read).unwrap(), after);
+    }
+
+    #[test]
+    fn keys_that_do_not_add_up_are_refused_naming_the_key() {
+        let state = crate::bench::generate_state(3, 200, Timestamp::now());
+        let kvs = encode(&address(), &state);
+        let err = decode(&address(), &as_read(kvs[1..].to_vec())).unwrap_err();
+        assert!(err.to_string().contains("team/p/head"), "{err}");
+        let missing = decode(&address(), &as_read(kvs[..2].to_vec())).unwrap_err();
+        assert!(
+            matches!(missing, LayoutError::MissingTask { .. }),
+            "{missing}"
+        );
+        let mut stray = kvs.clone();
+        stray.push((b"team/p/task/t-999".to_vec(), stray[1].1.clone()));
+        let unlisted = decode(&address(), &as_read(stray)).unwrap_err();
+        assert!(
+            unlisted.to_string().contains("team/p/task/t-999"),
+            "{unlisted}"
+        );
+        let mut swapped = kvs.clone();
+        swapped[1].1 = kvs[2].1.clone();
+        let wrong = decode(&address(), &as_read(swapped)).unwrap_err();
+        assert!(wrong.to_string().contains("holds task"), "{wrong}");
+        let mut garbage = kvs;
+        garbage[0].1 = b"not json".to_vec();
+        let unreadable = decode(&address(), &as_read(garbage)).unwrap_err();
+        assert!(
+            matches!(unreadable, LayoutError::Unreadable { .. }),
+            "{unreadable}"
+        );
+    }
+}
