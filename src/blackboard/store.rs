@@ -1067,17 +1067,19 @@ impl Store {
     /// bytes this transaction read; if not, a human saved during the transaction: that
     /// save is returned, to be reconciled like any hand edit once this commit is done.
     ///
-    /// With the text read at hand, the file is compared with it byte for byte: the same
-    /// answer as comparing hashes, without hashing megabytes under the lock (P2).
+    /// With the text read at hand, the file is first compared with it byte for byte: in
+    /// the usual case that answers without hashing megabytes under the lock (P2).
     fn settle_swapped_out(
         &self,
         temp: &Path,
         read_hash: ContentHash,
         read_text: Option<&[u8]>,
     ) -> Option<PathBuf> {
-        let same = fs::read(temp).is_ok_and(|b| match read_text {
-            Some(text) => b == text,
-            None => ContentHash::of(&b) == read_hash,
+        // Equal bytes settle it; otherwise the hash does, since the text at hand may be
+        // what the commit was built from rather than what was on disk (a person's edit
+        // applied by `liza edit`, or a save being reconciled).
+        let same = fs::read(temp).is_ok_and(|b| {
+            read_text.is_some_and(|text| b == text) || ContentHash::of(&b) == read_hash
         });
         if same {
             let _ = fs::remove_file(temp);

@@ -38,6 +38,33 @@ fn runs(repo: &Repo) -> u32 {
         .map_or(0, |t| t.trim().parse().unwrap())
 }
 
+/// A blackboard holding a person's comments: `liza edit` commits exactly one revision and
+/// keeps them (a commit once took its own previous revision for a concurrent save, judged
+/// it as a person's edit, and did so again after each such revision until the stack ran
+/// out).
+#[test]
+fn liza_edit_on_a_commented_blackboard_commits_once_and_keeps_the_comments() {
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    let commented = format!("# my own note\n{}", repo.state_text());
+    std::fs::write(repo.state_path(), commented).unwrap();
+    assert_success(&repo.liza(&["note", "all", "adopt the comment"]));
+    let before = repo.revision();
+    let script = editor(&repo, "sed -i 's/priority: 3/priority: 1/' \"$1\"\n");
+    let out = edit(&repo, &script);
+    assert_success(&out);
+    assert_eq!(repo.revision(), before + 1, "{}", stdout(&out));
+    let text = repo.state_text();
+    assert!(text.starts_with("# my own note\n"), "{text}");
+    assert!(text.contains("priority: 1"));
+    let edits = repo
+        .log()
+        .iter()
+        .filter(|e| e["action"] == "human_edit" && e["revision"].as_u64() > Some(before))
+        .count();
+    assert_eq!(edits, 1);
+}
+
 #[test]
 fn liza_edit_commits_a_valid_edit() {
     let repo = Repo::initialized();

@@ -381,6 +381,35 @@ fn a_save_landing_during_a_transaction_is_merged_after_it() {
     assert!(repo.rejected().is_empty());
 }
 
+/// The same with a comment in the person's save: one revision for it, the comment kept,
+/// and no revision of liza's taken for a person's.
+#[test]
+fn a_commented_save_landing_during_a_transaction_is_merged_once_with_its_comment() {
+    let repo = Repo::initialized();
+    note(&repo, "one");
+    let human = format!(
+        "# a person\n{}",
+        repo.state_text()
+            .replace("message: one", "message: one, edited during a commit")
+    );
+    assert_eq!(commit_during_a_save(&repo, &human, "agent change"), 3);
+    let text = repo.state_text();
+    assert!(text.starts_with("# a person\n"), "{text}");
+    assert!(text.contains("description: agent change"), "{text}");
+    assert!(
+        text.contains("message: one, edited during a commit"),
+        "{text}"
+    );
+    assert_eq!(repo.revision(), 4);
+    let edits = repo
+        .log()
+        .iter()
+        .filter(|e| e["action"] == "human_edit")
+        .count();
+    assert_eq!(edits, 1);
+    assert!(repo.rejected().is_empty());
+}
+
 #[test]
 fn a_save_landing_during_a_transaction_that_conflicts_is_kept_not_lost() {
     let repo = Repo::initialized();
