@@ -337,3 +337,66 @@ fn errors_say_what_went_wrong_and_a_dead_endpoint_hands_over_to_the_next() {
     }
     assert_eq!(both.get(b"big").unwrap(), None);
 }
+
+/// A proxy in front of `upstream` that passes requests on at once and holds each answer
+/// back for `delay`: a member that applies a change and answers too late.
+fn slow_proxy(upstream: String, delay: Duration) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            let Ok(server) = std::net::TcpStream::connect(&upstream) else {
+                continue;
+            };
+            let (mut client_in, mut server_out) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut client_in, &mut server_out);
+            });
+            let (mut server_in, mut client_out) = (server, client);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = server_in.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    std::thread::sleep(delay);
+                    if client_out.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    address
+}
+
+#[test]
+fn a_change_whose_answer_never_came_is_not_sent_to_another_member() {
+    if !available() {
+        return;
+    }
+    let etcd = Etcd::start();
+    let direct = client(&etcd);
+    let late = slow_proxy(etcd.endpoint(), Duration::from_millis(1500));
+    let c = Client::new(&[late, etcd.endpoint()], Duration::from_millis(500)).unwrap();
+    let outcome = c.txn(
+        &[Condition::ModRevision(b"k".to_vec(), 0)],
+        &[put("k", "mine")],
+    );
+    // Applied by the first member, unanswered in time: the client says it does not know,
+    // rather than sending it again (which would come back as a conflict with itself).
+    assert!(
+        matches!(outcome, Err(EtcdError::Indeterminate { .. })),
+        "{outcome:?}"
+    );
+    assert!(eventually(Duration::from_secs(10), || direct
+        .get(b"k")
+        .unwrap()
+        .is_some()));
+    let k = direct.get(b"k").unwrap().unwrap();
+    assert_eq!((k.value.as_slice(), k.version), (&b"mine"[..], 1));
+    // Reads are safe to send again: the same client reads through the other member.
+    assert_eq!(c.get(b"k").unwrap().unwrap().value, b"mine");
+}

@@ -84,6 +84,15 @@ fn endpoint(member: &str) -> Result<String, String> {
     }
     let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
+        // A name ending in a number is an IPv4 address, in full dotted form (URL parsers
+        // read `10.1` or `0x7f.1` as other addresses than a person means).
+        None if host
+            .rsplit('.')
+            .next()
+            .is_some_and(|last| !last.is_empty() && last.bytes().all(|b| b.is_ascii_digit())) =>
+        {
+            host.parse::<std::net::Ipv4Addr>().is_ok()
+        }
         None => {
             !host.is_empty()
                 && host.len() <= 253
@@ -105,10 +114,21 @@ fn endpoint(member: &str) -> Result<String, String> {
     Ok(member.to_string())
 }
 
-/// One or more `/`-separated segments of `[a-z0-9][a-z0-9._-]*`.
+/// The names the key layout uses under a project's prefix (`layout.rs`): a project whose
+/// prefix went through one of them would share keys with the project above it.
+const RESERVED: [&str; 6] = ["head", "task", "log", "live", "control", "archive"];
+
+/// One or more `/`-separated segments of `[a-z0-9][a-z0-9._-]*`, none of them a name the
+/// key layout uses.
 fn check_prefix(prefix: &str) -> Result<(), String> {
     if prefix.is_empty() {
         return Err("the PREFIX is empty".into());
+    }
+    if let Some(reserved) = prefix.split('/').find(|s| RESERVED.contains(s)) {
+        return Err(format!(
+            "PREFIX segment `{reserved}` is a name liza uses for its own keys ({})",
+            RESERVED.join(", ")
+        ));
     }
     for segment in prefix.split('/') {
         let ok = segment
@@ -170,6 +190,18 @@ mod tests {
             ("etcd://h:2379/p//q", "PREFIX segment ``"),
             ("etcd://h:2379/p/", "PREFIX segment ``"),
             ("etcd://h:2379/Team", "PREFIX segment `Team`"),
+            (
+                "etcd://h:2379/team/task",
+                "PREFIX segment `task` is a name liza uses",
+            ),
+            (
+                "etcd://h:2379/head",
+                "PREFIX segment `head` is a name liza uses",
+            ),
+            ("etcd://10.1:2379/p", "not a host"),
+            ("etcd://0x7f.1:2379/p", "not a host"),
+            ("etcd://4294967295:2379/p", "not a host"),
+            ("etcd://999.1.1.1:2379/p", "not a host"),
             ("etcd://h:2379/p\u{1b}[2J", "PREFIX segment `p\\u{1b}[2J`"),
         ] {
             let err = text.parse::<StoreAddress>().unwrap_err().to_string();

@@ -33,12 +33,18 @@ pub enum EtcdError {
     Refused { code: i64, message: String },
     #[error("etcd answered something liza cannot read ({detail})")]
     BadAnswer { detail: String },
+    /// A change was sent but no answer came back: it may or may not have been applied.
+    /// It is never sent again by the client; the caller reads to find out.
+    #[error("etcd may or may not have applied the change ({detail}); read it back to know")]
+    Indeterminate { detail: String },
 }
 
 impl EtcdError {
     /// The revision asked for is older than etcd's compaction point.
     pub fn is_compacted(&self) -> bool {
-        matches!(self, EtcdError::Refused { code, .. } if *code == OUT_OF_RANGE)
+        // Code 11 is also "a future revision": the message tells them apart.
+        matches!(self, EtcdError::Refused { code, message }
+            if *code == OUT_OF_RANGE && message.contains("compacted"))
     }
 }
 
@@ -212,12 +218,21 @@ impl Client {
         path: &'static str,
         request: &Req,
     ) -> Result<Resp, EtcdError> {
+        self.send(path, request, Resend::Safe)
+    }
+
+    fn send<Req: Serialize, Resp: DeserializeOwned + Send + 'static>(
+        &self,
+        path: &'static str,
+        request: &Req,
+        resend: Resend,
+    ) -> Result<Resp, EtcdError> {
         let body = serde_json::to_vec(request).map_err(|e| EtcdError::BadAnswer {
             detail: e.to_string(),
         })?;
         let shared = Arc::clone(&self.shared);
         self.runtime
-            .run(async move { shared.call(path, body).await })
+            .run(async move { shared.call(path, body, resend).await })
             .unwrap_or_else(|| {
                 Err(EtcdError::BadAnswer {
                     detail: "the etcd client's thread stopped".into(),
@@ -295,13 +310,16 @@ impl Client {
                 }),
             })
             .collect();
-        let response: TxnResponse = self.call(
+        // A txn is not sent twice: a second copy of an applied one would come back as a
+        // conflict, and a caller that retries conflicts would apply it again.
+        let response: TxnResponse = self.send(
             "/v3/kv/txn",
             &TxnRequest {
                 compare,
                 success,
                 failure: Vec::new(),
             },
+            Resend::OnlyIfNeverSent,
         )?;
         let revision = response.header.revision;
         Ok(if response.succeeded {
@@ -391,6 +409,15 @@ impl Drop for Watch {
     }
 }
 
+/// Whether a request may go to the next member after the one tried failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resend {
+    /// Reads, renewals, revocations: sending twice does no harm.
+    Safe,
+    /// Changes: only when the first member never got it (the connection failed).
+    OnlyIfNeverSent,
+}
+
 impl Shared {
     fn order(&self) -> impl Iterator<Item = usize> + '_ {
         let first = self.preferred.load(Ordering::Relaxed);
@@ -401,8 +428,12 @@ impl Shared {
         &self,
         path: &str,
         body: Vec<u8>,
+        resend: Resend,
     ) -> Result<Resp, EtcdError> {
         let mut failures = Vec::new();
+        let indeterminate = |endpoint: &str, detail: String| EtcdError::Indeterminate {
+            detail: format!("{}: {detail}", endpoint.trim_start_matches("http://")),
+        };
         for i in self.order() {
             let endpoint = &self.endpoints[i];
             let sent = self
@@ -415,6 +446,9 @@ impl Shared {
                 .await;
             let response = match sent {
                 Ok(r) => r,
+                Err(e) if resend == Resend::OnlyIfNeverSent && !e.is_connect() => {
+                    return Err(indeterminate(endpoint, transport(&e)));
+                }
                 Err(e) => {
                     failures.push(format!("{endpoint}: {}", transport(&e)));
                     continue;
@@ -423,6 +457,9 @@ impl Shared {
             let status = response.status();
             let bytes = match response.bytes().await {
                 Ok(b) => b,
+                Err(e) if resend == Resend::OnlyIfNeverSent => {
+                    return Err(indeterminate(endpoint, transport(&e)));
+                }
                 Err(e) => {
                     failures.push(format!("{endpoint}: {}", transport(&e)));
                     continue;
@@ -436,6 +473,10 @@ impl Shared {
                         error: String::new(),
                     });
                 if error.code == UNAVAILABLE || status.is_server_error() && error.code == 0 {
+                    // "Request timed out", "leader changed": a change may have been applied.
+                    if resend == Resend::OnlyIfNeverSent {
+                        return Err(indeterminate(endpoint, error.message));
+                    }
                     failures.push(format!("{endpoint}: {}", error.message));
                     continue;
                 }
@@ -502,7 +543,7 @@ async fn watch_loop(
             && response.status().is_success()
         {
             let mut buffer: Vec<u8> = Vec::new();
-            while let Ok(Some(chunk)) = response.chunk().await {
+            'stream: while let Ok(Some(chunk)) = response.chunk().await {
                 buffer.extend_from_slice(&chunk);
                 while let Some(end) = buffer.iter().position(|&b| b == b'\n') {
                     let line: Vec<u8> = buffer.drain(..=end).collect();
@@ -518,6 +559,10 @@ async fn watch_loop(
                             compact_revision: result.compact_revision,
                         });
                         return;
+                    }
+                    if result.canceled {
+                        // Cancelled for another reason: the stream delivers nothing more.
+                        break 'stream;
                     }
                     if result.created && create.start_revision == 0 {
                         // From now on: a reconnect resumes after what was current.
