@@ -8,18 +8,8 @@ use crate::common::{Repo, assert_success};
 
 #[test]
 fn sixteen_writers_lose_no_update() {
-    let repo = Repo::initialized();
     // A realistic 50-task blackboard, adopted as another tool's.
-    let state = liza::bench::generate_state(50, 2600, liza::blackboard::Timestamp::now());
-    let text = liza::blackboard::document::emit(&state, 0);
-    liza::bench::adopt_state(&repo.liza_dir(), &text).unwrap();
-    for spec in liza::bench::spec_files() {
-        std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
-    }
-    for wt in liza::bench::worktree_dirs(&state) {
-        std::fs::create_dir_all(repo.path().join(wt)).unwrap();
-    }
-    assert_success(&repo.liza(&["note", "all", "adopt"]));
+    let repo = Repo::with_generated_board(50, 2600);
     let start = repo.revision();
 
     let repo = std::sync::Arc::new(repo);

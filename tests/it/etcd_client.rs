@@ -19,6 +19,16 @@ fn client(etcd: &Etcd) -> Client {
     Client::new(&[etcd.endpoint()], TIMEOUT).unwrap()
 }
 
+/// A started etcd and a client of it; `None` (the test skips) where etcd is not installed.
+fn started() -> Option<(Etcd, Client)> {
+    if !available() {
+        return None;
+    }
+    let etcd = Etcd::start();
+    let c = client(&etcd);
+    Some((etcd, c))
+}
+
 fn put(key: &str, value: &str) -> Change {
     Change::Put {
         key: key.as_bytes().to_vec(),
@@ -42,11 +52,9 @@ fn eventually(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn keys_and_values_round_trip_byte_for_byte_and_prefix_ranges_come_back_in_key_order() {
-    if !available() {
+    let Some((_etcd, c)) = started() else {
         return;
-    }
-    let etcd = Etcd::start();
-    let c = client(&etcd);
+    };
     let binary: Vec<u8> = (0u8..=255).collect();
     c.put(b"p/tasks/t-2", &binary, 0).unwrap();
     c.put(b"p/tasks/t-1", b"", 0).unwrap();
@@ -64,11 +72,9 @@ fn keys_and_values_round_trip_byte_for_byte_and_prefix_ranges_come_back_in_key_o
 
 #[test]
 fn a_txn_applies_only_while_every_key_it_read_is_unchanged() {
-    if !available() {
+    let Some((_etcd, c)) = started() else {
         return;
-    }
-    let etcd = Etcd::start();
-    let c = client(&etcd);
+    };
     // Create only if absent (mod revision 0).
     let created = c
         .txn(
@@ -117,11 +123,9 @@ fn a_txn_applies_only_while_every_key_it_read_is_unchanged() {
 
 #[test]
 fn one_compare_guards_everything_read_under_a_prefix() {
-    if !available() {
+    let Some((_etcd, c)) = started() else {
         return;
-    }
-    let etcd = Etcd::start();
-    let c = client(&etcd);
+    };
     c.put(b"p/head", b"h1", 0).unwrap();
     c.put(b"p/task/t-1", b"a", 0).unwrap();
     let (_, read_at) = c.range(b"p/", &prefix_end(b"p/"), 0).unwrap();
@@ -190,11 +194,9 @@ fn sixteen_writers_with_revision_compare_and_swap_lose_no_update() {
 
 #[test]
 fn a_lease_not_kept_alive_takes_its_keys_with_it_and_a_revoked_one_at_once() {
-    if !available() {
+    let Some((_etcd, c)) = started() else {
         return;
-    }
-    let etcd = Etcd::start();
-    let c = client(&etcd);
+    };
     let lease = c.grant_lease(2).unwrap();
     c.put(b"agents/coder-1", b"alive", lease).unwrap();
     assert_eq!(c.get(b"agents/coder-1").unwrap().unwrap().lease, lease);
@@ -245,11 +247,9 @@ fn collect_until(
 
 #[test]
 fn a_watch_resumes_after_etcd_is_killed_and_restarted_without_missing_or_repeating_a_change() {
-    if !available() {
+    let Some((mut etcd, c)) = started() else {
         return;
-    }
-    let mut etcd = Etcd::start();
-    let c = client(&etcd);
+    };
     let start = c.put(b"p/a", b"1", 0).unwrap();
     let watch = c.watch(b"p/", &prefix_end(b"p/"), start);
     c.put(b"p/b", b"2", 0).unwrap();
@@ -282,11 +282,9 @@ fn a_watch_resumes_after_etcd_is_killed_and_restarted_without_missing_or_repeati
 
 #[test]
 fn a_watch_from_a_compacted_revision_says_so_and_ends() {
-    if !available() {
+    let Some((_etcd, c)) = started() else {
         return;
-    }
-    let etcd = Etcd::start();
-    let c = client(&etcd);
+    };
     let first = c.put(b"p/a", b"1", 0).unwrap();
     let last = c.put(b"p/a", b"2", 0).unwrap();
     c.compact(last).unwrap();

@@ -25,16 +25,7 @@ fn check(repo: &Repo, store: &Store, step: &str) {
 
 #[test]
 fn copied_task_texts_always_equal_a_full_rewrite() {
-    let repo = Repo::initialized();
-    let state = liza::bench::generate_state(40, 2000, liza::blackboard::Timestamp::now());
-    liza::bench::adopt_state(&repo.liza_dir(), &document::emit(&state, 0)).unwrap();
-    for spec in liza::bench::spec_files() {
-        std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
-    }
-    for wt in liza::bench::worktree_dirs(&state) {
-        std::fs::create_dir_all(repo.path().join(wt)).unwrap();
-    }
-    assert_success(&repo.liza(&["note", "all", "adopt"]));
+    let repo = Repo::with_generated_board(40, 2000);
     let store = liza::ops::open_store(repo.path()).unwrap();
     check(&repo, &store, "adopt");
     let mut rng = Lcg(42);

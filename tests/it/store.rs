@@ -1102,16 +1102,7 @@ fn one_process_keeps_a_persons_comments_across_its_transactions() {
 /// side (specs/quality.md P2); that guess serves only the bytes it belongs to.
 #[test]
 fn a_big_blackboard_is_read_from_its_cache_only_while_its_bytes_are_the_cached_ones() {
-    let repo = Repo::initialized();
-    let state = liza::bench::generate_state(60, 13_500, liza::blackboard::Timestamp::now());
-    liza::bench::adopt_state(&repo.liza_dir(), &document::emit(&state, 0)).unwrap();
-    for spec in liza::bench::spec_files() {
-        std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
-    }
-    for wt in liza::bench::worktree_dirs(&state) {
-        std::fs::create_dir_all(repo.path().join(wt)).unwrap();
-    }
-    note(&repo, "adopted");
+    let repo = Repo::with_generated_board(60, 13_500);
     assert!(
         repo.state_text().len() > 512 * 1024,
         "not big enough to be hashed aside"

@@ -71,6 +71,26 @@ impl Repo {
         repo
     }
 
+    /// A repository whose blackboard is a generated one (`liza::bench`: every status,
+    /// agents, histories) of `tasks` tasks, adopted as another tool's with the spec files
+    /// and worktrees it names, and committed once by `liza note` (a full parse, after
+    /// which the parse cache is warm).
+    pub fn with_generated_board(tasks: usize, bytes_per_task: usize) -> Repo {
+        let repo = Repo::initialized();
+        let state =
+            liza::bench::generate_state(tasks, bytes_per_task, liza::blackboard::Timestamp::now());
+        let text = liza::blackboard::document::emit(&state, 0);
+        liza::bench::adopt_state(&repo.liza_dir(), &text).unwrap();
+        for spec in liza::bench::spec_files() {
+            std::fs::write(repo.path().join(spec), "# spec\n").unwrap();
+        }
+        for wt in liza::bench::worktree_dirs(&state) {
+            std::fs::create_dir_all(repo.path().join(wt)).unwrap();
+        }
+        assert_success(&repo.liza(&["note", "all", "adopt"]));
+        repo
+    }
+
     /// A repository with `liza init` done.
     pub fn initialized() -> Repo {
         let repo = Repo::new();
