@@ -360,16 +360,20 @@ fn commit_during_a_save(repo: &Repo, human: &str, agent_change: &str) -> u64 {
         .revision
 }
 
-#[test]
-fn a_save_landing_during_a_transaction_is_merged_after_it() {
+/// A person's save (`header` above liza's text, then one changed line) lands between a
+/// commit's read and its swap: both survive — the commit, then the save merged onto it as
+/// revision 4, the only `human_edit`, its header kept.
+fn a_save_during_a_commit_is_merged_once(header: &str) {
     let repo = Repo::initialized();
     note(&repo, "one");
-    let human = repo
-        .state_text()
-        .replace("message: one", "message: one, edited during a commit");
+    let human = format!(
+        "{header}{}",
+        repo.state_text()
+            .replace("message: one", "message: one, edited during a commit")
+    );
     assert_eq!(commit_during_a_save(&repo, &human, "agent change"), 3);
-    // Both survive: the commit, then the save merged onto it as revision 4.
     let text = repo.state_text();
+    assert!(text.starts_with(header), "{text}");
     assert!(text.contains("description: agent change"), "{text}");
     assert!(
         text.contains("message: one, edited during a commit"),
@@ -378,36 +382,21 @@ fn a_save_landing_during_a_transaction_is_merged_after_it() {
     assert_eq!(repo.revision(), 4);
     let log = repo.log();
     assert_eq!(log.last().unwrap()["action"], "human_edit");
+    let edits = log.iter().filter(|e| e["action"] == "human_edit").count();
+    assert_eq!(edits, 1);
     assert!(repo.rejected().is_empty());
 }
 
-/// The same with a comment in the person's save: one revision for it, the comment kept,
-/// and no revision of liza's taken for a person's.
+#[test]
+fn a_save_landing_during_a_transaction_is_merged_after_it() {
+    a_save_during_a_commit_is_merged_once("");
+}
+
+/// With a comment in the save, no revision of liza's is taken for a person's (the text a
+/// commit is built from is not always what was on disk).
 #[test]
 fn a_commented_save_landing_during_a_transaction_is_merged_once_with_its_comment() {
-    let repo = Repo::initialized();
-    note(&repo, "one");
-    let human = format!(
-        "# a person\n{}",
-        repo.state_text()
-            .replace("message: one", "message: one, edited during a commit")
-    );
-    assert_eq!(commit_during_a_save(&repo, &human, "agent change"), 3);
-    let text = repo.state_text();
-    assert!(text.starts_with("# a person\n"), "{text}");
-    assert!(text.contains("description: agent change"), "{text}");
-    assert!(
-        text.contains("message: one, edited during a commit"),
-        "{text}"
-    );
-    assert_eq!(repo.revision(), 4);
-    let edits = repo
-        .log()
-        .iter()
-        .filter(|e| e["action"] == "human_edit")
-        .count();
-    assert_eq!(edits, 1);
-    assert!(repo.rejected().is_empty());
+    a_save_during_a_commit_is_merged_once("# a person\n");
 }
 
 #[test]
