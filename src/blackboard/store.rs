@@ -1,49 +1,43 @@
-//! The store: the only writer of state.yaml (specs/blackboard.md *The store*).
+//! The store: the only writer of the blackboard (specs/blackboard.md *The store*,
+//! specs/shared-store.md).
 //!
-//! [`Store::transact`] is the one transactional function: lock the sidecar, read and
-//! hash state.yaml, load it (from the parse cache when liza wrote those bytes, otherwise a
-//! full parse that is reconciled as a hand edit first), run the change, validate, write
-//! the journal entry, swap the new file in atomically, check what was swapped out, fsync,
-//! refresh the cache, append the log, unlock. A refused or failed change writes nothing.
-//! [`Store::snapshot`] reads without the lock for display and for decisions that will be
-//! re-checked under it.
+//! [`Store::transact`] is the one transactional function, whatever holds the blackboard:
+//! the backend reads the committed state (the file store under its lock, see
+//! [`file`]), the change runs on it and the result is validated here, then the backend
+//! commits it as the next revision with its log entries. A refused or failed change
+//! writes nothing. [`Store::snapshot`] reads without the lock for display and for
+//! decisions that will be re-checked in a transaction.
 
 pub mod atomic;
 pub mod cache;
 pub mod commented;
 pub mod failpoint;
+mod file;
 pub mod hand_edit;
 pub mod hash;
 pub mod journal;
 pub mod lock;
 
 use std::collections::HashSet;
-use std::fs::{self, File};
 use std::io;
-use std::ops::Range;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use self::cache::{Loaded, ParseCache, TaskTexts};
-use self::commented::Commented;
+pub use self::file::write_revision_files;
+use self::file::{FileAttempt, FileStore};
 use self::hand_edit::HandEditPolicy;
 use self::hash::ContentHash;
-use self::journal::{Journal, JournalEntry};
-use self::lock::{LockFailure, StateLock};
-use super::codec::Emit;
 use super::document;
 use super::event::EventKind;
 use super::finding::Finding;
 use super::ids::{Actor, AgentId};
-use super::liveness;
-use super::log::{self as activity, LogEntry, millis};
-use super::metrics;
-use super::model::{History, State, Task};
+use super::log::LogEntry;
+use super::merge3;
+use super::model::{State, Task};
 use super::paths::LizaPaths;
 use super::timestamp::Timestamp;
 use super::validate::{ValidationEnv, validate};
-use super::yaml::{Emitter, ItemTexts};
 use crate::error::{Diagnostic, ErrorClass};
 
 /// Why the store could not do what was asked.
@@ -282,215 +276,63 @@ pub struct Snapshot {
     pub pending_hand_edit: bool,
 }
 
-/// The blackboard of one project.
+/// The blackboard of one project, in whichever store holds it.
 pub struct Store {
-    paths: LizaPaths,
-    journal: Journal,
-    cache: ParseCache,
-    lock_timeout: Option<Duration>,
-    /// The last state this process committed or read through the parse cache, with its
-    /// task texts: the next transaction (of a supervisor, or of a command that read a
-    /// snapshot first) reuses it when state.yaml still has those bytes.
-    last_commit: Mutex<Option<Memo>>,
-    /// The lifecycle's say on hand edits, and where their alarms go (`ops` provides it:
-    /// the store cannot reconcile a person's save without it).
-    policy: Arc<dyn HandEditPolicy>,
+    backend: Backend,
 }
 
-struct Memo {
-    hash: ContentHash,
-    state: State,
-    texts: Option<TaskTexts>,
-    /// The text, when it holds a person's comments (see [`Current::commented`]).
-    commented: Option<Commented>,
+enum Backend {
+    File(FileStore),
 }
 
-impl From<Current> for Memo {
-    fn from(current: Current) -> Memo {
-        Memo {
-            hash: current.hash,
-            state: current.state,
-            texts: current.texts,
-            commented: current.commented,
-        }
-    }
-}
-
-fn io_err<'a>(action: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> StoreError + 'a {
-    move |source| StoreError::Io {
-        action,
-        path: path.display().to_string(),
-        source,
-    }
-}
-
-impl Store {
-    /// Opens the blackboard of the project at `root` (which must hold `.liza/`); hand
-    /// edits are reconciled with `policy` (the status changes a person may make, where
-    /// alarms go). `ops::open_store` opens it with the lifecycle's rules.
-    pub fn open(root: &Path, policy: Arc<dyn HandEditPolicy>) -> Result<Store, StoreError> {
-        let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-        let paths = LizaPaths::new(&root);
-        if !paths.dir.is_dir() {
-            return Err(StoreError::NotInitialized {
-                dir: paths.dir.display().to_string(),
-            });
-        }
-        Ok(Store::at(paths, policy))
-    }
-
-    fn at(paths: LizaPaths, policy: Arc<dyn HandEditPolicy>) -> Store {
-        Store {
-            journal: Journal::new(paths.journal()),
-            cache: ParseCache::new(paths.dir.clone()),
-            paths,
-            lock_timeout: None,
-            last_commit: Mutex::new(None),
-            policy,
-        }
-    }
-
-    /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
-    pub fn with_lock_timeout(mut self, timeout: Duration) -> Store {
-        self.lock_timeout = Some(timeout);
-        self
-    }
-
-    pub fn paths(&self) -> &LizaPaths {
-        &self.paths
-    }
-
-    /// Creates `.liza/` with `state` as revision 1: built in a temporary directory and
-    /// renamed into place, so a concurrent or failed init leaves nothing half-made.
-    pub fn initialize(
-        root: &Path,
-        mut state: State,
-        entry: LogEntry,
-        policy: Arc<dyn HandEditPolicy>,
-    ) -> Result<Store, StoreError> {
-        let paths = LizaPaths::new(root);
-        let dir_name = paths.dir.display().to_string();
-        if paths.dir.exists() {
-            return Err(StoreError::AlreadyInitialized { dir: dir_name });
-        }
-        let staging = tempfile::Builder::new()
-            .prefix(".liza.init-")
-            .tempdir_in(root)
-            .map_err(io_err("create a directory in", root))?;
-        let staged = Store::at(
-            LizaPaths {
-                root: root.to_path_buf(),
-                dir: staging.path().to_path_buf(),
-            },
-            policy.clone(),
-        );
-        state.revision = Some(1);
-        metrics::recompute(&mut state);
-        let timeout = state.config.lock_timeout() as u64;
-        let Rendered {
-            bytes,
-            task_spans: spans,
-            ..
-        } = render(&state, None);
-        let hash = ContentHash::of(&bytes);
-        let p = &staged.paths;
-        fs::write(p.lock(), b"").map_err(io_err("create", &p.lock()))?;
-        staged
-            .journal
-            .write(1, hash, &bytes, &[])
-            .map_err(io_err("write the journal in", &p.journal()))?;
-        atomic::create_synced(&p.state(), &bytes).map_err(io_err("write", &p.state()))?;
-        let mut entry = entry;
-        entry.revision = Some(1);
-        activity::append(&p.log(), &[entry]).map_err(io_err("write", &p.log()))?;
-        let _ = staged.cache.store(
-            &staged
-                .cache
-                .encode(hash, &mut state, &spans, None, None, timeout),
-            hash,
-        );
-        atomic::fsync_dir(&p.dir).map_err(io_err("sync", &p.dir))?;
-        let staging_path = staging.keep();
-        match atomic::rename_noreplace(root, &staging_path, &paths.dir) {
-            Ok(()) => {}
-            Err(e) => {
-                let _ = fs::remove_dir_all(&staging_path);
-                return Err(match e.kind() {
-                    io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => {
-                        StoreError::AlreadyInitialized { dir: dir_name }
-                    }
-                    _ => io_err("create", &paths.dir)(e),
-                });
-            }
-        }
-        atomic::fsync_dir(root).map_err(io_err("sync", root))?;
-        Ok(Store::at(paths, policy))
-    }
-
-    /// Reads the published state without the lock (display, decisions re-checked later).
-    pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
-        let path = self.paths.state();
-        let bytes = match document::read_limited(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.state_missing()),
-            Err(e) => return Err(io_err("read", &path)(e)),
-        };
-        let hash = ContentHash::of(&bytes);
-        let state = match self.peek(hash) {
-            Some(state) => state,
-            None => match self.cache.load(hash, bytes) {
-                Ok(loaded) => {
-                    // A command that reads, then transacts (claim, submit) decodes once.
-                    let current = Current::cached(loaded, hash, Vec::new());
-                    let state = current.state.clone();
-                    self.remember(current.into());
-                    state
-                }
-                Err(bytes) => match document::decode(&bytes) {
-                    Ok(decoded) => decoded.state,
-                    // A broken hand edit waits for the next transaction to put the last
-                    // good revision back; readers see that revision meanwhile.
-                    Err(findings) => self.head_state().ok_or_else(|| self.invalid(findings))?,
-                },
-            },
-        };
-        let entries = self
-            .journal
-            .entries()
-            .map_err(io_err("read", self.journal.dir()))?;
-        let mut state = state;
-        liveness::fold(&mut state, &liveness::read_all(&self.paths.live()));
-        Ok(Snapshot {
-            state,
-            hash,
-            pending_hand_edit: !self.is_committed(&entries, hash)?,
-        })
-    }
-
-    /// Runs `change` as one transaction (see the module docs). `change` must be pure and
-    /// fast: no git, processes, HTTP or waiting while the lock is held.
-    pub fn transact<R, E>(
+/// What a store does to run a transaction; [`run`] holds what is common.
+trait Transactional {
+    /// What the commit needs of the read (the file store's lock, say).
+    type Attempt;
+    /// Reads the committed state, liveness records folded in.
+    fn begin(&self) -> Result<(State, Self::Attempt), StoreError>;
+    /// Commits `state` as the next revision with `log`; `None` when the blackboard
+    /// changed since the read, and the transaction must run again on the new state.
+    fn finish(
         &self,
-        actor: &Actor,
-        change: impl FnOnce(&mut Tx) -> Result<R, E>,
-    ) -> Result<Committed<R>, TxError<E>> {
-        // Liveness records are read before the lock (a heartbeat written meanwhile is
-        // folded by the next transaction): the lock is held for the state alone.
-        let live = liveness::read_all(&self.paths.live());
-        let lock = self.lock()?;
-        failpoint::hit("after-lock");
-        self.clean_leftovers()?;
-        let current = self.read_current(&lock)?;
-        // Holding the original tasks keeps their allocations alive, so a task the change
-        // touches is cloned (a new address) and one it leaves alone keeps its address:
-        // that is how the commit knows which task texts it may copy.
-        let original = current.state.tasks.clone();
-        // A person's text is rewritten from the state it reads as.
-        let read_as = current.commented.is_some().then(|| current.state.clone());
-        let mut state = current.state;
-        // Heartbeats renewed leases in liveness records; this commit makes them part of
-        // the state (specs/blackboard.md *Liveness*).
-        liveness::fold(&mut state, &live);
+        attempt: Self::Attempt,
+        state: State,
+        log: Vec<LogEntry>,
+    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError>;
+    /// The project root (validation checks paths under it).
+    fn root(&self) -> &Path;
+}
+
+impl Transactional for FileStore {
+    type Attempt = FileAttempt;
+
+    fn begin(&self) -> Result<(State, FileAttempt), StoreError> {
+        FileStore::begin(self)
+    }
+
+    fn finish(
+        &self,
+        attempt: FileAttempt,
+        state: State,
+        log: Vec<LogEntry>,
+    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError> {
+        FileStore::finish(self, attempt, state, log).map(Some)
+    }
+
+    fn root(&self) -> &Path {
+        &self.paths().root
+    }
+}
+
+/// One transaction on `store`: read, fence, change, validate, commit — again from the
+/// read when another writer committed first.
+fn run<S: Transactional, R, E>(
+    store: &S,
+    actor: &Actor,
+    change: &mut impl FnMut(&mut Tx) -> Result<R, E>,
+) -> Result<Committed<R>, TxError<E>> {
+    loop {
+        let (state, attempt) = store.begin()?;
         if let Actor::Supervisor { id, generation } = actor {
             fence(&state, id, generation)?;
         }
@@ -500,7 +342,7 @@ impl Store {
             actor: actor.clone(),
             log: Vec::new(),
         };
-        let env = self.validation_env(tx.now);
+        let env = ValidationEnv::new(Some(store.root()), tx.now);
         let before: HashSet<_> = validate(&tx.state, &env)
             .iter()
             .filter(|f| f.is_error())
@@ -517,811 +359,147 @@ impl Store {
             }
             .into());
         }
-        let mut state = tx.state;
-        let replaced = Replaced {
-            hash: current.hash,
-            texts: current.texts,
-            commented: current.commented.as_ref(),
-            before: read_as.as_ref(),
-        };
-        let committed = self.commit(&lock, &mut state, current.journal, replaced, tx.log)?;
-        drop(original);
-        drop(read_as);
-        if let Some(saved) = &committed.concurrent_save {
-            // Rare: finish this commit, then reconcile the save under the same lock.
-            committed.durable.complete()?;
-            let current = self.reconcile_swapped_out(&lock, saved)?;
-            self.remember(current.into());
-            drop(lock);
+        if let Some((revision, entries)) = store.finish(attempt, tx.state, tx.log)? {
             return Ok(Committed {
                 value,
-                revision: committed.revision,
-                entries: committed.entries,
+                revision,
+                entries,
             });
         }
-        self.remember(Memo {
-            hash: committed.hash,
-            state,
-            texts: committed.texts,
-            commented: committed.commented,
-        });
-        // The new state is visible from the swap on; what only makes it durable (the
-        // directory and log fsyncs, journal pruning) waits outside the lock, before the
-        // command reports success.
-        drop(lock);
-        committed.durable.complete()?;
-        Ok(Committed {
-            value,
-            revision: committed.revision,
-            entries: committed.entries,
+    }
+}
+
+impl Store {
+    /// Opens the blackboard of the project at `root` (which must hold `.liza/`); hand
+    /// edits are reconciled with `policy` (the status changes a person may make, where
+    /// alarms go). `ops::open_store` opens it with the lifecycle's rules.
+    pub fn open(root: &Path, policy: Arc<dyn HandEditPolicy>) -> Result<Store, StoreError> {
+        Ok(Store {
+            backend: Backend::File(FileStore::open(root, policy)?),
         })
     }
 
-    /// Refuses `tasks` (read from the state.yaml text hashing to `hash`) if one of their
-    /// histories was read and the parse cache could not give it back (`model/history.rs`):
-    /// the cache is removed, so the command run again reads state.yaml in full. Whatever
-    /// writes tasks out — a commit, an archive — checks them once it has read them, or it
-    /// would write such a history empty (an unread one is copied as its text).
+    /// Creates the blackboard with `state` as revision 1.
+    pub fn initialize(
+        root: &Path,
+        state: State,
+        entry: LogEntry,
+        policy: Arc<dyn HandEditPolicy>,
+    ) -> Result<Store, StoreError> {
+        Ok(Store {
+            backend: Backend::File(FileStore::initialize(root, state, entry, policy)?),
+        })
+    }
+
+    /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
+    pub fn with_lock_timeout(self, timeout: Duration) -> Store {
+        let backend = match self.backend {
+            Backend::File(f) => Backend::File(f.with_lock_timeout(timeout)),
+        };
+        Store { backend }
+    }
+
+    /// The checkout's `.liza/` files.
+    pub fn paths(&self) -> &LizaPaths {
+        match &self.backend {
+            Backend::File(f) => f.paths(),
+        }
+    }
+
+    /// Runs `change` as one transaction (see the module docs). `change` must be pure and
+    /// fast — no git, processes, HTTP or waiting —, and may run more than once: again on
+    /// the newer state when another writer committed first.
+    pub fn transact<R, E>(
+        &self,
+        actor: &Actor,
+        mut change: impl FnMut(&mut Tx) -> Result<R, E>,
+    ) -> Result<Committed<R>, TxError<E>> {
+        match &self.backend {
+            Backend::File(f) => run(f, actor, &mut change),
+        }
+    }
+
+    /// Reads the published state without the lock (display, decisions re-checked later).
+    pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        match &self.backend {
+            Backend::File(f) => f.snapshot(),
+        }
+    }
+
+    /// Refuses `tasks` read from the text hashing to `hash` if one of their histories
+    /// could not be given back by the parse cache (see [`FileStore::refuse_damaged`]).
     pub fn refuse_damaged<'t>(
         &self,
         hash: ContentHash,
         tasks: impl IntoIterator<Item = &'t Task>,
     ) -> Result<(), StoreError> {
-        let damaged = tasks
-            .into_iter()
-            .filter_map(|t| t.history.as_ref())
-            .any(History::is_damaged);
-        if !damaged {
-            return Ok(());
+        match &self.backend {
+            Backend::File(f) => f.refuse_damaged(hash, tasks),
         }
-        self.cache.remove(hash);
-        Err(StoreError::DamagedCache {
-            path: self.paths.display(&self.cache.path_for(hash)),
-        })
     }
 
-    /// Appends entries that record no state change (a supervisor's wake-ups and agent run
-    /// ends) to log.yaml, under the state lock so they never land inside a transaction's
-    /// append; the lock is held for the append alone.
+    /// Appends entries that record no state change (a supervisor's wake-ups and agent
+    /// run ends) to the log.
     pub fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
-        let lock = self.lock()?;
-        let file = activity::append_unsynced(&self.paths.log(), entries)
-            .map_err(io_err("append to", &self.paths.log()))?;
-        drop(lock);
-        file.sync_data().map_err(io_err("sync", &self.paths.log()))
+        match &self.backend {
+            Backend::File(f) => f.append_log(entries),
+        }
     }
 
     /// Who holds the state lock right now (`None`: free), without waiting.
     pub fn lock_holder(&self) -> Result<Option<String>, StoreError> {
-        lock::probe(&self.paths.lock(), &self.paths.lock_owner())
-            .map_err(io_err("read", &self.paths.lock()))
+        match &self.backend {
+            Backend::File(f) => f.lock_holder(),
+        }
     }
 
-    /// The revisions kept in the journal, oldest first (`config.journal_keep` bounds them).
+    /// The revisions whose text can still be read, oldest first.
     pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
-        let entries = self
-            .journal
-            .entries()
-            .map_err(io_err("read", self.journal.dir()))?;
-        Ok(entries.iter().map(|e| e.revision).collect())
+        match &self.backend {
+            Backend::File(f) => f.revisions(),
+        }
     }
 
-    /// The state.yaml text of `revision` as committed, if the journal still holds it.
+    /// The state.yaml text of `revision` as committed, if it is still kept.
     pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        let entries = self
-            .journal
-            .entries()
-            .map_err(io_err("read", self.journal.dir()))?;
-        match entries.iter().find(|e| e.revision == revision) {
-            Some(entry) => self
-                .journal
-                .read(entry)
-                .map(Some)
-                .map_err(io_err("read", &entry.path)),
-            None => Ok(None),
+        match &self.backend {
+            Backend::File(f) => f.revision_text(revision),
         }
     }
 
-    /// Reconciles a hand edit of state.yaml now, with no change of its own (the
-    /// supervisors' file watch: a human's save is applied, merged or set aside within a
-    /// second rather than at the next transaction).
+    /// Reconciles a hand edit now, with no change of its own.
     pub fn reconcile(&self) -> Result<(), StoreError> {
-        let lock = self.lock()?;
-        self.clean_leftovers()?;
-        let current = self.read_current(&lock)?;
-        self.remember(current.into());
-        Ok(())
-    }
-
-    fn lock(&self) -> Result<StateLock, StoreError> {
-        let timeout = || {
-            self.lock_timeout
-                .or_else(lock_timeout_from_env)
-                .unwrap_or_else(|| Duration::from_secs(self.cache.lock_timeout().unwrap_or(10)))
-        };
-        lock::acquire(&self.paths.lock(), &self.paths.lock_owner(), timeout).map_err(|e| match e {
-            LockFailure::Io(source) => io_err("lock", &self.paths.lock())(source),
-            LockFailure::TimedOut { holder } => StoreError::LockTimeout {
-                lock: self.paths.display(&self.paths.lock()),
-                waited: timeout(),
-                holder,
-            },
-        })
-    }
-
-    fn validation_env(&self, now: Timestamp) -> ValidationEnv<'_> {
-        ValidationEnv::new(Some(&self.paths.root), now)
-    }
-
-    fn state_missing(&self) -> StoreError {
-        StoreError::StateMissing {
-            path: self.paths.display(&self.paths.state()),
-            restore: self.head_path(),
+        match &self.backend {
+            Backend::File(f) => f.reconcile(),
         }
     }
 
-    /// The last committed revision's state (the journal head), whatever a person's
-    /// unreconciled edit of state.yaml says meanwhile.
+    /// The last committed revision's state, whatever a person's unreconciled edit says.
     pub fn committed_state(&self) -> Option<State> {
-        self.head_state()
-    }
-
-    fn head_state(&self) -> Option<State> {
-        let head = self.journal.entries().ok()?.pop()?;
-        let bytes = self.journal.read(&head).ok()?;
-        match self.cache.load(head.hash, bytes) {
-            Ok(loaded) => Some(loaded.state),
-            Err(bytes) => document::decode(&bytes).ok().map(|d| d.state),
+        match &self.backend {
+            Backend::File(f) => f.committed_state(),
         }
     }
 
-    fn head_path(&self) -> Option<String> {
-        let entries = self.journal.entries().ok()?;
-        Some(self.paths.display(&entries.last()?.path))
-    }
-
-    fn invalid(&self, findings: Vec<Finding>) -> StoreError {
-        StoreError::Invalid {
-            path: self.paths.display(&self.paths.state()),
-            findings,
-            restore: self.head_path(),
+    /// What the next transaction would make of a pending hand edit (`None`: there is
+    /// none), without the lock and without writing.
+    pub fn pending_hand_edit(
+        &self,
+    ) -> Result<Option<Result<(), hand_edit::Rejection>>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => f.pending_hand_edit(),
         }
     }
 
-    /// Refuses to replace a file that is missing, a symlink or read-only.
-    fn check_replaceable(&self, path: &Path) -> Result<(), StoreError> {
-        let meta = match fs::symlink_metadata(path) {
-            Ok(m) => m,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.state_missing()),
-            Err(e) => return Err(io_err("inspect", path)(e)),
-        };
-        let shown = self.paths.display(path);
-        if meta.file_type().is_symlink() {
-            let target = fs::read_link(path)
-                .map(|t| t.display().to_string())
-                .unwrap_or_default();
-            return Err(StoreError::Symlink {
-                path: shown,
-                target,
-            });
-        }
-        if meta.permissions().readonly() {
-            return Err(StoreError::ReadOnly { path: shown });
-        }
-        Ok(())
-    }
-
-    /// Reads state.yaml under the lock; a hand edit is reconciled (committed as its own
-    /// `human_edit` transaction) before the caller's change runs.
-    fn read_current(&self, lock: &StateLock) -> Result<Current, StoreError> {
-        let path = self.paths.state();
-        self.check_replaceable(&path)?;
-        let bytes = document::read_limited(&path).map_err(io_err("read", &path))?;
-        let (hash, entries, speculated) = self.hash_and_list(&bytes);
-        let entries = entries.map_err(io_err("read", self.journal.dir()))?;
-        if self.is_committed(&entries, hash)? {
-            if let Some(head) = entries.last()
-                && head.hash != hash
-            {
-                // A transaction crashed after writing its journal entry and before the
-                // swap: state.yaml still holds the previous revision.
-                self.journal
-                    .discard(head)
-                    .map_err(io_err("clean up", &head.path))?;
-            }
-            let mut entries = entries;
-            if entries.last().is_some_and(|head| head.hash != hash) {
-                entries.pop();
-            }
-            let speculated = speculated.filter(|(guess, _)| *guess == hash);
-            return self.load_committed(hash, bytes, entries, speculated.map(|(_, l)| l));
-        }
-        self.reconcile_hand_edit(lock, &bytes, hash, entries)
-    }
-
-    /// The hash of state.yaml's `bytes` and the journal. A big state.yaml is hashed on a
-    /// second thread while this one decodes the parse cache of the journal head — what
-    /// state.yaml holds unless a person or a crash intervened —, so hashing megabytes
-    /// costs no wall time (specs/quality.md P2). The guess comes back with its hash; it
-    /// is used only if that is the hash of `bytes`.
-    fn hash_and_list(
+    /// Applies a person's edited text (`liza edit`) as one transaction, merged onto the
+    /// latest revision with `choices` for fields both sides changed.
+    pub fn submit_edit(
         &self,
         bytes: &[u8],
-    ) -> (
-        ContentHash,
-        io::Result<Vec<JournalEntry>>,
-        Option<(ContentHash, Loaded)>,
-    ) {
-        if bytes.len() < 512 * 1024 {
-            return (ContentHash::of(bytes), self.journal.entries(), None);
-        }
-        std::thread::scope(|s| {
-            let hasher = s.spawn(|| ContentHash::of(bytes));
-            let entries = self.journal.entries();
-            let speculated = entries
-                .as_ref()
-                .ok()
-                .and_then(|e| e.last())
-                .map(|head| head.hash)
-                .filter(|guess| !self.remembers(*guess))
-                .and_then(|guess| Some((guess, self.cache.load_unconfirmed(guess, bytes)?)));
-            let hash = hasher.join().unwrap_or_else(|_| ContentHash::of(bytes));
-            (hash, entries, speculated)
-        })
-    }
-
-    /// Whether bytes with `hash` are the last committed revision: the journal head, or
-    /// the entry before it when the head was written by a transaction that crashed
-    /// before its swap (its revision never reached log.yaml).
-    fn is_committed(
-        &self,
-        entries: &[JournalEntry],
-        hash: ContentHash,
-    ) -> Result<bool, StoreError> {
-        match entries {
-            [.., head] if head.hash == hash => Ok(true),
-            [.., previous, head] if previous.hash == hash => self.never_committed(head),
-            _ => Ok(false),
+        choices: &merge3::Choices,
+    ) -> Result<Result<u64, hand_edit::Rejection>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => f.submit_edit(bytes, choices),
         }
     }
-
-    /// Whether the journal head's revision never reached log.yaml: with state.yaml equal
-    /// to the entry before it, that means the swap never happened.
-    fn never_committed(&self, head: &JournalEntry) -> Result<bool, StoreError> {
-        let logged = activity::last_logged_revision(&self.paths.log())
-            .map_err(io_err("read", &self.paths.log()))?;
-        Ok(logged.is_none_or(|r| r < head.revision as i64))
-    }
-
-    /// Keeps the state just committed for the next transaction of this process.
-    fn remember(&self, memo: Memo) {
-        if let Ok(mut last) = self.last_commit.lock() {
-            *last = Some(memo);
-        }
-    }
-
-    /// Whether this process remembers the state with `hash` (it committed it last).
-    fn remembers(&self, hash: ContentHash) -> bool {
-        self.last_commit
-            .lock()
-            .is_ok_and(|memo| memo.as_ref().is_some_and(|m| m.hash == hash))
-    }
-
-    /// A copy of the remembered state, if it has `hash` (tasks are shared, so it is cheap).
-    fn peek(&self, hash: ContentHash) -> Option<State> {
-        let memo = self.last_commit.lock().ok()?;
-        memo.as_ref()
-            .filter(|m| m.hash == hash)
-            .map(|m| m.state.clone())
-    }
-
-    /// The state this process last committed, if state.yaml still holds its bytes.
-    fn recall(&self, hash: ContentHash) -> Option<Memo> {
-        let mut memo = self.last_commit.lock().ok()?;
-        if memo.as_ref().is_some_and(|m| m.hash == hash) {
-            return memo.take();
-        }
-        None
-    }
-
-    /// `cached`: the parse cache of `hash`, already decoded (see [`Self::hash_and_list`]).
-    fn load_committed(
-        &self,
-        hash: ContentHash,
-        bytes: Vec<u8>,
-        journal: Vec<JournalEntry>,
-        cached: Option<Loaded>,
-    ) -> Result<Current, StoreError> {
-        if let Some(memo) = self.recall(hash) {
-            return Ok(Current {
-                state: memo.state,
-                hash,
-                journal,
-                texts: memo.texts,
-                commented: memo.commented,
-            });
-        }
-        if let Some(mut loaded) = cached {
-            loaded.texts.yaml.text = bytes;
-            return Ok(Current::cached(loaded, hash, journal));
-        }
-        let bytes = match self.cache.load(hash, bytes) {
-            Ok(loaded) => return Ok(Current::cached(loaded, hash, journal)),
-            Err(bytes) => bytes,
-        };
-        let decoded = document::decode(&bytes).map_err(|f| self.invalid(f))?;
-        let commented = Commented::decoded(&bytes, decoded.has_comments);
-        let state = decoded.state;
-        Ok(Current {
-            state,
-            hash,
-            journal,
-            texts: None,
-            commented,
-        })
-    }
-
-    /// Writes `state` as the next revision (module docs, steps 5 and 6). `previous` holds
-    /// the texts of the state it was loaded from: unchanged tasks are copied from there.
-    fn commit(
-        &self,
-        lock: &StateLock,
-        state: &mut State,
-        journal: Vec<JournalEntry>,
-        replaced: Replaced<'_>,
-        mut entries: Vec<LogEntry>,
-    ) -> Result<CommitInfo, StoreError> {
-        let Replaced {
-            hash: read_hash,
-            texts: previous,
-            commented,
-            before,
-        } = replaced;
-        let revision = state.revision() + 1;
-        state.revision = Some(revision as i64);
-        metrics::recompute(state);
-        // Liza v0.1 notes come without ids; every write gives them theirs.
-        state.assign_note_ids();
-        let (previous_yaml, previous_json) = match previous {
-            Some(p) => (Some(p.yaml), Some((p.json_text, p.json))),
-            None => (None, None),
-        };
-        // A person's comments and layout survive: the change is applied to their text.
-        let rewritten = commented.and_then(|c| {
-            c.rewrite(before, state, |s| {
-                String::from_utf8(render(s, None).bytes).unwrap_or_default()
-            })
-        });
-        if commented.is_some() && rewritten.is_none() {
-            tracing::warn!("could not keep the comments of state.yaml; wrote it in full");
-        }
-        let is_commented = rewritten.is_some();
-        // The text this transaction read, when it is at hand (the swap below checks the
-        // file it swapped out against it).
-        let mut read_text: Option<Vec<u8>> = None;
-        let (bytes, task_spans, layout, longest) = match rewritten {
-            Some(r) => (
-                r.text.into_bytes(),
-                r.task_spans,
-                r.layout,
-                r.longest_scalar,
-            ),
-            None => {
-                // A person's item texts are not liza's: only liza's own are copied.
-                let reuse = if commented.is_some() {
-                    None
-                } else {
-                    previous_yaml
-                };
-                let r = render(state, reuse);
-                read_text = r.previous;
-                (r.bytes, r.task_spans, None, r.longest)
-            }
-        };
-        let read_text: Option<&[u8]> = match commented {
-            Some(c) => Some(c.text.as_bytes()),
-            None => read_text.as_deref().filter(|t| !t.is_empty()),
-        };
-        // A history the cache could not give back is never written from what was read of
-        // it: nothing is committed, and the next command parses state.yaml instead.
-        self.refuse_damaged(read_hash, state.tasks.iter().map(|t| &**t))?;
-        // A commented text the cache cannot describe is parsed by the next reader.
-        let cacheable = !is_commented || layout.is_some();
-        // Never commit what could not be read back: the journal would then prune good
-        // revisions for one no command can load.
-        if bytes.len() > document::MAX_STATE_BYTES {
-            return Err(StoreError::TooLarge {
-                path: self.paths.display(&self.paths.state()),
-                bytes: bytes.len(),
-            });
-        }
-        // A value over the parser's limits (one text over 8 MiB) would make a revision
-        // no command can load: read such a text back before it replaces a good one.
-        // (Texts copied from the previous revision were read or written within limits.)
-        if longest > super::yaml::MAX_SCALAR_BYTES
-            && let Err(findings) = document::decode(&bytes)
-        {
-            return Err(StoreError::WouldInvalidate { findings });
-        }
-        let hash = ContentHash::of(&bytes);
-        let dir = &self.paths.dir;
-        let target = self.paths.state();
-        let timeout = state.config.lock_timeout() as u64;
-        let previous_json = previous_json.map(|(json_text, json)| TaskTexts {
-            json_text,
-            json,
-            ..TaskTexts::default()
-        });
-
-        // The journal entry and the temp file are written and fsynced side by side, and
-        // the cache is serialised meanwhile: the commit waits for the disk once, not
-        // three times.
-        // For big blackboards the cache is serialised while the disk writes are waited for.
-        let (written, encoded) = if bytes.len() < 512 * 1024 {
-            let written =
-                write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
-            let encoded = self.cache.encode(
-                hash,
-                state,
-                &task_spans,
-                previous_json.as_ref(),
-                layout.as_ref(),
-                timeout,
-            );
-            (written, Ok(encoded))
-        } else {
-            std::thread::scope(|s| {
-                let encoded = s.spawn(|| {
-                    self.cache.encode(
-                        hash,
-                        state,
-                        &task_spans,
-                        previous_json.as_ref(),
-                        layout.as_ref(),
-                        timeout,
-                    )
-                });
-                let written =
-                    write_revision_files(&self.journal, &journal, dir, revision, hash, &bytes);
-                (written, encoded.join())
-            })
-        };
-        let (temp, new_entry) = written.map_err(|(action, path, source)| StoreError::Io {
-            action,
-            path: path.display().to_string(),
-            source,
-        })?;
-        failpoint::hit("after-journal");
-        failpoint::hit("after-temp");
-        let encoded = encoded.map_err(|_| StoreError::Io {
-            action: "serialise the parse cache for",
-            path: self.paths.display(&target),
-            source: io::Error::other("the cache thread panicked"),
-        })?;
-        let swapped = atomic::exchange(dir, &temp, &target).map_err(io_err("replace", &target))?;
-        failpoint::hit("after-swap");
-        let concurrent_save = match swapped {
-            atomic::Swapped::Previous => self.settle_swapped_out(&temp, read_hash, read_text),
-            _ => None,
-        };
-        let cacheable = cacheable && encoded.readable;
-        if !cacheable {
-            self.cache.remove(read_hash);
-        } else if let Err(err) = self.cache.store(&encoded, read_hash) {
-            tracing::warn!(%err, "could not refresh the parse cache; the next command parses state.yaml");
-        }
-        failpoint::hit("after-cache");
-        let (wait, hold) = (millis(lock.waited), millis(lock.acquired.elapsed()));
-        for e in &mut entries {
-            e.revision = Some(revision as i64);
-            e.lock_wait_ms = Some(wait);
-            e.lock_hold_ms = Some(hold);
-        }
-        let log = match activity::append_unsynced(&self.paths.log(), &entries) {
-            Ok(file) => Some(file),
-            Err(err) => {
-                // The transaction is committed; only its log entry is missing.
-                tracing::warn!(%err, "committed revision {revision} but could not append to log.yaml");
-                None
-            }
-        };
-        failpoint::hit("after-log");
-        let mut journal: Vec<JournalEntry> = journal
-            .into_iter()
-            .filter(|e| e.revision < revision)
-            .collect();
-        journal.push(new_entry);
-        let durable = Durability {
-            dir: dir.clone(),
-            log,
-            journal: Journal::new(self.journal.dir().to_path_buf()),
-            prune: (journal, state.config.journal_keep()),
-        };
-        // The text goes with the comments it holds, or is copied from by the next commit.
-        let (commented, yaml_text) = if is_commented {
-            let text = String::from_utf8(bytes).unwrap_or_default();
-            (Some(Commented { text, layout }), Vec::new())
-        } else {
-            (None, bytes)
-        };
-        let texts = TaskTexts {
-            yaml: ItemTexts {
-                text: yaml_text,
-                spans: task_spans.into_iter().collect(),
-            },
-            json_text: Arc::new(encoded.bytes),
-            json: encoded.json,
-        };
-        Ok(CommitInfo {
-            revision,
-            hash,
-            entries,
-            texts: cacheable.then_some(texts),
-            commented,
-            durable,
-            concurrent_save,
-        })
-    }
-
-    /// After the swap, the previous state.yaml sits at the temp path. It should be the
-    /// bytes this transaction read; if not, a human saved during the transaction: that
-    /// save is returned, to be reconciled like any hand edit once this commit is done.
-    ///
-    /// With the text read at hand, the file is first compared with it byte for byte: in
-    /// the usual case that answers without hashing megabytes under the lock (P2).
-    fn settle_swapped_out(
-        &self,
-        temp: &Path,
-        read_hash: ContentHash,
-        read_text: Option<&[u8]>,
-    ) -> Option<PathBuf> {
-        // Equal bytes settle it; otherwise the hash does, since the text at hand may be
-        // what the commit was built from rather than what was on disk (a person's edit
-        // applied by `liza edit`, or a save being reconciled).
-        let same = fs::read(temp).is_ok_and(|b| {
-            read_text.is_some_and(|text| b == text) || ContentHash::of(&b) == read_hash
-        });
-        if same {
-            let _ = fs::remove_file(temp);
-            return None;
-        }
-        Some(temp.to_path_buf())
-    }
-
-    /// Moves `file` to `rejected/<ts>-<label>.yaml` with a note beside it.
-    pub(super) fn keep_rejected(&self, file: &Path, label: &str, note: &str) -> Option<String> {
-        let dir = self.paths.rejected();
-        fs::create_dir_all(&dir).ok()?;
-        let stamp = Timestamp::now().to_string().replace(':', "");
-        let mut n = 0;
-        let target = loop {
-            let name = format!(
-                "{stamp}-{label}{}.yaml",
-                if n == 0 {
-                    String::new()
-                } else {
-                    format!("-{n}")
-                }
-            );
-            let candidate = dir.join(name);
-            if !candidate.exists() {
-                break candidate;
-            }
-            n += 1;
-        };
-        fs::rename(file, &target).ok()?;
-        let _ = fs::write(target.with_extension("note.txt"), format!("{note}\n"));
-        let _ = atomic::fsync_dir(&dir);
-        Some(self.paths.display(&target))
-    }
-
-    /// Removes temp files a crashed transaction left behind. A swapped-out file whose
-    /// bytes are not a committed revision may be a human's save: it is kept.
-    /// Lists `.liza/` once per transaction and removes what a crashed transaction left
-    /// behind: temp files and extra cache files (each commit replaces its one cache).
-    fn clean_leftovers(&self) -> Result<(), StoreError> {
-        let dir = &self.paths.dir;
-        let read = fs::read_dir(dir).map_err(io_err("read", dir))?;
-        let mut leftovers = Vec::new();
-        let mut caches = Vec::new();
-        for entry in read.filter_map(Result::ok) {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            if name.ends_with(".tmp") && name.starts_with(TEMP_PREFIX) {
-                leftovers.push(entry.path());
-            } else if ParseCache::is_cache_file(name) {
-                caches.push(entry.path());
-            }
-        }
-        if caches.len() > 1 {
-            let newest = caches
-                .iter()
-                .max_by_key(|p| fs::metadata(p).and_then(|m| m.modified()).ok())
-                .cloned();
-            for stray in caches.iter().filter(|p| Some(*p) != newest.as_ref()) {
-                let _ = fs::remove_file(stray);
-            }
-        }
-        if leftovers.is_empty() {
-            return Ok(());
-        }
-        let entries = self
-            .journal
-            .entries()
-            .map_err(io_err("read", self.journal.dir()))?;
-        let committed: HashSet<ContentHash> = entries.iter().map(|e| e.hash).collect();
-        // A commit writes its journal entry in full before creating its temp file, so a
-        // temp file cut short by a kill is a prefix of one of the newest entries.
-        let newest: Vec<Vec<u8>> = entries
-            .iter()
-            .rev()
-            .take(2)
-            .filter_map(|e| self.journal.read(e).ok())
-            .collect();
-        for path in leftovers {
-            let Ok(bytes) = fs::read(&path) else { continue };
-            let ours = committed.contains(&ContentHash::of(&bytes))
-                || newest.iter().any(|entry| entry.starts_with(&bytes));
-            if ours {
-                let _ = fs::remove_file(&path);
-            } else {
-                let note = "liza found this file after an interrupted transaction; it was state.yaml \
-                            before that transaction (possibly a save of yours). Compare it with .liza/state.yaml.";
-                self.keep_rejected(&path, "interrupted", note);
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Prefix of the temp files of a commit (hidden, in `.liza/`).
-const TEMP_PREFIX: &str = ".state.yaml.";
-
-/// The end of a commit: fsync the directory (the swap) and the log, prune the journal.
-struct Durability {
-    dir: PathBuf,
-    log: Option<File>,
-    journal: Journal,
-    /// The journal after this commit, and its bound.
-    prune: (Vec<JournalEntry>, (u64, u64)),
-}
-
-impl Durability {
-    /// Returns the journal as it stands after pruning.
-    fn complete(self) -> Result<Vec<JournalEntry>, StoreError> {
-        atomic::fsync_dir(&self.dir).map_err(io_err("sync", &self.dir))?;
-        failpoint::hit("after-dirsync");
-        if let Some(log) = self.log
-            && let Err(err) = log.sync_all()
-        {
-            tracing::warn!(%err, "could not sync log.yaml; its last entry may be lost in a crash");
-        }
-        let (entries, (revisions, bytes)) = self.prune;
-        Ok(self.journal.prune(entries, revisions, bytes))
-    }
-}
-
-struct Current {
-    state: State,
-    hash: ContentHash,
-    /// The journal as listed under the lock (after removing a crashed commit's entry).
-    journal: Vec<JournalEntry>,
-    /// The texts of its tasks, when it came from the cache or a commit in this process.
-    texts: Option<TaskTexts>,
-    /// The text, when a person wrote comments in it: the next revision is written as
-    /// minimal edits of it.
-    commented: Option<Commented>,
-}
-
-/// What a commit replaces: the hash of the bytes read, their task texts (to copy the
-/// unchanged ones), and their text when a person wrote comments in it.
-pub(super) struct Replaced<'a> {
-    pub hash: ContentHash,
-    pub texts: Option<TaskTexts>,
-    pub commented: Option<&'a Commented>,
-    /// The state the commented text reads as, when known: its rewrite edits only what
-    /// changed from it.
-    pub before: Option<&'a State>,
-}
-
-impl Current {
-    /// What the parse cache holds for the text with `hash`.
-    fn cached(loaded: Loaded, hash: ContentHash, journal: Vec<JournalEntry>) -> Current {
-        let Loaded {
-            state,
-            mut texts,
-            layout,
-        } = loaded;
-        // A commented text is kept with its layout (its task texts are the person's, never
-        // copied into liza's rendering); the cache names liza's own renderings by giving
-        // none, so their `#`s (in a description) cost no scan.
-        let commented = layout.and_then(|layout| {
-            let text = String::from_utf8(std::mem::take(&mut texts.yaml.text)).ok()?;
-            Some(Commented {
-                text,
-                layout: Some(layout),
-            })
-        });
-        Current {
-            state,
-            hash,
-            journal,
-            texts: Some(texts),
-            commented,
-        }
-    }
-}
-
-struct CommitInfo {
-    revision: u64,
-    hash: ContentHash,
-    /// What is left to make the commit durable; done after the lock is released.
-    durable: Durability,
-    entries: Vec<LogEntry>,
-    texts: Option<TaskTexts>,
-    /// A human's save that landed during the commit (its temp path), to reconcile next.
-    concurrent_save: Option<PathBuf>,
-    /// The text written, when it was a minimal edit of a commented one.
-    commented: Option<Commented>,
-}
-
-/// The durable writes of a new revision before its swap, with no parsing or logic: the
-/// journal entry (fsynced, see [`Journal::write`]), then the temp file in `dir` (fsynced).
-/// Returns the temp file. Also the benchmark's floor.
-///
-/// The journal entry comes first so that state.yaml always equals some entry, and a temp
-/// file left by a killed process always has its entry: cleanup can tell it from a
-/// human's save swapped out of place. (Fsyncing the two side by side was measured: on
-/// ext4 it is slower than one after the other.)
-pub fn write_revision_files<'p>(
-    journal: &'p Journal,
-    known: &[JournalEntry],
-    dir: &'p Path,
-    revision: u64,
-    hash: ContentHash,
-    bytes: &[u8],
-) -> Result<(PathBuf, JournalEntry), (&'static str, &'p Path, io::Error)> {
-    let entry = journal
-        .write(revision, hash, bytes, known)
-        .map_err(|e| ("write the journal in", journal.dir(), e))?;
-    let temp = atomic::write_temp_synced(dir, TEMP_PREFIX, bytes)
-        .map_err(|e| ("write a temporary file in", dir, e))?;
-    Ok((temp, entry))
-}
-
-/// A state as liza writes it.
-struct Rendered {
-    bytes: Vec<u8>,
-    /// Where each task is in `bytes`, by its `Arc` address.
-    task_spans: Vec<(usize, Range<usize>)>,
-    /// The longest scalar written (copied tasks aside).
-    longest: usize,
-    /// The earlier text it copied from, given back.
-    previous: Option<Vec<u8>>,
-}
-
-/// state.yaml text for `state`, copying unchanged tasks from `previous`.
-fn render(state: &State, previous: Option<ItemTexts>) -> Rendered {
-    let size_hint = previous.as_ref().map_or(0, |y| y.text.len());
-    let mut emitter = Emitter::with_capacity(size_hint + size_hint / 8 + 4096);
-    if let Some(yaml) = previous {
-        emitter = emitter.with_reuse(yaml);
-    }
-    state.emit(&mut emitter);
-    let longest = emitter.longest_scalar();
-    let previous = emitter.take_reuse().map(|p| p.text);
-    let (text, task_spans) = emitter.finish_with_items();
-    Rendered {
-        bytes: text.into_bytes(),
-        task_spans,
-        longest,
-        previous,
-    }
-}
-
-/// `LIZA_LOCK_TIMEOUT` (seconds, may be fractional) overrides the configured timeout.
-fn lock_timeout_from_env() -> Option<Duration> {
-    let text = std::env::var("LIZA_LOCK_TIMEOUT").ok()?;
-    let secs: f64 = text.trim().parse().ok()?;
-    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }

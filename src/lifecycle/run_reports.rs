@@ -53,6 +53,7 @@ pub fn summary(report: &Node) -> String {
 /// A built-in agent's run result: the history event (`commit_result` for the coder,
 /// `review_result` for the reviewer), its fields, the run's token usage (prompt,
 /// completion) and a one-line summary for the log.
+#[derive(Clone)]
 pub struct RunResult {
     pub event: EventKind,
     pub result: Node,

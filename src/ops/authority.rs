@@ -267,7 +267,7 @@ pub fn transition<R>(
     store: &Store,
     actor: &Actor,
     authority: Authority,
-    change: impl FnOnce(&mut State, &Who, Timestamp) -> Result<(Outcome, R), Refusal>,
+    mut change: impl FnMut(&mut State, &Who, Timestamp) -> Result<(Outcome, R), Refusal>,
 ) -> Result<Transition<R>, OpsError> {
     let facts = CallerFacts::read(store);
     let committed = store.transact(actor, |tx| {

@@ -50,7 +50,7 @@ impl Committed {
         &mut self,
         project: &Project,
         actor: &Actor,
-        change: impl FnOnce(&mut State, Timestamp) -> Result<Outcome, Refusal>,
+        mut change: impl FnMut(&mut State, Timestamp) -> Result<Outcome, Refusal>,
     ) -> Result<(), OpsError> {
         let done = transition(
             &project.store,

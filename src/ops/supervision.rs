@@ -15,7 +15,7 @@ use crate::lifecycle::{self, BlockCause, Outcome, Refusal, RuleId, RunStart, Tri
 fn as_supervisor<R>(
     project: &Project,
     actor: &Actor,
-    change: impl FnOnce(&mut State, Timestamp) -> Result<(Outcome, R), Refusal>,
+    mut change: impl FnMut(&mut State, Timestamp) -> Result<(Outcome, R), Refusal>,
 ) -> Result<Transition<R>, OpsError> {
     transition(
         &project.store,
@@ -48,7 +48,16 @@ pub fn supervisor_block(
 ) -> Result<Transition<()>, OpsError> {
     as_supervisor(project, actor, |state, now| {
         let who = Who::Supervisor;
-        let outcome = lifecycle::block(state, &who, task, reason, questions, &[], cause, now)?;
+        let outcome = lifecycle::block(
+            state,
+            &who,
+            task,
+            reason,
+            questions,
+            &[],
+            cause.clone(),
+            now,
+        )?;
         Ok((outcome, ()))
     })
 }
@@ -109,8 +118,14 @@ pub fn record_run_report(
     validation_errors: &[String],
 ) -> Result<Transition<()>, OpsError> {
     as_supervisor(project, actor, |state, now| {
-        let outcome =
-            lifecycle::record_run_report(state, task, agent, report, validation_errors, now)?;
+        let outcome = lifecycle::record_run_report(
+            state,
+            task,
+            agent,
+            report.clone(),
+            validation_errors,
+            now,
+        )?;
         Ok((outcome, ()))
     })
 }

@@ -174,7 +174,7 @@ pub fn record_builtin_result(
                 ));
             };
             Ok((
-                lifecycle::record_builtin_result(state, id, agent, run, now)?,
+                lifecycle::record_builtin_result(state, id, agent, run.clone(), now)?,
                 (),
             ))
         },

@@ -16,7 +16,10 @@ use nix::sys::signal::Signal;
 const GUARD: Duration = Duration::from_secs(60);
 
 /// Adjusts the fake backend's config entry.
-fn fake_tool(project: &AgentProject, change: impl FnOnce(&mut liza::blackboard::model::AgentTool)) {
+fn fake_tool(
+    project: &AgentProject,
+    mut change: impl FnMut(&mut liza::blackboard::model::AgentTool),
+) {
     configure(&project.repo, |c| {
         let mut tools = c.agent_tools.clone().unwrap();
         change(&mut tools.0[0].1);

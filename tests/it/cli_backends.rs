@@ -328,7 +328,7 @@ fn codex_without_the_worktrees_git_dir_cannot_commit_and_without_allow_login_she
         }
         configure(&project.repo, |c| {
             let tool = liza::blackboard::model::AgentTool {
-                args: Some(kept),
+                args: Some(kept.clone()),
                 ..Default::default()
             };
             c.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(

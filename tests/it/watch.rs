@@ -588,7 +588,7 @@ fn alarms_reach_the_webhook_as_documented_json() {
     let team = blocked_team();
     let repo = &team.repo;
     let url = format!("{}/hooks/liza", receiver.base_url());
-    configure(repo, |c| c.escalation_webhook = Some(url));
+    configure(repo, |c| c.escalation_webhook = Some(url.clone()));
     let key = fires_once(repo, "blocked:t-1:");
     let requests = receiver.requests();
     assert_eq!(requests.len(), 1, "one POST for one alarm: {requests:?}");

@@ -14,24 +14,17 @@
 //! Which status changes a person may make is the transition table's business, and alarms
 //! belong to operations: both come from the [`HandEditPolicy`] the `ops` layer installs.
 
-use crate::blackboard::EventKind;
 use std::collections::HashSet;
-use std::fs;
 use std::path::Path;
 
-use super::hash::ContentHash;
-use super::journal::JournalEntry;
-use super::lock::StateLock;
-use super::{Commented, Current, Replaced, Store, StoreError, atomic, io_err};
 use crate::blackboard::codec::{Decode, Decoder};
 use crate::blackboard::document;
 use crate::blackboard::finding::Finding;
-use crate::blackboard::log::{self as activity, LogEntry};
 use crate::blackboard::merge3::{self, Choices, Conflict};
 use crate::blackboard::model::State;
 use crate::blackboard::summary;
 use crate::blackboard::timestamp::Timestamp;
-use crate::blackboard::validate::validate;
+use crate::blackboard::validate::{ValidationEnv, validate};
 
 /// What the store cannot decide itself about a hand edit.
 pub trait HandEditPolicy: Send + Sync {
@@ -96,7 +89,7 @@ impl Rejection {
     }
 
     /// A short label for the kept file's name.
-    fn label(&self) -> &'static str {
+    pub(super) fn label(&self) -> &'static str {
         match self {
             Rejection::Invalid(_) => "invalid",
             Rejection::Conflicts { .. } => "conflict",
@@ -105,7 +98,7 @@ impl Rejection {
         }
     }
 
-    fn summary(&self) -> String {
+    pub(super) fn summary(&self) -> String {
         match self {
             Rejection::Invalid(f) => format!("it is not a valid blackboard ({} errors)", f.len()),
             Rejection::Conflicts { edited, conflicts } => format!(
@@ -122,394 +115,72 @@ impl Rejection {
     }
 }
 
-/// A hand edit about to be committed: the state it leads to, its log line, the older
-/// revision it was merged from, and the person's text when it holds comments.
-struct Applied {
-    state: State,
-    detail: String,
-    merged_from: Option<u64>,
-    commented: Option<Commented>,
+/// The latest revision a hand edit is judged against, and how to read an older one
+/// (the base of a three-way merge).
+pub struct Head<'a> {
+    pub revision: u64,
+    pub decoded: &'a document::Decoded,
+    pub text_of: &'a dyn Fn(u64) -> Option<Vec<u8>>,
 }
 
-impl Store {
-    /// A hand edit found under the lock (module docs): applied, merged, or rejected with
-    /// the latest revision restored. Returns the state the caller's change runs on.
-    pub(super) fn reconcile_hand_edit(
-        &self,
-        lock: &StateLock,
-        bytes: &[u8],
-        hash: ContentHash,
-        journal: Vec<JournalEntry>,
-    ) -> Result<Current, StoreError> {
-        let Some(head) = journal.last().cloned() else {
-            return self.adopt(lock, bytes, hash, journal);
+/// The state a hand edit leads to (and the older revision it was merged from), or why
+/// it cannot be applied.
+pub fn judge(
+    bytes: &[u8],
+    head: &Head<'_>,
+    root: &Path,
+    policy: &dyn HandEditPolicy,
+    choices: &Choices,
+) -> Result<(State, Option<u64>), Rejection> {
+    let head_decoded = head.decoded;
+    let theirs = document::decode(bytes).map_err(Rejection::Invalid)?;
+    let edited = theirs.state.revision();
+    let (candidate, merged_from) = if edited >= head.revision {
+        (theirs.state.clone(), None)
+    } else {
+        let base = (head.text_of)(edited)
+            .and_then(|b| document::decode(&b).ok())
+            .ok_or(Rejection::BaseGone { edited })?;
+        let merged = merge3::merge_resolving(&base.root, &head_decoded.root, &theirs.root, choices)
+            .map_err(|conflicts| Rejection::Conflicts { edited, conflicts })?;
+        let mut d = Decoder::default();
+        let state = match State::decode(&merged, &mut d) {
+            Some(state) if d.findings.is_empty() => state,
+            _ => return Err(Rejection::Invalid(d.findings)),
         };
-        let head_bytes = self
-            .journal
-            .read(&head)
-            .map_err(io_err("read", &head.path))?;
-        let head_decoded =
-            document::decode(&head_bytes).map_err(|findings| StoreError::Invalid {
-                path: self.paths.display(&head.path),
-                findings,
-                restore: None,
-            })?;
-        let head_state = head_decoded.state.clone();
-        match self.judge(bytes, &head, &head_decoded, &journal, &Choices::new()) {
-            Ok((state, merged_from)) => {
-                let detail = hand_edit_detail(&head_state, &state, merged_from, head.revision);
-                let edit = Applied {
-                    state,
-                    detail,
-                    merged_from,
-                    commented: Commented::of(bytes),
-                };
-                Ok(self.apply_hand_edit(lock, hash, journal, edit)?.0)
-            }
-            Err(why) => self.reject_hand_edit(lock, &head, head_bytes, journal, bytes, why),
-        }
+        (state, Some(edited))
+    };
+    let env = ValidationEnv::new(Some(root), Timestamp::now());
+    let known: HashSet<_> = validate(&head_decoded.state, &env)
+        .iter()
+        .filter(|f| f.is_error())
+        .map(Finding::identity)
+        .collect();
+    let introduced: Vec<Finding> = validate(&candidate, &env)
+        .into_iter()
+        .filter(|f| f.is_error() && !known.contains(&f.identity()))
+        .map(|f| {
+            let pos = f.path.locate(&theirs.root);
+            f.at(pos)
+        })
+        .collect();
+    if !introduced.is_empty() {
+        return Err(Rejection::Invalid(introduced));
     }
-
-    /// A person's save found at `saved` instead of in state.yaml: a commit swapped it out
-    /// because it landed while that commit ran. It is judged like any hand edit against
-    /// the latest revision without being put back in state.yaml, where the person's next
-    /// save could replace it before it is read: applied or merged as the next revision,
-    /// or kept under `rejected/`. Nothing is set aside unjudged.
-    pub(super) fn reconcile_swapped_out(
-        &self,
-        lock: &StateLock,
-        saved: &Path,
-    ) -> Result<Current, StoreError> {
-        let bytes = fs::read(saved).map_err(io_err("read", saved))?;
-        let journal = self
-            .journal
-            .entries()
-            .map_err(io_err("read", self.journal.dir()))?;
-        let Some(head) = journal.last().cloned() else {
-            // Cannot happen after a commit; keep the save rather than guess.
-            let note = "This copy of state.yaml was saved while liza was committing; \
-                        compare it with .liza/state.yaml and redo your change.";
-            self.keep_rejected(saved, "concurrent-save", note);
-            return self.read_current(lock);
-        };
-        let head_bytes = self
-            .journal
-            .read(&head)
-            .map_err(io_err("read", &head.path))?;
-        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
-        match self.judge(&bytes, &head, &head_decoded, &journal, &Choices::new()) {
-            Ok((state, merged_from)) => {
-                let detail =
-                    hand_edit_detail(&head_decoded.state, &state, merged_from, head.revision);
-                let edit = Applied {
-                    state,
-                    detail,
-                    merged_from,
-                    commented: Commented::of(&bytes),
-                };
-                // state.yaml holds the head (or a newer save, which the commit swaps out
-                // and settles in turn).
-                let (current, _) = self.apply_hand_edit(lock, head.hash, journal, edit)?;
-                let _ = fs::remove_file(saved);
-                Ok(current)
-            }
-            Err(why) => {
-                self.set_aside(saved, head.revision, why)?;
-                // state.yaml still holds the head, or a save made meanwhile.
-                self.read_current(lock)
-            }
-        }
+    let forbidden = policy.forbidden_changes(&head_decoded.state, &candidate);
+    if !forbidden.is_empty() {
+        return Err(Rejection::Forbidden(forbidden));
     }
-
-    /// What the next command will make of state.yaml, if it holds a hand edit (its bytes
-    /// are not the journal head): `Ok` it will be applied, `Err` it will be set aside and
-    /// why. Read-only, without the lock: `liza doctor` tells a person before it happens.
-    pub fn pending_hand_edit(&self) -> Result<Option<Result<(), Rejection>>, StoreError> {
-        let target = self.paths.state();
-        let bytes = document::read_limited(&target).map_err(io_err("read", &target))?;
-        let journal = self
-            .journal
-            .entries()
-            .map_err(io_err("read", self.journal.dir()))?;
-        let Some(head) = journal.last().cloned() else {
-            return Ok(None);
-        };
-        if head.hash == ContentHash::of(&bytes) {
-            return Ok(None);
-        }
-        let head_bytes = self
-            .journal
-            .read(&head)
-            .map_err(io_err("read", &head.path))?;
-        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
-        let verdict = self.judge(&bytes, &head, &head_decoded, &journal, &Choices::new());
-        Ok(Some(verdict.map(|_| ())))
-    }
-
-    /// The state a hand edit leads to (and the older revision it was merged from), or why
-    /// it cannot be applied.
-    fn judge(
-        &self,
-        bytes: &[u8],
-        head: &JournalEntry,
-        head_decoded: &document::Decoded,
-        journal: &[JournalEntry],
-        choices: &Choices,
-    ) -> Result<(State, Option<u64>), Rejection> {
-        let theirs = document::decode(bytes).map_err(Rejection::Invalid)?;
-        let edited = theirs.state.revision();
-        let (candidate, merged_from) = if edited >= head.revision {
-            (theirs.state.clone(), None)
-        } else {
-            let base_entry = journal
-                .iter()
-                .find(|e| e.revision == edited)
-                .ok_or(Rejection::BaseGone { edited })?;
-            let base = self
-                .journal
-                .read(base_entry)
-                .ok()
-                .and_then(|b| document::decode(&b).ok())
-                .ok_or(Rejection::BaseGone { edited })?;
-            let merged =
-                merge3::merge_resolving(&base.root, &head_decoded.root, &theirs.root, choices)
-                    .map_err(|conflicts| Rejection::Conflicts { edited, conflicts })?;
-            let mut d = Decoder::default();
-            let state = match State::decode(&merged, &mut d) {
-                Some(state) if d.findings.is_empty() => state,
-                _ => return Err(Rejection::Invalid(d.findings)),
-            };
-            (state, Some(edited))
-        };
-        let env = self.validation_env(Timestamp::now());
-        let known: HashSet<_> = validate(&head_decoded.state, &env)
-            .iter()
-            .filter(|f| f.is_error())
-            .map(Finding::identity)
-            .collect();
-        let introduced: Vec<Finding> = validate(&candidate, &env)
-            .into_iter()
-            .filter(|f| f.is_error() && !known.contains(&f.identity()))
-            .map(|f| {
-                let pos = f.path.locate(&theirs.root);
-                f.at(pos)
-            })
-            .collect();
-        if !introduced.is_empty() {
-            return Err(Rejection::Invalid(introduced));
-        }
-        let forbidden = self
-            .policy
-            .forbidden_changes(&head_decoded.state, &candidate);
-        if !forbidden.is_empty() {
-            return Err(Rejection::Forbidden(forbidden));
-        }
-        Ok((candidate, merged_from))
-    }
-
-    /// `liza edit`: commits `bytes` (a copy of state.yaml edited from the revision it
-    /// names) as a `human_edit`, merged onto the latest revision when the blackboard moved
-    /// meanwhile, with `choices` settling conflicts. Nothing is written when it is refused;
-    /// returns the revision committed.
-    pub fn submit_edit(
-        &self,
-        bytes: &[u8],
-        choices: &Choices,
-    ) -> Result<Result<u64, Rejection>, StoreError> {
-        let lock = self.lock()?;
-        self.clean_leftovers()?;
-        let current = self.read_current(&lock)?;
-        let Some(head) = current.journal.last().cloned() else {
-            return Ok(Err(Rejection::BaseGone { edited: 0 }));
-        };
-        let head_bytes = self
-            .journal
-            .read(&head)
-            .map_err(io_err("read", &head.path))?;
-        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
-        match self.judge(bytes, &head, &head_decoded, &current.journal, choices) {
-            Ok((state, merged_from)) => {
-                let detail = format!(
-                    "liza edit: {}",
-                    hand_edit_detail(&current.state, &state, merged_from, head.revision)
-                );
-                let edit = Applied {
-                    state,
-                    detail,
-                    merged_from,
-                    commented: Commented::of(bytes),
-                };
-                let (done, revision) =
-                    self.apply_hand_edit(&lock, current.hash, current.journal, edit)?;
-                self.remember(done.into());
-                Ok(Ok(revision))
-            }
-            Err(why) => Ok(Err(why)),
-        }
-    }
-
-    /// Commits an accepted hand edit as the next revision (`human_edit`); `hash` is what
-    /// state.yaml is expected to hold. Returns the state after it (and after any save
-    /// that landed during the commit) and the edit's revision.
-    fn apply_hand_edit(
-        &self,
-        lock: &StateLock,
-        hash: ContentHash,
-        journal: Vec<JournalEntry>,
-        edit: Applied,
-    ) -> Result<(Current, u64), StoreError> {
-        let Applied {
-            mut state,
-            detail,
-            merged_from,
-            commented,
-        } = edit;
-        // The store owns the revision: the edit becomes head + 1 whatever number the
-        // person wrote (a blackboard adopted without a journal keeps its own).
-        let head = journal.last().map_or(0, |h| h.revision);
-        let written = state.revision();
-        let mut detail = detail;
-        if head > 0 && written > head {
-            detail.push_str(&format!(
-                " (the file said revision {written}; ignored, liza numbers revisions)"
-            ));
-        }
-        state.revision = Some(if head > 0 { head } else { written } as i64);
-        let mut entry = LogEntry::new(Timestamp::now(), "human", EventKind::HumanEdit);
-        entry.detail = Some(detail.clone());
-        let head_hash = journal.last().map(|h| h.hash);
-        let replaced = Replaced {
-            hash,
-            texts: None,
-            commented: commented.as_ref(),
-            // The text reads as the person's save, which a merge may have changed.
-            before: None,
-        };
-        let committed = self.commit(lock, &mut state, journal, replaced, vec![entry])?;
-        if let Some(replaced) = head_hash {
-            // The cache of the revision the edit was made on.
-            self.cache.remove(replaced);
-        }
-        let journal = committed.durable.complete()?;
-        self.policy.reconciled(&HandEditOutcome::Applied {
-            revision: committed.revision,
-            summary: detail,
-            merged_from,
-            state: Box::new(state.clone()),
-        });
-        if let Some(saved) = &committed.concurrent_save {
-            return Ok((self.reconcile_swapped_out(lock, saved)?, committed.revision));
-        }
-        let current = Current {
-            state,
-            hash: committed.hash,
-            journal,
-            texts: committed.texts,
-            commented: committed.commented,
-        };
-        Ok((current, committed.revision))
-    }
-
-    /// Puts the latest revision back in place, keeps the human's file (`bytes`, as read)
-    /// under `rejected/` with a note and logs `hand_edit_rejected`. A save that replaced
-    /// it meanwhile is swapped out by the restore and settled in turn.
-    fn reject_hand_edit(
-        &self,
-        lock: &StateLock,
-        head: &JournalEntry,
-        head_bytes: Vec<u8>,
-        journal: Vec<JournalEntry>,
-        bytes: &[u8],
-        why: Rejection,
-    ) -> Result<Current, StoreError> {
-        let dir = &self.paths.dir;
-        let target = self.paths.state();
-        let temp = atomic::write_temp_synced(dir, super::TEMP_PREFIX, &head_bytes)
-            .map_err(io_err("write a temporary file in", dir))?;
-        atomic::exchange(dir, &temp, &target).map_err(io_err("restore", &target))?;
-        let newer = fs::read(&temp).map_or(true, |b| b != bytes);
-        if !newer {
-            self.set_aside(&temp, head.revision, why)?;
-            return self.load_committed(head.hash, head_bytes, journal, None);
-        }
-        // The person saved again after liza read the rejected copy: that copy is kept
-        // from what was read, the newer save judged next.
-        let copy = atomic::write_temp_synced(dir, super::TEMP_PREFIX, bytes)
-            .map_err(io_err("write a temporary file in", dir))?;
-        self.set_aside(&copy, head.revision, why)?;
-        self.reconcile_swapped_out(lock, &temp)
-    }
-
-    /// Keeps `file`, a hand edit that was not applied, under `rejected/` with a note
-    /// saying why; logs `hand_edit_rejected` and tells the policy. `revision` is the
-    /// latest, which state.yaml holds.
-    fn set_aside(&self, file: &Path, revision: u64, why: Rejection) -> Result<(), StoreError> {
-        let dir = &self.paths.dir;
-        let shown = self.paths.display(&self.paths.state());
-        let lines = why.lines(&shown);
-        let note = format!(
-            "This copy of {shown} was not applied: {}.\n\
-             The blackboard was put back to revision {revision}.\n\n{}\n\n\
-             To redo the change, edit the current {shown} (or use `liza edit`).",
-            why.summary(),
-            lines.join("\n")
-        );
-        let kept_as = self.keep_rejected(file, why.label(), &note);
-        atomic::fsync_dir(dir).map_err(io_err("sync", dir))?;
-        // No revision of its own: nothing was committed.
-        let mut entry = LogEntry::new(Timestamp::now(), "human", EventKind::HandEditRejected);
-        entry.detail = Some(format!(
-            "{}; kept as {}; revision {revision} restored",
-            why.summary(),
-            kept_as.as_deref().unwrap_or("(could not be kept)"),
-        ));
-        if let Err(err) = activity::append(&self.paths.log(), &[entry]) {
-            tracing::warn!(%err, "could not log the rejected hand edit");
-        }
-        self.policy.reconciled(&HandEditOutcome::Rejected {
-            revision,
-            why,
-            kept_as,
-        });
-        Ok(())
-    }
-
-    /// A blackboard with no journal (written by another tool, or an old copy put back):
-    /// adopted as revision 1 of this journal when valid.
-    fn adopt(
-        &self,
-        lock: &StateLock,
-        bytes: &[u8],
-        hash: ContentHash,
-        journal: Vec<JournalEntry>,
-    ) -> Result<Current, StoreError> {
-        let decoded = document::decode(bytes).map_err(|f| self.invalid(f))?;
-        let env = self.validation_env(Timestamp::now());
-        let errors: Vec<Finding> = validate(&decoded.state, &env)
-            .into_iter()
-            .filter(Finding::is_error)
-            .map(|f| {
-                let pos = f.path.locate(&decoded.root);
-                f.at(pos)
-            })
-            .collect();
-        if !errors.is_empty() {
-            return Err(self.invalid(errors));
-        }
-        let edit = Applied {
-            commented: Commented::decoded(bytes, decoded.has_comments),
-            state: decoded.state,
-            detail:
-                "adopted a blackboard written without liza's journal (by another tool or by hand)"
-                    .into(),
-            merged_from: None,
-        };
-        Ok(self.apply_hand_edit(lock, hash, journal, edit)?.0)
-    }
+    Ok((candidate, merged_from))
 }
 
 /// The log line of an applied hand edit: what changed, and where it was merged.
-fn hand_edit_detail(before: &State, after: &State, merged_from: Option<u64>, head: u64) -> String {
+pub fn hand_edit_detail(
+    before: &State,
+    after: &State,
+    merged_from: Option<u64>,
+    head: u64,
+) -> String {
     let summary = summary::summarize(before, after);
     match merged_from {
         Some(edited) => format!("{summary} (edited on revision {edited}, merged onto {head})"),

@@ -110,7 +110,7 @@ pub fn commit_in(repo: &Repo, worktree: &Path, file: &str, text: &str) -> String
 pub fn edit_state(
     repo: &Repo,
     action: &str,
-    change: impl FnOnce(&mut liza::blackboard::State, liza::blackboard::Timestamp),
+    mut change: impl FnMut(&mut liza::blackboard::State, liza::blackboard::Timestamp),
 ) {
     let store = liza::ops::open_store(repo.path()).unwrap();
     store
@@ -131,7 +131,7 @@ pub fn expire_lease(repo: &Repo, task: &str) {
 }
 
 /// Sets a config value through the store, as a person's edit would.
-pub fn configure(repo: &Repo, change: impl FnOnce(&mut liza::blackboard::model::Config)) {
+pub fn configure(repo: &Repo, mut change: impl FnMut(&mut liza::blackboard::model::Config)) {
     edit_state(repo, "test_config", |state, _| change(&mut state.config));
 }
 
