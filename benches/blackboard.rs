@@ -328,7 +328,8 @@ fn main() {
         let status = measure(samples, || {
             let store = liza::ops::open_store(p).unwrap();
             let snapshot = store.snapshot().unwrap();
-            let report = Report::new(&snapshot, store.paths(), Timestamp::now());
+            let live = store.live_records().unwrap();
+            let report = Report::new(&snapshot, &live, store.paths(), Timestamp::now());
             std::hint::black_box(report.render());
         });
         rows.push(Row {

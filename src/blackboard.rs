@@ -7,6 +7,7 @@
 //!   to the model.
 
 pub mod codec;
+pub mod control;
 pub mod document;
 pub mod etcd;
 pub mod event;

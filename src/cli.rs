@@ -52,6 +52,11 @@ struct Cli {
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     verbose: u8,
 
+    /// The blackboard in etcd to use (etcd://HOST:PORT[,…]/PREFIX) instead of the one
+    /// this checkout names; LIZA_STORE does the same.
+    #[arg(long, global = true, value_name = "URL")]
+    store: Option<String>,
+
     #[command(subcommand)]
     command: Command,
 }
@@ -63,6 +68,8 @@ struct Cli {
 enum Command {
     /// Create the blackboard (.liza/) and the integration branch in this repository.
     Init(init::InitArgs),
+    /// Attach this checkout to a blackboard in etcd (another machine's project).
+    Join(init::JoinArgs),
     /// Check a blackboard against every rule and report all findings.
     Validate(validate::ValidateArgs),
     /// Show the goal, sprint, agents and tasks.
@@ -195,6 +202,10 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Err(err) => return usage_error(err, wants_json),
     };
     init_tracing(cli.verbose);
+    if let Some(store) = cli.store.clone() {
+        // The processes it starts get it as LIZA_STORE (see `Store::address`).
+        crate::blackboard::store::use_address(store);
+    }
     let out = Output { json: cli.json };
     if let Some(command) = cli.command.for_people()
         && let Err(err) = refuse_agents(command)
@@ -203,6 +214,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
     }
     let result = match cli.command {
         Command::Init(args) => init::cmd_init(args, &out),
+        Command::Join(args) => init::cmd_join(args, &out),
         Command::Validate(args) => validate::cmd_validate(args, &out),
         Command::Status(args) => status::cmd_status(args, &out),
         Command::Show(args) => show::cmd_show(args, &out),

@@ -7,6 +7,7 @@
 pub mod render;
 pub mod view;
 
+use crate::blackboard::store::changes::Topic;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,18 +17,8 @@ use ratatui::crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers
 
 use crate::blackboard::{Actor, Timestamp};
 use crate::ops::{self, Project};
-use crate::watch::DirWatch;
 use render::Ui;
 use view::View;
-
-/// Files whose change redraws at once.
-const WATCHED: &[&str] = &[
-    "state.yaml",
-    "log.yaml",
-    "alerts.log",
-    "PAUSE",
-    "CHECKPOINT",
-];
 
 /// Runs the dashboard until the person quits.
 pub fn run(project: &Project, actor: &Actor) -> Result<(), String> {
@@ -35,20 +26,18 @@ pub fn run(project: &Project, actor: &Actor) -> Result<(), String> {
         return Err("status --watch needs a terminal".into());
     }
     let changed = Arc::new(AtomicBool::new(true));
-    if let Ok(watch) = DirWatch::new(
-        &project.store.paths().dir,
-        WATCHED,
+    let mut changes = project.store.changes(
+        &[Topic::State, Topic::Log, Topic::Control, Topic::Alerts],
         Duration::from_millis(50),
-    ) {
-        let flag = changed.clone();
-        std::thread::spawn(move || {
-            loop {
-                if watch.wait(Duration::from_secs(3600)) {
-                    flag.store(true, Ordering::SeqCst);
-                }
+    );
+    let flag = changed.clone();
+    std::thread::spawn(move || {
+        loop {
+            if changes.wait(Duration::from_secs(3600)) {
+                flag.store(true, Ordering::SeqCst);
             }
-        });
-    }
+        }
+    });
     let mut terminal = ratatui::init();
     let result = serve(&mut terminal, project, actor, &changed);
     ratatui::restore();
@@ -60,11 +49,7 @@ fn read(project: &Project) -> std::io::Result<View> {
         .store
         .snapshot()
         .map_err(|e| std::io::Error::other(e.to_string()))?;
-    Ok(View::read(
-        &snapshot,
-        project.store.paths(),
-        Timestamp::now(),
-    ))
+    Ok(View::read(&snapshot, &project.store, Timestamp::now()))
 }
 
 fn serve(

@@ -244,7 +244,6 @@ fn spawn_supervisor(
 /// task is merged and the goal complete; returns the merged tasks.
 fn watch(dir: &Path, started: Instant, show: &mut impl FnMut(&str)) -> Result<Vec<String>, String> {
     let store = crate::ops::open_store(dir).map_err(|e| e.to_string())?;
-    let log = store.paths().log();
     let mut shown = 0;
     loop {
         if started.elapsed() > DEADLINE {
@@ -254,7 +253,8 @@ fn watch(dir: &Path, started: Instant, show: &mut impl FnMut(&str)) -> Result<Ve
                 dir.join(".liza/demo").display()
             ));
         }
-        if let Ok(read) = crate::blackboard::log::read(&log) {
+        if let Ok(text) = store.log_text() {
+            let read = crate::blackboard::log::parse_items(&text, 1);
             for entry in read.entries.iter().skip(shown) {
                 if entry.task.is_some() || entry.action.starts_with("goal") {
                     let detail = entry

@@ -12,6 +12,8 @@ pub mod metrics;
 pub mod rules;
 pub mod webhook;
 
+use crate::blackboard::control::Control;
+use crate::blackboard::store::changes::Topic;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,15 +26,11 @@ use crate::blackboard::model::SprintStatus;
 use crate::blackboard::{Actor, State, Timestamp};
 use crate::ops::alarms::{self, Alarm, Fired, Level};
 use crate::ops::{self, OpsError, Project};
-use crate::watch::DirWatch;
 use delivery::{Echo, Outlets};
 use metrics::Numbers;
 
 /// The default period of the rule evaluation when nothing changes.
 pub const INTERVAL: Duration = Duration::from_secs(10);
-
-/// Files whose change starts a cycle at once.
-const WATCHED: &[&str] = &["state.yaml", "log.yaml", "PAUSE", "CHECKPOINT", "ABORT"];
 
 /// What one cycle did.
 #[derive(Debug, Default)]
@@ -54,7 +52,7 @@ impl Monitor {
     /// The watcher of the project `dir` is in (any directory of the repository).
     pub fn open(dir: &Path, echo: Echo) -> Result<Monitor, OpsError> {
         let (project, raised_here) = Project::discover_forwarding_alarms(dir)?;
-        let reader = ActivityReader::new(&project.store.paths().log());
+        let reader = ActivityReader::new(&project.store);
         let outlets = Outlets::new(&project.root, echo);
         Ok(Monitor {
             project: Arc::new(project),
@@ -104,7 +102,7 @@ impl Monitor {
         let facts = facts(&self.project);
         let (alarms, matches) = {
             let mut reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
-            reader.refresh();
+            reader.refresh(&self.project.store);
             let activity = &reader.activity;
             (
                 rules::evaluate(&state, activity, &facts, now),
@@ -173,10 +171,10 @@ impl Monitor {
         cycles: Option<u64>,
         stop: &AtomicBool,
     ) -> (u64, Vec<String>) {
-        let dir = self.project.store.paths().dir.clone();
-        let watch = DirWatch::new(&dir, WATCHED, Duration::from_millis(50))
-            .map_err(|e| tracing::warn!(error = %e, "no file events; evaluating every interval"))
-            .ok();
+        let mut changes = self.project.store.changes(
+            &[Topic::State, Topic::Log, Topic::Control],
+            Duration::from_millis(50),
+        );
         let mut ran = 0u64;
         let mut keys = Vec::new();
         loop {
@@ -185,12 +183,7 @@ impl Monitor {
             if cycles.is_some_and(|c| ran >= c) || stop.load(Ordering::SeqCst) {
                 break;
             }
-            match &watch {
-                Some(w) => {
-                    w.wait(interval);
-                }
-                None => std::thread::sleep(interval),
-            }
+            changes.wait(interval);
             if stop.load(Ordering::SeqCst) {
                 break;
             }
@@ -204,7 +197,7 @@ impl Monitor {
 pub fn numbers(project: &Project, reader: &Mutex<ActivityReader>) -> Result<Numbers, String> {
     let state = project.store.snapshot().map_err(|e| e.to_string())?.state;
     let mut reader = reader.lock().unwrap_or_else(|p| p.into_inner());
-    reader.refresh();
+    reader.refresh(&project.store);
     Ok(metrics::collect(
         &state,
         &reader.activity,
@@ -260,7 +253,7 @@ fn done<T>(result: Result<T, OpsError>) -> bool {
 
 fn facts(project: &Project) -> rules::Facts {
     let paths = project.store.paths();
-    let since = |name: &str| control_since(&paths.control(name));
+    let flags = project.store.control_flags().unwrap_or_default();
     let mut rejected_edits: Vec<String> = std::fs::read_dir(paths.rejected())
         .into_iter()
         .flatten()
@@ -271,27 +264,8 @@ fn facts(project: &Project) -> rules::Facts {
         .collect();
     rejected_edits.sort();
     rules::Facts {
-        paused_since: since("PAUSE"),
-        checkpoint_file_since: since("CHECKPOINT"),
+        paused_since: flags.since(Control::Pause),
+        checkpoint_file_since: flags.since(Control::Checkpoint),
         rejected_edits,
     }
-}
-
-/// When a control file was created: the timestamp liza writes on its first line, else
-/// its modification time.
-fn control_since(path: &Path) -> Option<Timestamp> {
-    let text = std::fs::read_to_string(path).ok()?;
-    if let Some(ts) = text
-        .lines()
-        .next()
-        .and_then(|l| Timestamp::parse(l.trim()).ok())
-    {
-        return Some(ts);
-    }
-    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
-    let secs = modified
-        .duration_since(std::time::UNIX_EPOCH)
-        .ok()?
-        .as_secs();
-    Some(Timestamp::from_unix(secs as i64))
 }

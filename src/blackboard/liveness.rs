@@ -207,17 +207,36 @@ impl LiveRecords {
             .next()
     }
 
-    /// Agents whose current record names process group `pgid` and whose lease is live.
-    pub fn agent_with_pgid(&self, state: &State, pgid: i64, now: Timestamp) -> Option<AgentId> {
+    /// Agents whose current record names process group `pgid` on `host` and whose
+    /// lease is live (a process group number means nothing on another host).
+    pub fn agent_with_pgid(
+        &self,
+        state: &State,
+        pgid: i64,
+        host: Option<&str>,
+        now: Timestamp,
+    ) -> Option<AgentId> {
         self.0
             .iter()
             .filter(|(id, r)| {
                 r.pgid == Some(pgid)
+                    && r.host.as_deref() == host
                     && r.lease_expires > now
                     && self.current(state, id).is_some_and(|c| c == r)
             })
             .map(|(id, _)| id.clone())
             .next()
+    }
+}
+
+/// The name of this host in liveness records: `LIZA_HOST_ID`, else the hostname
+/// (specs/shared-store.md: hosts sharing a blackboard in etcd tell their agents apart by it).
+pub fn host_id() -> Option<String> {
+    match std::env::var("LIZA_HOST_ID") {
+        Ok(id) if !id.trim().is_empty() => Some(id.trim().to_owned()),
+        _ => nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok()),
     }
 }
 
@@ -336,8 +355,13 @@ mod tests {
         // Folding again changes nothing; an older record never lowers a lease.
         assert!(!fold(&mut state, &records));
         assert_eq!(
-            records.agent_with_pgid(&state, 4242, Timestamp::from_unix(10)),
+            records.agent_with_pgid(&state, 4242, Some("h"), Timestamp::from_unix(10)),
             Some(id.clone())
+        );
+        // The same process group number on another host is another process.
+        assert_eq!(
+            records.agent_with_pgid(&state, 4242, Some("other"), Timestamp::from_unix(10)),
+            None
         );
         remove_all(dir.path(), &id).unwrap();
         assert!(read_all(dir.path()).0.is_empty());

@@ -367,6 +367,36 @@ pub fn last_logged_revision(path: &Path) -> io::Result<Option<i64>> {
     Ok(None)
 }
 
+/// The last `n` entries of log.yaml (reads only the file's end).
+pub fn tail(path: &Path, n: usize) -> Vec<LogEntry> {
+    use std::io::{Read, Seek, SeekFrom};
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let len = file.metadata().map_or(0, |m| m.len());
+    // Entries are one line of ~200 bytes; read generously and drop the first partial line.
+    let start = len.saturating_sub((n as u64) * 600);
+    if file.seek(SeekFrom::Start(start)).is_err() {
+        return Vec::new();
+    }
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return Vec::new();
+    }
+    if start > 0 {
+        match bytes.iter().position(|b| *b == b'\n') {
+            Some(i) => {
+                bytes.drain(..=i);
+            }
+            None => return Vec::new(),
+        }
+    }
+    let mut entries = parse_items(&bytes, 0).entries;
+    let skip = entries.len().saturating_sub(n);
+    entries.drain(..skip);
+    entries
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

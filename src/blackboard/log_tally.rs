@@ -5,12 +5,12 @@
 //! since its last look; a torn final line is left for the next look.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
 
 use super::event::EventKind;
 use super::log::{LogEntry, parse_items};
 use super::node::{Node, Value};
+use super::store::Store;
+use super::store::log_feed::LogFeed;
 use super::timestamp::Timestamp;
 
 /// The log action a supervisor appends when an agent run ends.
@@ -159,58 +159,60 @@ fn number(node: Option<&Node>) -> Option<f64> {
     }
 }
 
-/// Reads log.yaml incrementally into an [`Activity`].
-#[derive(Debug)]
+/// Reads the log incrementally into an [`Activity`].
 pub struct ActivityReader {
-    path: PathBuf,
-    offset: u64,
-    line: usize,
+    /// The entries written after those tallied (`None`: the log could not be read;
+    /// the next refresh tries again).
+    feed: Option<LogFeed>,
     pub activity: Activity,
 }
 
 impl ActivityReader {
-    pub fn new(log: &Path) -> ActivityReader {
-        ActivityReader {
-            path: log.to_path_buf(),
-            offset: 0,
-            line: 0,
+    /// The log of `store` as it stands, tallied; [`Self::refresh`] takes in what follows.
+    pub fn new(store: &Store) -> ActivityReader {
+        let mut reader = ActivityReader {
+            feed: None,
             activity: Activity::default(),
+        };
+        reader.start(store);
+        reader
+    }
+
+    fn start(&mut self, store: &Store) {
+        match store.follow_log() {
+            Ok((text, feed)) => {
+                self.activity = tally(&text);
+                self.feed = Some(feed);
+            }
+            Err(err) => tracing::warn!(%err, "cannot read the log; its numbers wait"),
         }
     }
 
     /// The whole log, read once.
-    pub fn read_all(log: &Path) -> Activity {
-        let mut reader = ActivityReader::new(log);
-        reader.refresh();
-        reader.activity
+    pub fn read_all(store: &Store) -> Activity {
+        tally(&store.log_text().unwrap_or_default())
     }
 
-    /// Takes in what was appended since the last call (a log that shrank is re-read).
-    pub fn refresh(&mut self) {
-        let Ok(mut file) = std::fs::File::open(&self.path) else {
-            return;
-        };
-        let len = file.metadata().map_or(0, |m| m.len());
-        if len < self.offset {
-            *self = ActivityReader::new(&self.path);
+    /// Takes in what was written since the last call.
+    pub fn refresh(&mut self, store: &Store) {
+        match &mut self.feed {
+            Some(feed) => {
+                for entry in feed.next(std::time::Duration::ZERO) {
+                    self.activity.add(&entry);
+                }
+            }
+            None => self.start(store),
         }
-        if len == self.offset || file.seek(SeekFrom::Start(self.offset)).is_err() {
-            return;
-        }
-        let mut bytes = Vec::with_capacity((len - self.offset) as usize);
-        if file.read_to_end(&mut bytes).is_err() {
-            return;
-        }
-        // Only whole lines: a torn or still-being-written last line waits for next time.
-        let Some(end) = bytes.iter().rposition(|b| *b == b'\n').map(|i| i + 1) else {
-            return;
-        };
-        let read = parse_items(&bytes[..end], self.line);
-        for entry in &read.entries {
-            self.activity.add(entry);
-        }
-        self.activity.unreadable += read.unreadable.len() as u64;
-        self.line += bytes[..end].iter().filter(|b| **b == b'\n').count();
-        self.offset += end as u64;
     }
+}
+
+/// The activity of a whole log text.
+fn tally(text: &[u8]) -> Activity {
+    let mut activity = Activity::default();
+    let read = parse_items(text, 1);
+    for entry in &read.entries {
+        activity.add(entry);
+    }
+    activity.unreadable += read.unreadable.len() as u64;
+    activity
 }

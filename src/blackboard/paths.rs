@@ -14,6 +14,7 @@ pub struct LizaPaths {
 impl LizaPaths {
     pub const DIR_NAME: &'static str = ".liza";
     pub const STATE: &'static str = "state.yaml";
+    pub const STORE_ADDRESS: &'static str = "store";
 
     pub fn new(root: &Path) -> LizaPaths {
         LizaPaths {
@@ -24,6 +25,11 @@ impl LizaPaths {
 
     pub fn state(&self) -> PathBuf {
         self.dir.join(Self::STATE)
+    }
+
+    /// The address of the blackboard in etcd, when it is there (specs/shared-store.md).
+    pub fn store_address(&self) -> PathBuf {
+        self.dir.join(Self::STORE_ADDRESS)
     }
 
     /// The lock target: created once, never deleted or renamed.

@@ -10,13 +10,17 @@
 
 pub mod atomic;
 pub mod cache;
+pub mod changes;
 pub mod commented;
+mod etcd;
 pub mod failpoint;
 mod file;
 pub mod hand_edit;
 pub mod hash;
 pub mod journal;
 pub mod lock;
+pub mod log_feed;
+mod mirror;
 
 use std::collections::HashSet;
 use std::io;
@@ -24,14 +28,18 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use self::etcd::{EtcdAttempt, EtcdStore};
 pub use self::file::write_revision_files;
 use self::file::{FileAttempt, FileStore};
 use self::hand_edit::HandEditPolicy;
 use self::hash::ContentHash;
+use super::control::{Control, ControlFlags, Raised};
 use super::document;
+use super::etcd::StoreAddress;
 use super::event::EventKind;
 use super::finding::Finding;
 use super::ids::{Actor, AgentId};
+use super::liveness::{self, LiveRecord, LiveRecords};
 use super::log::LogEntry;
 use super::merge3;
 use super::model::{State, Task};
@@ -94,6 +102,30 @@ pub enum StoreError {
         bytes >> 20, document::MAX_STATE_BYTES >> 20
     )]
     TooLarge { path: String, bytes: usize },
+    #[error(
+        "refused: the change would write {} KiB to etcd in one transaction, over the {} KiB a transaction may carry",
+        bytes >> 10, limit >> 10
+    )]
+    TransactionTooLarge { bytes: usize, limit: usize },
+    #[error("{origin}: {source}")]
+    Address {
+        /// Where the address came from (`LIZA_STORE`, `.liza/store`, `--store`).
+        origin: String,
+        #[source]
+        source: crate::blackboard::etcd::AddressError,
+    },
+    #[error("the blackboard in etcd ({address}) cannot be used: {source}")]
+    Etcd {
+        address: String,
+        #[source]
+        source: crate::blackboard::etcd::EtcdError,
+    },
+    #[error("the blackboard in etcd ({address}) does not read: {source}")]
+    Layout {
+        address: String,
+        #[source]
+        source: crate::blackboard::etcd::layout::LayoutError,
+    },
     /// A task history in the parse cache did not decode (see `model/history.rs`).
     #[error("the parse cache {path} was damaged: a task history in it does not decode")]
     DamagedCache { path: String },
@@ -106,6 +138,7 @@ impl Diagnostic for StoreError {
             StoreError::WouldInvalidate { .. }
             | StoreError::AlreadyInitialized { .. }
             | StoreError::TooLarge { .. }
+            | StoreError::TransactionTooLarge { .. }
             | StoreError::Superseded { .. } => ErrorClass::Refused,
             _ => ErrorClass::Blackboard,
         }
@@ -175,11 +208,26 @@ impl Diagnostic for StoreError {
             StoreError::WouldInvalidate { .. } => {
                 vec!["the state is unchanged; fix what the findings name first".into()]
             }
-            StoreError::TooLarge { .. } => vec![
+            StoreError::TooLarge { .. } | StoreError::TransactionTooLarge { .. } => vec![
                 "the state is unchanged; shorten the texts the change adds (descriptions, notes, reasons)".into(),
             ],
             StoreError::Superseded { .. } => vec![
                 "the state is unchanged; this supervisor stops — the newer registration's supervisor serves the agent".into(),
+            ],
+            StoreError::Etcd { source, .. } => match source {
+                crate::blackboard::etcd::EtcdError::Unreachable { .. } => vec![
+                    "start etcd, or check the address (`liza doctor` tries every member); nothing was changed".into(),
+                ],
+                crate::blackboard::etcd::EtcdError::Indeterminate { .. } => vec![
+                    "`liza log` shows whether the change was made before you try it again".into(),
+                ],
+                _ => vec!["`liza doctor` checks the store".into()],
+            },
+            StoreError::Address { origin, .. } => vec![format!(
+                "correct {origin}; `liza join etcd://HOST:PORT/PREFIX` attaches a checkout to a blackboard in etcd"
+            )],
+            StoreError::Layout { .. } => vec![
+                "`liza doctor` checks the store; a key written by another program is named above".into(),
             ],
             StoreError::DamagedCache { .. } => vec![
                 "the state is unchanged and the cache was removed: run the command again (state.yaml is read in full this time)".into(),
@@ -281,8 +329,11 @@ pub struct Store {
     backend: Backend,
 }
 
+// A process holds one or two stores: the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 enum Backend {
     File(FileStore),
+    Etcd(EtcdStore),
 }
 
 /// What a store does to run a transaction; [`run`] holds what is common.
@@ -317,6 +368,27 @@ impl Transactional for FileStore {
         log: Vec<LogEntry>,
     ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError> {
         FileStore::finish(self, attempt, state, log).map(Some)
+    }
+
+    fn root(&self) -> &Path {
+        &self.paths().root
+    }
+}
+
+impl Transactional for EtcdStore {
+    type Attempt = EtcdAttempt;
+
+    fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
+        EtcdStore::begin(self)
+    }
+
+    fn finish(
+        &self,
+        attempt: EtcdAttempt,
+        state: State,
+        log: Vec<LogEntry>,
+    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError> {
+        EtcdStore::finish(self, attempt, state, log)
     }
 
     fn root(&self) -> &Path {
@@ -370,31 +442,85 @@ fn run<S: Transactional, R, E>(
 }
 
 impl Store {
-    /// Opens the blackboard of the project at `root` (which must hold `.liza/`); hand
-    /// edits are reconciled with `policy` (the status changes a person may make, where
-    /// alarms go). `ops::open_store` opens it with the lifecycle's rules.
+    /// Opens the blackboard of the project at `root`: in etcd when `LIZA_STORE` or the
+    /// checkout's `.liza/store` names an address, else the files of `.liza/` (which must
+    /// exist). Hand edits are reconciled with `policy` (the status changes a person may
+    /// make, where alarms go). `ops::open_store` opens it with the lifecycle's rules.
     pub fn open(root: &Path, policy: Arc<dyn HandEditPolicy>) -> Result<Store, StoreError> {
-        Ok(Store {
-            backend: Backend::File(FileStore::open(root, policy)?),
-        })
+        let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+        let backend = match locate(&root)? {
+            Some(address) => Backend::Etcd(EtcdStore::connect(&root, address, policy)?),
+            None => Backend::File(FileStore::open(&root, policy)?),
+        };
+        Ok(Store { backend })
     }
 
-    /// Creates the blackboard with `state` as revision 1.
+    /// Creates the blackboard with `state` as revision 1: in `.liza/`, or in etcd at
+    /// `address` with the checkout's `.liza/store` naming it.
     pub fn initialize(
         root: &Path,
+        address: Option<StoreAddress>,
         state: State,
         entry: LogEntry,
         policy: Arc<dyn HandEditPolicy>,
     ) -> Result<Store, StoreError> {
+        let Some(address) = address else {
+            return Ok(Store {
+                backend: Backend::File(FileStore::initialize(root, state, entry, policy)?),
+            });
+        };
+        let paths = LizaPaths::new(root);
+        if paths.dir.exists() {
+            return Err(StoreError::AlreadyInitialized {
+                dir: paths.dir.display().to_string(),
+            });
+        }
+        let store = EtcdStore::connect(root, address.clone(), policy)?;
+        store.initialize(state, entry)?;
+        remember_address(&paths, &address)?;
+        // The checkout's mirror shows revision 1 from the start.
+        store.snapshot()?;
         Ok(Store {
-            backend: Backend::File(FileStore::initialize(root, state, entry, policy)?),
+            backend: Backend::Etcd(store),
         })
+    }
+
+    /// Attaches the checkout at `root` to the blackboard in etcd at `address`, which
+    /// must exist: `.liza/store` names it from then on.
+    pub fn join(
+        root: &Path,
+        address: StoreAddress,
+        policy: Arc<dyn HandEditPolicy>,
+    ) -> Result<Store, StoreError> {
+        let paths = LizaPaths::new(root);
+        if paths.dir.exists() {
+            return Err(StoreError::AlreadyInitialized {
+                dir: paths.dir.display().to_string(),
+            });
+        }
+        let store = EtcdStore::connect(root, address.clone(), policy)?;
+        store.snapshot()?;
+        remember_address(&paths, &address)?;
+        store.snapshot()?;
+        Ok(Store {
+            backend: Backend::Etcd(store),
+        })
+    }
+
+    /// The etcd address of the blackboard, when it is in etcd.
+    pub fn address(&self) -> Option<&StoreAddress> {
+        match &self.backend {
+            Backend::File(_) => None,
+            Backend::Etcd(e) => Some(e.address()),
+        }
     }
 
     /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
     pub fn with_lock_timeout(self, timeout: Duration) -> Store {
         let backend = match self.backend {
             Backend::File(f) => Backend::File(f.with_lock_timeout(timeout)),
+            // No lock to wait for: a transaction that meets another writer retries.
+            etcd @ Backend::Etcd(_) => etcd,
         };
         Store { backend }
     }
@@ -403,6 +529,7 @@ impl Store {
     pub fn paths(&self) -> &LizaPaths {
         match &self.backend {
             Backend::File(f) => f.paths(),
+            Backend::Etcd(e) => e.paths(),
         }
     }
 
@@ -416,6 +543,7 @@ impl Store {
     ) -> Result<Committed<R>, TxError<E>> {
         match &self.backend {
             Backend::File(f) => run(f, actor, &mut change),
+            Backend::Etcd(e) => run(e, actor, &mut change),
         }
     }
 
@@ -423,6 +551,7 @@ impl Store {
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
         match &self.backend {
             Backend::File(f) => f.snapshot(),
+            Backend::Etcd(e) => e.snapshot(),
         }
     }
 
@@ -435,6 +564,8 @@ impl Store {
     ) -> Result<(), StoreError> {
         match &self.backend {
             Backend::File(f) => f.refuse_damaged(hash, tasks),
+            // No parse cache: every history is read whole.
+            Backend::Etcd(_) => Ok(()),
         }
     }
 
@@ -443,6 +574,7 @@ impl Store {
     pub fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
         match &self.backend {
             Backend::File(f) => f.append_log(entries),
+            Backend::Etcd(e) => e.append_log(entries),
         }
     }
 
@@ -450,6 +582,7 @@ impl Store {
     pub fn lock_holder(&self) -> Result<Option<String>, StoreError> {
         match &self.backend {
             Backend::File(f) => f.lock_holder(),
+            Backend::Etcd(_) => Ok(None),
         }
     }
 
@@ -457,6 +590,7 @@ impl Store {
     pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
         match &self.backend {
             Backend::File(f) => f.revisions(),
+            Backend::Etcd(e) => e.revisions(),
         }
     }
 
@@ -464,6 +598,7 @@ impl Store {
     pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
         match &self.backend {
             Backend::File(f) => f.revision_text(revision),
+            Backend::Etcd(e) => e.revision_text(revision),
         }
     }
 
@@ -471,6 +606,8 @@ impl Store {
     pub fn reconcile(&self) -> Result<(), StoreError> {
         match &self.backend {
             Backend::File(f) => f.reconcile(),
+            // Nothing to reconcile: people change it with `liza edit`.
+            Backend::Etcd(_) => Ok(()),
         }
     }
 
@@ -478,6 +615,7 @@ impl Store {
     pub fn committed_state(&self) -> Option<State> {
         match &self.backend {
             Backend::File(f) => f.committed_state(),
+            Backend::Etcd(e) => e.snapshot().ok().map(|s| s.state),
         }
     }
 
@@ -488,6 +626,181 @@ impl Store {
     ) -> Result<Option<Result<(), hand_edit::Rejection>>, StoreError> {
         match &self.backend {
             Backend::File(f) => f.pending_hand_edit(),
+            Backend::Etcd(_) => Ok(None),
+        }
+    }
+
+    /// The agents' liveness records (specs/blackboard.md *Liveness*).
+    pub fn live_records(&self) -> Result<LiveRecords, StoreError> {
+        match &self.backend {
+            Backend::File(f) => Ok(liveness::read_all(&f.paths().live())),
+            Backend::Etcd(e) => e.live_records(),
+        }
+    }
+
+    /// Writes `agent`'s liveness record (a heartbeat). In etcd it lives as long as its
+    /// longest lease, then vanishes by itself if no heartbeat renewed it.
+    pub fn write_live(&self, agent: &AgentId, record: &LiveRecord) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let dir = f.paths().live();
+                liveness::write(&dir, agent, record)
+                    .map(drop)
+                    .map_err(|source| StoreError::Io {
+                        action: "write",
+                        path: f.paths().display(&dir),
+                        source,
+                    })
+            }
+            Backend::Etcd(e) => {
+                let until = [record.task_lease_expires, record.review_lease_expires]
+                    .into_iter()
+                    .flatten()
+                    .fold(record.lease_expires, Timestamp::max);
+                let ttl = until.seconds_since(record.heartbeat).max(1);
+                e.write_live(agent, record, Duration::from_secs(ttl as u64))
+            }
+        }
+    }
+
+    /// Removes every liveness record of `agent` (a registration ended or was replaced).
+    pub fn remove_live(&self, agent: &AgentId) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let dir = f.paths().live();
+                liveness::remove_all(&dir, agent).map_err(|source| StoreError::Io {
+                    action: "write",
+                    path: f.paths().display(&dir),
+                    source,
+                })
+            }
+            Backend::Etcd(e) => e.remove_live(agent),
+        }
+    }
+
+    /// The log as log.yaml text: every entry, oldest first.
+    pub fn log_text(&self) -> Result<Vec<u8>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = f.paths().log();
+                match std::fs::read(&path) {
+                    Ok(bytes) => Ok(bytes),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+                    Err(source) => Err(StoreError::Io {
+                        action: "read",
+                        path: f.paths().display(&path),
+                        source,
+                    }),
+                }
+            }
+            Backend::Etcd(e) => e.log_text(),
+        }
+    }
+
+    /// A feed of the changes of `topics` from now on, bursts within `debounce` waking
+    /// a waiter once.
+    pub fn changes(&self, topics: &[changes::Topic], debounce: Duration) -> changes::Changes {
+        match &self.backend {
+            Backend::File(f) => changes::Changes::files(&f.paths().dir, topics, debounce),
+            Backend::Etcd(e) => e.changes(topics, debounce),
+        }
+    }
+
+    /// The control flags raised now.
+    pub fn control_flags(&self) -> Result<ControlFlags, StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let flags = Control::ALL
+                    .into_iter()
+                    .filter_map(|control| {
+                        let path = f.paths().control(control.name());
+                        let text = std::fs::read_to_string(&path).ok()?;
+                        let written = std::fs::metadata(&path)
+                            .and_then(|m| m.modified())
+                            .ok()
+                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                            .map(|d| Timestamp::from_unix(d.as_secs() as i64));
+                        Some((control, Raised::read(text, written)))
+                    })
+                    .collect();
+                Ok(ControlFlags(flags))
+            }
+            Backend::Etcd(e) => e.control_flags(),
+        }
+    }
+
+    /// Raises `control` with `text` (its first line: when).
+    pub fn raise(&self, control: Control, text: &str) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = f.paths().control(control.name());
+                std::fs::write(&path, text).map_err(|source| StoreError::Io {
+                    action: "write",
+                    path: f.paths().display(&path),
+                    source,
+                })
+            }
+            Backend::Etcd(e) => e.raise(control, text),
+        }
+    }
+
+    /// Lowers `control`; `false` when it was not raised.
+    pub fn lower(&self, control: Control) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = f.paths().control(control.name());
+                match std::fs::remove_file(&path) {
+                    Ok(()) => Ok(true),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+                    Err(source) => Err(StoreError::Io {
+                        action: "remove",
+                        path: f.paths().display(&path),
+                        source,
+                    }),
+                }
+            }
+            Backend::Etcd(e) => e.lower(control),
+        }
+    }
+
+    /// The log as log.yaml text, and a feed of the entries written after it.
+    pub fn follow_log(&self) -> Result<(Vec<u8>, log_feed::LogFeed), StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let text = self.log_text()?;
+                let complete = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+                let feed = log_feed::LogFeed::file(f.paths().log(), complete as u64);
+                Ok((text, feed))
+            }
+            Backend::Etcd(e) => e.follow_log(),
+        }
+    }
+
+    /// The last `n` log entries.
+    pub fn log_tail(&self, n: usize) -> Vec<LogEntry> {
+        match &self.backend {
+            Backend::File(f) => super::log::tail(&f.paths().log(), n),
+            Backend::Etcd(e) => {
+                let text = e.log_text().unwrap_or_default();
+                let mut entries = super::log::parse_items(&text, 0).entries;
+                entries.drain(..entries.len().saturating_sub(n));
+                entries
+            }
+        }
+    }
+
+    /// The blackboard as state.yaml text: the file as it is, or etcd's state rendered.
+    pub fn text(&self) -> Result<Vec<u8>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = f.paths().state();
+                document::read_limited(&path).map_err(|source| StoreError::Io {
+                    action: "read",
+                    path: f.paths().display(&path),
+                    source,
+                })
+            }
+            Backend::Etcd(e) => e.text(),
         }
     }
 
@@ -500,6 +813,78 @@ impl Store {
     ) -> Result<Result<u64, hand_edit::Rejection>, StoreError> {
         match &self.backend {
             Backend::File(f) => f.submit_edit(bytes, choices),
+            Backend::Etcd(e) => e.submit_edit(bytes, choices),
         }
     }
+}
+
+/// The address the global `--store` gave, for this process.
+static ADDRESS_OVERRIDE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Makes every store this process opens the one at `address` (the global `--store`);
+/// the first call wins.
+pub fn use_address(address: String) {
+    let _ = ADDRESS_OVERRIDE.set(address);
+}
+
+/// The etcd address a checkout at `root` uses: the global `--store`, else `LIZA_STORE`,
+/// else `.liza/store`; `None`: the file store.
+pub fn locate(root: &Path) -> Result<Option<StoreAddress>, StoreError> {
+    if let Some(text) = ADDRESS_OVERRIDE.get() {
+        return parse_address(text.trim(), "--store").map(Some);
+    }
+    if let Ok(text) = std::env::var("LIZA_STORE")
+        && !text.trim().is_empty()
+    {
+        return parse_address(text.trim(), "LIZA_STORE").map(Some);
+    }
+    let path = LizaPaths::new(root).store_address();
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse_address(text.trim(), ".liza/store").map(Some),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StoreError::Io {
+            action: "read",
+            path: path.display().to_string(),
+            source,
+        }),
+    }
+}
+
+fn parse_address(text: &str, origin: &str) -> Result<StoreAddress, StoreError> {
+    text.parse().map_err(|source| StoreError::Address {
+        origin: origin.to_owned(),
+        source,
+    })
+}
+
+/// Creates `.liza/` holding `store` (the address), built aside and renamed into place so
+/// a concurrent or failed command leaves nothing half-made.
+fn remember_address(paths: &LizaPaths, address: &StoreAddress) -> Result<(), StoreError> {
+    let io = |action: &'static str, path: &Path| {
+        let path = path.display().to_string();
+        move |source| StoreError::Io {
+            action,
+            path,
+            source,
+        }
+    };
+    let staging = tempfile::Builder::new()
+        .prefix(".liza.join-")
+        .tempdir_in(&paths.root)
+        .map_err(io("create a directory in", &paths.root))?;
+    let file = staging.path().join(LizaPaths::STORE_ADDRESS);
+    atomic::create_synced(&file, format!("{address}\n").as_bytes()).map_err(io("write", &file))?;
+    let staged = staging.keep();
+    if let Err(e) = atomic::rename_noreplace(&paths.root, &staged, &paths.dir) {
+        let _ = std::fs::remove_dir_all(&staged);
+        return Err(match e.kind() {
+            io::ErrorKind::AlreadyExists | io::ErrorKind::DirectoryNotEmpty => {
+                StoreError::AlreadyInitialized {
+                    dir: paths.dir.display().to_string(),
+                }
+            }
+            _ => io("create", &paths.dir)(e),
+        });
+    }
+    atomic::fsync_dir(&paths.root).map_err(io("sync", &paths.root))
 }

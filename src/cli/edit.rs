@@ -32,8 +32,7 @@ pub fn cmd_edit(_args: EditArgs, out: &Output) -> Result<i32, CliError> {
     let project = Project::discover(&current_dir()?)?;
     // A pending hand edit is settled first, so the copy is a committed revision.
     project.store.reconcile()?;
-    let original = std::fs::read(project.store.paths().state())
-        .map_err(|e| CliError::blackboard(format!("cannot read .liza/state.yaml: {e}")))?;
+    let original = project.store.text()?;
     let copy = tempfile::Builder::new()
         .prefix("liza-edit-")
         .suffix(".yaml")

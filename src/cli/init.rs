@@ -1,4 +1,5 @@
-//! `liza init <goal> [--spec PATH] [--integration-branch NAME] [--base REF]`
+//! `liza init <goal> [--spec PATH] [--integration-branch NAME] [--base REF] [--store URL]`
+//! and `liza join URL`.
 
 use std::path::PathBuf;
 
@@ -19,6 +20,26 @@ pub struct InitArgs {
     /// Commit a new integration branch starts from.
     #[arg(long, value_name = "REF")]
     base: Option<String>,
+}
+
+/// `liza join etcd://HOST:PORT/PREFIX`
+#[derive(clap::Args)]
+pub struct JoinArgs {
+    /// The blackboard's address: etcd://HOST:PORT[,HOST:PORT…]/PREFIX.
+    address: String,
+}
+
+pub fn cmd_join(args: JoinArgs, out: &Output) -> Result<i32, CliError> {
+    let outcome = ops::join(&current_dir()?, &args.address)?;
+    out.ok(serde_json::to_value(&outcome).unwrap_or_default(), || {
+        format!(
+            "joined {} (revision {}); commands in {} use it from now on\n",
+            outcome.address,
+            outcome.revision,
+            outcome.root.display()
+        )
+    });
+    Ok(EXIT_OK)
 }
 
 pub fn cmd_init(args: InitArgs, out: &Output) -> Result<i32, CliError> {

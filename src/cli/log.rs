@@ -1,14 +1,12 @@
 //! `liza log [--task ID] [--follow]`: the activity log, whole or followed.
 
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::io::Write;
 use std::time::Duration;
 
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
 use crate::blackboard::log::{self as activity, LogEntry};
 use crate::ops::Project;
-use crate::watch::DirWatch;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -52,16 +50,11 @@ pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
         return super::report::show(out, &done, |_| format!("logged {action}"));
     }
     let project = Project::discover(&current_dir()?)?;
-    let path = project.store.paths().log();
-    let bytes = match std::fs::read(&path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => {
-            return Err(CliError::blackboard(format!(
-                "cannot read {}: {e}",
-                path.display()
-            )));
-        }
+    let (bytes, feed) = if args.follow {
+        let (bytes, feed) = project.store.follow_log()?;
+        (bytes, Some(feed))
+    } else {
+        (project.store.log_text()?, None)
     };
     let read = activity::parse_items(&bytes, 1);
     // A task id is checked like everywhere else (`--task ../x` is not one).
@@ -78,15 +71,21 @@ pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
     for (line, message) in &read.unreadable {
         eprintln!("warning: log.yaml line {line}: unreadable entry skipped ({message})");
     }
-    if args.follow {
+    if let Some(mut feed) = feed {
         let mut stdout = std::io::stdout().lock();
         for e in &entries {
             let _ = writeln!(stdout, "{}", render(e, out.json));
         }
         let _ = stdout.flush();
         drop(stdout);
-        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        follow(&path, complete as u64, &wanted, out.json);
+        loop {
+            let entries = feed.next(Duration::from_secs(2));
+            let mut stdout = std::io::stdout().lock();
+            for e in entries.iter().filter(|e| wanted(e)) {
+                let _ = writeln!(stdout, "{}", render(e, out.json));
+            }
+            let _ = stdout.flush();
+        }
     }
     let result = serde_json::json!({
         "entries": entries,
@@ -124,46 +123,4 @@ fn render(e: &LogEntry, json: bool) -> String {
         e.detail.as_deref().unwrap_or("").replace('\n', " ⏎ ")
     );
     crate::terminal_text::visible(&line).into_owned()
-}
-
-/// Prints entries appended after `offset` until the process is interrupted. Woken by
-/// file events; checks every 2 s as well in case events are lost.
-fn follow(path: &Path, mut offset: u64, wanted: &dyn Fn(&LogEntry) -> bool, json: bool) -> ! {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("log.yaml");
-    let watch = DirWatch::new(dir, &[name], Duration::from_millis(50)).ok();
-    loop {
-        match &watch {
-            Some(w) => {
-                w.wait(Duration::from_secs(2));
-            }
-            None => std::thread::sleep(Duration::from_secs(1)),
-        }
-        let Ok(mut file) = std::fs::File::open(path) else {
-            continue;
-        };
-        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < offset {
-            // A torn final entry was cut off by the next append.
-            offset = len;
-        }
-        if len == offset || file.seek(SeekFrom::Start(offset)).is_err() {
-            continue;
-        }
-        let mut chunk = Vec::new();
-        if file.read_to_end(&mut chunk).is_err() {
-            continue;
-        }
-        let complete = chunk.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-        let read = activity::parse_items(&chunk[..complete], 1);
-        let mut stdout = std::io::stdout().lock();
-        for e in read.entries.iter().filter(|e| wanted(e)) {
-            let _ = writeln!(stdout, "{}", render(e, json));
-        }
-        let _ = stdout.flush();
-        offset += complete as u64;
-    }
 }

@@ -14,7 +14,15 @@ use super::{Cli, CliError, EXIT_OK};
 pub const GROUPS: &[(&str, &[&str])] = &[
     (
         "Setup",
-        &["init", "doctor", "demo", "help", "completions", "man"],
+        &[
+            "init",
+            "join",
+            "doctor",
+            "demo",
+            "help",
+            "completions",
+            "man",
+        ],
     ),
     (
         "Inspection (anyone)",

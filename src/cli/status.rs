@@ -32,10 +32,11 @@ pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
         return Ok(EXIT_OK);
     }
     let snapshot = project.store.snapshot()?;
-    let mut report = Report::new(&snapshot, project.store.paths(), Timestamp::now());
+    let live = project.store.live_records()?;
+    let mut report = Report::new(&snapshot, &live, project.store.paths(), Timestamp::now());
     if out.json {
         // The numbers of `liza watch --metrics-addr` (`/metrics`), from the same tally.
-        let activity = ActivityReader::read_all(&project.store.paths().log());
+        let activity = ActivityReader::read_all(&project.store);
         report.operations = Some(crate::monitor::metrics::collect(
             &snapshot.state,
             &activity,

@@ -12,7 +12,6 @@ use serde_json::json;
 
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
-use crate::blackboard::liveness;
 use crate::blackboard::{Role, State, Timestamp};
 use crate::ops::Project;
 use crate::tmux::Tmux;
@@ -96,7 +95,15 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
             if let Some(cli) = &args.cli {
                 argv.extend(["--cli".into(), cli.clone()]);
             }
-            let env = [("LIZA_AGENT_ID", id.as_str())];
+            let store = project
+                .store
+                .address()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            let env = [
+                ("LIZA_AGENT_ID", id.as_str()),
+                ("LIZA_STORE", store.as_str()),
+            ];
             let pane = tmux.split_before(&status, &project.root, &env, &argv)?;
             tmux.run(&["select-pane", "-t", &pane, "-T", id])?;
             created.push(id.clone());
@@ -139,7 +146,11 @@ fn binaries() -> Result<(PathBuf, Vec<String>), CliError> {
 /// Agents whose effective lease has not expired.
 fn live_agents(project: &Project, state: &State) -> HashSet<String> {
     let now = Timestamp::now();
-    let leases = liveness::read_all(&project.store.paths().live()).agent_leases(state);
+    let leases = project
+        .store
+        .live_records()
+        .unwrap_or_default()
+        .agent_leases(state);
     state
         .agents
         .iter()

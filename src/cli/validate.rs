@@ -24,6 +24,8 @@ pub struct ValidateArgs {
 
 pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
     let cwd = current_dir()?;
+    // On a blackboard in etcd: the live records there, and the mirror refreshed first.
+    let mut shared_live = None;
     let (file, root, shown) = match &args.file {
         Some(file) => {
             let file = cwd.join(file);
@@ -49,6 +51,11 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
                 other => other.into(),
             })?;
             let paths = LizaPaths::new(&root);
+            if crate::blackboard::store::locate(&root)?.is_some() {
+                let store = crate::ops::open_store(&root)?;
+                store.snapshot()?;
+                shared_live = Some(store.live_records()?);
+            }
             let shown = paths.display(&paths.state());
             (paths.state(), root, shown)
         }
@@ -60,9 +67,10 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
     let mut env = ValidationEnv::new(Some(&root), Timestamp::now());
     env.skip_spec_check |= args.skip_spec_check || skip_spec_check_from_env();
     // Heartbeats renew leases in liveness records beside the file: effective leases.
-    env.live_records = file
-        .parent()
-        .map(|dir| crate::blackboard::liveness::read_all(&dir.join("live")));
+    env.live_records = shared_live.or_else(|| {
+        file.parent()
+            .map(|dir| crate::blackboard::liveness::read_all(&dir.join("live")))
+    });
     let checked = document::check(&bytes, &mut env);
     let errors = checked.errors().count();
     let warnings = checked.findings.len() - errors;

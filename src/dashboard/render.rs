@@ -288,7 +288,7 @@ mod tests {
             "2026-03-01T12:20:00Z WARN TASK_BLOCKED t-blocked is BLOCKED: the format is unspecified [blocked:t-blocked:2026-03-01T12:00:00Z]".to_owned(),
             "2026-03-01T12:25:00Z ERROR INTEGRATION_FAILED t-failed could not be merged into integration (tests) [integration-failed:t-failed:x]".to_owned(),
         ];
-        View::new(&snapshot, &paths, now, log, alarms)
+        View::new(&snapshot, &Default::default(), &paths, now, log, alarms)
     }
 
     fn screen(width: u16, height: u16, ui: &Ui) -> String {
@@ -329,7 +329,14 @@ mod tests {
         let alarms = vec!["2026-03-01T12:30:00Z WARN NOTE \u{1b}]0;owned\u{7}\u{1b}[2J".to_owned()];
         let mut note = LogEntry::new(now, "human", EventKind::Note);
         note.detail = Some("\u{1b}[2J\u{9b}H".into());
-        let view = View::new(&snapshot, &paths, now, vec![note], alarms);
+        let view = View::new(
+            &snapshot,
+            &Default::default(),
+            &paths,
+            now,
+            vec![note],
+            alarms,
+        );
         let mut terminal = Terminal::new(TestBackend::new(120, 30)).unwrap();
         terminal.draw(|f| draw(f, &view, &Ui::default())).unwrap();
         let cells = &terminal.backend().buffer().content;

@@ -2,11 +2,10 @@
 //! `liza status` prints), the tail of log.yaml and the open alarms, plus the selected
 //! task's record for the detail pane.
 
-use std::path::Path;
-
 use crate::blackboard::codec::Emit;
-use crate::blackboard::log::{self, LogEntry};
-use crate::blackboard::store::Snapshot;
+use crate::blackboard::liveness::LiveRecords;
+use crate::blackboard::log::LogEntry;
+use crate::blackboard::store::{Snapshot, Store};
 use crate::blackboard::yaml::Emitter;
 use crate::blackboard::{LizaPaths, Timestamp};
 use crate::status::{Report, recent_alarms};
@@ -24,10 +23,12 @@ pub struct View {
 }
 
 impl View {
-    pub fn read(snapshot: &Snapshot, paths: &LizaPaths, now: Timestamp) -> View {
-        let entries = log_tail(&paths.log(), LOG_TAIL);
+    pub fn read(snapshot: &Snapshot, store: &Store, now: Timestamp) -> View {
+        let paths = store.paths();
+        let entries = store.log_tail(LOG_TAIL);
         View::new(
             snapshot,
+            &store.live_records().unwrap_or_default(),
             paths,
             now,
             entries,
@@ -37,6 +38,7 @@ impl View {
 
     pub fn new(
         snapshot: &Snapshot,
+        live: &LiveRecords,
         paths: &LizaPaths,
         now: Timestamp,
         log: Vec<LogEntry>,
@@ -53,7 +55,7 @@ impl View {
             })
             .collect();
         View {
-            report: Report::new(snapshot, paths, now),
+            report: Report::new(snapshot, live, paths, now),
             log: log.iter().map(|e| shown(log_line(e))).collect(),
             alarms: alarms.into_iter().map(shown).collect(),
             task_yaml,
@@ -68,36 +70,6 @@ fn shown(text: String) -> String {
         std::borrow::Cow::Borrowed(_) => text,
         std::borrow::Cow::Owned(clean) => clean,
     }
-}
-
-/// The last `n` entries of log.yaml (reads only the file's end).
-fn log_tail(path: &Path, n: usize) -> Vec<LogEntry> {
-    use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(path) else {
-        return Vec::new();
-    };
-    let len = file.metadata().map_or(0, |m| m.len());
-    // Entries are one line of ~200 bytes; read generously and drop the first partial line.
-    let start = len.saturating_sub((n as u64) * 600);
-    if file.seek(SeekFrom::Start(start)).is_err() {
-        return Vec::new();
-    }
-    let mut bytes = Vec::new();
-    if file.read_to_end(&mut bytes).is_err() {
-        return Vec::new();
-    }
-    if start > 0 {
-        match bytes.iter().position(|b| *b == b'\n') {
-            Some(i) => {
-                bytes.drain(..=i);
-            }
-            None => return Vec::new(),
-        }
-    }
-    let mut entries = log::parse_items(&bytes, 0).entries;
-    let skip = entries.len().saturating_sub(n);
-    entries.drain(..skip);
-    entries
 }
 
 fn log_line(e: &LogEntry) -> String {

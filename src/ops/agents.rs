@@ -4,9 +4,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Authority, OpsError, Project, Transition, supervisor_only, transition};
-use crate::blackboard::liveness::{self, LiveRecord};
+use crate::blackboard::liveness::LiveRecord;
 use crate::blackboard::model::TaskStatus;
-use crate::blackboard::{Actor, AgentId, StoreError, Timestamp};
+use crate::blackboard::{Actor, AgentId, Timestamp};
 use crate::lifecycle::{self, Registration, RuleId};
 
 /// A fresh fencing token: 16 hex digits from the process, the clock and a counter.
@@ -24,14 +24,6 @@ pub fn mint_generation() -> String {
     hasher.finalize().to_hex()[..16].to_owned()
 }
 
-fn live_io(project: &Project, source: std::io::Error) -> OpsError {
-    OpsError::Store(StoreError::Io {
-        action: "write",
-        path: project.store.paths().live().display().to_string(),
-        source,
-    })
-}
-
 /// `register <agent-id>`: returns the generation.
 pub fn register(
     project: &Project,
@@ -41,7 +33,7 @@ pub fn register(
 ) -> Result<Transition<String>, OpsError> {
     supervisor_only(actor, "register")?;
     let generation = mint_generation();
-    let records = liveness::read_all(&project.store.paths().live());
+    let records = project.store.live_records().unwrap_or_default();
     let state = project.store.snapshot()?.state;
     let here = hostname();
     let previous = records.current(&state, id).cloned();
@@ -82,14 +74,12 @@ pub fn register(
         );
     }
     // Records of earlier generations are dead: they never count again.
-    liveness::remove_all(&project.store.paths().live(), id).map_err(|e| live_io(project, e))?;
+    project.store.remove_live(id)?;
     Ok(done)
 }
 
 fn hostname() -> Option<String> {
-    nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok())
+    crate::blackboard::liveness::host_id()
 }
 
 /// Whether process `pid` exists on this host (a zombie counts until it is reaped).
@@ -187,7 +177,7 @@ pub fn heartbeat(
         waiting: facts.waiting.clone(),
         extra: Default::default(),
     };
-    liveness::write(&project.store.paths().live(), id, &record).map_err(|e| live_io(project, e))?;
+    project.store.write_live(id, &record)?;
     Ok(Heartbeat {
         generation: registered,
         lease_expires: lease.to_string(),
@@ -215,6 +205,6 @@ pub fn unregister(
             Ok((lifecycle::unregister(state, id, presented.as_deref())?, ()))
         },
     )?;
-    liveness::remove_all(&project.store.paths().live(), id).map_err(|e| live_io(project, e))?;
+    project.store.remove_live(id)?;
     Ok(done)
 }

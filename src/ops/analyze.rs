@@ -27,7 +27,7 @@ pub struct Analysis {
 
 /// Analyses the sprint, records the result, and checkpoints when a match calls for it.
 pub fn analyze(project: &Project, actor: &Actor) -> Result<Analysis, OpsError> {
-    let activity = ActivityReader::read_all(&project.store.paths().log());
+    let activity = ActivityReader::read_all(&project.store);
     analyze_with(project, actor, &activity.run_ends)
 }
 

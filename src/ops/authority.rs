@@ -5,7 +5,7 @@
 //! it and writes the log entries.
 
 use super::OpsError;
-use crate::blackboard::liveness::{self, LiveRecords};
+use crate::blackboard::liveness::LiveRecords;
 use crate::blackboard::node::Node;
 use crate::blackboard::{Actor, AgentId, State, Store, Timestamp};
 use crate::lifecycle::{self, Outcome, Refusal, RuleId, Who};
@@ -62,7 +62,7 @@ pub struct CallerFacts {
 
 impl CallerFacts {
     pub fn read(store: &Store) -> CallerFacts {
-        let records = liveness::read_all(&store.paths().live());
+        let records = store.live_records().unwrap_or_default();
         let ancestors = if records.0.is_empty() {
             Vec::new()
         } else {
@@ -72,9 +72,7 @@ impl CallerFacts {
             records,
             pgid: i64::from(nix::unistd::getpgrp().as_raw()),
             ancestors,
-            host: nix::unistd::gethostname()
-                .ok()
-                .and_then(|h| h.into_string().ok()),
+            host: crate::blackboard::liveness::host_id(),
             marker: std::env::var(SUPERVISOR_PID_VAR)
                 .ok()
                 .filter(|v| !v.is_empty()),
@@ -86,7 +84,10 @@ impl CallerFacts {
     /// a double fork while the parent lives), or with a supervisor's mark in its
     /// environment.
     fn agent_behind(&self, state: &State, now: Timestamp) -> Option<String> {
-        if let Some(agent) = self.records.agent_with_pgid(state, self.pgid, now) {
+        if let Some(agent) =
+            self.records
+                .agent_with_pgid(state, self.pgid, self.host.as_deref(), now)
+        {
             return Some(format!("it runs inside {agent}'s process group"));
         }
         if let Some(agent) =

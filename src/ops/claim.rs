@@ -12,7 +12,6 @@ use super::task_lock::TaskLock;
 use super::{
     Authority, OpsError, Project, Transition, authorize, still_current, supervisor_only, transition,
 };
-use crate::blackboard::liveness;
 use crate::blackboard::model::AnomalyType;
 use crate::blackboard::model::{CommandSpec, CommitId};
 use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
@@ -226,16 +225,14 @@ fn undo(repo: &Repo, project: &Project, id: &TaskId, integration: &str) {
 /// Stops the previous owner's agent process group when it runs on this host (its lease
 /// expired, so its supervisor is gone or stuck; the agent must not keep writing).
 fn stop_previous_owner(project: &Project, state: &State, previous: &AgentId) {
-    let records = liveness::read_all(&project.store.paths().live());
+    let records = project.store.live_records().unwrap_or_default();
     let Some(record) = records.current(state, previous) else {
         return;
     };
     let (Some(pgid), Some(host)) = (record.pgid, record.host.as_deref()) else {
         return;
     };
-    let here = nix::unistd::gethostname()
-        .ok()
-        .and_then(|h| h.into_string().ok());
+    let here = crate::blackboard::liveness::host_id();
     if here.as_deref() != Some(host) || pgid <= 1 {
         return;
     }

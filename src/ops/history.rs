@@ -21,10 +21,7 @@ pub struct RevisionInfo {
 /// The revisions the journal keeps, oldest first, with their log entries.
 pub fn history(project: &Project) -> Result<Vec<RevisionInfo>, OpsError> {
     let revisions = project.store.revisions()?;
-    let log_path = project.store.paths().log();
-    let log = activity::read(&log_path)
-        .map(|r| r.entries)
-        .unwrap_or_default();
+    let log = activity::parse_items(&project.store.log_text()?, 1).entries;
     Ok(revisions
         .into_iter()
         .map(|revision| RevisionInfo {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::OpsError;
 use crate::blackboard::codec::IdMap;
+use crate::blackboard::etcd::StoreAddress;
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::model::{AlignmentEvent, Config, Goal, GoalStatus, Sprint, State};
 use crate::blackboard::validate::integration_branch_problem;
@@ -44,6 +45,8 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
         }
         .into());
     }
+    // The global `--store` or LIZA_STORE: the blackboard goes to etcd.
+    let address = crate::blackboard::store::locate(&root)?;
     let goal = req.goal.trim();
     if goal.is_empty() {
         return Err(OpsError::refused(
@@ -95,7 +98,7 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     let mut entry = LogEntry::new(now, "human", EventKind::Init);
     entry.detail = Some(goal.to_owned());
     let rules = super::hand_edits::HandEditRules::new(crate::blackboard::LizaPaths::new(&root).dir);
-    if let Err(err) = Store::initialize(&root, state, entry, std::sync::Arc::new(rules)) {
+    if let Err(err) = Store::initialize(&root, address, state, entry, std::sync::Arc::new(rules)) {
         if created {
             // Leave the repository as it was.
             let _ = repo.delete_branch(&branch);
@@ -112,6 +115,34 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
         integration_branch: branch,
         integration_tip: tip,
         branch_created: created,
+        excludes_added,
+    })
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct JoinOutcome {
+    pub root: PathBuf,
+    pub address: String,
+    pub revision: u64,
+    pub excludes_added: Vec<String>,
+}
+
+/// `liza join URL`: attaches the repository at `cwd` to the blackboard in etcd at `url`.
+pub fn join(cwd: &Path, url: &str) -> Result<JoinOutcome, OpsError> {
+    let root = find_project_root(cwd)?;
+    let address: StoreAddress = url.parse().map_err(|source| StoreError::Address {
+        origin: "the address".into(),
+        source,
+    })?;
+    let rules = super::hand_edits::HandEditRules::new(LizaPaths::new(&root).dir);
+    let store = Store::join(&root, address.clone(), std::sync::Arc::new(rules))?;
+    let revision = store.snapshot()?.state.revision();
+    let excludes_added = Repo::open(&root)?
+        .add_excludes(&[".liza/", ".worktrees/"], "blackboard and task worktrees")?;
+    Ok(JoinOutcome {
+        root,
+        address: address.to_string(),
+        revision,
         excludes_added,
     })
 }

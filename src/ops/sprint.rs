@@ -4,31 +4,16 @@
 
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::EventKind;
+use crate::blackboard::control::Control;
 use crate::blackboard::{Actor, StoreError};
 use crate::lifecycle::{self, Kind, Outcome, Refusal, RuleId};
 
-fn write_control(project: &Project, name: &str, text: &str) -> Result<(), OpsError> {
-    let path = project.store.paths().control(name);
-    std::fs::write(&path, text).map_err(|source| {
-        OpsError::Store(StoreError::Io {
-            action: "write",
-            path: path.display().to_string(),
-            source,
-        })
-    })
+fn write_control(project: &Project, control: Control, text: &str) -> Result<(), OpsError> {
+    Ok(project.store.raise(control, text)?)
 }
 
-fn remove_control(project: &Project, name: &str) -> Result<bool, OpsError> {
-    let path = project.store.paths().control(name);
-    match std::fs::remove_file(&path) {
-        Ok(()) => Ok(true),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
-        Err(source) => Err(OpsError::Store(StoreError::Io {
-            action: "remove",
-            path: path.display().to_string(),
-            source,
-        })),
-    }
+fn remove_control(project: &Project, control: Control) -> Result<bool, OpsError> {
+    Ok(project.store.lower(control)?)
 }
 
 pub fn goal_complete(project: &Project, actor: &Actor) -> Result<Transition<()>, OpsError> {
@@ -113,7 +98,7 @@ fn after_checkpoint(project: &Project, message: Option<&str>) -> Result<(), OpsE
     let now = crate::blackboard::Timestamp::now();
     write_control(
         project,
-        "CHECKPOINT",
+        Control::Checkpoint,
         &format!("{now}\n{}\n", message.unwrap_or("")),
     )?;
     // The summary describes the committed checkpoint; a failure to read it back only
@@ -151,7 +136,7 @@ pub fn pause(project: &Project, actor: &Actor) -> Result<Transition<()>, OpsErro
     })?;
     write_control(
         project,
-        "PAUSE",
+        Control::Pause,
         &format!("{}\n", crate::blackboard::Timestamp::now()),
     )?;
     Ok(done)
@@ -166,8 +151,8 @@ pub fn resume(
     let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
         Ok((lifecycle::resume(s, w, decision, n)?, ()))
     })?;
-    remove_control(project, "PAUSE")?;
-    remove_control(project, "CHECKPOINT")?;
+    remove_control(project, Control::Pause)?;
+    remove_control(project, Control::Checkpoint)?;
     Ok(done)
 }
 
@@ -178,7 +163,7 @@ pub fn abort(project: &Project, actor: &Actor, goal: bool) -> Result<Transition<
     })?;
     write_control(
         project,
-        "ABORT",
+        Control::Abort,
         &format!("{}\n", crate::blackboard::Timestamp::now()),
     )?;
     Ok(done)

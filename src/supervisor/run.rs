@@ -3,6 +3,7 @@
 //! changes) and the execution timeout, stop it on ABORT or a signal; then the structured
 //! run report (codex) and the role-boundary snapshot compared before and after the run.
 
+use crate::blackboard::control::Control;
 use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -456,7 +457,7 @@ impl Session {
                     }
                 }
                 _ = tick.tick() => {
-                    if self.project.store.paths().control("ABORT").exists() {
+                    if self.project.store.control_flags().is_ok_and(|f| f.is_raised(Control::Abort)) {
                         let _ = process.stop(grace).await;
                         break RunEnd::Aborted;
                     }

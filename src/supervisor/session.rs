@@ -1,6 +1,7 @@
 //! A registered supervisor: startup in the order of specs/supervisor.md, the main loop (abort,
 //! pause, find work, wait), heartbeats, signals, and the way out (unregister).
 
+use crate::blackboard::control::Control;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -151,7 +152,7 @@ impl Session {
             backend.name
         ));
         let first_task = options.task.as_deref().and_then(|t| TaskId::parse(t).ok());
-        let wake = Wake::start(&project.store.paths().dir);
+        let wake = Wake::start(&project.store);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let project = Arc::new(project);
         let pulse = Pulse::new(project.clone(), agent.clone(), generation.clone());
@@ -248,15 +249,13 @@ impl Session {
     async fn observe(&self) -> Result<(State, Controls), SupervisorError> {
         let state = self.snapshot_reconciled().await?;
         let controls = self
-            .blocking(|project| {
-                let paths = project.store.paths();
-                Controls {
-                    abort: paths.control("ABORT").exists(),
-                    pause: paths.control("PAUSE").exists(),
-                    checkpoint: paths.control("CHECKPOINT").exists(),
-                }
-            })
-            .await;
+            .blocking(|project| project.store.control_flags().map_err(OpsError::from))
+            .await?;
+        let controls = Controls {
+            abort: controls.is_raised(Control::Abort),
+            pause: controls.is_raised(Control::Pause),
+            checkpoint: controls.is_raised(Control::Checkpoint),
+        };
         Ok((state, controls))
     }
 
@@ -540,6 +539,15 @@ impl Session {
                 self.project.root.display().to_string(),
             ),
             ("LIZA_WORKTREE".to_owned(), workdir.display().to_string()),
+            // The agent's commands use this supervisor's blackboard, however it was named.
+            (
+                "LIZA_STORE".to_owned(),
+                self.project
+                    .store
+                    .address()
+                    .map(ToString::to_string)
+                    .unwrap_or_default(),
+            ),
             // The mark of a supervised process that `setsid` does not remove (people's
             // commands refuse it; see ops::authority).
             (

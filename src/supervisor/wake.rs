@@ -2,38 +2,32 @@
 //! state.yaml by rename) forwarded to the async loop. The poll interval is only the
 //! fallback for filesystems without events.
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::Notify;
 
-use crate::watch::DirWatch;
-
-/// Files whose change may mean new work or a control change.
-const WATCHED: &[&str] = &["state.yaml", "PAUSE", "ABORT", "CHECKPOINT"];
+use crate::blackboard::Store;
+use crate::blackboard::store::changes::Topic;
 
 pub struct Wake {
     notify: Arc<Notify>,
 }
 
 impl Wake {
-    /// Starts watching `liza_dir`; without file events, waits are plain polls.
-    pub fn start(liza_dir: &Path) -> Wake {
+    /// Starts watching the state and the control flags of `store`; without events,
+    /// waits are plain polls.
+    pub fn start(store: &Store) -> Wake {
         let notify = Arc::new(Notify::new());
-        match DirWatch::new(liza_dir, WATCHED, Duration::from_millis(20)) {
-            Ok(watch) => {
-                let forward = notify.clone();
-                std::thread::spawn(move || {
-                    loop {
-                        if watch.wait(Duration::from_secs(3600)) {
-                            forward.notify_one();
-                        }
-                    }
-                });
+        let mut changes = store.changes(&[Topic::State, Topic::Control], Duration::from_millis(20));
+        let forward = notify.clone();
+        std::thread::spawn(move || {
+            loop {
+                if changes.wait(Duration::from_secs(3600)) {
+                    forward.notify_one();
+                }
             }
-            Err(e) => tracing::warn!(error = %e, "no file events; polling only"),
-        }
+        });
         Wake { notify }
     }
 

@@ -260,6 +260,49 @@ impl Client {
         Ok((response.kvs, response.header.revision))
     }
 
+    /// Several ranges (`(key, range_end)`, as for [`Client::range`]) read at one
+    /// revision — a txn of reads alone, safe to send again —, and that revision.
+    pub fn read_ranges(
+        &self,
+        ranges: &[(&[u8], &[u8])],
+        revision: i64,
+    ) -> Result<(Vec<Vec<KeyValue>>, i64), EtcdError> {
+        let success = ranges
+            .iter()
+            .map(|(key, range_end)| {
+                RequestOp::Range(RangeRequest {
+                    key: key.to_vec(),
+                    range_end: range_end.to_vec(),
+                    limit: 0,
+                    revision,
+                })
+            })
+            .collect();
+        let response: TxnResponse = self.call(
+            "/v3/kv/txn",
+            &TxnRequest {
+                compare: Vec::new(),
+                success,
+                failure: Vec::new(),
+            },
+        )?;
+        if response.responses.len() != ranges.len() {
+            return Err(EtcdError::BadAnswer {
+                detail: format!(
+                    "{} ranges asked, {} answered",
+                    ranges.len(),
+                    response.responses.len()
+                ),
+            });
+        }
+        let kvs = response
+            .responses
+            .into_iter()
+            .map(|r| r.response_range.map(|r| r.kvs).unwrap_or_default())
+            .collect();
+        Ok((kvs, response.header.revision))
+    }
+
     /// One key, if it exists.
     pub fn get(&self, key: &[u8]) -> Result<Option<KeyValue>, EtcdError> {
         Ok(self.range(key, &[], 0)?.0.into_iter().next())

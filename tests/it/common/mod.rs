@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+pub mod board;
 pub mod etcd;
 pub mod markdown;
 pub mod retro;

@@ -1,0 +1,618 @@
+//! The shared store: the blackboard in etcd v3, for supervisors on several hosts
+//! (specs/shared-store.md). A transaction reads the head, the tasks and the liveness
+//! records at one etcd revision `R`; the shared part of [`super::Store::transact`] runs
+//! the change and validates; the commit is one etcd txn — the head, the tasks the change
+//! touched, the log entries — applied only if neither the head nor any task changed after
+//! `R`. Another writer first: read again and run the change again. No lock is held
+//! anywhere, so a dead host holds nothing up.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use super::changes::{Changes, Topic};
+use super::hand_edit::{self, HandEditPolicy, Head, Rejection, hand_edit_detail};
+use super::hash::ContentHash;
+use super::log_feed::LogFeed;
+use super::mirror::Mirror;
+use super::{Snapshot, StoreError};
+use crate::blackboard::control::{Control, ControlFlags, Raised};
+use crate::blackboard::document;
+use crate::blackboard::etcd::layout::{self, LayoutError};
+use crate::blackboard::etcd::{
+    Change, Client, Condition, EtcdError, KeyValue, StoreAddress, TxnOutcome, prefix_end,
+};
+use crate::blackboard::event::EventKind;
+use crate::blackboard::ids::AgentId;
+use crate::blackboard::liveness::{LiveRecord, LiveRecords};
+use crate::blackboard::log::LogEntry;
+use crate::blackboard::merge3::Choices;
+use crate::blackboard::metrics;
+use crate::blackboard::model::State;
+use crate::blackboard::paths::LizaPaths;
+use crate::blackboard::timestamp::Timestamp;
+
+/// etcd refuses a request over 1.5 MiB; a transition stays under it with room for the
+/// JSON gateway's base64 (4/3) and the txn's framing.
+const MAX_TXN_BYTES: usize = 1024 * 1024;
+
+/// How long one request to etcd may take before the next member is tried.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The blackboard of one project in etcd, seen from one checkout.
+pub struct EtcdStore {
+    /// The checkout's `.liza/` (the store address, the mirror).
+    paths: LizaPaths,
+    address: StoreAddress,
+    client: Arc<Client>,
+    policy: Arc<dyn HandEditPolicy>,
+    /// The etcd lease of each liveness record this process writes, by record key.
+    leases: Mutex<HashMap<Vec<u8>, i64>>,
+    mirror: Mirror,
+}
+
+/// A transaction between its read and its commit: the etcd revision read at, and the
+/// state as read (what the change is compared with to know what to write).
+pub(super) struct EtcdAttempt {
+    revision: i64,
+    read: State,
+}
+
+/// One read of the project: the state, the liveness records, the etcd revision.
+struct Read {
+    state: State,
+    live: LiveRecords,
+    revision: i64,
+    /// The head's mod revision: names the state read (a snapshot's hash).
+    head_revision: i64,
+}
+
+impl EtcdStore {
+    /// The store of the checkout at `root` whose blackboard is at `address`. Nothing is
+    /// sent yet.
+    pub fn connect(
+        root: &Path,
+        address: StoreAddress,
+        policy: Arc<dyn HandEditPolicy>,
+    ) -> Result<EtcdStore, StoreError> {
+        let client = Client::new(&address.endpoints, REQUEST_TIMEOUT)
+            .map_err(|source| etcd_error(&address, source))?;
+        Ok(EtcdStore {
+            paths: LizaPaths::new(root),
+            address,
+            client: Arc::new(client),
+            policy,
+            leases: Mutex::new(HashMap::new()),
+            mirror: Mirror::default(),
+        })
+    }
+
+    pub fn paths(&self) -> &LizaPaths {
+        &self.paths
+    }
+
+    pub fn address(&self) -> &StoreAddress {
+        &self.address
+    }
+
+    fn fail(&self, source: EtcdError) -> StoreError {
+        etcd_error(&self.address, source)
+    }
+
+    fn layout_error(&self, source: LayoutError) -> StoreError {
+        StoreError::Layout {
+            address: self.address.to_string(),
+            source,
+        }
+    }
+
+    /// Creates the project under the prefix with `state` as revision 1, unless a project
+    /// is there already.
+    pub fn initialize(&self, mut state: State, mut entry: LogEntry) -> Result<(), StoreError> {
+        state.revision = Some(1);
+        metrics::recompute(&mut state);
+        entry.revision = Some(1);
+        let head = layout::head_key(&self.address);
+        // Nothing under the prefix yet: not a project, not the leftovers of one.
+        let prefix = self.address.key("");
+        let guard = Condition::UnchangedSince {
+            range_end: prefix_end(&prefix),
+            key: prefix,
+            revision: 0,
+        };
+        let mut changes: Vec<Change> = layout::encode(&self.address, &state)
+            .into_iter()
+            .map(|(key, value)| Change::Put {
+                key,
+                value,
+                lease: 0,
+            })
+            .collect();
+        changes.push(self.log_put(1, 0, &entry));
+        match self.client.txn(&[guard], &changes) {
+            Ok(TxnOutcome::Applied { .. }) => Ok(()),
+            Ok(TxnOutcome::Conflict { .. }) => Err(StoreError::AlreadyInitialized {
+                dir: format!("{} ({})", self.address, String::from_utf8_lossy(&head)),
+            }),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The head, the tasks and the liveness records at one revision (`0`: the newest).
+    fn read(&self, at: i64) -> Result<Read, StoreError> {
+        let head = layout::head_key(&self.address);
+        let tasks = layout::task_prefix(&self.address);
+        let live = self.address.key("live/");
+        let (mut ranges, revision) = self
+            .client
+            .read_ranges(
+                &[
+                    (&head, &[]),
+                    (&tasks, &prefix_end(&tasks)),
+                    (&live, &prefix_end(&live)),
+                ],
+                at,
+            )
+            .map_err(|e| self.fail(e))?;
+        let live_kvs = ranges.pop().unwrap_or_default();
+        let mut kvs = ranges.pop().unwrap_or_default();
+        let head_kv = ranges.pop().unwrap_or_default();
+        let head_revision = head_kv.first().map_or(0, |kv| kv.mod_revision);
+        kvs.extend(head_kv);
+        let state = layout::decode(&self.address, &kvs).map_err(|e| self.layout_error(e))?;
+        Ok(Read {
+            state,
+            live: live_records(&live, &live_kvs),
+            revision,
+            head_revision,
+        })
+    }
+
+    pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
+        let Read {
+            mut state,
+            live,
+            revision,
+            ..
+        } = self.read(0)?;
+        let read = state.clone();
+        // Heartbeats renewed leases in liveness records; the commit makes them part of
+        // the state, as on files (specs/blackboard.md *Liveness*).
+        crate::blackboard::liveness::fold(&mut state, &live);
+        Ok((state, EtcdAttempt { revision, read }))
+    }
+
+    /// Commits `state`; `None` when the head or a task changed after the read.
+    pub(super) fn finish(
+        &self,
+        attempt: EtcdAttempt,
+        mut state: State,
+        mut log: Vec<LogEntry>,
+    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError> {
+        let revision = attempt.read.revision() + 1;
+        state.revision = Some(revision as i64);
+        metrics::recompute(&mut state);
+        // Liza v0.1 notes come without ids; every write gives them theirs.
+        state.assign_note_ids();
+        let mut changes = layout::changes(&self.address, &attempt.read, &state);
+        for (n, entry) in log.iter_mut().enumerate() {
+            entry.revision = Some(revision as i64);
+            changes.push(self.log_put(revision, n, entry));
+        }
+        let size: usize = changes.iter().map(change_size).sum();
+        if size > MAX_TXN_BYTES {
+            return Err(StoreError::TransactionTooLarge {
+                bytes: size,
+                limit: MAX_TXN_BYTES,
+            });
+        }
+        let conditions = self.unchanged_since(attempt.revision);
+        let applied = match self.client.txn(&conditions, &changes) {
+            Ok(TxnOutcome::Applied { .. }) => true,
+            Ok(TxnOutcome::Conflict { .. }) => false,
+            Err(EtcdError::Indeterminate { .. }) => {
+                // Sent, no answer: the first log key of this revision says whether it
+                // was applied (it is written by this txn alone, with this content).
+                let key = self.log_key(revision, 0);
+                let stored = self.client.get(&key).map_err(|e| self.fail(e))?;
+                changes.iter().any(|c| {
+                    matches!(c, Change::Put { key: k, value, .. }
+                        if *k == key && stored.as_ref().is_some_and(|kv| kv.value == *value))
+                })
+            }
+            Err(e) => return Err(self.fail(e)),
+        };
+        if !applied {
+            return Ok(None);
+        }
+        self.refresh_mirror(&state);
+        Ok(Some((revision, log)))
+    }
+
+    /// Brings this checkout's mirror up to `state` (see [`Mirror`]).
+    fn refresh_mirror(&self, state: &State) {
+        self.mirror
+            .refresh(&self.paths, &self.address.to_string(), state, yaml_text);
+    }
+
+    /// The guard of a commit: neither the head nor any task changed after `revision`.
+    fn unchanged_since(&self, revision: i64) -> [Condition; 2] {
+        let tasks = layout::task_prefix(&self.address);
+        [
+            Condition::UnchangedSince {
+                key: layout::head_key(&self.address),
+                range_end: Vec::new(),
+                revision,
+            },
+            Condition::UnchangedSince {
+                range_end: prefix_end(&tasks),
+                key: tasks,
+                revision,
+            },
+        ]
+    }
+
+    /// `log/<revision>/<n>`: the entries of a revision, in order.
+    fn log_key(&self, revision: u64, n: usize) -> Vec<u8> {
+        self.address.key(&format!("log/{revision:012}/{n:03}"))
+    }
+
+    fn log_put(&self, revision: u64, n: usize, entry: &LogEntry) -> Change {
+        Change::Put {
+            key: self.log_key(revision, n),
+            value: entry.to_line().into_bytes(),
+            lease: 0,
+        }
+    }
+
+    pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        let Read {
+            mut state,
+            live,
+            head_revision,
+            ..
+        } = self.read(0)?;
+        self.refresh_mirror(&state);
+        crate::blackboard::liveness::fold(&mut state, &live);
+        Ok(Snapshot {
+            state,
+            hash: ContentHash::of(&head_revision.to_be_bytes()),
+            pending_hand_edit: false,
+        })
+    }
+
+    /// The liveness records, as every transaction folds them.
+    pub fn live_records(&self) -> Result<LiveRecords, StoreError> {
+        let live = self.address.key("live/");
+        let (kvs, _) = self
+            .client
+            .range(&live, &prefix_end(&live), 0)
+            .map_err(|e| self.fail(e))?;
+        Ok(live_records(&live, &kvs))
+    }
+
+    /// Writes `agent`'s liveness record under an etcd lease of `ttl` seconds, renewed by
+    /// each write: a host that stops writing loses its records when the lease runs out.
+    pub fn write_live(
+        &self,
+        agent: &AgentId,
+        record: &LiveRecord,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let key = self
+            .address
+            .key(&format!("live/{}.{}", agent.as_str(), record.generation));
+        let value = serde_json::to_vec(record).expect("a liveness record serialises");
+        let known = self.leases.lock().ok().and_then(|l| l.get(&key).copied());
+        let lease = match known {
+            Some(id)
+                if self
+                    .client
+                    .keep_alive(id)
+                    .map_err(|e| self.fail(e))?
+                    .is_some() =>
+            {
+                id
+            }
+            _ => {
+                let id = self
+                    .client
+                    .grant_lease(ttl.as_secs().max(1) as i64)
+                    .map_err(|e| self.fail(e))?;
+                if let Ok(mut leases) = self.leases.lock() {
+                    leases.insert(key.clone(), id);
+                }
+                id
+            }
+        };
+        self.client
+            .put(&key, &value, lease)
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Removes every liveness record of `agent` (it was unregistered).
+    pub fn remove_live(&self, agent: &AgentId) -> Result<(), StoreError> {
+        let prefix = self.address.key(&format!("live/{}.", agent.as_str()));
+        let leases: Vec<i64> = match self.leases.lock() {
+            Ok(mut leases) => {
+                let keys: Vec<Vec<u8>> = leases
+                    .keys()
+                    .filter(|k| k.starts_with(&prefix))
+                    .cloned()
+                    .collect();
+                keys.iter().filter_map(|k| leases.remove(k)).collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        for id in leases {
+            self.client.revoke_lease(id).map_err(|e| self.fail(e))?;
+        }
+        let (kvs, _) = self
+            .client
+            .range(&prefix, &prefix_end(&prefix), 0)
+            .map_err(|e| self.fail(e))?;
+        let deletes: Vec<Change> = kvs.into_iter().map(|kv| Change::Delete(kv.key)).collect();
+        if !deletes.is_empty() {
+            self.client.txn(&[], &deletes).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+
+    /// Appends entries that record no state change, after the entries of the revision
+    /// current now.
+    pub fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
+        let head = layout::head_key(&self.address);
+        let kv = self.client.get(&head).map_err(|e| self.fail(e))?;
+        let revision = match kv {
+            Some(kv) => head_revision(&kv).map_err(|e| self.layout_error(e))?,
+            None => 0,
+        };
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos();
+        let changes: Vec<Change> = entries
+            .iter()
+            .enumerate()
+            .map(|(n, entry)| Change::Put {
+                // After the revision's own entries (digits sort before `x`), in time order.
+                key: self.address.key(&format!(
+                    "log/{revision:012}/x{stamp:020}-{}-{n:03}",
+                    std::process::id()
+                )),
+                value: entry.to_line().into_bytes(),
+                lease: 0,
+            })
+            .collect();
+        match self.client.txn(&[], &changes) {
+            Ok(_) | Err(EtcdError::Indeterminate { .. }) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
+    /// The log as text, as log.yaml holds it: every entry, in order.
+    pub fn log_text(&self) -> Result<Vec<u8>, StoreError> {
+        Ok(self.read_log()?.0)
+    }
+
+    /// The log as text, and the etcd revision it was read at.
+    fn read_log(&self) -> Result<(Vec<u8>, i64), StoreError> {
+        let prefix = self.address.key("log/");
+        let (kvs, revision) = self
+            .client
+            .range(&prefix, &prefix_end(&prefix), 0)
+            .map_err(|e| self.fail(e))?;
+        Ok((kvs.into_iter().flat_map(|kv| kv.value).collect(), revision))
+    }
+
+    /// The log, and a feed of the entries written after it.
+    pub fn follow_log(&self) -> Result<(Vec<u8>, LogFeed), StoreError> {
+        let (text, revision) = self.read_log()?;
+        let feed = LogFeed::etcd(Arc::clone(&self.client), self.address.key("log/"), revision);
+        Ok((text, feed))
+    }
+
+    /// The revisions whose state can still be read, oldest first.
+    pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
+        let prefix = self.address.key("log/");
+        let (kvs, _) = self
+            .client
+            .range(&prefix, &prefix_end(&prefix), 0)
+            .map_err(|e| self.fail(e))?;
+        let mut revisions: Vec<u64> = kvs
+            .iter()
+            .filter_map(|kv| {
+                let rest = kv.key.strip_prefix(prefix.as_slice())?;
+                let rest = std::str::from_utf8(rest).ok()?;
+                let (revision, n) = rest.split_once('/')?;
+                (n == "000").then(|| revision.parse().ok())?
+            })
+            .collect();
+        revisions.dedup();
+        let mut readable = Vec::with_capacity(revisions.len());
+        for revision in revisions.into_iter().rev() {
+            if self.state_at(revision)?.is_none() {
+                break;
+            }
+            readable.push(revision);
+        }
+        readable.reverse();
+        Ok(readable)
+    }
+
+    /// The state of `revision`, if etcd still has it (the history before its compaction
+    /// point is gone).
+    fn state_at(&self, revision: u64) -> Result<Option<State>, StoreError> {
+        let Some(first) = self
+            .client
+            .get(&self.log_key(revision, 0))
+            .map_err(|e| self.fail(e))?
+        else {
+            return Ok(None);
+        };
+        match self.read(first.mod_revision) {
+            Ok(read) => Ok(Some(read.state)),
+            Err(StoreError::Etcd { source, .. }) if source.is_compacted() => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The state.yaml text of `revision`, if etcd still has it.
+    pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.state_at(revision)?.map(|s| yaml_text(&s)))
+    }
+
+    /// `liza edit`: `bytes`, edited from the revision they name, judged against the
+    /// newest and committed as a `human_edit` — again on the newer state when another
+    /// writer committed first.
+    pub fn submit_edit(
+        &self,
+        bytes: &[u8],
+        choices: &Choices,
+    ) -> Result<Result<u64, Rejection>, StoreError> {
+        loop {
+            let (current, attempt) = self.begin()?;
+            let latest = attempt.read.revision();
+            let head_text = yaml_text(&attempt.read);
+            let head_decoded =
+                document::decode(&head_text).map_err(|findings| StoreError::Invalid {
+                    path: self.address.to_string(),
+                    findings,
+                    restore: None,
+                })?;
+            let text_of = |revision: u64| self.revision_text(revision).ok().flatten();
+            let head = Head {
+                revision: latest,
+                decoded: &head_decoded,
+                text_of: &text_of,
+            };
+            let (mut state, merged_from) =
+                match hand_edit::judge(bytes, &head, &self.paths.root, &*self.policy, choices) {
+                    Ok(judged) => judged,
+                    Err(why) => return Ok(Err(why)),
+                };
+            let written = state.revision();
+            let mut detail = format!(
+                "liza edit: {}",
+                hand_edit_detail(&current, &state, merged_from, latest)
+            );
+            if written > latest {
+                detail.push_str(&format!(
+                    " (the file said revision {written}; ignored, liza numbers revisions)"
+                ));
+            }
+            state.revision = Some(latest as i64);
+            let mut entry = LogEntry::new(Timestamp::now(), "human", EventKind::HumanEdit);
+            entry.detail = Some(detail);
+            if let Some((revision, _)) = self.finish(attempt, state, vec![entry])? {
+                return Ok(Ok(revision));
+            }
+        }
+    }
+
+    /// The control flags raised now.
+    pub fn control_flags(&self) -> Result<ControlFlags, StoreError> {
+        let prefix = self.address.key("control/");
+        let (kvs, _) = self
+            .client
+            .range(&prefix, &prefix_end(&prefix), 0)
+            .map_err(|e| self.fail(e))?;
+        let flags = kvs
+            .into_iter()
+            .filter_map(|kv| {
+                let name = std::str::from_utf8(kv.key.strip_prefix(prefix.as_slice())?).ok()?;
+                let control = Control::from_name(name)?;
+                let text = String::from_utf8_lossy(&kv.value).into_owned();
+                Some((control, Raised::read(text, None)))
+            })
+            .collect();
+        Ok(ControlFlags(flags))
+    }
+
+    pub fn raise(&self, control: Control, text: &str) -> Result<(), StoreError> {
+        let key = self.address.key(&format!("control/{}", control.name()));
+        self.client
+            .put(&key, text.as_bytes(), 0)
+            .map(drop)
+            .map_err(|e| self.fail(e))
+    }
+
+    /// Lowers `control`; `false` when it was not raised.
+    pub fn lower(&self, control: Control) -> Result<bool, StoreError> {
+        let key = self.address.key(&format!("control/{}", control.name()));
+        if self.client.get(&key).map_err(|e| self.fail(e))?.is_none() {
+            return Ok(false);
+        }
+        self.client
+            .txn(&[], &[Change::Delete(key)])
+            .map(|_| true)
+            .map_err(|e| self.fail(e))
+    }
+
+    /// A feed of the changes of `topics`, from now on.
+    pub fn changes(&self, topics: &[Topic], debounce: Duration) -> Changes {
+        Changes::etcd(Arc::clone(&self.client), &self.address, topics, debounce)
+    }
+
+    /// The blackboard as a state.yaml text (for `liza edit` and the mirror).
+    pub fn text(&self) -> Result<Vec<u8>, StoreError> {
+        Ok(yaml_text(&self.read(0)?.state))
+    }
+}
+
+/// The etcd keys of liveness records under `prefix` (`live/<agent>.<generation>`); a key
+/// or value that does not read is skipped, as a malformed record file is.
+fn live_records(prefix: &[u8], kvs: &[KeyValue]) -> LiveRecords {
+    let mut records: Vec<(AgentId, LiveRecord)> = kvs
+        .iter()
+        .filter_map(|kv| {
+            let name = std::str::from_utf8(kv.key.strip_prefix(prefix)?).ok()?;
+            let (agent, generation) = name.rsplit_once('.')?;
+            let agent = AgentId::parse(agent).ok()?;
+            let record: LiveRecord = serde_json::from_slice(&kv.value).ok()?;
+            (record.generation == generation).then_some((agent, record))
+        })
+        .collect();
+    records.sort_by(|a, b| a.0.cmp(&b.0));
+    LiveRecords(records)
+}
+
+/// The revision a head value holds.
+fn head_revision(kv: &KeyValue) -> Result<u64, LayoutError> {
+    #[derive(serde::Deserialize)]
+    struct Revision {
+        state: RevisionOnly,
+    }
+    #[derive(serde::Deserialize)]
+    struct RevisionOnly {
+        #[serde(default)]
+        revision: Option<i64>,
+    }
+    let read: Revision =
+        serde_json::from_slice(&kv.value).map_err(|e| LayoutError::Unreadable {
+            key: String::from_utf8_lossy(&kv.key).into_owned(),
+            detail: e.to_string(),
+        })?;
+    Ok(read.state.revision.unwrap_or(0).max(0) as u64)
+}
+
+fn yaml_text(state: &State) -> Vec<u8> {
+    super::file::render(state, None).bytes
+}
+
+/// The bytes a change adds to a txn request.
+fn change_size(change: &Change) -> usize {
+    match change {
+        Change::Put { key, value, .. } => key.len() + value.len(),
+        Change::Delete(key) => key.len(),
+    }
+}
+
+fn etcd_error(address: &StoreAddress, source: EtcdError) -> StoreError {
+    StoreError::Etcd {
+        address: address.to_string(),
+        source,
+    }
+}

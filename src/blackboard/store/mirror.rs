@@ -1,0 +1,119 @@
+//! The read-only mirror of a blackboard kept in etcd (specs/shared-store.md *Hand
+//! edits*): `.liza/state.yaml` in each checkout, rewritten whenever a command or a
+//! supervisor there sees a newer revision, for people to read and `liza validate` to
+//! check. A write to it changes nothing in etcd: it is noticed (its bytes are no longer
+//! what liza wrote), kept under `rejected/` with a note, and reported with the hint to
+//! use `liza edit`.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::Mutex;
+
+use super::hash::ContentHash;
+use crate::blackboard::model::State;
+use crate::blackboard::paths::LizaPaths;
+use crate::blackboard::timestamp::Timestamp;
+
+/// What this process last wrote to the mirror.
+#[derive(Default)]
+pub(super) struct Mirror {
+    written: Mutex<Option<(u64, ContentHash)>>,
+}
+
+/// The sidecar naming the revision and hash of what liza last wrote to the mirror.
+const WRITTEN: &str = "state.yaml.mirrored";
+
+impl Mirror {
+    /// Brings the mirror of `paths` up to `state` when it shows an older revision;
+    /// `render` gives the state's text. Returns where a person's write to the mirror was
+    /// kept, if one was found. Failures only cost the mirror, never the transaction.
+    pub(super) fn refresh(
+        &self,
+        paths: &LizaPaths,
+        address: &str,
+        state: &State,
+        render: impl FnOnce(&State) -> Vec<u8>,
+    ) -> Option<String> {
+        let revision = state.revision();
+        let mut written = self.written.lock().ok()?;
+        if written.is_some_and(|(r, _)| r >= revision) {
+            return None;
+        }
+        if !paths.dir.is_dir() {
+            // A checkout without `.liza/` (LIZA_STORE given): nothing to mirror into.
+            return None;
+        }
+        let target = paths.state();
+        let sidecar = paths.dir.join(WRITTEN);
+        let last = fs::read_to_string(&sidecar).ok().and_then(|t| parse(&t));
+        let on_disk = fs::read(&target).ok();
+        let edited = match (&on_disk, last) {
+            (Some(bytes), Some((_, hash))) => ContentHash::of(bytes) != hash,
+            // A mirror liza has no record of writing (a sidecar lost): judged by its header.
+            (Some(bytes), None) => !bytes.starts_with(HEADER_START.as_bytes()),
+            (None, _) => false,
+        };
+        if !edited && last.is_some_and(|(r, _)| r >= revision) {
+            *written = last;
+            return None;
+        }
+        let kept = edited.then(|| keep_edited(paths, &target)).flatten();
+        let mut text = header(address, revision).into_bytes();
+        text.extend_from_slice(&render(state));
+        let hash = ContentHash::of(&text);
+        if let Err(err) = write_read_only(&paths.dir, &target, &text)
+            .and_then(|()| fs::write(&sidecar, format!("{revision} {}\n", hash.to_hex())))
+        {
+            tracing::warn!(%err, "could not refresh the mirror .liza/state.yaml");
+            return kept;
+        }
+        *written = Some((revision, hash));
+        kept
+    }
+}
+
+const HEADER_START: &str = "# Read-only mirror of the blackboard in etcd";
+
+fn header(address: &str, revision: u64) -> String {
+    format!(
+        "{HEADER_START} ({address}), revision {revision}.\n\
+         # Writing here changes nothing: change the blackboard with `liza edit`.\n"
+    )
+}
+
+fn parse(text: &str) -> Option<(u64, ContentHash)> {
+    let (revision, hash) = text.trim().split_once(' ')?;
+    Some((revision.parse().ok()?, ContentHash::from_hex(hash)?))
+}
+
+/// The new text replaces the mirror by rename, read-only (a person's editor says so
+/// before they type).
+fn write_read_only(dir: &Path, target: &Path, text: &[u8]) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".state.yaml.mirror.")
+        .tempfile_in(dir)?;
+    temp.write_all(text)?;
+    temp.as_file()
+        .set_permissions(fs::Permissions::from_mode(0o444))?;
+    temp.persist(target).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Moves a person's write to the mirror under `rejected/`, with a note saying what to do.
+fn keep_edited(paths: &LizaPaths, target: &Path) -> Option<String> {
+    let dir = paths.rejected();
+    fs::create_dir_all(&dir).ok()?;
+    let stamp = Timestamp::now().to_string().replace(':', "");
+    let kept = dir.join(format!("{stamp}-mirror-edit.yaml"));
+    fs::rename(target, &kept).ok()?;
+    let note = "This file was .liza/state.yaml, a read-only mirror of the blackboard in etcd, \
+                written to directly: that changes nothing. Make the change with `liza edit`.\n";
+    let _ = fs::write(kept.with_extension("note.txt"), note);
+    tracing::warn!(
+        kept = %kept.display(),
+        "someone wrote to the mirror .liza/state.yaml; that changes nothing — use `liza edit` (their text is kept)"
+    );
+    Some(paths.display(&kept))
+}

@@ -1,0 +1,122 @@
+//! What only the blackboard in etcd has (specs/shared-store.md): checkouts that join it,
+//! the read-only mirror, the store address, and an etcd that does not answer.
+
+use crate::common::board::{Board, Kind};
+use crate::common::*;
+
+fn board() -> Option<Board> {
+    Board::initialized(Kind::Etcd)
+}
+
+/// A second clone of the repository, as another host has it.
+fn second_checkout(board: &Board) -> Repo {
+    let other = Repo::new();
+    std::fs::remove_dir_all(other.path().join(".git")).unwrap();
+    for entry in std::fs::read_dir(other.path()).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).unwrap();
+        } else {
+            std::fs::remove_file(&path).unwrap();
+        }
+    }
+    other.git(&["clone", "-q", &board.repo.path().display().to_string(), "."]);
+    other
+}
+
+#[test]
+fn a_checkout_that_joins_sees_the_same_blackboard_log_and_revisions() {
+    let Some(board) = board() else { return };
+    let (_, address) = board.etcd.as_ref().unwrap();
+    assert_success(&board.repo.liza(&["note", "all", "from host A"]));
+    let other = second_checkout(&board);
+    let joined = json(&other.liza(&["--json", "join", address]));
+    assert_eq!(joined["result"]["revision"], 2, "{joined}");
+    assert_eq!(
+        std::fs::read_to_string(other.liza_dir().join("store")).unwrap(),
+        format!("{address}\n")
+    );
+    // A change on either host is the other's next revision; both list the same log.
+    assert_success(&other.liza(&["note", "all", "from host B"]));
+    assert_eq!(board.repo.revision(), 3);
+    assert_eq!(board.repo.log(), other.log());
+    // Joining twice, or joining a prefix with no project, is refused with what to do.
+    let again = other.liza(&["join", address]);
+    assert_exit(&again, 1);
+    let elsewhere = Repo::new();
+    let empty = address.replace("/team/project", "/team/nothing-here");
+    let out = elsewhere.liza(&["join", &empty]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("no head key"), "{err}");
+    assert!(!elsewhere.liza_dir().exists(), "a failed join left .liza/");
+}
+
+#[test]
+fn a_write_to_the_mirror_changes_nothing_and_is_reported() {
+    let Some(board) = board() else { return };
+    let mirror = board.repo.state_path();
+    let text = board.repo.state_text();
+    assert!(text.starts_with("# Read-only mirror"), "{text}");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&mirror).unwrap().permissions());
+    assert_eq!(mode & 0o222, 0, "the mirror is writable");
+    // A person forces a write (as `:w!` does).
+    std::fs::set_permissions(&mirror, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    std::fs::write(&mirror, text.replace("Add a --json flag", "Hijacked goal")).unwrap();
+    let out = board.repo.liza(&["note", "all", "next change"]);
+    assert_success(&out);
+    let err = stderr(&out);
+    assert!(err.contains("liza edit"), "{err}");
+    // The blackboard is unchanged by it; the mirror is liza's again; the write is kept.
+    let status = board.repo.state_json();
+    assert_eq!(
+        status["goal"]["description"],
+        "Add a --json flag to the report CLI"
+    );
+    assert!(!board.repo.state_text().contains("Hijacked"));
+    let kept = board.repo.rejected();
+    assert_eq!(kept.len(), 1);
+    assert!(kept[0].0.contains("Hijacked goal"));
+    assert!(kept[0].1.contains("liza edit"), "{}", kept[0].1);
+}
+
+#[test]
+fn a_bad_store_address_is_refused_naming_where_it_came_from() {
+    let Some(board) = board() else { return };
+    std::fs::write(
+        board.repo.liza_dir().join("store"),
+        "etcd://127.0.0.1:2379\n",
+    )
+    .unwrap();
+    let out = board.repo.liza(&["status"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains(".liza/store"), "{err}");
+    assert!(err.contains("PREFIX"), "{err}");
+    let out = board
+        .repo
+        .liza_env(&[("LIZA_STORE", "etcd://[::1/x")], &["status"]);
+    let err = stderr(&out);
+    assert!(err.contains("LIZA_STORE"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn an_etcd_that_does_not_answer_is_a_clear_error_and_changes_nothing() {
+    let Some(mut board) = board() else { return };
+    let before = board.repo.files();
+    board.etcd.as_mut().unwrap().0.kill();
+    let out = board.repo.liza(&["note", "all", "lost?"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("cannot reach etcd"), "{err}");
+    assert!(err.contains("start etcd"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(board.repo.files(), before);
+    // Started again, it has every acknowledged transition.
+    board.etcd.as_mut().unwrap().0.restart();
+    assert_eq!(board.repo.revision(), 1);
+    assert_success(&board.repo.liza(&["note", "all", "now"]));
+    assert_eq!(board.repo.revision(), 2);
+}
