@@ -102,7 +102,17 @@ fn startup_failures_say_what_is_wrong_and_exit_with_the_documented_codes() {
 
 #[test]
 fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
-    let project = AgentProject::new();
+    whole_sprint(&AgentProject::new());
+}
+
+#[test]
+fn a_sprint_runs_from_planning_to_goal_complete_on_a_blackboard_in_etcd() {
+    if let Some(project) = AgentProject::on(crate::common::board::Kind::Etcd) {
+        whole_sprint(&project);
+    }
+}
+
+fn whole_sprint(project: &AgentProject) {
     project.step(
         "planner",
         "INITIAL_PLANNING",
@@ -178,15 +188,17 @@ fn a_sprint_runs_from_planning_to_goal_complete_with_real_supervisors() {
     );
     // Every revision valid (the journal keeps each; file checks belong to the present).
     let mut revisions = 0;
-    for journal in std::fs::read_dir(project.repo.liza_dir().join("journal"))
-        .unwrap()
-        .flatten()
-    {
-        let bytes = std::fs::read(journal.path()).unwrap();
+    for revision in 1..=project.repo.revision() {
+        let out = project
+            .repo
+            .liza(&["history", "--rev", &revision.to_string()]);
+        if !out.status.success() {
+            continue; // older than the journal keeps
+        }
         let now = liza::blackboard::Timestamp::now();
         let mut env = liza::blackboard::validate::ValidationEnv::new(None, now);
-        let checked = liza::blackboard::document::check(&bytes, &mut env);
-        assert!(!checked.has_errors(), "{:?} is invalid", journal.path());
+        let checked = liza::blackboard::document::check(&out.stdout, &mut env);
+        assert!(!checked.has_errors(), "revision {revision} is invalid");
         revisions += 1;
     }
     assert!(revisions > 30, "{revisions} revisions");

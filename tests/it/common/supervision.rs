@@ -19,11 +19,25 @@ pub fn fake_agent() -> PathBuf {
 pub struct AgentProject {
     pub repo: Repo,
     pub scenario: tempfile::TempDir,
+    /// The etcd holding the blackboard, when it is not in `.liza/`.
+    pub etcd: Option<super::etcd::Etcd>,
 }
 
 impl AgentProject {
     pub fn new() -> AgentProject {
-        let repo = Repo::initialized();
+        Self::around(Repo::initialized(), None)
+    }
+
+    /// A project whose blackboard is on `kind`; `None` (skipped) without etcd.
+    pub fn on(kind: super::board::Kind) -> Option<AgentProject> {
+        let board = super::board::Board::initialized(kind)?;
+        Some(Self::around(
+            board.repo,
+            board.etcd.map(|(member, _)| member),
+        ))
+    }
+
+    fn around(repo: Repo, etcd: Option<super::etcd::Etcd>) -> AgentProject {
         let agent = fake_agent().display().to_string();
         configure(&repo, |c| {
             let tool = liza::blackboard::model::AgentTool {
@@ -40,6 +54,7 @@ impl AgentProject {
         AgentProject {
             repo,
             scenario: tempfile::tempdir().unwrap(),
+            etcd,
         }
     }
 
