@@ -9,12 +9,14 @@ mod discover;
 mod integration_worktree;
 mod inventory;
 mod merge;
+mod remote;
 mod repo;
 mod worktree;
 
 pub use discover::find_project_root;
 pub use integration_worktree::integration_worktree_dir;
 pub use merge::{Candidate, Published, WorktreeMerge};
+pub use remote::{Lease, Pushed, Remote};
 pub use repo::Repo;
 pub use worktree::{SavedWork, blob_id, dirty_files, head_of, task_branch, worktree_dir};
 
@@ -51,6 +53,12 @@ pub enum GitError {
         #[source]
         source: git2::Error,
     },
+    #[error("the shared remote {url}: git {action} failed: {detail}")]
+    Remote {
+        url: String,
+        action: String,
+        detail: String,
+    },
     #[error("{path} is still there after its removal")]
     RemovalNotVerified { path: PathBuf },
     #[error("cannot {action} {path}")]
@@ -82,6 +90,9 @@ impl Diagnostic for GitError {
             GitError::InvalidBranchName { .. } => {
                 vec!["use letters, digits, '-', '_' and '/' (see git check-ref-format)".into()]
             }
+            GitError::Remote { url, .. } => vec![format!(
+                "check that this host reaches {url} (`git ls-remote {url}`); `liza doctor` checks it too"
+            )],
             _ => Vec::new(),
         }
     }

@@ -25,6 +25,7 @@ mod moves;
 mod note;
 mod project;
 mod reports;
+mod shared_git;
 mod sprint;
 mod sprint_summary;
 mod supervision;
@@ -56,6 +57,7 @@ pub use moves::{ReleaseRole, abandon, clear_stale, reassign, release_claim, resc
 pub use note::{NoteOutcome, note};
 pub use project::{Project, actor_from_env, open_store};
 pub use reports::{DiscoveryDecision, anomaly, discover, discovery, log_add};
+pub use shared_git::{fetch_task_worktree, push_task_after_run};
 pub use sprint::{
     abort, auto_checkpoint, checkpoint, deadline_checkpoint, goal_complete, pause, resume,
     sprint_next,

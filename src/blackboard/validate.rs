@@ -757,6 +757,17 @@ impl Validator<'_, '_> {
                 format!("integration_branch {branch:?} {problem}"),
             );
         }
+        if let Some(remote) = &config.git_remote
+            && let Some(problem) = git_remote_problem(remote)
+        {
+            self.error(
+                11,
+                "config-value",
+                path("git_remote"),
+                None,
+                format!("git_remote {remote:?} {problem}"),
+            );
+        }
         for (i, check) in config.checks.iter().flatten().enumerate() {
             if let Some(t) = check.timeout
                 && t < 1
@@ -810,6 +821,21 @@ fn is_blank(text: &Option<String>) -> bool {
 /// branch name (`refs/heads/x` would create `refs/heads/refs/heads/x`) outside the
 /// `task/` namespace of task branches (`task/t1` would be one of them; a branch `task`
 /// would make every `task/<id>` impossible to create).
+/// Why `url` cannot be the shared remote: git reads an argument starting with `-` as an
+/// option, and control characters or spaces are no URL or path a person meant.
+pub fn git_remote_problem(url: &str) -> Option<String> {
+    if url.trim().is_empty() {
+        return Some("is empty".into());
+    }
+    if url.starts_with('-') {
+        return Some("starts with '-', which git would read as an option".into());
+    }
+    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Some("holds spaces or control characters".into());
+    }
+    None
+}
+
 pub fn integration_branch_problem(name: &str) -> Option<String> {
     if !is_branch_name(name) {
         return Some("is not a valid git branch name".into());

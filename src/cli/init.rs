@@ -20,6 +20,10 @@ pub struct InitArgs {
     /// Commit a new integration branch starts from.
     #[arg(long, value_name = "REF")]
     base: Option<String>,
+    /// A bare repository every host reaches, for agents on several machines: task
+    /// branches are pushed there and the integration branch moves there.
+    #[arg(long, value_name = "URL")]
+    git_remote: Option<String>,
 }
 
 /// `liza join etcd://HOST:PORT/PREFIX`
@@ -48,6 +52,7 @@ pub fn cmd_init(args: InitArgs, out: &Output) -> Result<i32, CliError> {
         spec: Some(args.spec),
         integration_branch: args.integration_branch,
         base: args.base,
+        git_remote: args.git_remote,
         cwd: current_dir()?,
     })?;
     out.ok(serde_json::to_value(&outcome).unwrap_or_default(), || {

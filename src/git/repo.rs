@@ -100,6 +100,21 @@ impl Repo {
         Ok(())
     }
 
+    /// Points local branch `name` at `commit`, created or moved (a mirror of the shared
+    /// remote's branch; the caller knows nobody's checkout has it).
+    pub fn set_branch(&self, name: &str, commit: &str, reason: &str) -> Result<(), GitError> {
+        if !Self::is_valid_branch_name(name) {
+            return Err(GitError::InvalidBranchName {
+                name: name.to_owned(),
+            });
+        }
+        let commit = self.commit(commit)?;
+        self.inner
+            .reference(&format!("refs/heads/{name}"), commit.id(), true, reason)
+            .map_err(git2_err(format!("move branch {name}")))?;
+        Ok(())
+    }
+
     pub fn delete_branch(&self, name: &str) -> Result<(), GitError> {
         let mut branch = self
             .inner

@@ -109,6 +109,10 @@ pub fn claim_for(
     let kind = lifecycle::plan_claim(&snapshot.state, id, agent, now)?;
     let repo = Repo::open(&project.root)?;
     let integration = snapshot.state.config.integration_branch().to_owned();
+    // With a shared remote, the integration tip and the task's branch are the remote's:
+    // another host may have published, or worked on the task.
+    super::shared_git::sync_integration(project, &repo, &snapshot.state)?;
+    super::shared_git::sync_task(project, &repo, &snapshot.state, id)?;
     let mut saved = SavedWork::default();
     let mut base = None;
     let mut fix = None;

@@ -11,7 +11,7 @@ use crate::blackboard::log::LogEntry;
 use crate::blackboard::model::{AlignmentEvent, Config, Goal, GoalStatus, Sprint, State};
 use crate::blackboard::validate::integration_branch_problem;
 use crate::blackboard::{LizaPaths, Store, StoreError, Timestamp};
-use crate::git::{GitError, Repo, find_project_root};
+use crate::git::{GitError, Lease, Pushed, Remote, Repo, find_project_root};
 
 pub struct InitRequest {
     pub goal: String,
@@ -21,6 +21,8 @@ pub struct InitRequest {
     pub integration_branch: Option<String>,
     /// Where a new integration branch starts (default `HEAD`).
     pub base: Option<String>,
+    /// The bare repository hosts share (`config.git_remote`).
+    pub git_remote: Option<String>,
     pub cwd: PathBuf,
 }
 
@@ -83,6 +85,22 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
             "choose a branch nobody has checked out (the default, integration, is created for you)",
         ));
     }
+    let remote = match &req.git_remote {
+        Some(url) => Some(shared_remote(&root, url)?),
+        None => None,
+    };
+    // A shared remote that has the branch already is where it is.
+    let on_remote = match &remote {
+        Some(remote) => remote.fetch(&branch)?,
+        None => None,
+    };
+    if let Some(tip) = &on_remote {
+        repo.set_branch(
+            &branch,
+            tip.as_str(),
+            "liza init: the shared remote's branch",
+        )?;
+    }
     let existing = repo.branch_tip(&branch)?;
     let (tip, created) = match existing {
         Some(tip) => (tip, false),
@@ -93,8 +111,19 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
         }
     };
 
+    if let Some(remote) = &remote
+        && on_remote.is_none()
+        && let Pushed::Rejected { reason } = remote.push(tip.as_str(), &branch, &Lease::Absent)?
+    {
+        return Err(OpsError::refused(
+            RuleId::IntegrationBranch,
+            format!("{branch} appeared on {} meanwhile ({reason})", remote.url()),
+            "run `liza init` again: it takes the remote's branch",
+        ));
+    }
     let now = Timestamp::now();
-    let state = initial_state(goal, &spec_ref, &branch, now);
+    let mut state = initial_state(goal, &spec_ref, &branch, now);
+    state.config.git_remote = req.git_remote.clone();
     let mut entry = LogEntry::new(now, "human", EventKind::Init);
     entry.detail = Some(goal.to_owned());
     let rules = super::hand_edits::HandEditRules::new(crate::blackboard::LizaPaths::new(&root).dir);
@@ -145,6 +174,20 @@ pub fn join(cwd: &Path, url: &str) -> Result<JoinOutcome, OpsError> {
         revision,
         excludes_added,
     })
+}
+
+/// The shared remote `url`, checked: a URL git will not read as an option, that answers.
+fn shared_remote(root: &Path, url: &str) -> Result<Remote, OpsError> {
+    if let Some(problem) = crate::blackboard::validate::git_remote_problem(url) {
+        return Err(OpsError::refused(
+            RuleId::IntegrationBranch,
+            format!("--git-remote {url:?} {problem}"),
+            "give the URL or path of a bare repository every host reaches",
+        ));
+    }
+    let remote = Remote::new(root, url);
+    remote.reachable()?;
+    Ok(remote)
 }
 
 /// The spec must be an existing file inside the project; its path is stored relative to

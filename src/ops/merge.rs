@@ -4,6 +4,7 @@
 //! `merge_intent`, record the candidate, and MERGED or INTEGRATION_FAILED. The git work
 //! and the checks run outside it. Interrupted merges are recovered first.
 
+use crate::blackboard::State;
 use serde::Serialize;
 
 use super::integration_lock::IntegrationLock;
@@ -88,6 +89,10 @@ pub fn merge(
     // Step 2's branch check comes before the intent is recorded, so that a refusal
     // leaves the blackboard untouched; it merges the approved commit, not the branch.
     let snapshot = project.store.snapshot()?;
+    // The approved commit may have been made on another host; integration may have
+    // moved there.
+    super::shared_git::sync_task(project, &repo, &snapshot.state, id)?;
+    super::shared_git::sync_integration(project, &repo, &snapshot.state)?;
     let review_commit = snapshot
         .state
         .task(id)
@@ -120,6 +125,7 @@ pub fn merge(
         project,
         actor,
         repo: &repo,
+        state: &snapshot.state,
         id,
         integration: &integration,
         start: &start,
@@ -173,6 +179,8 @@ struct MergeRun<'a> {
     project: &'a Project,
     actor: &'a Actor,
     repo: &'a Repo,
+    /// The state the merge started from (its config: the branch, the shared remote).
+    state: &'a State,
     id: &'a TaskId,
     integration: &'a str,
     start: &'a MergeStart,
@@ -245,10 +253,14 @@ impl MergeRun<'_> {
             failpoint::hit("merge-before-publish");
             still_current(&self.project.store, self.actor)?;
             let reason = format!("liza: merge {}", task_branch(self.id));
-            match self
-                .repo
-                .publish(self.integration, &tip, &commit, &reason)?
-            {
+            match super::shared_git::publish(
+                self.project,
+                self.repo,
+                self.state,
+                &tip,
+                &commit,
+                &reason,
+            )? {
                 Published::Done => {
                     failpoint::hit("merge-after-publish");
                     return Ok(Ending::Published {

@@ -26,6 +26,7 @@ fn project() -> (tempfile::TempDir, Project) {
         spec: None,
         integration_branch: None,
         base: None,
+        git_remote: None,
         cwd: dir.path().to_path_buf(),
     })
     .unwrap();

@@ -55,6 +55,11 @@ pub fn submit_for_review(
     }
     let repo = Repo::open(&project.root)?;
     let head = head_of(&dir)?;
+    // The reviewer may be on another host: the submitted commit goes to the shared
+    // remote before the submission is recorded.
+    if dirty_files(&dir)?.is_empty() {
+        super::shared_git::push_task(project, &repo, &snapshot.state, id)?;
+    }
     let base = match &task.base_commit {
         Some(b) => b.clone(),
         None => repo

@@ -82,6 +82,13 @@ impl Session {
             .run_turn(Some(&task), &workdir, &text, &what, &state)
             .await?;
         let after = self.worktree_state(&workdir).await;
+        if after.0 != before.0 {
+            // Commits of this run reach the shared remote: if this host dies, the task's
+            // next owner finds them there.
+            let id = task.clone();
+            self.blocking(move |project| ops::push_task_after_run(project, &id))
+                .await;
+        }
         let mut still_mine = after_state.task(&task).is_some_and(|t| {
             t.status == TaskStatus::Claimed && t.assigned_to.as_ref() == Some(&self.agent)
         });

@@ -104,6 +104,15 @@ impl Session {
         let Some(t) = state.task(&task).cloned() else {
             return Ok(Observation::Look);
         };
+        // Work done on another host is fetched from the shared remote.
+        let (id, fetch_state) = (task.clone(), state.clone());
+        if let Err(e) = self
+            .blocking(move |project| ops::fetch_task_worktree(project, &fetch_state, &id))
+            .await
+        {
+            self.console
+                .info(&format!("{task}: could not fetch its branch: {e}"));
+        }
         let workdir = worktree_dir(&self.project.root, &task);
         if !workdir.exists() {
             self.release_review(&task).await;

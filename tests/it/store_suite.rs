@@ -129,6 +129,9 @@ fn sixteen_concurrent_writers_each_get_exactly_one_revision(board: Board) {
     for i in 0..16 {
         assert!(state.contains(&format!("writer {i}")), "writer {i} lost");
     }
+    // Writers refreshing one checkout's files side by side never take each other's
+    // writes for a person's.
+    assert_eq!(board.repo.rejected(), []);
 }
 
 fn refusals_leave_everything_byte_identical(board: Board) {

@@ -238,6 +238,10 @@ pub struct Config {
     pub execution_timeout: Option<ExecutionTimeout>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration_branch: Option<String>,
+    /// The bare repository every host shares (specs/shared-store.md *Git across hosts*):
+    /// task branches are pushed there and the integration branch moves only there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_remote: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_worktree_cmd: Option<CommandSpec>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -283,6 +287,7 @@ record!(Config {
     opt agent_progress_timeout: "agent_progress_timeout",
     opt execution_timeout: "execution_timeout",
     opt integration_branch: "integration_branch",
+    opt git_remote: "git_remote",
     opt post_worktree_cmd: "post_worktree_cmd",
     opt checks: "checks",
     opt test_paths: "test_paths",

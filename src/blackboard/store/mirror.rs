@@ -23,6 +23,8 @@ pub(super) struct Mirror {
 
 /// The sidecar naming the revision and hash of what liza last wrote to the mirror.
 const WRITTEN: &str = "state.yaml.mirrored";
+/// Taken while the mirror and its sidecar are compared and rewritten.
+const LOCK: &str = "state.yaml.mirror.lock";
 
 impl Mirror {
     /// Brings the mirror of `paths` up to `state` when it shows an older revision;
@@ -44,32 +46,71 @@ impl Mirror {
             // A checkout without `.liza/` (LIZA_STORE given): nothing to mirror into.
             return None;
         }
+        // Commands and supervisors of this checkout refresh it side by side: one at a
+        // time, so the sidecar always names the bytes in the mirror (the lock is held
+        // for these few file operations only).
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(paths.dir.join(LOCK))
+            .ok()?;
+        lock.lock().ok()?;
         let target = paths.state();
         let sidecar = paths.dir.join(WRITTEN);
         let last = fs::read_to_string(&sidecar).ok().and_then(|t| parse(&t));
-        let on_disk = fs::read(&target).ok();
-        let edited = match (&on_disk, last) {
-            (Some(bytes), Some((_, hash))) => ContentHash::of(bytes) != hash,
+        let on_disk = fs::read(&target).ok().map(|b| (ContentHash::of(&b), b));
+        let edited = match (&on_disk, &last) {
+            (Some((hash, _)), Some(last)) => !last.names(*hash),
             // A mirror liza has no record of writing (a sidecar lost): judged by its header.
-            (Some(bytes), None) => !bytes.starts_with(HEADER_START.as_bytes()),
+            (Some((_, bytes)), None) => !bytes.starts_with(HEADER_START.as_bytes()),
             (None, _) => false,
         };
-        if !edited && last.is_some_and(|(r, _)| r >= revision) {
-            *written = last;
+        if let Some(last) = &last
+            && !edited
+            && last.revision >= revision
+        {
+            *written = Some((last.revision, last.hash));
             return None;
         }
         let kept = edited.then(|| keep_edited(paths, &target)).flatten();
         let mut text = header(address, revision).into_bytes();
         text.extend_from_slice(&render(state));
         let hash = ContentHash::of(&text);
-        if let Err(err) = write_read_only(&paths.dir, &target, &text)
-            .and_then(|()| fs::write(&sidecar, format!("{revision} {}\n", hash.to_hex())))
+        // The sidecar names the new bytes before they are written, and the old ones too:
+        // a crash between the two writes leaves a mirror it still names.
+        let next = Sidecar {
+            revision,
+            hash,
+            previous: on_disk.filter(|_| !edited).map(|(h, _)| h),
+        };
+        if let Err(err) = fs::write(&sidecar, next.line())
+            .and_then(|()| write_read_only(&paths.dir, &target, &text))
         {
             tracing::warn!(%err, "could not refresh the mirror .liza/state.yaml");
             return kept;
         }
         *written = Some((revision, hash));
         kept
+    }
+}
+
+/// The sidecar: the revision in the mirror, the hash of the mirror's bytes, and the hash
+/// of the bytes it replaced (what the mirror holds if the rewrite was cut short).
+struct Sidecar {
+    revision: u64,
+    hash: ContentHash,
+    previous: Option<ContentHash>,
+}
+
+impl Sidecar {
+    fn names(&self, hash: ContentHash) -> bool {
+        self.hash == hash || self.previous == Some(hash)
+    }
+
+    fn line(&self) -> String {
+        let previous = self.previous.map(ContentHash::to_hex).unwrap_or_default();
+        format!("{} {} {previous}\n", self.revision, self.hash.to_hex())
     }
 }
 
@@ -82,9 +123,13 @@ fn header(address: &str, revision: u64) -> String {
     )
 }
 
-fn parse(text: &str) -> Option<(u64, ContentHash)> {
-    let (revision, hash) = text.trim().split_once(' ')?;
-    Some((revision.parse().ok()?, ContentHash::from_hex(hash)?))
+fn parse(text: &str) -> Option<Sidecar> {
+    let mut fields = text.split_whitespace();
+    Some(Sidecar {
+        revision: fields.next()?.parse().ok()?,
+        hash: ContentHash::from_hex(fields.next()?)?,
+        previous: fields.next().and_then(ContentHash::from_hex),
+    })
 }
 
 /// The new text replaces the mirror by rename, read-only (a person's editor says so

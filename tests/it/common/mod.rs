@@ -92,6 +92,16 @@ impl Repo {
         repo
     }
 
+    /// A clone of the repository at `url` (another host's checkout).
+    pub fn cloned(url: &str) -> Repo {
+        let repo = Repo {
+            dir: tempfile::tempdir().unwrap(),
+            home: tempfile::tempdir().unwrap(),
+        };
+        repo.git(&["clone", "-q", url, "."]);
+        repo
+    }
+
     /// A repository with `liza init` done.
     pub fn initialized() -> Repo {
         let repo = Repo::new();

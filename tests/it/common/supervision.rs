@@ -37,7 +37,8 @@ impl AgentProject {
         ))
     }
 
-    fn around(repo: Repo, etcd: Option<super::etcd::Etcd>) -> AgentProject {
+    /// A project around an initialised `repo`, its agents the fake agent.
+    pub fn around(repo: Repo, etcd: Option<super::etcd::Etcd>) -> AgentProject {
         let agent = fake_agent().display().to_string();
         configure(&repo, |c| {
             let tool = liza::blackboard::model::AgentTool {
@@ -84,9 +85,20 @@ impl AgentProject {
 
     /// A supervisor with `env` added to its environment.
     pub fn supervisor_env(&self, role: &str, id: &str, env: &[(&str, &str)]) -> Supervisor {
+        self.supervisor_in(&self.repo, role, id, env)
+    }
+
+    /// A supervisor in another checkout of the project (another host's).
+    pub fn supervisor_in(
+        &self,
+        checkout: &Repo,
+        role: &str,
+        id: &str,
+        env: &[(&str, &str)],
+    ) -> Supervisor {
         let stdout = self.scenario.path().join(format!("{id}.out"));
         let stderr = self.scenario.path().join(format!("{id}.err"));
-        let mut cmd = self.repo.command();
+        let mut cmd = checkout.command();
         cmd.envs(env.iter().copied());
         cmd.env("LIZA_AGENT_ID", id)
             .env("FAKE_AGENT_DIR", self.scenario.path())
