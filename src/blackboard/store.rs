@@ -519,8 +519,8 @@ impl Store {
     pub fn with_lock_timeout(self, timeout: Duration) -> Store {
         let backend = match self.backend {
             Backend::File(f) => Backend::File(f.with_lock_timeout(timeout)),
-            // No lock to wait for: a transaction that meets another writer retries.
-            etcd @ Backend::Etcd(_) => etcd,
+            // No lock: the wait is for an etcd that does not answer.
+            Backend::Etcd(e) => Backend::Etcd(e.with_wait(timeout)),
         };
         Store { backend }
     }

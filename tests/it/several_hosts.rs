@@ -88,10 +88,8 @@ fn statuses(repo: &Repo) -> Vec<(String, String)> {
     statuses
 }
 
-#[test]
-fn a_sprint_with_the_planner_and_reviewer_on_one_host_and_two_coders_on_another() {
-    let Some(hosts) = Hosts::start() else { return };
-    let project = &hosts.project;
+/// The sprint of these tests: four tasks, one rejected once.
+fn plan_sprint(project: &AgentProject) {
     project.step(
         "planner",
         "INITIAL_PLANNING",
@@ -110,13 +108,19 @@ fn a_sprint_with_the_planner_and_reviewer_on_one_host_and_two_coders_on_another(
         "reject 't-2.txt:1 is a draft — write the final text. Overall: rework'\n",
     );
     project.step("code-reviewer", "default", "approve\n");
+}
 
-    let supervisors = vec![
+/// Planner and reviewer on host A, two coders on host B.
+fn team(hosts: &Hosts) -> Vec<Supervisor> {
+    vec![
         hosts.on_a("planner", "planner-1"),
         hosts.on_a("code-reviewer", "code-reviewer-1"),
         hosts.on_b("coder", "coder-1"),
         hosts.on_b("coder", "coder-2"),
-    ];
+    ]
+}
+
+fn wait_successful(project: &AgentProject, supervisors: Vec<Supervisor>) {
     for (name, out) in project.wait_all(supervisors, Duration::from_secs(240)) {
         assert!(
             out.status.success(),
@@ -126,14 +130,17 @@ fn a_sprint_with_the_planner_and_reviewer_on_one_host_and_two_coders_on_another(
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
 
-    let expected: Vec<(String, String)> = ["t-1", "t-2", "t-3", "t-4"]
-        .map(|t| (t.to_owned(), "MERGED".to_owned()))
-        .to_vec();
-    assert_eq!(statuses(&project.repo), expected);
+/// Every task merged, on both hosts' view and on the remote's integration branch.
+fn assert_all_merged(hosts: &Hosts, tasks: &[&str]) {
+    let expected: Vec<(String, String)> = tasks
+        .iter()
+        .map(|t| ((*t).to_owned(), "MERGED".to_owned()))
+        .collect();
+    assert_eq!(statuses(&hosts.project.repo), expected);
     assert_eq!(statuses(&hosts.b), expected);
-    // Every task's work is on the shared remote's integration branch.
-    for t in ["t-1", "t-2", "t-3", "t-4"] {
+    for t in tasks {
         assert_eq!(
             hosts
                 .remote_file("integration", &format!("{t}.txt"))
@@ -142,8 +149,259 @@ fn a_sprint_with_the_planner_and_reviewer_on_one_host_and_two_coders_on_another(
             "{t} is not on the remote's integration"
         );
     }
-    let log = project.repo.log();
+}
+
+#[test]
+fn a_sprint_with_the_planner_and_reviewer_on_one_host_and_two_coders_on_another() {
+    let Some(hosts) = Hosts::start() else { return };
+    let project = &hosts.project;
+    plan_sprint(project);
+    wait_successful(project, team(&hosts));
+    assert_all_merged(&hosts, &["t-1", "t-2", "t-3", "t-4"]);
     // Both hosts list the same log, with the same revisions.
-    assert_eq!(log, hosts.b.log());
+    assert_eq!(project.repo.log(), hosts.b.log());
     assert_eq!(model(&project.repo)["goal"]["status"], "COMPLETED");
+}
+
+#[test]
+fn etcd_killed_mid_sprint_and_restarted_loses_nothing_and_the_sprint_completes() {
+    let Some(mut hosts) = Hosts::start() else {
+        return;
+    };
+    plan_sprint(&hosts.project);
+    let supervisors = team(&hosts);
+    let project = &hosts.project;
+    project.wait_until("the sprint under way", Duration::from_secs(120), || {
+        statuses(&project.repo)
+            .iter()
+            .any(|(_, s)| s != "DRAFT" && s != "UNCLAIMED")
+    });
+    // What was acknowledged before the crash.
+    let acknowledged = project.repo.log();
+    let member = hosts.project.etcd.as_mut().unwrap();
+    member.kill();
+    member.restart();
+    let project = &hosts.project;
+    wait_successful(project, supervisors);
+    assert_all_merged(&hosts, &["t-1", "t-2", "t-3", "t-4"]);
+    let after = project.repo.log();
+    assert_eq!(
+        &after[..acknowledged.len()],
+        &acknowledged[..],
+        "an acknowledged log entry was lost or changed"
+    );
+    // Revisions rose by one per transition throughout.
+    let revisions: Vec<u64> = after
+        .iter()
+        .filter_map(|e| e["revision"].as_u64())
+        .collect();
+    assert!(
+        revisions
+            .windows(2)
+            .all(|w| w[1] == w[0] || w[1] == w[0] + 1),
+        "{revisions:?}"
+    );
+}
+
+/// Host B's coders commit their first run's work (pushed when the run ends), then hang
+/// in the next run, writing its pid; host A's coder-3 finishes the task.
+const B_COMMITS_THEN_HANGS: &str = "if [ \"$LIZA_AGENT_ID\" = coder-3 ]; then\n\
+    work \"$key.txt\" \"the text of $key\"\n\
+    submit\n\
+elif [ \"$n\" = 1 ]; then\n\
+    work \"$key.txt\" \"partial $key from host B\"\n\
+else\n\
+    echo $$ > \"$FAKE_AGENT_DIR/hang-$key.pid\"\n\
+    hang 3600\n\
+fi\n";
+
+#[test]
+fn a_dead_host_s_claims_expire_and_another_host_takes_them_over_losing_no_pushed_commit() {
+    let Some(hosts) = Hosts::start() else { return };
+    let project = &hosts.project;
+    configure(&project.repo, |c| {
+        c.lease_duration = Some(3);
+        c.heartbeat_interval = Some(1);
+    });
+    add(&project.repo, "t-1", "");
+    add(&project.repo, "t-2", "");
+    project.step("coder", "default", B_COMMITS_THEN_HANGS);
+    project.step("code-reviewer", "default", "approve\n");
+    let mut b = vec![
+        hosts.on_b("coder", "coder-1"),
+        hosts.on_b("coder", "coder-2"),
+    ];
+    // Both tasks claimed on B, their first commits pushed, their second runs hanging.
+    let hanging: Vec<i32> = ["t-1", "t-2"]
+        .iter()
+        .map(|t| project.wait_for_pid(&format!("hang-{t}.pid"), Duration::from_secs(60)))
+        .collect();
+    for t in ["t-1", "t-2"] {
+        assert_eq!(
+            hosts
+                .remote_file(&format!("task/{t}"), &format!("{t}.txt"))
+                .as_deref(),
+            Some(format!("partial {t} from host B\n").as_str())
+        );
+    }
+    // Host B dies: its supervisors and their agents.
+    for supervisor in &mut b {
+        supervisor.kill();
+    }
+    for pid in hanging {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let a = vec![
+        hosts.on_a("coder", "coder-3"),
+        hosts.on_a("code-reviewer", "code-reviewer-1"),
+    ];
+    project.wait_until("host A merged both tasks", Duration::from_secs(120), || {
+        statuses(&project.repo)
+            .iter()
+            .all(|(_, status)| status == "MERGED")
+    });
+    for mut supervisor in a {
+        supervisor.kill();
+    }
+    assert_all_merged(&hosts, &["t-1", "t-2"]);
+    // B's pushed commits are kept on the remote, under the attic.
+    let attic = std::process::Command::new("git")
+        .args([
+            "for-each-ref",
+            "--format=%(refname:short)",
+            "refs/heads/liza/attic/",
+        ])
+        .current_dir(hosts.url())
+        .output()
+        .unwrap();
+    let attic = String::from_utf8_lossy(&attic.stdout).into_owned();
+    for t in ["t-1", "t-2"] {
+        let kept = attic
+            .lines()
+            .find(|b| b.starts_with(&format!("liza/attic/{t}-r")))
+            .unwrap_or_else(|| panic!("no attic branch of {t} on the remote: {attic}"));
+        assert_eq!(
+            hosts.remote_file(kept, &format!("{t}.txt")).as_deref(),
+            Some(format!("partial {t} from host B\n").as_str())
+        );
+    }
+    // The takeover is in each task's history.
+    for t in ["t-1", "t-2"] {
+        let events: Vec<String> = task_of(&project.repo, t)["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["event"].as_str().unwrap().to_owned())
+            .collect();
+        assert!(
+            events.contains(&"lease_expired_reassigned".to_owned()),
+            "{events:?}"
+        );
+    }
+}
+
+/// Adds `task`, has `coder` claim it in `checkout` (its host), commit `file` and submit.
+fn worked_on(hosts: &Hosts, checkout: &Repo, task: &str, coder: &str, generation: &str) -> String {
+    add(&hosts.project.repo, task, "");
+    assert_success(&checkout.liza(&["claim-task", task, coder]));
+    let worktree = checkout.path().join(".worktrees").join(task);
+    std::fs::write(
+        worktree.join(format!("{task}.txt")),
+        format!("the text of {task}\n"),
+    )
+    .unwrap();
+    checkout.git_in(&worktree, &["add", "-A"]);
+    checkout.git_in(
+        &worktree,
+        &["commit", "-q", "-m", &format!("work on {task}")],
+    );
+    let head = checkout
+        .git_in(&worktree, &["rev-parse", "HEAD"])
+        .trim()
+        .to_owned();
+    assert_success(&checkout.liza_env(
+        &as_agent(coder, generation),
+        &["submit-for-review", task, &head],
+    ));
+    head
+}
+
+#[test]
+fn two_hosts_publishing_integration_at_once_one_wins_and_the_other_merges_again() {
+    let Some(hosts) = Hosts::start() else { return };
+    let (a, b) = (&hosts.project.repo, &hosts.b);
+    let generation = |agent: &str| register(a, agent);
+    let (c1, c2, r1, r2) = (
+        generation("coder-1"),
+        generation("coder-2"),
+        generation("code-reviewer-1"),
+        generation("code-reviewer-2"),
+    );
+    let head1 = worked_on(&hosts, a, "t-1", "coder-1", &c1);
+    let head2 = worked_on(&hosts, b, "t-2", "coder-2", &c2);
+    for (checkout, task, reviewer, generation, head) in [
+        (a, "t-1", "code-reviewer-1", &r1, &head1),
+        (b, "t-2", "code-reviewer-2", &r2, &head2),
+    ] {
+        assert_success(&checkout.liza(&["claim-review", task, reviewer]));
+        assert_success(&checkout.liza_env(
+            &as_agent(reviewer, generation),
+            &["submit-verdict", task, "approve", "--commit", head],
+        ));
+    }
+    // Both merges stop right before publishing, and are let go at once.
+    let gates = tempfile::tempdir().unwrap();
+    let merge = |checkout: &Repo, task: &str, gate: &str| {
+        let failpoint = format!(
+            "merge-before-publish:until={}",
+            gates.path().join(gate).display()
+        );
+        checkout
+            .command()
+            .env("LIZA_FAILPOINT", failpoint)
+            .args(["--json", "merge", task])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let merges = [merge(a, "t-1", "a"), merge(b, "t-2", "b")];
+    hosts.project.wait_until(
+        "both merges ready to publish",
+        Duration::from_secs(60),
+        || gates.path().join("a.waiting").exists() && gates.path().join("b.waiting").exists(),
+    );
+    std::fs::write(gates.path().join("a"), "").unwrap();
+    std::fs::write(gates.path().join("b"), "").unwrap();
+    let mut retries = Vec::new();
+    for child in merges {
+        let out = child.wait_with_output().unwrap();
+        assert_success(&out);
+        let report = json(&out);
+        let result = &report["result"]["value"];
+        assert_eq!(result["status"], "MERGED", "{report}");
+        retries.push(result["retries"].as_u64().unwrap());
+    }
+    retries.sort();
+    assert_eq!(
+        retries,
+        [0, 1],
+        "one publication won, the other merged again"
+    );
+    // The remote's integration has both, one on top of the other.
+    for t in ["t-1", "t-2"] {
+        assert_eq!(
+            hosts
+                .remote_file("integration", &format!("{t}.txt"))
+                .as_deref(),
+            Some(format!("the text of {t}\n").as_str())
+        );
+    }
+    assert_eq!(
+        statuses(a),
+        [("t-1", "MERGED"), ("t-2", "MERGED")].map(|(t, s)| (t.to_owned(), s.to_owned()))
+    );
 }

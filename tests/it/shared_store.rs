@@ -10,18 +10,7 @@ fn board() -> Option<Board> {
 
 /// A second clone of the repository, as another host has it.
 fn second_checkout(board: &Board) -> Repo {
-    let other = Repo::new();
-    std::fs::remove_dir_all(other.path().join(".git")).unwrap();
-    for entry in std::fs::read_dir(other.path()).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            std::fs::remove_dir_all(&path).unwrap();
-        } else {
-            std::fs::remove_file(&path).unwrap();
-        }
-    }
-    other.git(&["clone", "-q", &board.repo.path().display().to_string(), "."]);
-    other
+    Repo::cloned(&board.repo.path().display().to_string())
 }
 
 #[test]
@@ -107,16 +96,30 @@ fn an_etcd_that_does_not_answer_is_a_clear_error_and_changes_nothing() {
     let Some(mut board) = board() else { return };
     let before = board.repo.files();
     board.etcd.as_mut().unwrap().0.kill();
-    let out = board.repo.liza(&["note", "all", "lost?"]);
+    // A command waits for etcd as it waits for the file store's lock, then gives up.
+    let out = board
+        .repo
+        .liza_env(&[("LIZA_LOCK_TIMEOUT", "1")], &["note", "all", "lost?"]);
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("cannot reach etcd"), "{err}");
     assert!(err.contains("start etcd"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
     assert_eq!(board.repo.files(), before);
-    // Started again, it has every acknowledged transition.
+    // A command started while etcd is down completes when it is back within the wait;
+    // every acknowledged transition is there.
+    let waiting = board
+        .repo
+        .command()
+        .args(["note", "all", "patient"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
     board.etcd.as_mut().unwrap().0.restart();
-    assert_eq!(board.repo.revision(), 1);
-    assert_success(&board.repo.liza(&["note", "all", "now"]));
+    assert_success(&waiting.wait_with_output().unwrap());
     assert_eq!(board.repo.revision(), 2);
+    assert_success(&board.repo.liza(&["note", "all", "now"]));
+    assert_eq!(board.repo.revision(), 3);
 }

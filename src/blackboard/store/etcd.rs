@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use super::changes::{Changes, Topic};
 use super::hand_edit::{self, HandEditPolicy, Head, Rejection, hand_edit_detail};
@@ -37,6 +37,9 @@ use crate::blackboard::timestamp::Timestamp;
 /// JSON gateway's base64 (4/3) and the txn's framing.
 const MAX_TXN_BYTES: usize = 1024 * 1024;
 
+/// How long a command waits for an etcd that does not answer, unless told otherwise.
+const DEFAULT_WAIT: Duration = Duration::from_secs(10);
+
 /// How long one request to etcd may take before the next member is tried.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -50,6 +53,9 @@ pub struct EtcdStore {
     /// The etcd lease of each liveness record this process writes, by record key.
     leases: Mutex<HashMap<Vec<u8>, i64>>,
     mirror: Mirror,
+    /// How long an operation waits for an etcd that does not answer (restarting, a
+    /// failover) before it fails: what a command waits for the file store's lock.
+    wait: Duration,
 }
 
 /// A transaction between its read and its commit: the etcd revision read at, and the
@@ -85,7 +91,37 @@ impl EtcdStore {
             policy,
             leases: Mutex::new(HashMap::new()),
             mirror: Mirror::default(),
+            wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
+    }
+
+    /// Waits this long for an etcd that does not answer (supervisors: 60 s).
+    pub fn with_wait(mut self, wait: Duration) -> EtcdStore {
+        self.wait = wait;
+        self
+    }
+
+    /// Runs `op`, again while no member answers, for at most the store's wait.
+    fn patiently<T>(
+        &self,
+        mut op: impl FnMut(&Client) -> Result<T, EtcdError>,
+    ) -> Result<T, EtcdError> {
+        let deadline = Instant::now() + self.wait;
+        let mut pause = Duration::from_millis(50);
+        loop {
+            match op(&self.client) {
+                Err(EtcdError::Unreachable { .. }) if Instant::now() + pause < deadline => {
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// [`Self::patiently`], its failure a store error.
+    fn call<T>(&self, op: impl FnMut(&Client) -> Result<T, EtcdError>) -> Result<T, StoreError> {
+        self.patiently(op).map_err(|e| self.fail(e))
     }
 
     pub fn paths(&self) -> &LizaPaths {
@@ -130,7 +166,7 @@ impl EtcdStore {
             })
             .collect();
         changes.push(self.log_put(1, 0, &entry));
-        match self.client.txn(&[guard], &changes) {
+        match self.patiently(|c| c.txn(std::slice::from_ref(&guard), &changes)) {
             Ok(TxnOutcome::Applied { .. }) => Ok(()),
             Ok(TxnOutcome::Conflict { .. }) => Err(StoreError::AlreadyInitialized {
                 dir: format!("{} ({})", self.address, String::from_utf8_lossy(&head)),
@@ -144,9 +180,8 @@ impl EtcdStore {
         let head = layout::head_key(&self.address);
         let tasks = layout::task_prefix(&self.address);
         let live = self.address.key("live/");
-        let (mut ranges, revision) = self
-            .client
-            .read_ranges(
+        let (mut ranges, revision) = self.call(|c| {
+            c.read_ranges(
                 &[
                     (&head, &[]),
                     (&tasks, &prefix_end(&tasks)),
@@ -154,7 +189,7 @@ impl EtcdStore {
                 ],
                 at,
             )
-            .map_err(|e| self.fail(e))?;
+        })?;
         let live_kvs = ranges.pop().unwrap_or_default();
         let mut kvs = ranges.pop().unwrap_or_default();
         let head_kv = ranges.pop().unwrap_or_default();
@@ -208,14 +243,14 @@ impl EtcdStore {
             });
         }
         let conditions = self.unchanged_since(attempt.revision);
-        let applied = match self.client.txn(&conditions, &changes) {
+        let applied = match self.patiently(|c| c.txn(&conditions, &changes)) {
             Ok(TxnOutcome::Applied { .. }) => true,
             Ok(TxnOutcome::Conflict { .. }) => false,
             Err(EtcdError::Indeterminate { .. }) => {
                 // Sent, no answer: the first log key of this revision says whether it
                 // was applied (it is written by this txn alone, with this content).
                 let key = self.log_key(revision, 0);
-                let stored = self.client.get(&key).map_err(|e| self.fail(e))?;
+                let stored = self.call(|c| c.get(&key))?;
                 changes.iter().any(|c| {
                     matches!(c, Change::Put { key: k, value, .. }
                         if *k == key && stored.as_ref().is_some_and(|kv| kv.value == *value))
@@ -285,10 +320,7 @@ impl EtcdStore {
     /// The liveness records, as every transaction folds them.
     pub fn live_records(&self) -> Result<LiveRecords, StoreError> {
         let live = self.address.key("live/");
-        let (kvs, _) = self
-            .client
-            .range(&live, &prefix_end(&live), 0)
-            .map_err(|e| self.fail(e))?;
+        let (kvs, _) = self.call(|c| c.range(&live, &prefix_end(&live), 0))?;
         Ok(live_records(&live, &kvs))
     }
 
@@ -306,30 +338,16 @@ impl EtcdStore {
         let value = serde_json::to_vec(record).expect("a liveness record serialises");
         let known = self.leases.lock().ok().and_then(|l| l.get(&key).copied());
         let lease = match known {
-            Some(id)
-                if self
-                    .client
-                    .keep_alive(id)
-                    .map_err(|e| self.fail(e))?
-                    .is_some() =>
-            {
-                id
-            }
+            Some(id) if self.call(|c| c.keep_alive(id))?.is_some() => id,
             _ => {
-                let id = self
-                    .client
-                    .grant_lease(ttl.as_secs().max(1) as i64)
-                    .map_err(|e| self.fail(e))?;
+                let id = self.call(|c| c.grant_lease(ttl.as_secs().max(1) as i64))?;
                 if let Ok(mut leases) = self.leases.lock() {
                     leases.insert(key.clone(), id);
                 }
                 id
             }
         };
-        self.client
-            .put(&key, &value, lease)
-            .map(drop)
-            .map_err(|e| self.fail(e))
+        self.call(|c| c.put(&key, &value, lease).map(drop))
     }
 
     /// Removes every liveness record of `agent` (it was unregistered).
@@ -347,15 +365,12 @@ impl EtcdStore {
             Err(_) => Vec::new(),
         };
         for id in leases {
-            self.client.revoke_lease(id).map_err(|e| self.fail(e))?;
+            self.call(|c| c.revoke_lease(id))?;
         }
-        let (kvs, _) = self
-            .client
-            .range(&prefix, &prefix_end(&prefix), 0)
-            .map_err(|e| self.fail(e))?;
+        let (kvs, _) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
         let deletes: Vec<Change> = kvs.into_iter().map(|kv| Change::Delete(kv.key)).collect();
         if !deletes.is_empty() {
-            self.client.txn(&[], &deletes).map_err(|e| self.fail(e))?;
+            self.call(|c| c.txn(&[], &deletes))?;
         }
         Ok(())
     }
@@ -364,7 +379,7 @@ impl EtcdStore {
     /// current now.
     pub fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
         let head = layout::head_key(&self.address);
-        let kv = self.client.get(&head).map_err(|e| self.fail(e))?;
+        let kv = self.call(|c| c.get(&head))?;
         let revision = match kv {
             Some(kv) => head_revision(&kv).map_err(|e| self.layout_error(e))?,
             None => 0,
@@ -386,7 +401,7 @@ impl EtcdStore {
                 lease: 0,
             })
             .collect();
-        match self.client.txn(&[], &changes) {
+        match self.patiently(|c| c.txn(&[], &changes)) {
             Ok(_) | Err(EtcdError::Indeterminate { .. }) => Ok(()),
             Err(e) => Err(self.fail(e)),
         }
@@ -400,10 +415,7 @@ impl EtcdStore {
     /// The log as text, and the etcd revision it was read at.
     fn read_log(&self) -> Result<(Vec<u8>, i64), StoreError> {
         let prefix = self.address.key("log/");
-        let (kvs, revision) = self
-            .client
-            .range(&prefix, &prefix_end(&prefix), 0)
-            .map_err(|e| self.fail(e))?;
+        let (kvs, revision) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
         Ok((kvs.into_iter().flat_map(|kv| kv.value).collect(), revision))
     }
 
@@ -417,10 +429,7 @@ impl EtcdStore {
     /// The revisions whose state can still be read, oldest first.
     pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
         let prefix = self.address.key("log/");
-        let (kvs, _) = self
-            .client
-            .range(&prefix, &prefix_end(&prefix), 0)
-            .map_err(|e| self.fail(e))?;
+        let (kvs, _) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
         let mut revisions: Vec<u64> = kvs
             .iter()
             .filter_map(|kv| {
@@ -445,11 +454,7 @@ impl EtcdStore {
     /// The state of `revision`, if etcd still has it (the history before its compaction
     /// point is gone).
     fn state_at(&self, revision: u64) -> Result<Option<State>, StoreError> {
-        let Some(first) = self
-            .client
-            .get(&self.log_key(revision, 0))
-            .map_err(|e| self.fail(e))?
-        else {
+        let Some(first) = self.call(|c| c.get(&self.log_key(revision, 0)))? else {
             return Ok(None);
         };
         match self.read(first.mod_revision) {
@@ -515,10 +520,7 @@ impl EtcdStore {
     /// The control flags raised now.
     pub fn control_flags(&self) -> Result<ControlFlags, StoreError> {
         let prefix = self.address.key("control/");
-        let (kvs, _) = self
-            .client
-            .range(&prefix, &prefix_end(&prefix), 0)
-            .map_err(|e| self.fail(e))?;
+        let (kvs, _) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
         let flags = kvs
             .into_iter()
             .filter_map(|kv| {
@@ -533,22 +535,16 @@ impl EtcdStore {
 
     pub fn raise(&self, control: Control, text: &str) -> Result<(), StoreError> {
         let key = self.address.key(&format!("control/{}", control.name()));
-        self.client
-            .put(&key, text.as_bytes(), 0)
-            .map(drop)
-            .map_err(|e| self.fail(e))
+        self.call(|c| c.put(&key, text.as_bytes(), 0).map(drop))
     }
 
     /// Lowers `control`; `false` when it was not raised.
     pub fn lower(&self, control: Control) -> Result<bool, StoreError> {
         let key = self.address.key(&format!("control/{}", control.name()));
-        if self.client.get(&key).map_err(|e| self.fail(e))?.is_none() {
+        if self.call(|c| c.get(&key))?.is_none() {
             return Ok(false);
         }
-        self.client
-            .txn(&[], &[Change::Delete(key)])
-            .map(|_| true)
-            .map_err(|e| self.fail(e))
+        self.call(|c| c.txn(&[], &[Change::Delete(key.clone())]).map(|_| true))
     }
 
     /// A feed of the changes of `topics`, from now on.
