@@ -9,7 +9,6 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::backend::{Backend, find_executable, probe};
-use crate::blackboard::liveness;
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::validate::{ValidationEnv, validate};
 use crate::blackboard::{State, Timestamp};
@@ -89,6 +88,10 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
         }
     };
     checks.push(blackboard(&project, &state));
+    checks.extend(shared_store(&project));
+    if let Some(check) = git_remote(&project, &state) {
+        checks.push(check);
+    }
     if let Some(check) = hand_edit(&project) {
         checks.push(check);
     }
@@ -466,6 +469,119 @@ fn worktrees(project: &Project, state: &State) -> Vec<Check> {
     checks
 }
 
+/// A blackboard in etcd: every member answers, nothing foreign under the prefix, each
+/// liveness record under a lease, the hosts' clocks agree (leases are wall-clock times
+/// written by one host and read by the others).
+fn shared_store(project: &Project) -> Vec<Check> {
+    let Some(found) = project.store.inspect_shared() else {
+        return Vec::new();
+    };
+    let address = project
+        .store
+        .address()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let mut checks = Vec::new();
+    let down: Vec<String> = found
+        .members
+        .iter()
+        .filter_map(|(member, answer)| answer.as_ref().err().map(|e| format!("{member} ({e})")))
+        .collect();
+    checks.push(if down.is_empty() {
+        Check::ok(
+            "etcd",
+            format!("{address}: {} member(s) answer", found.members.len()),
+        )
+    } else {
+        Check::problem(
+            Status::Warn,
+            "etcd",
+            format!("{address}: no answer from {}", down.join(", ")),
+            "the others serve meanwhile; start the member again, or drop it from the address in .liza/store",
+        )
+    });
+    checks.push(if found.strays.is_empty() {
+        Check::ok("etcd prefix", "only liza's keys")
+    } else {
+        Check::problem(
+            Status::Warn,
+            "etcd prefix",
+            format!("keys liza does not use: {}", found.strays.join(", ")),
+            "another program writes under this project's prefix: give it a prefix of its own",
+        )
+    });
+    let unleased: Vec<&str> = found
+        .leases
+        .iter()
+        .filter(|l| !l.has_lease)
+        .map(|l| l.key.as_str())
+        .collect();
+    checks.push(if unleased.is_empty() {
+        Check::ok(
+            "etcd leases",
+            format!(
+                "{} liveness record(s), each under a lease",
+                found.leases.len()
+            ),
+        )
+    } else {
+        Check::problem(
+            Status::Warn,
+            "etcd leases",
+            format!(
+                "liveness records with no lease, which never expire: {}",
+                unleased.join(", ")
+            ),
+            "they were written by hand or by another tool: delete them (etcdctl del KEY)",
+        )
+    });
+    // Measured to ±1 s through etcd's lease clock: warn only when surely above 1 s.
+    let skewed: Vec<String> = found
+        .leases
+        .iter()
+        .filter_map(|l| {
+            let skew = l.skew(found.read_at)?;
+            (skew.abs() >= 2).then(|| {
+                format!(
+                    "{} is {} s {} this host",
+                    l.host.as_deref().unwrap_or("a host"),
+                    skew.abs(),
+                    if skew > 0 { "ahead of" } else { "behind" }
+                )
+            })
+        })
+        .collect();
+    checks.push(if skewed.is_empty() {
+        Check::ok("clocks", "the hosts with live agents agree with this one (±1 s)")
+    } else {
+        Check::problem(
+            Status::Warn,
+            "clocks",
+            skewed.join("; "),
+            "leases are times one host writes and the others read: run NTP (chrony, systemd-timesyncd) on every host",
+        )
+    });
+    checks
+}
+
+/// The shared git remote answers.
+fn git_remote(project: &Project, state: &State) -> Option<Check> {
+    let url = state.config.git_remote.as_deref()?;
+    Some(
+        match crate::git::Remote::new(&project.root, url).reachable() {
+            Ok(()) => Check::ok("git remote", format!("{url} answers")),
+            Err(e) => Check::problem(
+                Status::Fail,
+                "git remote",
+                e.to_string(),
+                format!(
+                    "task branches and the integration branch move there: make {url} reachable from this host"
+                ),
+            ),
+        },
+    )
+}
+
 fn lock(project: &Project, state: &State) -> Check {
     match project.store.lock_holder() {
         Ok(None) => Check::ok("state lock", "free"),
@@ -547,30 +663,31 @@ fn interrupted_merges(project: &Project, state: &State) -> Option<Check> {
 /// whose supervisor process is gone.
 fn leftovers(project: &Project, state: &State) -> Vec<Check> {
     let mut checks = Vec::new();
-    let live_dir = project.store.paths().live();
-    let records = liveness::read_all(&live_dir);
-    let mut stale = Vec::new();
-    for entry in std::fs::read_dir(&live_dir).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(stem) = name.strip_suffix(".yaml") else {
-            continue;
-        };
-        let current = stem.rsplit_once('.').is_some_and(|(agent, generation)| {
-            state
-                .agents
-                .iter()
-                .any(|(id, a)| id.as_str() == agent && a.generation.as_deref() == Some(generation))
-        });
-        if !current {
-            stale.push(format!(".liza/live/{name}"));
-        }
-    }
+    let records = project.store.live_records().unwrap_or_default();
+    let stale: Vec<String> = records
+        .0
+        .iter()
+        .filter(|(id, record)| {
+            !state.agents.iter().any(|(agent, a)| {
+                agent == id && a.generation.as_deref() == Some(record.generation.as_str())
+            })
+        })
+        .map(|(id, record)| match project.store.address() {
+            Some(address) => format!("{}/live/{id}.{}", address.prefix, record.generation),
+            None => format!(".liza/live/{id}.{}.yaml", record.generation),
+        })
+        .collect();
     if !stale.is_empty() {
+        let tidy = if project.store.address().is_some() {
+            "readers ignore them, and they expire with their etcd lease"
+        } else {
+            "readers ignore them; delete them (`rm` the files) to tidy up"
+        };
         checks.push(Check::problem(
             Status::Warn,
             "liveness records",
             format!("of agents no longer registered: {}", stale.join(", ")),
-            "readers ignore them; delete them (`rm` the files) to tidy up",
+            tidy,
         ));
     }
     // An agent whose effective lease (state or heartbeat, the later) has lapsed has no

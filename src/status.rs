@@ -72,6 +72,9 @@ pub struct AgentLine {
     /// What its supervisor waits for while it runs nothing (`paused`, `backoff`, …).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waiting: Option<String>,
+    /// The host its supervisor runs on (`LIZA_HOST_ID`, else the hostname), as its
+    /// last heartbeat says.
+    pub host: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -185,6 +188,7 @@ impl Report {
                         .current(state, id)
                         .filter(|r| r.lease_expires > now)
                         .and_then(|r| r.waiting.clone()),
+                    host: live.current(state, id).and_then(|r| r.host.clone()),
                 })
                 .collect(),
             tasks: state

@@ -12,7 +12,7 @@ pub mod atomic;
 pub mod cache;
 pub mod changes;
 pub mod commented;
-mod etcd;
+pub mod etcd;
 pub mod failpoint;
 mod file;
 pub mod hand_edit;
@@ -505,6 +505,14 @@ impl Store {
         Ok(Store {
             backend: Backend::Etcd(store),
         })
+    }
+
+    /// What `liza doctor` checks of a blackboard in etcd (`None` on files).
+    pub fn inspect_shared(&self) -> Option<etcd::Inspection> {
+        match &self.backend {
+            Backend::File(_) => None,
+            Backend::Etcd(e) => Some(e.inspect()),
+        }
     }
 
     /// The etcd address of the blackboard, when it is in etcd.

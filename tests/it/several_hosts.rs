@@ -244,6 +244,17 @@ fn a_dead_host_s_claims_expire_and_another_host_takes_them_over_losing_no_pushed
             Some(format!("partial {t} from host B\n").as_str())
         );
     }
+    // `liza status --json` on host A names the host of each agent.
+    let agents = project.repo.state_json()["agents"].clone();
+    for coder in ["coder-1", "coder-2"] {
+        let line = agents
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["id"] == coder)
+            .unwrap_or_else(|| panic!("{coder} not listed: {agents}"));
+        assert_eq!(line["host"], "host-b", "{agents}");
+    }
     // Host B dies: its supervisors and their agents.
     for supervisor in &mut b {
         supervisor.kill();
@@ -403,5 +414,31 @@ fn two_hosts_publishing_integration_at_once_one_wins_and_the_other_merges_again(
     assert_eq!(
         statuses(a),
         [("t-1", "MERGED"), ("t-2", "MERGED")].map(|(t, s)| (t.to_owned(), s.to_owned()))
+    );
+}
+
+#[test]
+fn doctor_checks_that_the_shared_remote_answers() {
+    let Some(hosts) = Hosts::start() else { return };
+    let remote_check = |repo: &Repo| {
+        let out = repo.liza(&["--json", "doctor"]);
+        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["result"]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "git remote")
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(remote_check(&hosts.b)["status"], "ok");
+    let moved = hosts.remote.path().with_extension("moved");
+    std::fs::rename(hosts.remote.path(), &moved).unwrap();
+    let check = remote_check(&hosts.b);
+    std::fs::rename(&moved, hosts.remote.path()).unwrap();
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["hint"].as_str().unwrap().contains("reachable"),
+        "{check}"
     );
 }

@@ -123,3 +123,122 @@ fn an_etcd_that_does_not_answer_is_a_clear_error_and_changes_nothing() {
     assert_success(&board.repo.liza(&["note", "all", "now"]));
     assert_eq!(board.repo.revision(), 3);
 }
+
+#[test]
+fn etcd_history_is_compacted_to_the_revisions_the_journal_keeps_and_the_log_stays_whole() {
+    let Some(board) = board() else { return };
+    crate::common::team::configure(&board.repo, |c| {
+        c.journal_keep = Some(liza::blackboard::model::JournalKeep {
+            revisions: Some(5),
+            ..Default::default()
+        });
+    });
+    for i in 0..110 {
+        assert_success(&board.repo.liza(&["note", "all", &format!("note {i}")]));
+    }
+    let last = board.repo.revision();
+    assert_eq!(last, 112);
+    let history = json(&board.repo.liza(&["--json", "history"]));
+    let kept: Vec<u64> = history["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["revision"].as_u64().unwrap())
+        .collect();
+    // Compacted at revision 100 to the last five: 96..=112 readable, nothing older.
+    assert_eq!(kept, (96..=last).collect::<Vec<_>>());
+    let out = board.repo.liza(&["history", "--rev", "50"]);
+    assert!(!out.status.success());
+    // etcd itself refuses a read from before the compaction.
+    let client = board.client().unwrap();
+    let old = client.range(b"team/project/head", &[], 2).unwrap_err();
+    assert!(old.is_compacted(), "{old}");
+    // The log keeps every entry.
+    assert_eq!(board.repo.log().len() as u64, last);
+}
+
+/// `liza doctor --json`'s check named `name`.
+fn doctor_check(repo: &Repo, name: &str) -> serde_json::Value {
+    let out = repo.liza(&["--json", "doctor"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["result"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} check: {report}"))
+}
+
+#[test]
+fn doctor_checks_the_members_the_prefix_the_leases_and_the_hosts_clocks() {
+    let Some(board) = board() else { return };
+    for name in ["etcd", "etcd prefix", "etcd leases", "clocks"] {
+        assert_eq!(doctor_check(&board.repo, name)["status"], "ok", "{name}");
+    }
+    let client = board.client().unwrap();
+    // Another program's key under the prefix; a record written with no lease; a host
+    // whose clock runs 30 s ahead (its record ends 30 s after its etcd lease does).
+    client.put(b"team/project/other-tool/x", b"1", 0).unwrap();
+    let now = liza::blackboard::Timestamp::now();
+    let record = |lease_expires: liza::blackboard::Timestamp| {
+        serde_json::json!({
+            "generation": "0123456789abcdef",
+            "heartbeat": now.unix(),
+            "lease_expires": lease_expires.unix(),
+            "host": "host-fast",
+        })
+        .to_string()
+    };
+    client
+        .put(
+            b"team/project/live/coder-8.0123456789abcdef",
+            record(now).as_bytes(),
+            0,
+        )
+        .unwrap();
+    let lease = client.grant_lease(60).unwrap();
+    let ahead = liza::blackboard::Timestamp::from_unix(now.unix() + 90);
+    client
+        .put(
+            b"team/project/live/coder-9.0123456789abcdef",
+            record(ahead).as_bytes(),
+            lease,
+        )
+        .unwrap();
+    let prefix = doctor_check(&board.repo, "etcd prefix");
+    assert_eq!(prefix["status"], "warn");
+    assert!(
+        prefix["detail"]
+            .as_str()
+            .unwrap()
+            .contains("team/project/other-tool/x"),
+        "{prefix}"
+    );
+    let leases = doctor_check(&board.repo, "etcd leases");
+    assert_eq!(leases["status"], "warn");
+    assert!(
+        leases["detail"].as_str().unwrap().contains("coder-8"),
+        "{leases}"
+    );
+    let clocks = doctor_check(&board.repo, "clocks");
+    assert_eq!(clocks["status"], "warn", "{clocks}");
+    let detail = clocks["detail"].as_str().unwrap();
+    assert!(detail.contains("host-fast is 3"), "{detail}");
+    assert!(detail.contains("ahead of this host"), "{detail}");
+    // A member that does not answer is named.
+    std::fs::write(
+        board.repo.liza_dir().join("store"),
+        format!(
+            "etcd://{},127.0.0.1:9/team/project\n",
+            board.etcd.as_ref().unwrap().0.endpoint()
+        ),
+    )
+    .unwrap();
+    let members = doctor_check(&board.repo, "etcd");
+    assert_eq!(members["status"], "warn");
+    assert!(
+        members["detail"].as_str().unwrap().contains("127.0.0.1:9"),
+        "{members}"
+    );
+}

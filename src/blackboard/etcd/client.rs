@@ -255,6 +255,7 @@ impl Client {
                 range_end: range_end.to_vec(),
                 limit: 0,
                 revision,
+                keys_only: false,
             },
         )?;
         Ok((response.kvs, response.header.revision))
@@ -275,6 +276,7 @@ impl Client {
                     range_end: range_end.to_vec(),
                     limit: 0,
                     revision,
+                    keys_only: false,
                 })
             })
             .collect();
@@ -301,6 +303,21 @@ impl Client {
             .map(|r| r.response_range.map(|r| r.kvs).unwrap_or_default())
             .collect();
         Ok((kvs, response.header.revision))
+    }
+
+    /// The keys in `[key, range_end)` now, without their values.
+    pub fn keys(&self, key: &[u8], range_end: &[u8]) -> Result<Vec<Vec<u8>>, EtcdError> {
+        let response: RangeResponse = self.call(
+            "/v3/kv/range",
+            &RangeRequest {
+                key: key.to_vec(),
+                range_end: range_end.to_vec(),
+                limit: 0,
+                revision: 0,
+                keys_only: true,
+            },
+        )?;
+        Ok(response.kvs.into_iter().map(|kv| kv.key).collect())
     }
 
     /// One key, if it exists.
@@ -397,6 +414,13 @@ impl Client {
         let response: KeepAliveResponse =
             self.call("/v3/lease/keepalive", &LeaseIdRequest { id })?;
         Ok((response.result.ttl > 0).then_some(response.result.ttl))
+    }
+
+    /// The whole seconds lease `id` has left (etcd's clock, rounded down); `None` when it
+    /// has expired or never existed (etcd 3.4 answers TTL -1).
+    pub fn time_to_live(&self, id: i64) -> Result<Option<i64>, EtcdError> {
+        let response: LeaseResponse = self.call("/v3/lease/timetolive", &LeaseIdRequest { id })?;
+        Ok((response.ttl >= 0).then_some(response.ttl))
     }
 
     /// Ends lease `id` now: its keys are deleted. An unknown lease is not an error.

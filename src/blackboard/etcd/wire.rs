@@ -90,6 +90,9 @@ pub struct RangeRequest {
     /// Read as of this revision (0: the newest).
     #[serde(with = "int", skip_serializing_if = "is_zero")]
     pub revision: i64,
+    /// Keys without their values.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub keys_only: bool,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -37,6 +37,9 @@ use crate::blackboard::timestamp::Timestamp;
 /// JSON gateway's base64 (4/3) and the txn's framing.
 const MAX_TXN_BYTES: usize = 1024 * 1024;
 
+/// How often (in blackboard revisions) a commit compacts etcd's history.
+const COMPACT_EVERY: u64 = 50;
+
 /// How long a command waits for an etcd that does not answer, unless told otherwise.
 const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 
@@ -63,6 +66,40 @@ pub struct EtcdStore {
 pub(super) struct EtcdAttempt {
     revision: i64,
     read: State,
+}
+
+/// What [`EtcdStore::inspect`] found.
+pub struct Inspection {
+    /// Each member and whether it answered.
+    pub members: Vec<(String, Result<(), String>)>,
+    /// Keys under the prefix that are no part of the layout.
+    pub strays: Vec<String>,
+    pub leases: Vec<LeaseFacts>,
+    /// When this host read the leases (its clock).
+    pub read_at: Timestamp,
+}
+
+/// A liveness record and its etcd lease.
+pub struct LeaseFacts {
+    pub key: String,
+    pub host: Option<String>,
+    /// The lease's end as the writing host's clock put it.
+    pub lease_expires: Option<Timestamp>,
+    pub has_lease: bool,
+    /// What etcd says is left of it, in whole seconds.
+    pub seconds_left: Option<i64>,
+}
+
+impl LeaseFacts {
+    /// How far the writing host's clock is ahead of this one's (negative: behind), in
+    /// seconds, measured through etcd's lease clock: the record's end by its writer's
+    /// clock against this host's now plus what etcd says is left. Whole seconds each, so
+    /// the measure is ±1 s.
+    pub fn skew(&self, read_at: Timestamp) -> Option<i64> {
+        let end = self.lease_expires?;
+        let left = self.seconds_left?;
+        Some(end.seconds_since(read_at) - left)
+    }
 }
 
 /// One read of the project: the state, the liveness records, the etcd revision.
@@ -262,7 +299,28 @@ impl EtcdStore {
             return Ok(None);
         }
         self.refresh_mirror(&state);
+        self.compact_history(revision, state.config.journal_keep().0);
         Ok(Some((revision, log)))
+    }
+
+    /// Every [`COMPACT_EVERY`] revisions, drops etcd's history from before the oldest of
+    /// the last `keep` revisions (`config.journal_keep.revisions`, what `liza history`
+    /// shows), so it stays bounded whatever etcd's own settings. Current keys — the log
+    /// among them — are never compacted away. A failure only postpones it.
+    fn compact_history(&self, revision: u64, keep: u64) {
+        if revision % COMPACT_EVERY != 0 || revision <= keep {
+            return;
+        }
+        let oldest_kept = self.log_key(revision - keep + 1, 0);
+        let compacted = self.client.get(&oldest_kept).and_then(|kv| match kv {
+            Some(kv) => self.client.compact(kv.mod_revision),
+            None => Ok(()),
+        });
+        if let Err(err) = compacted
+            && !err.is_compacted()
+        {
+            tracing::warn!(%err, "could not compact etcd's history; the next try is {COMPACT_EVERY} revisions on");
+        }
     }
 
     /// Brings this checkout's mirror up to `state` (see [`Mirror`]).
@@ -545,6 +603,63 @@ impl EtcdStore {
             return Ok(false);
         }
         self.call(|c| c.txn(&[], &[Change::Delete(key.clone())]).map(|_| true))
+    }
+
+    /// What `liza doctor` checks of the store: each member, keys the layout does not
+    /// know, and each liveness record's etcd lease.
+    pub fn inspect(&self) -> Inspection {
+        let members = self
+            .address
+            .endpoints
+            .iter()
+            .map(|endpoint| {
+                let answer = Client::new(std::slice::from_ref(endpoint), REQUEST_TIMEOUT)
+                    .and_then(|c| c.get(&layout::head_key(&self.address)).map(drop));
+                (endpoint.clone(), answer.map_err(|e| e.to_string()))
+            })
+            .collect();
+        let prefix = self.address.key("");
+        let strays = match self.client.keys(&prefix, &prefix_end(&prefix)) {
+            Ok(keys) => keys
+                .into_iter()
+                .filter_map(|key| {
+                    let rest = std::str::from_utf8(key.strip_prefix(prefix.as_slice())?).ok()?;
+                    let known = rest == "head"
+                        || ["task/", "log/", "live/", "control/", "archive/"]
+                            .iter()
+                            .any(|p| rest.starts_with(p));
+                    (!known).then(|| String::from_utf8_lossy(&key).into_owned())
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        let live = self.address.key("live/");
+        let leases = match self.client.range(&live, &prefix_end(&live), 0) {
+            Ok((kvs, _)) => kvs
+                .into_iter()
+                .map(|kv| {
+                    let record: Option<LiveRecord> = serde_json::from_slice(&kv.value).ok();
+                    let seconds_left = match kv.lease {
+                        0 => None,
+                        id => self.client.time_to_live(id).ok().flatten(),
+                    };
+                    LeaseFacts {
+                        key: String::from_utf8_lossy(&kv.key).into_owned(),
+                        host: record.as_ref().and_then(|r| r.host.clone()),
+                        lease_expires: record.map(|r| r.lease_expires),
+                        has_lease: kv.lease != 0,
+                        seconds_left,
+                    }
+                })
+                .collect(),
+            Err(_) => Vec::new(),
+        };
+        Inspection {
+            members,
+            strays,
+            leases,
+            read_at: Timestamp::now(),
+        }
     }
 
     /// A feed of the changes of `topics`, from now on.
