@@ -308,7 +308,7 @@ impl EtcdStore {
     /// shows), so it stays bounded whatever etcd's own settings. Current keys — the log
     /// among them — are never compacted away. A failure only postpones it.
     fn compact_history(&self, revision: u64, keep: u64) {
-        if revision % COMPACT_EVERY != 0 || revision <= keep {
+        if !revision.is_multiple_of(COMPACT_EVERY) || revision <= keep {
             return;
         }
         let oldest_kept = self.log_key(revision - keep + 1, 0);
