@@ -1,7 +1,8 @@
 //! The blackboard benchmark: prints the specs/quality.md table for P1, P2, P3, P4, P8 and P10
 //! on generated 50 / 300 / 1000-task blackboards, plus the lifecycle's `claim-task` and
 //! `submit-for-review` (L1, L2) and `merge` (M1), with the fsync floor measured in the same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
-//! `LIZA_BENCH_QUICK=1` takes fewer samples.
+//! `LIZA_BENCH_QUICK=1` takes fewer samples; `LIZA_BENCH_ONLY=etcd` runs only the E rows
+//! (the blackboard in a local etcd).
 
 use std::path::Path;
 use std::process::Command;
@@ -13,6 +14,9 @@ use liza::blackboard::store::journal::Journal;
 use liza::blackboard::store::{atomic, write_revision_files};
 use liza::blackboard::{Actor, Timestamp};
 use liza::status::Report;
+
+#[path = "blackboard/etcd.rs"]
+mod etcd;
 
 const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
@@ -247,11 +251,16 @@ fn main() {
         ms(floor.p95)
     );
 
+    // `LIZA_BENCH_ONLY=etcd`: the E rows alone.
+    let only_etcd = std::env::var("LIZA_BENCH_ONLY").is_ok_and(|v| v == "etcd");
     for (tasks, per_task, cli_target, validate_target, status_target) in [
         (50usize, 2600usize, Some(("P1", 3.0)), Some(15.0), Some(5.0)),
         (300, 13_500, Some(("P2", 25.0)), Some(200.0), Some(40.0)),
         (1000, 13_500, None, None, None),
-    ] {
+    ]
+    .into_iter()
+    .filter(|_| !only_etcd)
+    {
         let (dir, size) = project(tasks, per_task, false);
         let p = dir.path();
         let label = format!("{tasks} tasks, {:.0} KB", size as f64 / 1024.0);
@@ -360,7 +369,10 @@ fn main() {
         ));
     }
 
-    rows.extend(growth_rows(n(20)));
+    if !only_etcd {
+        rows.extend(growth_rows(n(20)));
+    }
+    rows.extend(etcd::rows(n(40)));
 
     println!(
         "{:<8} {:<92} {:>10} {:>10} {:>8} {:>8}  {:<22} verdict",

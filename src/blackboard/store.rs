@@ -107,6 +107,8 @@ pub enum StoreError {
         bytes >> 10, limit >> 10
     )]
     TransactionTooLarge { bytes: usize, limit: usize },
+    #[error("{address} already holds a project")]
+    ProjectExists { address: String },
     #[error("{origin}: {source}")]
     Address {
         /// Where the address came from (`LIZA_STORE`, `.liza/store`, `--store`).
@@ -137,6 +139,7 @@ impl Diagnostic for StoreError {
             StoreError::LockTimeout { .. } => ErrorClass::LockTimeout,
             StoreError::WouldInvalidate { .. }
             | StoreError::AlreadyInitialized { .. }
+            | StoreError::ProjectExists { .. }
             | StoreError::TooLarge { .. }
             | StoreError::TransactionTooLarge { .. }
             | StoreError::Superseded { .. } => ErrorClass::Refused,
@@ -208,7 +211,10 @@ impl Diagnostic for StoreError {
             StoreError::WouldInvalidate { .. } => {
                 vec!["the state is unchanged; fix what the findings name first".into()]
             }
-            StoreError::TooLarge { .. } | StoreError::TransactionTooLarge { .. } => vec![
+            StoreError::TransactionTooLarge { .. } => vec![
+                "the state is unchanged; every transition rewrites the head key (the goal with its alignment history, the notes, the agents): trim old human_notes with `liza edit`, or shorten the texts the change adds".into(),
+            ],
+            StoreError::TooLarge { .. } => vec![
                 "the state is unchanged; shorten the texts the change adds (descriptions, notes, reasons)".into(),
             ],
             StoreError::Superseded { .. } => vec![
@@ -223,6 +229,9 @@ impl Diagnostic for StoreError {
                 ],
                 _ => vec!["`liza doctor` checks the store".into()],
             },
+            StoreError::ProjectExists { address } => vec![format!(
+                "to work on it from this checkout: liza join {address}; for a new project, choose another prefix"
+            )],
             StoreError::Address { origin, .. } => vec![format!(
                 "correct {origin}; `liza join etcd://HOST:PORT/PREFIX` attaches a checkout to a blackboard in etcd"
             )],
@@ -342,16 +351,36 @@ trait Transactional {
     type Attempt;
     /// Reads the committed state, liveness records folded in.
     fn begin(&self) -> Result<(State, Self::Attempt), StoreError>;
-    /// Commits `state` as the next revision with `log`; `None` when the blackboard
-    /// changed since the read, and the transaction must run again on the new state.
+    /// Commits `state` as the next revision with `log`.
     fn finish(
         &self,
         attempt: Self::Attempt,
         state: State,
         log: Vec<LogEntry>,
-    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError>;
+    ) -> Result<Finished, StoreError>;
+    /// Whether a commit whose outcome was unknown was applied, judged on a state read
+    /// after it (`read`): `None` while `read` is older than the revision it would have
+    /// made, when it may still land.
+    fn was_applied(&self, unknown: &Unknown, read: &State) -> Result<Option<bool>, StoreError>;
     /// The project root (validation checks paths under it).
     fn root(&self) -> &Path;
+}
+
+/// How a commit ended.
+pub(super) enum Finished {
+    Committed(u64, Vec<LogEntry>),
+    /// Another writer committed first: run the change again on the newer state.
+    Conflict,
+    /// Sent, and no answer came back: maybe applied.
+    Unknown(Unknown),
+}
+
+/// A commit that may or may not have been applied: the revision it would have made,
+/// its log entries, and what its first log entry was written as (written by it alone).
+pub(super) struct Unknown {
+    pub revision: u64,
+    pub entries: Vec<LogEntry>,
+    pub first_log: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl Transactional for FileStore {
@@ -366,8 +395,14 @@ impl Transactional for FileStore {
         attempt: FileAttempt,
         state: State,
         log: Vec<LogEntry>,
-    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError> {
-        FileStore::finish(self, attempt, state, log).map(Some)
+    ) -> Result<Finished, StoreError> {
+        let (revision, entries) = FileStore::finish(self, attempt, state, log)?;
+        Ok(Finished::Committed(revision, entries))
+    }
+
+    fn was_applied(&self, _: &Unknown, _: &State) -> Result<Option<bool>, StoreError> {
+        // A commit to files always knows how it ended.
+        Ok(Some(false))
     }
 
     fn root(&self) -> &Path {
@@ -387,8 +422,12 @@ impl Transactional for EtcdStore {
         attempt: EtcdAttempt,
         state: State,
         log: Vec<LogEntry>,
-    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError> {
+    ) -> Result<Finished, StoreError> {
         EtcdStore::finish(self, attempt, state, log)
+    }
+
+    fn was_applied(&self, unknown: &Unknown, read: &State) -> Result<Option<bool>, StoreError> {
+        EtcdStore::was_applied(self, unknown, read)
     }
 
     fn root(&self) -> &Path {
@@ -397,14 +436,28 @@ impl Transactional for EtcdStore {
 }
 
 /// One transaction on `store`: read, fence, change, validate, commit — again from the
-/// read when another writer committed first.
+/// read when another writer committed first. A commit whose outcome is unknown is
+/// settled on the next read before the change runs again: it is never applied twice.
 fn run<S: Transactional, R, E>(
     store: &S,
     actor: &Actor,
     change: &mut impl FnMut(&mut Tx) -> Result<R, E>,
 ) -> Result<Committed<R>, TxError<E>> {
+    let mut unknown: Option<(Unknown, R)> = None;
     loop {
         let (state, attempt) = store.begin()?;
+        if let Some((pending, _)) = &unknown
+            && let Some(applied) = store.was_applied(pending, &state)?
+        {
+            let (pending, value) = unknown.take().expect("just matched");
+            if applied {
+                return Ok(Committed {
+                    value,
+                    revision: pending.revision,
+                    entries: pending.entries,
+                });
+            }
+        }
         if let Actor::Supervisor { id, generation } = actor {
             fence(&state, id, generation)?;
         }
@@ -431,12 +484,22 @@ fn run<S: Transactional, R, E>(
             }
             .into());
         }
-        if let Some((revision, entries)) = store.finish(attempt, tx.state, tx.log)? {
-            return Ok(Committed {
-                value,
-                revision,
-                entries,
-            });
+        match store.finish(attempt, tx.state, tx.log)? {
+            Finished::Committed(revision, entries) => {
+                return Ok(Committed {
+                    value,
+                    revision,
+                    entries,
+                });
+            }
+            Finished::Conflict => {}
+            // The first unknown one is the one that may still land; a later one was
+            // guarded by the same head, so at most one of them can.
+            Finished::Unknown(pending) => {
+                if unknown.is_none() {
+                    unknown = Some((pending, value));
+                }
+            }
         }
     }
 }

@@ -24,8 +24,10 @@ pub struct ValidateArgs {
 
 pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
     let cwd = current_dir()?;
-    // On a blackboard in etcd: the live records there, and the mirror refreshed first.
+    // On a blackboard in etcd: its text as committed (the mirror shows the same), and
+    // the live records there.
     let mut shared_live = None;
+    let mut shared_text = None;
     let (file, root, shown) = match &args.file {
         Some(file) => {
             let file = cwd.join(file);
@@ -51,16 +53,21 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
                 other => other.into(),
             })?;
             let paths = LizaPaths::new(&root);
-            if crate::blackboard::store::locate(&root)?.is_some() {
+            let mut shown = paths.display(&paths.state());
+            if let Some(address) = crate::blackboard::store::locate(&root)? {
                 let store = crate::ops::open_store(&root)?;
-                store.snapshot()?;
+                shared_text = Some(store.text()?);
                 shared_live = Some(store.live_records()?);
+                shown = address.to_string();
             }
-            let shown = paths.display(&paths.state());
             (paths.state(), root, shown)
         }
     };
-    let bytes = read_limited(&file).map_err(|e| {
+    let read = match shared_text {
+        Some(text) => Ok(text),
+        None => read_limited(&file),
+    };
+    let bytes = read.map_err(|e| {
         CliError::new(ErrorClass::Blackboard, format!("cannot read {shown}: {e}"))
             .with_hint("run liza init to create a blackboard, or name an existing state.yaml")
     })?;

@@ -75,7 +75,7 @@ impl Remote {
     /// such branch.
     pub fn fetch(&self, branch: &str) -> Result<Option<CommitId>, GitError> {
         let refspec = format!("+refs/heads/{branch}:{FETCHED}/{branch}");
-        let args = ["fetch", "--quiet", "--no-tags", &self.url, &refspec];
+        let args = ["fetch", "--quiet", "--no-tags", "--", &self.url, &refspec];
         let out = self.run(&args)?;
         if !out.status.success() {
             let err = String::from_utf8_lossy(&out.stderr);
@@ -106,7 +106,8 @@ impl Remote {
         if let Some(lease) = &lease_arg {
             args.push(lease);
         }
-        args.extend([self.url.as_str(), refspec.as_str()]);
+        // `--`: whatever the URL says, git reads it as the repository, never an option.
+        args.extend(["--", self.url.as_str(), refspec.as_str()]);
         let out = self.run(&args)?;
         let report = String::from_utf8_lossy(&out.stdout);
         if let Some(line) = report
@@ -124,7 +125,7 @@ impl Remote {
 
     /// Checks that the remote answers (`liza init --git-remote`, `liza doctor`).
     pub fn reachable(&self) -> Result<(), GitError> {
-        let args = ["ls-remote", "--quiet", "--heads", &self.url];
+        let args = ["ls-remote", "--quiet", "--heads", "--", &self.url];
         let out = self.run(&args)?;
         if !out.status.success() {
             return Err(self.failed(&args, &String::from_utf8_lossy(&out.stderr)));

@@ -53,17 +53,11 @@ fn prepare_integration_fix(
     project: &Project,
     id: &TaskId,
     integration: &str,
+    tip: CommitId,
 ) -> Result<IntegrationFix, OpsError> {
     let dir = worktree_dir(&project.root, id);
     let wip_commit = repo.commit_wip(&dir, "an integration fix")?;
     let head = crate::git::head_of(&dir)?;
-    let tip = repo.branch_tip(integration)?.ok_or_else(|| {
-        OpsError::refused(
-            RuleId::IntegrationBranch,
-            format!("the integration branch {integration} does not exist"),
-            format!("create it: git branch {integration} <base>"),
-        )
-    })?;
     let message = format!("Merge {integration} into {}", crate::git::task_branch(id));
     let conflicts = match repo.merge_into_worktree(&dir, &tip, integration, &message)? {
         WorktreeMerge::Conflicts { paths } => paths,
@@ -111,8 +105,20 @@ pub fn claim_for(
     let integration = snapshot.state.config.integration_branch().to_owned();
     // With a shared remote, the integration tip and the task's branch are the remote's:
     // another host may have published, or worked on the task.
-    super::shared_git::sync_integration(project, &repo, &snapshot.state)?;
+    let shared_tip = super::shared_git::sync_integration(project, &repo, &snapshot.state)?;
     super::shared_git::sync_task(project, &repo, &snapshot.state, id)?;
+    let integration_tip = |repo: &Repo| -> Result<CommitId, OpsError> {
+        match &shared_tip {
+            Some(tip) => Ok(tip.clone()),
+            None => repo.branch_tip(&integration)?.ok_or_else(|| {
+                OpsError::refused(
+                    RuleId::IntegrationBranch,
+                    format!("the integration branch {integration} does not exist"),
+                    format!("create it: git branch {integration} <base>"),
+                )
+            }),
+        }
+    };
     let mut saved = SavedWork::default();
     let mut base = None;
     let mut fix = None;
@@ -124,13 +130,7 @@ pub fn claim_for(
             {
                 stop_previous_owner(project, &snapshot.state, previous);
             }
-            let tip = repo.branch_tip(&integration)?.ok_or_else(|| {
-                OpsError::refused(
-                    RuleId::IntegrationBranch,
-                    format!("the integration branch {integration} does not exist"),
-                    format!("create it: git branch {integration} <base>"),
-                )
-            })?;
+            let tip = integration_tip(&repo)?;
             let reason = match &kind {
                 ClaimKind::Fresh => "a fresh claim".to_owned(),
                 _ => format!("{agent} took the task over"),
@@ -142,7 +142,8 @@ pub fn claim_for(
     }
     let fresh = kind.worktree() != WorktreePlan::Keep;
     if kind == ClaimKind::IntegrationFix {
-        let prepared = prepare_integration_fix(&repo, project, id, &integration)?;
+        let tip = integration_tip(&repo)?;
+        let prepared = prepare_integration_fix(&repo, project, id, &integration, tip)?;
         base = CommitId::parse(&prepared.tip);
         saved.wip_commit = prepared.wip_commit.clone();
         fix = Some(prepared);

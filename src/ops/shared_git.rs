@@ -11,21 +11,39 @@ use crate::blackboard::model::CommitId;
 use crate::blackboard::{State, TaskId};
 use crate::git::{Lease, Published, Pushed, Remote, Repo, task_branch, worktree_dir};
 
-/// The shared remote, when the blackboard names one.
-pub fn remote(project: &Project, state: &State) -> Option<Remote> {
-    let url = state.config.git_remote.as_deref()?;
-    Some(Remote::new(&project.root, url))
+/// The shared remote, when the blackboard names one. A URL validation refuses (one
+/// git would read as an option) is refused here too, whatever wrote it into the
+/// blackboard: nothing falls back to this host's branches alone.
+pub fn remote(project: &Project, state: &State) -> Result<Option<Remote>, OpsError> {
+    let Some(url) = state.config.git_remote.as_deref() else {
+        return Ok(None);
+    };
+    if let Some(problem) = crate::blackboard::validate::git_remote_problem(url) {
+        return Err(OpsError::refused(
+            crate::lifecycle::RuleId::IntegrationBranch,
+            format!("config.git_remote {url:?} {problem}"),
+            "set config.git_remote to the URL or path of the shared bare repository (`liza edit`)",
+        ));
+    }
+    Ok(Some(Remote::new(&project.root, url)))
 }
 
-/// Brings this host's integration branch to the remote's tip: the remote is where it
-/// moves, and nobody's checkout has it (liza refuses to merge when one does).
-pub fn sync_integration(project: &Project, repo: &Repo, state: &State) -> Result<(), OpsError> {
-    let Some(remote) = remote(project, state) else {
-        return Ok(());
+/// The integration tip on the shared remote (`None` without one), where the branch
+/// moves. This host's branch follows it, unless a person has it checked out: liza never
+/// moves a branch under someone's checkout.
+pub fn sync_integration(
+    project: &Project,
+    repo: &Repo,
+    state: &State,
+) -> Result<Option<CommitId>, OpsError> {
+    let Some(remote) = remote(project, state)? else {
+        return Ok(None);
     };
     let branch = state.config.integration_branch();
-    if let Some(tip) = remote.fetch(branch)?
-        && repo.branch_tip(branch)?.as_ref() != Some(&tip)
+    let tip = remote.fetch(branch)?;
+    if let Some(tip) = &tip
+        && repo.branch_tip(branch)?.as_ref() != Some(tip)
+        && repo.checkouts_on_branch(branch).is_empty()
     {
         repo.set_branch(
             branch,
@@ -33,7 +51,7 @@ pub fn sync_integration(project: &Project, repo: &Repo, state: &State) -> Result
             "liza: the shared remote's integration",
         )?;
     }
-    Ok(())
+    Ok(tip)
 }
 
 /// Brings task `id`'s branch from the remote when this host has none, or one the
@@ -45,7 +63,7 @@ pub fn sync_task(
     state: &State,
     id: &TaskId,
 ) -> Result<Option<CommitId>, OpsError> {
-    let Some(remote) = remote(project, state) else {
+    let Some(remote) = remote(project, state)? else {
         return Ok(None);
     };
     let branch = task_branch(id);
@@ -84,7 +102,7 @@ pub fn sync_task(
 /// Gives this host a worktree of task `id` at the shared remote's branch, for a review
 /// of work done on another host; nothing without a remote.
 pub fn fetch_task_worktree(project: &Project, state: &State, id: &TaskId) -> Result<(), OpsError> {
-    if remote(project, state).is_none() {
+    if remote(project, state)?.is_none() {
         return Ok(());
     }
     let repo = Repo::open(&project.root)?;
@@ -122,7 +140,7 @@ pub fn push_task(
     state: &State,
     id: &TaskId,
 ) -> Result<(), OpsError> {
-    let Some(remote) = remote(project, state) else {
+    let Some(remote) = remote(project, state)? else {
         return Ok(());
     };
     let branch = task_branch(id);
@@ -180,7 +198,7 @@ pub fn publish(
     reason: &str,
 ) -> Result<Published, OpsError> {
     let branch = state.config.integration_branch();
-    let Some(remote) = remote(project, state) else {
+    let Some(remote) = remote(project, state)? else {
         return Ok(repo.publish(branch, expected, new, reason)?);
     };
     if expected != new {

@@ -442,3 +442,26 @@ fn doctor_checks_that_the_shared_remote_answers() {
         "{check}"
     );
 }
+
+#[test]
+fn a_claim_never_moves_the_integration_branch_under_a_persons_checkout() {
+    let Some(hosts) = Hosts::start() else { return };
+    let (a, b) = (&hosts.project.repo, &hosts.b);
+    // A person on host A works with integration checked out; host B's work lands on
+    // the remote's integration meanwhile.
+    a.git(&["switch", "-q", "integration"]);
+    let before = a.git(&["rev-parse", "integration"]);
+    b.git(&["fetch", "-q", "origin", "integration"]);
+    b.git(&["switch", "-q", "-c", "work", "FETCH_HEAD"]);
+    std::fs::write(b.path().join("from-b.txt"), "host B\n").unwrap();
+    b.git(&["add", "from-b.txt"]);
+    b.git(&["commit", "-q", "-m", "host B's work"]);
+    b.git(&["push", "-q", "origin", "work:integration"]);
+    add(a, "t-1", "");
+    register(a, "coder-1");
+    assert_success(&a.liza(&["claim-task", "t-1", "coder-1"]));
+    assert_eq!(a.git(&["rev-parse", "integration"]), before);
+    assert_eq!(a.git(&["status", "--short"]), "");
+    // The task starts from the shared integration tip all the same.
+    assert!(a.path().join(".worktrees/t-1/from-b.txt").exists());
+}

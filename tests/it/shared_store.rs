@@ -127,6 +127,14 @@ fn an_etcd_that_does_not_answer_is_a_clear_error_and_changes_nothing() {
 #[test]
 fn etcd_history_is_compacted_to_the_revisions_the_journal_keeps_and_the_log_stays_whole() {
     let Some(board) = board() else { return };
+    // Another project in the same etcd, keeping the default 200 revisions.
+    let neighbour = Repo::new();
+    let (_, address) = board.etcd.as_ref().unwrap();
+    let theirs = address.replace("/team/project", "/team/neighbour");
+    assert_success(&neighbour.liza(&["init", "Another goal", "--store", &theirs]));
+    for i in 0..3 {
+        assert_success(&neighbour.liza(&["note", "all", &format!("n{i}")]));
+    }
     crate::common::team::configure(&board.repo, |c| {
         c.journal_keep = Some(liza::blackboard::model::JournalKeep {
             revisions: Some(5),
@@ -136,25 +144,43 @@ fn etcd_history_is_compacted_to_the_revisions_the_journal_keeps_and_the_log_stay
     for i in 0..110 {
         assert_success(&board.repo.liza(&["note", "all", &format!("note {i}")]));
     }
-    let last = board.repo.revision();
-    assert_eq!(last, 112);
-    let history = json(&board.repo.liza(&["--json", "history"]));
-    let kept: Vec<u64> = history["result"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|r| r["revision"].as_u64().unwrap())
-        .collect();
-    // Compacted at revision 100 to the last five: 96..=112 readable, nothing older.
-    assert_eq!(kept, (96..=last).collect::<Vec<_>>());
-    let out = board.repo.liza(&["history", "--rev", "50"]);
-    assert!(!out.status.success());
-    // etcd itself refuses a read from before the compaction.
+    let kept = |repo: &Repo| -> Vec<u64> {
+        json(&repo.liza(&["--json", "history"]))["result"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["revision"].as_u64().unwrap())
+            .collect()
+    };
+    assert_eq!(board.repo.revision(), 112);
+    // Compaction is etcd-wide: it stopped at the neighbour's floor, whose history is
+    // whole (this project's from just after the neighbour started, more than it keeps).
+    assert_eq!(kept(&neighbour), [1, 2, 3, 4]);
+    let ours = kept(&board.repo);
+    assert!(ours[0] > 1 && ours[0] <= 96, "{ours:?}");
+    assert_eq!(ours.last(), Some(&112));
+    // Once the neighbour needs less (its floor moves past), history goes up to this
+    // project's own floor: compacted at revision 150 to the last five, 146..=162.
     let client = board.client().unwrap();
+    client
+        .put(b"liza-floors/team/neighbour", b"999999", 0)
+        .unwrap();
+    for i in 0..50 {
+        assert_success(&board.repo.liza(&["note", "all", &format!("more {i}")]));
+    }
+    assert_eq!(kept(&board.repo), (146..=162).collect::<Vec<_>>());
+    assert!(
+        !board
+            .repo
+            .liza(&["history", "--rev", "50"])
+            .status
+            .success()
+    );
+    // etcd itself refuses a read from before the compaction.
     let old = client.range(b"team/project/head", &[], 2).unwrap_err();
     assert!(old.is_compacted(), "{old}");
     // The log keeps every entry.
-    assert_eq!(board.repo.log().len() as u64, last);
+    assert_eq!(board.repo.log().len(), 162);
 }
 
 /// `liza doctor --json`'s check named `name`.
@@ -241,4 +267,115 @@ fn doctor_checks_the_members_the_prefix_the_leases_and_the_hosts_clocks() {
         members["detail"].as_str().unwrap().contains("127.0.0.1:9"),
         "{members}"
     );
+}
+
+#[test]
+fn a_commit_applied_after_its_sender_gave_up_on_it_is_applied_once() {
+    let Some(board) = board() else { return };
+    let member = board.etcd.as_ref().unwrap().0.endpoint();
+    let proxy = crate::common::etcd::HoldingProxy::start(&member);
+    let through = format!("etcd://{}/team/project", proxy.endpoint);
+    let out = board
+        .repo
+        .liza(&["--store", &through, "note", "all", "only once"]);
+    assert_success(&out);
+    let notes: Vec<_> = board
+        .repo
+        .log()
+        .into_iter()
+        .filter(|e| e["action"] == "human_note")
+        .collect();
+    assert_eq!(notes.len(), 1, "{notes:#?}");
+    assert_eq!(board.repo.revision(), 2);
+    assert!(stdout(&out).contains("revision 2"), "{}", stdout(&out));
+}
+
+#[test]
+fn a_store_named_by_an_override_never_writes_into_this_checkout() {
+    let Some(board) = board() else { return };
+    let (_, address) = board.etcd.as_ref().unwrap();
+    // A file-store checkout, read through the override: its own state.yaml is left alone.
+    let files = Repo::initialized();
+    let before = files.files();
+    let out = files.liza_env(&[("LIZA_STORE", address)], &["status"]);
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("Add a --json flag"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(files.files(), before);
+    assert_eq!(files.rejected(), []);
+    // An etcd checkout of another project, read with --store: its mirror stays its own.
+    let other = Repo::new();
+    let theirs = address.replace("/team/project", "/team/other");
+    assert_success(&other.liza(&["init", "Another goal", "--store", &theirs]));
+    assert_success(&other.liza(&["--store", address, "status"]));
+    assert!(other.state_text().contains("Another goal"));
+    assert!(!other.state_text().contains("Add a --json flag"));
+}
+
+#[test]
+fn a_deleted_mirror_is_written_again_by_the_next_command() {
+    let Some(board) = board() else { return };
+    std::fs::remove_file(board.repo.state_path()).unwrap();
+    assert_success(&board.repo.liza(&["status"]));
+    assert!(board.repo.state_text().starts_with("# Read-only mirror"));
+    assert_success(&board.repo.liza(&["validate"]));
+}
+
+#[test]
+fn a_head_whose_revision_liza_cannot_have_written_is_refused_and_nothing_is_written() {
+    let Some(board) = board() else { return };
+    let client = board.client().unwrap();
+    let head = client.get(b"team/project/head").unwrap().unwrap();
+    let text = String::from_utf8(head.value).unwrap();
+    for bad in ["-5", "9223372036854775807"] {
+        let hostile = text.replacen("\"revision\":1", &format!("\"revision\":{bad}"), 1);
+        assert_ne!(hostile, text);
+        client
+            .put(b"team/project/head", hostile.as_bytes(), 0)
+            .unwrap();
+        let before = board.everything();
+        let out = board.repo.liza(&["note", "all", "x"]);
+        assert!(!out.status.success());
+        let err = stderr(&out);
+        assert!(err.contains("team/project/head"), "{err}");
+        assert!(err.contains("not one liza writes"), "{err}");
+        assert_eq!(board.everything(), before);
+    }
+}
+
+#[test]
+fn a_log_key_written_by_another_tool_costs_only_itself() {
+    let Some(board) = board() else { return };
+    assert_success(&board.repo.liza(&["note", "all", "a"]));
+    let client = board.client().unwrap();
+    client
+        .put(
+            b"team/project/log/000000000002/001",
+            b"junk-without-newline",
+            0,
+        )
+        .unwrap();
+    assert_success(&board.repo.liza(&["note", "all", "b"]));
+    let actions: Vec<String> = board
+        .repo
+        .log()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap_or("").to_owned())
+        .collect();
+    assert_eq!(actions, ["init", "human_note", "human_note"]);
+}
+
+#[test]
+fn init_over_an_existing_project_points_to_liza_join() {
+    let Some(board) = board() else { return };
+    let (_, address) = board.etcd.as_ref().unwrap();
+    let other = Repo::new();
+    let out = other.liza(&["init", "Again", "--store", address]);
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains(&format!("liza join {address}")), "{err}");
+    assert!(!other.liza_dir().exists());
 }

@@ -116,7 +116,12 @@ fn endpoint(member: &str) -> Result<String, String> {
 
 /// The names the key layout uses under a project's prefix (`layout.rs`): a project whose
 /// prefix went through one of them would share keys with the project above it.
-const RESERVED: [&str; 6] = ["head", "task", "log", "live", "control", "archive"];
+/// (`liza-floors` holds, at the root of the etcd, how far each project lets history be
+/// compacted.)
+const RESERVED: [&str; 7] = ["head", "task", "log", "live", "control", "archive", FLOORS];
+
+/// The root namespace of the compaction floors (see `store/etcd.rs`).
+pub const FLOORS: &str = "liza-floors";
 
 /// One or more `/`-separated segments of `[a-z0-9][a-z0-9._-]*`, none of them a name the
 /// key layout uses.

@@ -92,6 +92,20 @@ pub fn decode(address: &StoreAddress, kvs: &[KeyValue]) -> Result<State, LayoutE
         key: shown(&head_key),
         detail: e.to_string(),
     })?;
+    // The revision numbers log keys: one that liza cannot have written would make the
+    // next commit reuse or skip revisions.
+    match head.state.revision {
+        Some(r) if (1..=i64::MAX / 2).contains(&r) => {}
+        other => {
+            return Err(LayoutError::Unreadable {
+                key: shown(&head_key),
+                detail: format!(
+                    "its revision is {}, not one liza writes",
+                    other.map_or_else(|| "missing".to_owned(), |r| r.to_string())
+                ),
+            });
+        }
+    }
     let mut tasks: HashMap<&[u8], &KeyValue> = kvs
         .iter()
         .filter(|kv| kv.key.starts_with(&task_prefix))

@@ -16,9 +16,10 @@ use super::hand_edit::{self, HandEditPolicy, Head, Rejection, hand_edit_detail};
 use super::hash::ContentHash;
 use super::log_feed::LogFeed;
 use super::mirror::Mirror;
-use super::{Snapshot, StoreError};
+use super::{Finished, Snapshot, StoreError, Unknown};
 use crate::blackboard::control::{Control, ControlFlags, Raised};
 use crate::blackboard::document;
+use crate::blackboard::etcd::address::FLOORS;
 use crate::blackboard::etcd::layout::{self, LayoutError};
 use crate::blackboard::etcd::{
     Change, Client, Condition, EtcdError, KeyValue, StoreAddress, TxnOutcome, prefix_end,
@@ -56,6 +57,8 @@ pub struct EtcdStore {
     /// The etcd lease of each liveness record this process writes, by record key.
     leases: Mutex<HashMap<Vec<u8>, i64>>,
     mirror: Mirror,
+    /// Set once the checkout's `.liza/store` was seen to name this blackboard.
+    own: std::sync::OnceLock<()>,
     /// How long an operation waits for an etcd that does not answer (restarting, a
     /// failover) before it fails: what a command waits for the file store's lock.
     wait: Duration,
@@ -128,6 +131,7 @@ impl EtcdStore {
             policy,
             leases: Mutex::new(HashMap::new()),
             mirror: Mirror::default(),
+            own: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
     }
@@ -186,7 +190,6 @@ impl EtcdStore {
         state.revision = Some(1);
         metrics::recompute(&mut state);
         entry.revision = Some(1);
-        let head = layout::head_key(&self.address);
         // Nothing under the prefix yet: not a project, not the leftovers of one.
         let prefix = self.address.key("");
         let guard = Condition::UnchangedSince {
@@ -204,9 +207,15 @@ impl EtcdStore {
             .collect();
         changes.push(self.log_put(1, 0, &entry));
         match self.patiently(|c| c.txn(std::slice::from_ref(&guard), &changes)) {
-            Ok(TxnOutcome::Applied { .. }) => Ok(()),
-            Ok(TxnOutcome::Conflict { .. }) => Err(StoreError::AlreadyInitialized {
-                dir: format!("{} ({})", self.address, String::from_utf8_lossy(&head)),
+            Ok(TxnOutcome::Applied { revision }) => {
+                // From its first revision on, the project holds etcd's compaction back
+                // to what its history needs (see `compact_history`).
+                let floor = format!("{FLOORS}/{}", self.address.prefix).into_bytes();
+                self.call(|c| c.put(&floor, revision.to_string().as_bytes(), 0))
+                    .map(drop)
+            }
+            Ok(TxnOutcome::Conflict { .. }) => Err(StoreError::ProjectExists {
+                address: self.address.to_string(),
             }),
             Err(e) => Err(self.fail(e)),
         }
@@ -261,7 +270,7 @@ impl EtcdStore {
         attempt: EtcdAttempt,
         mut state: State,
         mut log: Vec<LogEntry>,
-    ) -> Result<Option<(u64, Vec<LogEntry>)>, StoreError> {
+    ) -> Result<Finished, StoreError> {
         let revision = attempt.read.revision() + 1;
         state.revision = Some(revision as i64);
         metrics::recompute(&mut state);
@@ -279,42 +288,81 @@ impl EtcdStore {
                 limit: MAX_TXN_BYTES,
             });
         }
-        let conditions = self.unchanged_since(attempt.revision);
-        let applied = match self.patiently(|c| c.txn(&conditions, &changes)) {
-            Ok(TxnOutcome::Applied { .. }) => true,
-            Ok(TxnOutcome::Conflict { .. }) => false,
+        let mut conditions = self.unchanged_since(attempt.revision).to_vec();
+        // A revision's log keys are written once: a head that lies about its revision
+        // can never make a commit overwrite an earlier revision's entries.
+        conditions.push(Condition::ModRevision(self.log_key(revision, 0), 0));
+        match self.patiently(|c| c.txn(&conditions, &changes)) {
+            Ok(TxnOutcome::Applied { .. }) => {}
+            Ok(TxnOutcome::Conflict { .. }) => return Ok(Finished::Conflict),
             Err(EtcdError::Indeterminate { .. }) => {
-                // Sent, no answer: the first log key of this revision says whether it
-                // was applied (it is written by this txn alone, with this content).
+                // Sent, no answer: the next read settles it (see `was_applied`).
                 let key = self.log_key(revision, 0);
-                let stored = self.call(|c| c.get(&key))?;
-                changes.iter().any(|c| {
-                    matches!(c, Change::Put { key: k, value, .. }
-                        if *k == key && stored.as_ref().is_some_and(|kv| kv.value == *value))
-                })
+                let first_log = changes.iter().find_map(|c| match c {
+                    Change::Put { key: k, value, .. } if *k == key => {
+                        Some((key.clone(), value.clone()))
+                    }
+                    _ => None,
+                });
+                return Ok(Finished::Unknown(Unknown {
+                    revision,
+                    entries: log,
+                    first_log,
+                }));
             }
             Err(e) => return Err(self.fail(e)),
-        };
-        if !applied {
-            return Ok(None);
         }
         self.refresh_mirror(&state);
         self.compact_history(revision, state.config.journal_keep().0);
-        Ok(Some((revision, log)))
+        Ok(Finished::Committed(revision, log))
+    }
+
+    /// Whether the commit of `unknown` was applied, judged on `read`: once the blackboard
+    /// is at its revision or past it, that revision's first log entry — written by that
+    /// commit alone — is its or another's; before, it may still land (a later commit
+    /// guarded by the same head excludes it).
+    pub(super) fn was_applied(
+        &self,
+        unknown: &Unknown,
+        read: &State,
+    ) -> Result<Option<bool>, StoreError> {
+        if read.revision() < unknown.revision {
+            return Ok(None);
+        }
+        let Some((key, value)) = &unknown.first_log else {
+            // A commit without log entries cannot be told from another: taken as not
+            // applied (every transition logs; this is the store's own safety net).
+            return Ok(Some(false));
+        };
+        let stored = self.call(|c| c.get(key))?;
+        Ok(Some(stored.is_some_and(|kv| kv.value == *value)))
     }
 
     /// Every [`COMPACT_EVERY`] revisions, drops etcd's history from before the oldest of
     /// the last `keep` revisions (`config.journal_keep.revisions`, what `liza history`
-    /// shows), so it stays bounded whatever etcd's own settings. Current keys — the log
-    /// among them — are never compacted away. A failure only postpones it.
+    /// shows), so it stays bounded whatever etcd's own settings. Compaction is etcd-wide:
+    /// each project records the oldest etcd revision it needs as its floor
+    /// (`liza-floors/<prefix>`), and history goes only up to the lowest floor, so one
+    /// project never takes another's history. Current keys — the log among them — are
+    /// never compacted away. A failure only postpones it.
     fn compact_history(&self, revision: u64, keep: u64) {
         if !revision.is_multiple_of(COMPACT_EVERY) || revision <= keep {
             return;
         }
         let oldest_kept = self.log_key(revision - keep + 1, 0);
-        let compacted = self.client.get(&oldest_kept).and_then(|kv| match kv {
-            Some(kv) => self.client.compact(kv.mod_revision),
-            None => Ok(()),
+        let floors = format!("{FLOORS}/").into_bytes();
+        let mine = format!("{FLOORS}/{}", self.address.prefix).into_bytes();
+        let compacted = self.client.get(&oldest_kept).and_then(|kv| {
+            let Some(kv) = kv else { return Ok(()) };
+            self.client
+                .put(&mine, kv.mod_revision.to_string().as_bytes(), 0)?;
+            let (all, _) = self.client.range(&floors, &prefix_end(&floors), 0)?;
+            let lowest = all
+                .iter()
+                .filter_map(|f| std::str::from_utf8(&f.value).ok()?.parse::<i64>().ok())
+                .min()
+                .unwrap_or(kv.mod_revision);
+            self.client.compact(lowest.min(kv.mod_revision))
         });
         if let Err(err) = compacted
             && !err.is_compacted()
@@ -323,10 +371,30 @@ impl EtcdStore {
         }
     }
 
-    /// Brings this checkout's mirror up to `state` (see [`Mirror`]).
+    /// Brings this checkout's mirror up to `state` (see [`Mirror`]) — only when this is
+    /// the checkout's own blackboard: one named by `--store` or `LIZA_STORE` elsewhere
+    /// (another project's, or over a file store's `.liza/`) never writes there.
     fn refresh_mirror(&self, state: &State) {
+        if !self.is_checkouts_own() {
+            return;
+        }
         self.mirror
             .refresh(&self.paths, &self.address.to_string(), state, yaml_text);
+    }
+
+    /// Whether the checkout's `.liza/store` names this blackboard.
+    fn is_checkouts_own(&self) -> bool {
+        if self.own.get().is_some() {
+            return true;
+        }
+        let named = std::fs::read_to_string(self.paths.store_address())
+            .ok()
+            .and_then(|text| text.trim().parse::<StoreAddress>().ok());
+        let own = named.as_ref() == Some(&self.address);
+        if own {
+            let _ = self.own.set(());
+        }
+        own
     }
 
     /// The guard of a commit: neither the head nor any task changed after `revision`.
@@ -474,7 +542,7 @@ impl EtcdStore {
     fn read_log(&self) -> Result<(Vec<u8>, i64), StoreError> {
         let prefix = self.address.key("log/");
         let (kvs, revision) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
-        Ok((kvs.into_iter().flat_map(|kv| kv.value).collect(), revision))
+        Ok((log_text(kvs), revision))
     }
 
     /// The log, and a feed of the entries written after it.
@@ -535,8 +603,17 @@ impl EtcdStore {
         bytes: &[u8],
         choices: &Choices,
     ) -> Result<Result<u64, Rejection>, StoreError> {
+        let mut unknown: Option<Unknown> = None;
         loop {
             let (current, attempt) = self.begin()?;
+            if let Some(pending) = &unknown
+                && let Some(applied) = self.was_applied(pending, &attempt.read)?
+            {
+                if applied {
+                    return Ok(Ok(pending.revision));
+                }
+                unknown = None;
+            }
             let latest = attempt.read.revision();
             let head_text = yaml_text(&attempt.read);
             let head_decoded =
@@ -569,8 +646,12 @@ impl EtcdStore {
             state.revision = Some(latest as i64);
             let mut entry = LogEntry::new(Timestamp::now(), "human", EventKind::HumanEdit);
             entry.detail = Some(detail);
-            if let Some((revision, _)) = self.finish(attempt, state, vec![entry])? {
-                return Ok(Ok(revision));
+            match self.finish(attempt, state, vec![entry])? {
+                Finished::Committed(revision, _) => return Ok(Ok(revision)),
+                Finished::Conflict => {}
+                Finished::Unknown(pending) => {
+                    unknown.get_or_insert(pending);
+                }
             }
         }
     }
@@ -688,6 +769,27 @@ fn live_records(prefix: &[u8], kvs: &[KeyValue]) -> LiveRecords {
         .collect();
     records.sort_by(|a, b| a.0.cmp(&b.0));
     LiveRecords(records)
+}
+
+/// The log text of `kvs` (log keys in order): each value one entry as liza writes it, a
+/// YAML list item. A value that is not one (another tool wrote it) is left out, named in
+/// a warning, so it costs only itself.
+pub(super) fn log_text(kvs: Vec<KeyValue>) -> Vec<u8> {
+    let mut text = Vec::new();
+    for kv in kvs {
+        if !kv.value.starts_with(b"- ") || kv.value[..kv.value.len() - 1].contains(&b'\n') {
+            tracing::warn!(
+                key = %String::from_utf8_lossy(&kv.key),
+                "a log key does not hold a log entry as liza writes it; skipped"
+            );
+            continue;
+        }
+        text.extend_from_slice(&kv.value);
+        if !kv.value.ends_with(b"\n") {
+            text.push(b'\n');
+        }
+    }
+    text
 }
 
 /// The revision a head value holds.

@@ -105,28 +105,27 @@ impl LogFeed {
                 let started = Instant::now();
                 match watch.recv_timeout(timeout) {
                     Some(WatchItem::Events(events)) => {
-                        let mut text = Vec::new();
+                        let mut created = Vec::new();
                         for event in events {
                             *seen = (*seen).max(event.revision());
                             if let Event::Put(kv) = event
                                 && kv.create_revision == kv.mod_revision
                             {
-                                text.extend_from_slice(&kv.value);
+                                created.push(kv);
                             }
                         }
-                        parse_items(&text, 1).entries
+                        parse_items(&super::etcd::log_text(created), 1).entries
                     }
                     Some(WatchItem::Compacted { .. }) => {
                         // Entries between the last one shown and the compaction point
                         // are still keys (log keys are never deleted): read them.
                         let mut entries = Vec::new();
                         if let Ok((kvs, revision)) = client.range(prefix, &prefix_end(prefix), 0) {
-                            let text: Vec<u8> = kvs
+                            let created = kvs
                                 .into_iter()
                                 .filter(|kv| kv.create_revision > *seen)
-                                .flat_map(|kv| kv.value)
                                 .collect();
-                            entries = parse_items(&text, 1).entries;
+                            entries = parse_items(&super::etcd::log_text(created), 1).entries;
                             *seen = revision;
                         }
                         *watch = client.watch(prefix, &prefix_end(prefix), *seen + 1);

@@ -68,6 +68,7 @@ impl Mirror {
         };
         if let Some(last) = &last
             && !edited
+            && on_disk.is_some()
             && last.revision >= revision
         {
             *written = Some((last.revision, last.hash));

@@ -114,3 +114,61 @@ fn health(port: u16) -> bool {
     let _ = stream.read_to_string(&mut answer);
     answer.contains("\"health\":\"true\"")
 }
+
+/// A TCP proxy in front of a member that holds back the first guarded txn (a commit) it
+/// sees until the client gives up waiting and hangs up, then lets it through: a commit
+/// applied after its sender took it for lost, as a slow network does.
+pub struct HoldingProxy {
+    pub endpoint: String,
+}
+
+impl HoldingProxy {
+    pub fn start(target: &str) -> HoldingProxy {
+        use std::io::{Read, Write};
+        use std::net::TcpStream;
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let endpoint = listener.local_addr().unwrap().to_string();
+        let target = target.to_owned();
+        let held = Arc::new(AtomicBool::new(false));
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let Ok(server) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                let held = held.clone();
+                let (mut from_client, mut to_server) =
+                    (client.try_clone().unwrap(), server.try_clone().unwrap());
+                let (mut from_server, mut to_client) = (server, client);
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from_server, &mut to_client);
+                });
+                std::thread::spawn(move || {
+                    let mut buf = [0u8; 64 * 1024];
+                    loop {
+                        let n = match from_client.read(&mut buf) {
+                            Ok(0) | Err(_) => break,
+                            Ok(n) => n,
+                        };
+                        let chunk = &buf[..n];
+                        let pattern = b"\"result\":\"LESS\"";
+                        let guarded = chunk.windows(pattern.len()).any(|w| w == pattern);
+                        if guarded && !held.swap(true, Ordering::SeqCst) {
+                            // Wait for the client to hang up, then deliver.
+                            let mut rest = [0u8; 1024];
+                            while matches!(from_client.read(&mut rest), Ok(n) if n > 0) {}
+                            let _ = to_server.write_all(chunk);
+                            std::thread::sleep(Duration::from_millis(200));
+                            break;
+                        }
+                        if to_server.write_all(chunk).is_err() {
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        HoldingProxy { endpoint }
+    }
+}

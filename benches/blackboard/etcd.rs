@@ -1,0 +1,206 @@
+//! The E rows (specs/quality.md): the blackboard in a local etcd (Debian's etcd-server),
+//! beside the file store's rows. Skipped, saying so, where `etcd` is not installed.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use liza::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
+use liza::blackboard::{Actor, State, Store, Timestamp};
+
+use super::{Row, Sample, bench_root, floor_once, git, measure, sample_of, verdict};
+
+/// A member on free loopback ports, its data beside the file store's benchmarks (the
+/// same disk).
+struct Member {
+    child: Child,
+    endpoint: String,
+    _data: tempfile::TempDir,
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start() -> Option<Member> {
+    let installed = Command::new("etcd")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !installed {
+        println!("E rows skipped: etcd is not installed (apt install etcd-server)\n");
+        return None;
+    }
+    let data = tempfile::tempdir_in(bench_root()).unwrap();
+    let (client, peer) = (free_port(), free_port());
+    let client_url = format!("http://127.0.0.1:{client}");
+    let peer_url = format!("http://127.0.0.1:{peer}");
+    let child = Command::new("etcd")
+        .arg("--data-dir")
+        .arg(data.path().join("member"))
+        .args(["--listen-client-urls", &client_url])
+        .args(["--advertise-client-urls", &client_url])
+        .args(["--listen-peer-urls", &peer_url])
+        .args(["--initial-advertise-peer-urls", &peer_url])
+        .args(["--initial-cluster", &format!("default={peer_url}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start etcd");
+    let member = Member {
+        child,
+        endpoint: format!("127.0.0.1:{client}"),
+        _data: data,
+    };
+    let probe = liza::blackboard::etcd::Client::new(
+        std::slice::from_ref(&member.endpoint),
+        Duration::from_secs(1),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while probe.get(b"probe").is_err() {
+        assert!(Instant::now() < deadline, "etcd did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(member)
+}
+
+/// The benchmark's project needs no hand-edit rules: nobody edits it.
+struct NoHandEdits;
+
+impl HandEditPolicy for NoHandEdits {
+    fn forbidden_changes(&self, _before: &State, _after: &State) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn reconciled(&self, _outcome: &HandEditOutcome) {}
+}
+
+/// A checkout whose blackboard — the generated one of `tasks` tasks — is in etcd.
+fn project(member: &Member, tasks: usize, per_task: usize) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("liza-bench-etcd-")
+        .tempdir_in(bench_root())
+        .unwrap();
+    let p = dir.path();
+    git(p, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(p.join("specs")).unwrap();
+    std::fs::write(p.join("specs/vision.md"), "# Vision\n").unwrap();
+    git(p, &["add", "."]);
+    git(p, &["commit", "-q", "-m", "start"]);
+    let state = liza::bench::generate_state(tasks, per_task, Timestamp::now());
+    for spec in liza::bench::spec_files() {
+        std::fs::write(p.join(spec), "# spec\n").unwrap();
+    }
+    for wt in liza::bench::worktree_dirs(&state) {
+        std::fs::create_dir_all(p.join(wt)).unwrap();
+    }
+    let address = format!("etcd://{}/bench/p{tasks}", member.endpoint)
+        .parse()
+        .unwrap();
+    let entry = liza::blackboard::log::LogEntry::new(
+        Timestamp::now(),
+        "human",
+        liza::blackboard::EventKind::Init,
+    );
+    Store::initialize(p, Some(address), state, entry, Arc::new(NoHandEdits)).unwrap();
+    dir
+}
+
+/// One `note` transaction in process.
+fn note(store: &Store, k: usize) {
+    store
+        .transact(&Actor::Human, |tx| {
+            let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
+            notes.push(liza::blackboard::model::HumanNote {
+                id: Some(format!("note-bench-{k}")),
+                timestamp: Some(tx.now),
+                message: "in-process".into(),
+                target: Some("all".into()),
+                seen_by: Some(Vec::new()),
+                extra: Default::default(),
+            });
+            tx.log(liza::blackboard::EventKind::HumanNote);
+            Ok::<_, String>(())
+        })
+        .unwrap();
+}
+
+pub fn rows(samples: usize) -> Vec<Row> {
+    let Some(member) = start() else {
+        return Vec::new();
+    };
+    let dir = project(&member, 50, 2600);
+    let p = dir.path();
+    let mut rows = Vec::new();
+
+    // E1: a durable transition in process (etcd fsyncs its log before it answers).
+    let store = liza::ops::open_store(p).unwrap();
+    let mut k = 0;
+    let e1 = measure(samples, || {
+        k += 1;
+        note(&store, k);
+    });
+    rows.push(Row {
+        id: "E1",
+        scenario: "etcd: one transition (note) in process, 50 tasks".into(),
+        target: "≤ 2 ms".into(),
+        verdict: verdict(super::ms(e1.median) <= 2.0),
+        sample: e1,
+    });
+
+    rows.push(contention(p));
+    rows
+}
+
+/// E2: 16 writers, each its own store (its own connection), 100 transitions each.
+fn contention(p: &Path) -> Row {
+    let store = liza::ops::open_store(p).unwrap();
+    let start = store.snapshot().unwrap().state.revision();
+    let mut floors: Vec<Duration> = (0..10).map(|_| floor_once()).collect();
+    let t = Instant::now();
+    let writers: Vec<_> = (0..16)
+        .map(|w| {
+            let p = p.to_path_buf();
+            std::thread::spawn(move || {
+                let store = liza::ops::open_store(&p).unwrap();
+                for i in 0..100 {
+                    note(&store, 10_000 + w * 100 + i);
+                }
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let elapsed = t.elapsed();
+    let end = store.snapshot().unwrap().state.revision();
+    let rate = 1600.0 / elapsed.as_secs_f64();
+    let exact = end == start + 1600;
+    floors.extend((0..10).map(|_| floor_once()));
+    let sample: Sample = sample_of(&mut [elapsed / 1600], &mut floors);
+    Row {
+        id: "E2",
+        scenario: format!(
+            "etcd: 16 writers × 100 notes, 50 tasks: {rate:.0} transitions/s, revision +{} ({})",
+            end - start,
+            if exact { "exact" } else { "LOST UPDATES" }
+        ),
+        sample,
+        target: "≥ 500/s, exact +1600".into(),
+        verdict: verdict(rate >= 500.0 && exact),
+    }
+}
