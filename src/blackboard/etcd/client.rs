@@ -256,27 +256,30 @@ impl Client {
                 limit: 0,
                 revision,
                 keys_only: false,
+                min_mod_revision: 0,
             },
         )?;
         Ok((response.kvs, response.header.revision))
     }
 
-    /// Several ranges (`(key, range_end)`, as for [`Client::range`]) read at one
+    /// Several ranges (`(key, range_end, min_mod_revision)`, as for [`Client::range`];
+    /// only keys changed at `min_mod_revision` or later when it is not 0) read at one
     /// revision — a txn of reads alone, safe to send again —, and that revision.
     pub fn read_ranges(
         &self,
-        ranges: &[(&[u8], &[u8])],
+        ranges: &[(&[u8], &[u8], i64)],
         revision: i64,
     ) -> Result<(Vec<Vec<KeyValue>>, i64), EtcdError> {
         let success = ranges
             .iter()
-            .map(|(key, range_end)| {
+            .map(|(key, range_end, min_mod_revision)| {
                 RequestOp::Range(RangeRequest {
                     key: key.to_vec(),
                     range_end: range_end.to_vec(),
                     limit: 0,
                     revision,
                     keys_only: false,
+                    min_mod_revision: *min_mod_revision,
                 })
             })
             .collect();
@@ -315,6 +318,7 @@ impl Client {
                 limit: 0,
                 revision: 0,
                 keys_only: true,
+                min_mod_revision: 0,
             },
         )?;
         Ok(response.kvs.into_iter().map(|kv| kv.key).collect())

@@ -79,6 +79,17 @@ pub fn encode(address: &StoreAddress, state: &State) -> Vec<(Vec<u8>, Vec<u8>)> 
 /// The state the keys of one read (`kvs`, any order; keys outside the head and the
 /// tasks are ignored) hold.
 pub fn decode(address: &StoreAddress, kvs: &[KeyValue]) -> Result<State, LayoutError> {
+    decode_since(address, kvs, None)
+}
+
+/// [`decode`] of a read that returned only the tasks changed since `known` was read:
+/// a task the head lists and the read did not return is `known`'s (unchanged, so the
+/// same allocation). A task missing from both is [`LayoutError::MissingTask`].
+pub fn decode_since(
+    address: &StoreAddress,
+    kvs: &[KeyValue],
+    known: Option<&State>,
+) -> Result<State, LayoutError> {
     let head_key = head_key(address);
     let task_prefix = task_prefix(address);
     let shown = |key: &[u8]| String::from_utf8_lossy(key).escape_debug().to_string();
@@ -111,15 +122,26 @@ pub fn decode(address: &StoreAddress, kvs: &[KeyValue]) -> Result<State, LayoutE
         .filter(|kv| kv.key.starts_with(&task_prefix))
         .map(|kv| (&kv.key[task_prefix.len()..], kv))
         .collect();
+    let known: HashMap<&TaskId, &Arc<Task>> = known
+        .map(|k| k.tasks.iter().map(|t| (&t.id, t)).collect())
+        .unwrap_or_default();
     let mut list = Vec::with_capacity(head.order.len());
     for id in &head.order {
         let key = task_key(address, id);
-        let kv = tasks
-            .remove(id.as_str().as_bytes())
-            .ok_or_else(|| LayoutError::MissingTask {
-                id: id.as_str().to_string(),
-                key: shown(&key),
-            })?;
+        let Some(kv) = tasks.remove(id.as_str().as_bytes()) else {
+            match known.get(id) {
+                Some(unchanged) => {
+                    list.push(Arc::clone(unchanged));
+                    continue;
+                }
+                None => {
+                    return Err(LayoutError::MissingTask {
+                        id: id.as_str().to_string(),
+                        key: shown(&key),
+                    });
+                }
+            }
+        };
         let task: Task =
             serde_json::from_slice(&kv.value).map_err(|e| LayoutError::Unreadable {
                 key: shown(&key),

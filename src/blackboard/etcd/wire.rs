@@ -93,6 +93,9 @@ pub struct RangeRequest {
     /// Keys without their values.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub keys_only: bool,
+    /// Only keys changed at this revision or later (0: all).
+    #[serde(with = "int", skip_serializing_if = "is_zero")]
+    pub min_mod_revision: i64,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -15,7 +15,7 @@ use super::changes::{Changes, Topic};
 use super::hand_edit::{self, HandEditPolicy, Head, Rejection, hand_edit_detail};
 use super::hash::ContentHash;
 use super::log_feed::LogFeed;
-use super::mirror::Mirror;
+use super::mirror::{Mirror, MirrorWriter};
 use super::{Finished, Snapshot, StoreError, Unknown};
 use crate::blackboard::control::{Control, ControlFlags, Raised};
 use crate::blackboard::document;
@@ -56,7 +56,11 @@ pub struct EtcdStore {
     policy: Arc<dyn HandEditPolicy>,
     /// The etcd lease of each liveness record this process writes, by record key.
     leases: Mutex<HashMap<Vec<u8>, i64>>,
-    mirror: Mirror,
+    mirror: Arc<Mirror>,
+    /// Writes the mirror off the commit's path (started on first use).
+    mirror_writer: Mutex<Option<MirrorWriter>>,
+    /// The newest state this process read or wrote (see [`EtcdStore::read`]).
+    known: Mutex<Option<Known>>,
     /// Set once the checkout's `.liza/store` was seen to name this blackboard.
     own: std::sync::OnceLock<()>,
     /// How long an operation waits for an etcd that does not answer (restarting, a
@@ -69,6 +73,13 @@ pub struct EtcdStore {
 pub(super) struct EtcdAttempt {
     revision: i64,
     read: State,
+}
+
+/// A state and the etcd revision it is the state of.
+#[derive(Clone)]
+struct Known {
+    revision: i64,
+    state: State,
 }
 
 /// What [`EtcdStore::inspect`] found.
@@ -130,7 +141,9 @@ impl EtcdStore {
             client: Arc::new(client),
             policy,
             leases: Mutex::new(HashMap::new()),
-            mirror: Mirror::default(),
+            mirror: Arc::new(Mirror::default()),
+            mirror_writer: Mutex::new(None),
+            known: Mutex::new(None),
             own: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
@@ -222,16 +235,37 @@ impl EtcdStore {
     }
 
     /// The head, the tasks and the liveness records at one revision (`0`: the newest).
+    ///
+    /// A read of the newest state by a process that read or wrote one before asks only
+    /// for the tasks changed since (the head says which tasks there are): a transition
+    /// reads what it changed, not the whole blackboard.
     fn read(&self, at: i64) -> Result<Read, StoreError> {
+        let known = if at == 0 {
+            self.known.lock().ok().and_then(|k| k.clone())
+        } else {
+            None
+        };
+        match self.read_since(at, known.as_ref()) {
+            // A task the head lists came back neither read nor known: read it all.
+            Err(StoreError::Layout {
+                source: LayoutError::MissingTask { .. },
+                ..
+            }) if known.is_some() => self.read_since(at, None),
+            other => other,
+        }
+    }
+
+    fn read_since(&self, at: i64, known: Option<&Known>) -> Result<Read, StoreError> {
         let head = layout::head_key(&self.address);
         let tasks = layout::task_prefix(&self.address);
         let live = self.address.key("live/");
+        let since = known.map_or(0, |k| k.revision + 1);
         let (mut ranges, revision) = self.call(|c| {
             c.read_ranges(
                 &[
-                    (&head, &[]),
-                    (&tasks, &prefix_end(&tasks)),
-                    (&live, &prefix_end(&live)),
+                    (&head, &[], 0),
+                    (&tasks, &prefix_end(&tasks), since),
+                    (&live, &prefix_end(&live), 0),
                 ],
                 at,
             )
@@ -241,13 +275,29 @@ impl EtcdStore {
         let head_kv = ranges.pop().unwrap_or_default();
         let head_revision = head_kv.first().map_or(0, |kv| kv.mod_revision);
         kvs.extend(head_kv);
-        let state = layout::decode(&self.address, &kvs).map_err(|e| self.layout_error(e))?;
+        let state = layout::decode_since(&self.address, &kvs, known.map(|k| &k.state))
+            .map_err(|e| self.layout_error(e))?;
+        if at == 0 {
+            self.remember(revision, &state);
+        }
         Ok(Read {
             state,
             live: live_records(&live, &live_kvs),
             revision,
             head_revision,
         })
+    }
+
+    /// Keeps `state`, as of etcd revision `revision`, for the next read.
+    fn remember(&self, revision: i64, state: &State) {
+        if let Ok(mut known) = self.known.lock()
+            && known.as_ref().is_none_or(|k| k.revision < revision)
+        {
+            *known = Some(Known {
+                revision,
+                state: state.clone(),
+            });
+        }
     }
 
     pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
@@ -293,7 +343,7 @@ impl EtcdStore {
         // can never make a commit overwrite an earlier revision's entries.
         conditions.push(Condition::ModRevision(self.log_key(revision, 0), 0));
         match self.patiently(|c| c.txn(&conditions, &changes)) {
-            Ok(TxnOutcome::Applied { .. }) => {}
+            Ok(TxnOutcome::Applied { revision: at }) => self.remember(at, &state),
             Ok(TxnOutcome::Conflict { .. }) => return Ok(Finished::Conflict),
             Err(EtcdError::Indeterminate { .. }) => {
                 // Sent, no answer: the next read settles it (see `was_applied`).
@@ -378,8 +428,25 @@ impl EtcdStore {
         if !self.is_checkouts_own() {
             return;
         }
-        self.mirror
-            .refresh(&self.paths, &self.address.to_string(), state, yaml_text);
+        let Ok(mut writer) = self.mirror_writer.lock() else {
+            return;
+        };
+        if writer.is_none() {
+            *writer = MirrorWriter::start(
+                Arc::clone(&self.mirror),
+                self.paths.clone(),
+                self.address.to_string(),
+                yaml_text,
+            );
+        }
+        match writer.as_ref() {
+            Some(writer) => writer.send(state),
+            // No thread to be had: written here.
+            None => {
+                self.mirror
+                    .refresh(&self.paths, &self.address.to_string(), state, yaml_text);
+            }
+        }
     }
 
     /// Whether the checkout's `.liza/store` names this blackboard.
@@ -542,7 +609,7 @@ impl EtcdStore {
     fn read_log(&self) -> Result<(Vec<u8>, i64), StoreError> {
         let prefix = self.address.key("log/");
         let (kvs, revision) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
-        Ok((log_text(kvs), revision))
+        Ok((super::log_feed::log_text(kvs), revision))
     }
 
     /// The log, and a feed of the entries written after it.
@@ -748,9 +815,11 @@ impl EtcdStore {
         Changes::etcd(Arc::clone(&self.client), &self.address, topics, debounce)
     }
 
-    /// The blackboard as a state.yaml text (for `liza edit` and the mirror).
+    /// The blackboard as a state.yaml text (for `liza edit` and `liza validate`).
     pub fn text(&self) -> Result<Vec<u8>, StoreError> {
-        Ok(yaml_text(&self.read(0)?.state))
+        let state = self.read(0)?.state;
+        self.refresh_mirror(&state);
+        Ok(yaml_text(&state))
     }
 }
 
@@ -769,27 +838,6 @@ fn live_records(prefix: &[u8], kvs: &[KeyValue]) -> LiveRecords {
         .collect();
     records.sort_by(|a, b| a.0.cmp(&b.0));
     LiveRecords(records)
-}
-
-/// The log text of `kvs` (log keys in order): each value one entry as liza writes it, a
-/// YAML list item. A value that is not one (another tool wrote it) is left out, named in
-/// a warning, so it costs only itself.
-pub(super) fn log_text(kvs: Vec<KeyValue>) -> Vec<u8> {
-    let mut text = Vec::new();
-    for kv in kvs {
-        if !kv.value.starts_with(b"- ") || kv.value[..kv.value.len() - 1].contains(&b'\n') {
-            tracing::warn!(
-                key = %String::from_utf8_lossy(&kv.key),
-                "a log key does not hold a log entry as liza writes it; skipped"
-            );
-            continue;
-        }
-        text.extend_from_slice(&kv.value);
-        if !kv.value.ends_with(b"\n") {
-            text.push(b'\n');
-        }
-    }
-    text
 }
 
 /// The revision a head value holds.

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::blackboard::etcd::{Client, Event, Watch, WatchItem, prefix_end};
+use crate::blackboard::etcd::{Client, Event, KeyValue, Watch, WatchItem, prefix_end};
 use crate::blackboard::log::{LogEntry, parse_items};
 use crate::watch::DirWatch;
 
@@ -114,7 +114,7 @@ impl LogFeed {
                                 created.push(kv);
                             }
                         }
-                        parse_items(&super::etcd::log_text(created), 1).entries
+                        parse_items(&log_text(created), 1).entries
                     }
                     Some(WatchItem::Compacted { .. }) => {
                         // Entries between the last one shown and the compaction point
@@ -125,7 +125,7 @@ impl LogFeed {
                                 .into_iter()
                                 .filter(|kv| kv.create_revision > *seen)
                                 .collect();
-                            entries = parse_items(&super::etcd::log_text(created), 1).entries;
+                            entries = parse_items(&log_text(created), 1).entries;
                             *seen = revision;
                         }
                         *watch = client.watch(prefix, &prefix_end(prefix), *seen + 1);
@@ -139,4 +139,25 @@ impl LogFeed {
             }
         }
     }
+}
+
+/// The log text of `kvs` (log keys in order): each value one entry as liza writes it, a
+/// YAML list item. A value that is not one (another tool wrote it) is left out, named in
+/// a warning, so it costs only itself.
+pub(super) fn log_text(kvs: Vec<KeyValue>) -> Vec<u8> {
+    let mut text = Vec::new();
+    for kv in kvs {
+        if !kv.value.starts_with(b"- ") || kv.value[..kv.value.len() - 1].contains(&b'\n') {
+            tracing::warn!(
+                key = %String::from_utf8_lossy(&kv.key),
+                "a log key does not hold a log entry as liza writes it; skipped"
+            );
+            continue;
+        }
+        text.extend_from_slice(&kv.value);
+        if !kv.value.ends_with(b"\n") {
+            text.push(b'\n');
+        }
+    }
+    text
 }

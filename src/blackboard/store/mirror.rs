@@ -163,3 +163,55 @@ fn keep_edited(paths: &LizaPaths, target: &Path) -> Option<String> {
     );
     Some(paths.display(&kept))
 }
+
+/// Writes the mirror on a thread of its own, so a commit does not wait for the render of
+/// the whole blackboard: the newest state sent is written, older ones still queued are
+/// skipped. Dropping it writes what is queued first (a command's process ends with its
+/// checkout's mirror up to date).
+pub(super) struct MirrorWriter {
+    queue: Option<std::sync::mpsc::Sender<State>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl MirrorWriter {
+    pub(super) fn start(
+        mirror: std::sync::Arc<Mirror>,
+        paths: LizaPaths,
+        address: String,
+        render: fn(&State) -> Vec<u8>,
+    ) -> Option<MirrorWriter> {
+        let (queue, states) = std::sync::mpsc::channel::<State>();
+        let thread = std::thread::Builder::new()
+            .name("liza-mirror".into())
+            .spawn(move || {
+                while let Ok(mut state) = states.recv() {
+                    while let Ok(newer) = states.try_recv() {
+                        if newer.revision() >= state.revision() {
+                            state = newer;
+                        }
+                    }
+                    mirror.refresh(&paths, &address, &state, render);
+                }
+            })
+            .ok()?;
+        Some(MirrorWriter {
+            queue: Some(queue),
+            thread: Some(thread),
+        })
+    }
+
+    pub(super) fn send(&self, state: &State) {
+        if let Some(queue) = &self.queue {
+            let _ = queue.send(state.clone());
+        }
+    }
+}
+
+impl Drop for MirrorWriter {
+    fn drop(&mut self) {
+        drop(self.queue.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
