@@ -101,6 +101,7 @@ fn project(member: &Member, tasks: usize, per_task: usize) -> tempfile::TempDir 
     std::fs::write(p.join("specs/vision.md"), "# Vision\n").unwrap();
     git(p, &["add", "."]);
     git(p, &["commit", "-q", "-m", "start"]);
+    git(p, &["branch", "integration"]);
     let state = liza::bench::generate_state(tasks, per_task, Timestamp::now());
     for spec in liza::bench::spec_files() {
         std::fs::write(p.join(spec), "# spec\n").unwrap();
@@ -163,7 +164,156 @@ pub fn rows(samples: usize) -> Vec<Row> {
     });
 
     rows.push(contention(p));
+    rows.push(wake_across_hosts(&member, samples / 2));
     rows
+}
+
+/// `liza` in `dir` with `env`; its stdout.
+fn liza_env(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> String {
+    let out = Command::new(super::LIZA)
+        .args(args)
+        .envs(env.iter().copied())
+        .current_dir(dir)
+        .output()
+        .expect("liza runs");
+    assert!(
+        out.status.success(),
+        "liza {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// E3: a task BLOCKED from host A's checkout until the planner's agent starts on host B
+/// (another checkout of the project): the etcd watch, the supervisor's decision and the
+/// agent's spawn. The agent is the test suite's fake agent CLI; its step script abandons
+/// the task, so each sample starts from a quiet blackboard.
+fn wake_across_hosts(member: &Member, samples: usize) -> Row {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let a = project(member, 0, 0);
+    let scenario = tempfile::tempdir_in(bench_root()).unwrap();
+    let address = format!("etcd://{}/bench/p0", member.endpoint);
+    // Host B: a clone of A's repository that joined the blackboard.
+    let b = tempfile::tempdir_in(bench_root()).unwrap();
+    git(
+        b.path(),
+        &["clone", "-q", &a.path().display().to_string(), "."],
+    );
+    liza_env(b.path(), &[], &["join", &address]);
+    let agent = root.join("tests/fake-agent/agent.sh").display().to_string();
+    let store = liza::ops::open_store(a.path()).unwrap();
+    store
+        .transact(&Actor::Human, |tx| {
+            let tool = liza::blackboard::model::AgentTool {
+                executable: Some(agent.clone()),
+                prompt: Some(liza::blackboard::model::PromptMode::Stdin),
+                ..Default::default()
+            };
+            tx.state.config.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(
+                "fake".to_owned(),
+                tool,
+            )]));
+            tx.state.config.default_cli = Some("fake".into());
+            // Only the watch wakes the planner: no poll comes to the rescue.
+            tx.state.config.planner_poll_interval = Some(3600);
+            tx.log_named("bench_config");
+            Ok::<_, String>(())
+        })
+        .unwrap();
+    std::fs::create_dir_all(scenario.path().join("planner")).unwrap();
+    std::fs::write(
+        scenario.path().join("planner/BLOCKED_TASKS.sh"),
+        r#"t=$(printf '%s\n' "$prompt" | sed -n 's/^WOKEN FOR: BLOCKED_TASKS \([^ ]*\).*/\1/p' | head -n 1)
+liza abandon "$t" --reason 'benchmark sample done' >/dev/null
+"#,
+    )
+    .unwrap();
+    let add = |id: &str| {
+        liza_env(
+            a.path(),
+            &[],
+            &[
+                "add-task",
+                "--id",
+                id,
+                "--desc",
+                "Implement part of the report flag",
+                "--spec",
+                "specs/vision.md",
+                "--done",
+                "report --json prints a totals key",
+                "--scope",
+                "the report command",
+                "--finalize",
+            ],
+        );
+    };
+    // A planned sprint: the planner is not woken for its initial planning.
+    add("seed");
+    let generation = liza_env(a.path(), &[], &["register", "coder-9"])
+        .trim()
+        .to_owned();
+    let mut planner = Command::new(env!("CARGO_BIN_EXE_liza-agent"))
+        .arg("planner")
+        .current_dir(b.path())
+        .env("LIZA_AGENT_ID", "planner-9")
+        .env("LIZA_HOST_ID", "host-b")
+        .env("FAKE_AGENT_DIR", scenario.path())
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(scenario.path().join("planner.err")).unwrap())
+        .spawn()
+        .unwrap();
+    let runs = scenario.path().join("runs.log");
+    let started = || {
+        std::fs::read_to_string(&runs)
+            .map(|t| t.lines().filter(|l| l.contains("BLOCKED_TASKS")).count())
+            .unwrap_or(0)
+    };
+    let mut times = Vec::new();
+    let mut floors = Vec::new();
+    for k in 0..samples + 1 {
+        let id = format!("e3-{k}");
+        add(&id);
+        liza_env(a.path(), &[], &["claim-task", &id, "coder-9"]);
+        let before = started();
+        liza_env(
+            a.path(),
+            &[
+                ("LIZA_AGENT_ID", "coder-9"),
+                ("LIZA_AGENT_GENERATION", &generation),
+            ],
+            &["block", &id, "--reason", "benchmark", "--question", "why?"],
+        );
+        let t = Instant::now();
+        let deadline = t + Duration::from_secs(30);
+        while started() == before {
+            assert!(
+                Instant::now() < deadline,
+                "the planner on host B never started"
+            );
+            std::thread::sleep(Duration::from_micros(500));
+        }
+        if k > 0 {
+            times.push(t.elapsed());
+            floors.push(floor_once());
+        }
+        // Wait for its step (the abandon) before the next sample.
+        let done = Instant::now() + Duration::from_secs(30);
+        while !liza_env(a.path(), &[], &["show", &id]).contains("ABANDONED") {
+            assert!(Instant::now() < done, "the planner did not abandon {id}");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+    let _ = planner.kill();
+    let _ = planner.wait();
+    let sample = sample_of(&mut times, &mut floors);
+    Row {
+        id: "E3",
+        scenario: "etcd: a task BLOCKED on host A → the planner's agent started on host B".into(),
+        target: "p95 ≤ 200 ms".into(),
+        verdict: verdict(super::ms(sample.p95) <= 200.0),
+        sample,
+    }
 }
 
 /// E2: 16 writers, each its own store (its own connection), 100 transitions each.

@@ -335,6 +335,18 @@ impl Client {
         conditions: &[Condition],
         changes: &[Change],
     ) -> Result<TxnOutcome, EtcdError> {
+        Ok(self.txn_or_read(conditions, changes, &[])?.0)
+    }
+
+    /// [`Client::txn`], reading `reads` (as for [`Client::read_ranges`]) in the same
+    /// revision when a condition fails: a writer that lost the race learns what changed
+    /// without another round trip. The reads come back only on a conflict.
+    pub fn txn_or_read(
+        &self,
+        conditions: &[Condition],
+        changes: &[Change],
+        reads: &[(&[u8], &[u8], i64)],
+    ) -> Result<(TxnOutcome, Vec<Vec<KeyValue>>), EtcdError> {
         let compare = conditions
             .iter()
             .map(|c| match c {
@@ -374,6 +386,19 @@ impl Client {
                 }),
             })
             .collect();
+        let failure = reads
+            .iter()
+            .map(|(key, range_end, min_mod_revision)| {
+                RequestOp::Range(RangeRequest {
+                    key: key.to_vec(),
+                    range_end: range_end.to_vec(),
+                    limit: 0,
+                    revision: 0,
+                    keys_only: false,
+                    min_mod_revision: *min_mod_revision,
+                })
+            })
+            .collect();
         // A txn is not sent twice: a second copy of an applied one would come back as a
         // conflict, and a caller that retries conflicts would apply it again.
         let response: TxnResponse = self.send(
@@ -381,16 +406,20 @@ impl Client {
             &TxnRequest {
                 compare,
                 success,
-                failure: Vec::new(),
+                failure,
             },
             Resend::OnlyIfNeverSent,
         )?;
         let revision = response.header.revision;
-        Ok(if response.succeeded {
-            TxnOutcome::Applied { revision }
-        } else {
-            TxnOutcome::Conflict { revision }
-        })
+        if response.succeeded {
+            return Ok((TxnOutcome::Applied { revision }, Vec::new()));
+        }
+        let read = response
+            .responses
+            .into_iter()
+            .map(|r| r.response_range.map(|r| r.kvs).unwrap_or_default())
+            .collect();
+        Ok((TxnOutcome::Conflict { revision }, read))
     }
 
     /// Writes one key; returns the revision.

@@ -61,6 +61,8 @@ pub struct EtcdStore {
     mirror_writer: Mutex<Option<MirrorWriter>>,
     /// The newest state this process read or wrote (see [`EtcdStore::read`]).
     known: Mutex<Option<Known>>,
+    /// Races lost in a row (see [`EtcdStore::back_off`]).
+    conflicts: std::sync::atomic::AtomicU32,
     /// Set once the checkout's `.liza/store` was seen to name this blackboard.
     own: std::sync::OnceLock<()>,
     /// How long an operation waits for an etcd that does not answer (restarting, a
@@ -73,6 +75,8 @@ pub struct EtcdStore {
 pub(super) struct EtcdAttempt {
     revision: i64,
     read: State,
+    /// The liveness records folded into the change's state.
+    live: LiveRecords,
 }
 
 /// A state and the etcd revision it is the state of.
@@ -80,6 +84,7 @@ pub(super) struct EtcdAttempt {
 struct Known {
     revision: i64,
     state: State,
+    live: LiveRecords,
 }
 
 /// What [`EtcdStore::inspect`] found.
@@ -144,6 +149,7 @@ impl EtcdStore {
             mirror: Arc::new(Mirror::default()),
             mirror_writer: Mutex::new(None),
             known: Mutex::new(None),
+            conflicts: std::sync::atomic::AtomicU32::new(0),
             own: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
@@ -277,41 +283,63 @@ impl EtcdStore {
         kvs.extend(head_kv);
         let state = layout::decode_since(&self.address, &kvs, known.map(|k| &k.state))
             .map_err(|e| self.layout_error(e))?;
+        let live = live_records(&live, &live_kvs);
         if at == 0 {
-            self.remember(revision, &state);
+            self.remember(revision, &state, &live);
         }
         Ok(Read {
             state,
-            live: live_records(&live, &live_kvs),
+            live,
             revision,
             head_revision,
         })
     }
 
-    /// Keeps `state`, as of etcd revision `revision`, for the next read.
-    fn remember(&self, revision: i64, state: &State) {
+    /// Keeps `state` and `live`, as of etcd revision `revision`, for the next read and
+    /// the next transaction.
+    fn remember(&self, revision: i64, state: &State, live: &LiveRecords) {
         if let Ok(mut known) = self.known.lock()
             && known.as_ref().is_none_or(|k| k.revision < revision)
         {
             *known = Some(Known {
                 revision,
                 state: state.clone(),
+                live: live.clone(),
             });
         }
     }
 
+    fn forget(&self) {
+        if let Ok(mut known) = self.known.lock() {
+            *known = None;
+        }
+    }
+
+    /// Starts a transaction from the state this process last read or wrote, without a
+    /// round trip: the commit is guarded by "nothing changed since", and a conflict
+    /// brings the newer state back with it (see `finish`). A process with nothing known
+    /// reads first.
     pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
-        let Read {
-            mut state,
-            live,
-            revision,
-            ..
-        } = self.read(0)?;
-        let read = state.clone();
+        let known = self.known.lock().ok().and_then(|k| k.clone());
+        let (read, live, revision) = match known {
+            Some(known) => (known.state, known.live, known.revision),
+            None => {
+                let fresh = self.read(0)?;
+                (fresh.state, fresh.live, fresh.revision)
+            }
+        };
+        let mut state = read.clone();
         // Heartbeats renewed leases in liveness records; the commit makes them part of
         // the state, as on files (specs/blackboard.md *Liveness*).
         crate::blackboard::liveness::fold(&mut state, &live);
-        Ok((state, EtcdAttempt { revision, read }))
+        Ok((
+            state,
+            EtcdAttempt {
+                revision,
+                read,
+                live,
+            },
+        ))
     }
 
     /// Commits `state`; `None` when the head or a task changed after the read.
@@ -339,14 +367,44 @@ impl EtcdStore {
             });
         }
         let mut conditions = self.unchanged_since(attempt.revision).to_vec();
+        // The liveness records folded into this state are still the newest.
+        let live = self.address.key("live/");
+        conditions.push(Condition::UnchangedSince {
+            range_end: prefix_end(&live),
+            key: live.clone(),
+            revision: attempt.revision,
+        });
         // A revision's log keys are written once: a head that lies about its revision
         // can never make a commit overwrite an earlier revision's entries.
         conditions.push(Condition::ModRevision(self.log_key(revision, 0), 0));
-        match self.patiently(|c| c.txn(&conditions, &changes)) {
-            Ok(TxnOutcome::Applied { revision: at }) => self.remember(at, &state),
-            Ok(TxnOutcome::Conflict { .. }) => return Ok(Finished::Conflict),
+        let head = layout::head_key(&self.address);
+        let tasks = layout::task_prefix(&self.address);
+        let reads: [(&[u8], &[u8], i64); 3] = [
+            (&head, &[], 0),
+            (&tasks, &prefix_end(&tasks), attempt.revision + 1),
+            (&live, &prefix_end(&live), 0),
+        ];
+        match self.patiently(|c| c.txn_or_read(&conditions, &changes, &reads)) {
+            Ok((TxnOutcome::Applied { revision: at }, _)) => {
+                self.conflicts
+                    .store(0, std::sync::atomic::Ordering::Relaxed);
+                self.remember(at, &state, &attempt.live);
+            }
+            Ok((TxnOutcome::Conflict { revision: at }, mut read)) => {
+                // What changed came back with the refusal: the next attempt starts there.
+                let live_kvs = read.pop().unwrap_or_default();
+                let mut kvs = read.pop().unwrap_or_default();
+                kvs.extend(read.pop().unwrap_or_default());
+                match layout::decode_since(&self.address, &kvs, Some(&attempt.read)) {
+                    Ok(fresh) => self.remember(at, &fresh, &live_records(&live, &live_kvs)),
+                    Err(_) => self.forget(),
+                }
+                self.back_off();
+                return Ok(Finished::Conflict);
+            }
             Err(EtcdError::Indeterminate { .. }) => {
                 // Sent, no answer: the next read settles it (see `was_applied`).
+                self.forget();
                 let key = self.log_key(revision, 0);
                 let first_log = changes.iter().find_map(|c| match c {
                     Change::Put { key: k, value, .. } if *k == key => {
@@ -386,6 +444,24 @@ impl EtcdStore {
         };
         let stored = self.call(|c| c.get(key))?;
         Ok(Some(stored.is_some_and(|kv| kv.value == *value)))
+    }
+
+    /// After losing a race, waits a random while that grows with the losses in a row
+    /// (up to ~6 ms), so writers that keep colliding spread out instead of all retrying
+    /// at once and losing again.
+    fn back_off(&self) {
+        use std::sync::atomic::Ordering;
+        let lost = self.conflicts.fetch_add(1, Ordering::Relaxed).min(5);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .subsec_nanos() as u64;
+        let mut x = nanos ^ (std::process::id() as u64) << 32 ^ (self as *const _ as u64);
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let slots = 1u64 << lost;
+        std::thread::sleep(Duration::from_micros((x % (slots + 1)) * 200));
     }
 
     /// Every [`COMPACT_EVERY`] revisions, drops etcd's history from before the oldest of
