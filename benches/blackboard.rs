@@ -480,21 +480,7 @@ fn in_process(p: &Path, samples: usize) -> (Sample, Sample, Duration) {
     let mut tx_cpu = Duration::ZERO;
     for k in 1..=samples + 1 {
         let (t, cpu) = (Instant::now(), cpu_time());
-        store
-            .transact(&Actor::Human, |tx| {
-                let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
-                notes.push(liza::blackboard::model::HumanNote {
-                    id: Some(format!("note-bench-{k}")),
-                    timestamp: Some(tx.now),
-                    message: "in-process".into(),
-                    target: Some("all".into()),
-                    seen_by: Some(Vec::new()),
-                    extra: Default::default(),
-                });
-                tx.log(liza::blackboard::EventKind::HumanNote);
-                Ok::<_, String>(())
-            })
-            .unwrap();
+        note_in_process(&store, k);
         tx_times.push(t.elapsed());
         tx_cpu += cpu_time() - cpu;
         let bytes = std::fs::read(p.join(".liza/state.yaml")).unwrap();
@@ -506,6 +492,25 @@ fn in_process(p: &Path, samples: usize) -> (Sample, Sample, Duration) {
     let tx = sample_of(&mut tx_times[1..].to_vec(), &mut floors_20k);
     let same_writes = sample_of(&mut floor_times[1..].to_vec(), &mut Vec::new());
     (tx, same_writes, tx_cpu / (samples as u32 + 1))
+}
+
+/// One `note` transaction in process (note id `note-bench-<k>`).
+fn note_in_process(store: &liza::blackboard::Store, k: usize) {
+    store
+        .transact(&Actor::Human, |tx| {
+            let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
+            notes.push(liza::blackboard::model::HumanNote {
+                id: Some(format!("note-bench-{k}")),
+                timestamp: Some(tx.now),
+                message: "in-process".into(),
+                target: Some("all".into()),
+                seen_by: Some(Vec::new()),
+                extra: Default::default(),
+            });
+            tx.log(liza::blackboard::EventKind::HumanNote);
+            Ok::<_, String>(())
+        })
+        .unwrap();
 }
 
 /// The cost of keeping a person's comments (specs/quality.md: P1c ≤ 1.3 × P1, P2c ≤ 1.3 ×

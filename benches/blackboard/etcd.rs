@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 use liza::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
 use liza::blackboard::{Actor, State, Store, Timestamp};
 
-use super::{Row, Sample, bench_root, floor_once, git, measure, sample_of, verdict};
+use super::{
+    Row, Sample, bench_root, floor_once, git, measure, note_in_process, sample_of, verdict,
+};
 
 /// A member on free loopback ports, its data beside the file store's benchmarks (the
 /// same disk).
@@ -121,25 +123,6 @@ fn project(member: &Member, tasks: usize, per_task: usize) -> tempfile::TempDir 
     dir
 }
 
-/// One `note` transaction in process.
-fn note(store: &Store, k: usize) {
-    store
-        .transact(&Actor::Human, |tx| {
-            let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
-            notes.push(liza::blackboard::model::HumanNote {
-                id: Some(format!("note-bench-{k}")),
-                timestamp: Some(tx.now),
-                message: "in-process".into(),
-                target: Some("all".into()),
-                seen_by: Some(Vec::new()),
-                extra: Default::default(),
-            });
-            tx.log(liza::blackboard::EventKind::HumanNote);
-            Ok::<_, String>(())
-        })
-        .unwrap();
-}
-
 pub fn rows(samples: usize) -> Vec<Row> {
     let Some(member) = start() else {
         return Vec::new();
@@ -153,7 +136,7 @@ pub fn rows(samples: usize) -> Vec<Row> {
     let mut k = 0;
     let e1 = measure(samples, || {
         k += 1;
-        note(&store, k);
+        note_in_process(&store, k);
     });
     rows.push(Row {
         id: "E1",
@@ -328,7 +311,7 @@ fn contention(p: &Path) -> Row {
             std::thread::spawn(move || {
                 let store = liza::ops::open_store(&p).unwrap();
                 for i in 0..100 {
-                    note(&store, 10_000 + w * 100 + i);
+                    note_in_process(&store, 10_000 + w * 100 + i);
                 }
             })
         })

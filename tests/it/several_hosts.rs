@@ -72,22 +72,6 @@ impl Hosts {
     }
 }
 
-fn statuses(repo: &Repo) -> Vec<(String, String)> {
-    let mut statuses: Vec<(String, String)> = model(repo)["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["id"].as_str().unwrap().to_owned(),
-                t["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    statuses.sort();
-    statuses
-}
-
 /// The sprint of these tests: four tasks, one rejected once.
 fn plan_sprint(project: &AgentProject) {
     project.step(
@@ -301,12 +285,7 @@ fn a_dead_host_s_claims_expire_and_another_host_takes_them_over_losing_no_pushed
     }
     // The takeover is in each task's history.
     for t in ["t-1", "t-2"] {
-        let events: Vec<String> = task_of(&project.repo, t)["history"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|h| h["event"].as_str().unwrap().to_owned())
-            .collect();
+        let events = history_events(&project.repo, t);
         assert!(
             events.contains(&"lease_expired_reassigned".to_owned()),
             "{events:?}"
@@ -420,17 +399,7 @@ fn two_hosts_publishing_integration_at_once_one_wins_and_the_other_merges_again(
 #[test]
 fn doctor_checks_that_the_shared_remote_answers() {
     let Some(hosts) = Hosts::start() else { return };
-    let remote_check = |repo: &Repo| {
-        let out = repo.liza(&["--json", "doctor"]);
-        let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-        report["result"]["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "git remote")
-            .cloned()
-            .unwrap()
-    };
+    let remote_check = |repo: &Repo| doctor_check(repo, "git remote");
     assert_eq!(remote_check(&hosts.b)["status"], "ok");
     let moved = hosts.remote.path().with_extension("moved");
     std::fs::rename(hosts.remote.path(), &moved).unwrap();

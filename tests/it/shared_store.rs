@@ -183,19 +183,6 @@ fn etcd_history_is_compacted_to_the_revisions_the_journal_keeps_and_the_log_stay
     assert_eq!(board.repo.log().len(), 162);
 }
 
-/// `liza doctor --json`'s check named `name`.
-fn doctor_check(repo: &Repo, name: &str) -> serde_json::Value {
-    let out = repo.liza(&["--json", "doctor"]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    report["result"]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == name)
-        .cloned()
-        .unwrap_or_else(|| panic!("no {name} check: {report}"))
-}
-
 #[test]
 fn doctor_checks_the_members_the_prefix_the_leases_and_the_hosts_clocks() {
     let Some(board) = board() else { return };

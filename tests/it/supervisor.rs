@@ -159,20 +159,8 @@ fn whole_sprint(project: &AgentProject) {
     let state = model(&project.repo);
     assert_eq!(state["goal"]["status"], "COMPLETED");
     assert_eq!(state["sprint"]["status"], "COMPLETED");
-    let mut statuses: Vec<(String, String)> = state["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            (
-                t["id"].as_str().unwrap().to_owned(),
-                t["status"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
-    statuses.sort();
     assert_eq!(
-        statuses,
+        statuses(&project.repo),
         [
             ("t-1", "MERGED"),
             ("t-2", "MERGED"),

@@ -52,12 +52,7 @@ fn another_coder_takes_over_after_the_lease_lapses_and_nothing_is_lost() {
         "work in progress\n",
         "the first coder's uncommitted work is on an attic branch"
     );
-    let history: Vec<String> = task_of(&project.repo, "t-1")["history"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|h| h["event"].as_str().unwrap().to_owned())
-        .collect();
+    let history = history_events(&project.repo, "t-1");
     assert!(
         history.contains(&"lease_expired_reassigned".to_owned()),
         "{history:?}"

@@ -107,6 +107,23 @@ pub enum WatchItem {
     Compacted { compact_revision: i64 },
 }
 
+/// Txn read operations of `ranges` (`(key, range_end, min_mod_revision)`) at `revision`.
+fn range_ops(ranges: &[(&[u8], &[u8], i64)], revision: i64) -> Vec<RequestOp> {
+    ranges
+        .iter()
+        .map(|(key, range_end, min_mod_revision)| {
+            RequestOp::Range(RangeRequest {
+                key: key.to_vec(),
+                range_end: range_end.to_vec(),
+                limit: 0,
+                revision,
+                keys_only: false,
+                min_mod_revision: *min_mod_revision,
+            })
+        })
+        .collect()
+}
+
 /// The keys from `prefix` on that start with it: etcd's `range_end` for a prefix.
 pub fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
@@ -270,19 +287,7 @@ impl Client {
         ranges: &[(&[u8], &[u8], i64)],
         revision: i64,
     ) -> Result<(Vec<Vec<KeyValue>>, i64), EtcdError> {
-        let success = ranges
-            .iter()
-            .map(|(key, range_end, min_mod_revision)| {
-                RequestOp::Range(RangeRequest {
-                    key: key.to_vec(),
-                    range_end: range_end.to_vec(),
-                    limit: 0,
-                    revision,
-                    keys_only: false,
-                    min_mod_revision: *min_mod_revision,
-                })
-            })
-            .collect();
+        let success = range_ops(ranges, revision);
         let response: TxnResponse = self.call(
             "/v3/kv/txn",
             &TxnRequest {
@@ -386,19 +391,7 @@ impl Client {
                 }),
             })
             .collect();
-        let failure = reads
-            .iter()
-            .map(|(key, range_end, min_mod_revision)| {
-                RequestOp::Range(RangeRequest {
-                    key: key.to_vec(),
-                    range_end: range_end.to_vec(),
-                    limit: 0,
-                    revision: 0,
-                    keys_only: false,
-                    min_mod_revision: *min_mod_revision,
-                })
-            })
-            .collect();
+        let failure = range_ops(reads, 0);
         // A txn is not sent twice: a second copy of an applied one would come back as a
         // conflict, and a caller that retries conflicts would apply it again.
         let response: TxnResponse = self.send(

@@ -322,3 +322,16 @@ pub fn assert_exit(out: &Output, code: i32) {
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(out)))
 }
+
+/// `liza doctor --json`'s check named `name`.
+pub fn doctor_check(repo: &Repo, name: &str) -> serde_json::Value {
+    let out = repo.liza(&["--json", "doctor"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    report["result"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("no {name} check: {report}"))
+}

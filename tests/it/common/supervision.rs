@@ -283,6 +283,33 @@ impl AgentProject {
     }
 }
 
+/// (task id, status) of every task, sorted.
+pub fn statuses(repo: &Repo) -> Vec<(String, String)> {
+    let mut statuses: Vec<(String, String)> = model(repo)["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap().to_owned(),
+                t["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    statuses.sort();
+    statuses
+}
+
+/// The events of task `id`'s history, in order.
+pub fn history_events(repo: &Repo, id: &str) -> Vec<String> {
+    task_of(repo, id)["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["event"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// A task of the model by id (`null` when absent).
 pub fn task_of(repo: &Repo, id: &str) -> serde_json::Value {
     model(repo)["tasks"]
