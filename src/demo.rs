@@ -175,8 +175,13 @@ fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
             "A tiny shell project",
         ],
     )?;
+    let mut init = vec!["init".to_owned(), GOAL.to_owned()];
+    // `liza demo --store etcd://…`: the sprint runs on a blackboard in etcd.
+    if let Some(address) = crate::blackboard::store::given_address() {
+        init.extend(["--store".to_owned(), address]);
+    }
     let out = Command::new(liza)
-        .args(["init", GOAL])
+        .args(&init)
         .current_dir(dir)
         .output()
         .map_err(|e| format!("could not run liza init: {e}"))?;

@@ -898,6 +898,16 @@ pub fn use_address(address: String) {
     let _ = ADDRESS_OVERRIDE.set(address);
 }
 
+/// The etcd address given to this process — the global `--store`, else `LIZA_STORE` —,
+/// as written (`None`: the checkouts' own).
+pub fn given_address() -> Option<String> {
+    ADDRESS_OVERRIDE.get().cloned().or_else(|| {
+        std::env::var("LIZA_STORE")
+            .ok()
+            .filter(|s| !s.trim().is_empty())
+    })
+}
+
 /// The etcd address a checkout at `root` uses: the global `--store`, else `LIZA_STORE`,
 /// else `.liza/store`; `None`: the file store.
 pub fn locate(root: &Path) -> Result<Option<StoreAddress>, StoreError> {

@@ -120,3 +120,51 @@ fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
         "{metrics:#}"
     );
 }
+
+#[test]
+fn the_demo_runs_on_a_blackboard_in_etcd() {
+    if !crate::common::etcd::available() {
+        return;
+    }
+    let member = crate::common::etcd::Etcd::start();
+    let address = format!("etcd://{}/demo/sprint", member.endpoint());
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("demo");
+    let out = Command::new(LIZA)
+        .args(["--store", &address, "demo", "--dir"])
+        .arg(&dir)
+        .env("HOME", home.path())
+        .env_remove("LIZA_LLM_BASE_URL")
+        .env_remove("LIZA_AGENT_ID")
+        .env_remove("LIZA_STORE")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("merged on integration: greet, shout"),
+        "{text}"
+    );
+    assert!(text.contains("liza log"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(dir.join(".liza/store")).unwrap(),
+        format!("{address}\n")
+    );
+    // The log is in etcd, whole: every transition of the sprint, ending with the goal.
+    let log = Command::new(LIZA)
+        .args(["--json", "log"])
+        .current_dir(&dir)
+        .env("HOME", home.path())
+        .output()
+        .unwrap();
+    let log: serde_json::Value = serde_json::from_slice(&log.stdout).unwrap();
+    let actions: Vec<&str> = log["result"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["action"].as_str())
+        .collect();
+    assert!(actions.contains(&"merged"), "{actions:?}");
+    assert!(actions.contains(&"goal_completed"), "{actions:?}");
+}
