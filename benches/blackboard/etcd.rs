@@ -323,14 +323,26 @@ fn contention(p: &Path) -> Row {
     let end = store.snapshot().unwrap().state.revision();
     let rate = 1600.0 / elapsed.as_secs_f64();
     let exact = end == start + 1600;
+    // Every transition rewrites the head: its size is what each commit carries.
+    let head = store
+        .address()
+        .and_then(|a| {
+            let client =
+                liza::blackboard::etcd::Client::new(&a.endpoints, Duration::from_secs(5)).ok()?;
+            client
+                .get(&liza::blackboard::etcd::layout::head_key(a))
+                .ok()?
+        })
+        .map_or(0, |kv| kv.value.len());
     floors.extend((0..10).map(|_| floor_once()));
     let sample: Sample = sample_of(&mut [elapsed / 1600], &mut floors);
     Row {
         id: "E2",
         scenario: format!(
-            "etcd: 16 writers × 100 notes, 50 tasks: {rate:.0} transitions/s, revision +{} ({})",
+            "etcd: 16 writers × 100 notes, 50 tasks: {rate:.0} transitions/s, revision +{} ({}), head {} KB",
             end - start,
-            if exact { "exact" } else { "LOST UPDATES" }
+            if exact { "exact" } else { "LOST UPDATES" },
+            head / 1024
         ),
         sample,
         target: "≥ 500/s, exact +1600".into(),
