@@ -118,7 +118,9 @@ fn endpoint(member: &str) -> Result<String, String> {
 /// prefix went through one of them would share keys with the project above it.
 /// (`liza-floors` holds, at the root of the etcd, how far each project lets history be
 /// compacted.)
-const RESERVED: [&str; 7] = ["head", "task", "log", "live", "control", "archive", FLOORS];
+const RESERVED: [&str; 8] = [
+    "head", "task", "note", "log", "live", "control", "archive", FLOORS,
+];
 
 /// The root namespace of the compaction floors (see `store/etcd.rs`).
 pub const FLOORS: &str = "liza-floors";

@@ -1,6 +1,7 @@
 //! How a blackboard is laid out in etcd keys (specs/shared-store.md *Keys*): the head —
-//! the state without its tasks, and the tasks' order — and one key per task, so no value
-//! comes near etcd's request limit and a transition rewrites only what it changed.
+//! the state without its tasks and notes, and their order — and one key per task and per
+//! note, so no value comes near etcd's request limit and a transition rewrites only what
+//! it changed.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,13 +12,17 @@ use super::address::StoreAddress;
 use super::client::Change;
 use super::wire::KeyValue;
 use crate::blackboard::TaskId;
-use crate::blackboard::model::{State, Task, TaskList};
+use crate::blackboard::model::{HumanNote, State, Task, TaskList};
 
 /// The head key's value: the tasks' order (state.yaml's list order, which people choose)
 /// and the rest of the state.
 #[derive(Serialize, Deserialize)]
 struct Head {
     order: Vec<TaskId>,
+    /// The notes' ids, in order, each note in a key of its own; absent: the notes are in
+    /// `state` (some lack an id, or two share one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    notes: Option<Vec<String>>,
     state: State,
 }
 
@@ -52,14 +57,49 @@ pub fn task_prefix(address: &StoreAddress) -> Vec<u8> {
     address.key("task/")
 }
 
+/// The key of the note with id `id` (hex: any id a person wrote is safe in a key).
+pub fn note_key(address: &StoreAddress, id: &str) -> Vec<u8> {
+    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+    address.key(&format!("note/{hex}"))
+}
+
+/// The prefix every note key starts with.
+pub fn note_prefix(address: &StoreAddress) -> Vec<u8> {
+    address.key("note/")
+}
+
+/// The notes of `state` by id, when each has an id of its own: then each is a key, so a
+/// transition that adds a note writes that note, not all of them (they grow without
+/// bound, and every transition rewrites the head).
+fn keyed_notes(state: &State) -> Option<Vec<(&str, &HumanNote)>> {
+    let notes = state.human_notes.as_ref()?;
+    let mut seen = std::collections::HashSet::new();
+    notes
+        .iter()
+        .map(|n| {
+            let id = n.id.as_deref()?;
+            seen.insert(id).then_some((id, n))
+        })
+        .collect()
+}
+
 fn head_value(state: &State) -> Vec<u8> {
     let mut rest = state.clone();
     let tasks = std::mem::take(&mut rest.tasks);
+    let notes = keyed_notes(state).map(|notes| {
+        rest.human_notes = None;
+        notes.iter().map(|(id, _)| (*id).to_owned()).collect()
+    });
     let head = Head {
         order: tasks.iter().map(|t| t.id.clone()).collect(),
+        notes,
         state: rest,
     };
     serde_json::to_vec(&head).expect("a state serialises")
+}
+
+fn note_value(note: &HumanNote) -> Vec<u8> {
+    serde_json::to_vec(note).expect("a note serialises")
 }
 
 fn task_value(task: &Task) -> Vec<u8> {
@@ -72,6 +112,9 @@ pub fn encode(address: &StoreAddress, state: &State) -> Vec<(Vec<u8>, Vec<u8>)> 
     kvs.push((head_key(address), head_value(state)));
     for task in &state.tasks {
         kvs.push((task_key(address, &task.id), task_value(task)));
+    }
+    for (id, note) in keyed_notes(state).unwrap_or_default() {
+        kvs.push((note_key(address, id), note_value(note)));
     }
     kvs
 }
@@ -122,6 +165,7 @@ pub fn decode_since(
         .filter(|kv| kv.key.starts_with(&task_prefix))
         .map(|kv| (&kv.key[task_prefix.len()..], kv))
         .collect();
+    let known_state = known;
     let known: HashMap<&TaskId, &Arc<Task>> = known
         .map(|k| k.tasks.iter().map(|t| (&t.id, t)).collect())
         .unwrap_or_default();
@@ -162,6 +206,46 @@ pub fn decode_since(
     }
     let mut state = head.state;
     state.tasks = TaskList(list);
+    if let Some(ids) = &head.notes {
+        let note_prefix = note_prefix(address);
+        let read: HashMap<&[u8], &KeyValue> = kvs
+            .iter()
+            .filter(|kv| kv.key.starts_with(&note_prefix))
+            .map(|kv| (kv.key.as_slice(), kv))
+            .collect();
+        let known_notes: HashMap<&str, &HumanNote> = known_state
+            .and_then(|k| k.human_notes.as_ref())
+            .map(|notes| {
+                notes
+                    .iter()
+                    .filter_map(|n| Some((n.id.as_deref()?, n)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut notes = Vec::with_capacity(ids.len());
+        for id in ids {
+            let key = note_key(address, id);
+            let note = match read.get(key.as_slice()) {
+                Some(kv) => serde_json::from_slice::<HumanNote>(&kv.value).map_err(|e| {
+                    LayoutError::Unreadable {
+                        key: shown(&key),
+                        detail: e.to_string(),
+                    }
+                })?,
+                None => match known_notes.get(id.as_str()) {
+                    Some(note) => (*note).clone(),
+                    None => {
+                        return Err(LayoutError::MissingTask {
+                            id: format!("note {id}"),
+                            key: shown(&key),
+                        });
+                    }
+                },
+            };
+            notes.push(note);
+        }
+        state.human_notes = Some(notes);
+    }
     Ok(state)
 }
 
@@ -193,6 +277,26 @@ pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Cha
             out.push(Change::Delete(task_key(address, &task.id)));
         }
     }
+    let old_notes: HashMap<&str, &HumanNote> = keyed_notes(before)
+        .unwrap_or_default()
+        .into_iter()
+        .collect();
+    let new_notes = keyed_notes(after).unwrap_or_default();
+    for (id, note) in &new_notes {
+        if old_notes.get(id) != Some(note) {
+            out.push(Change::Put {
+                key: note_key(address, id),
+                value: note_value(note),
+                lease: 0,
+            });
+        }
+    }
+    let kept_notes: std::collections::HashSet<&str> = new_notes.iter().map(|(id, _)| *id).collect();
+    for id in old_notes.keys() {
+        if !kept_notes.contains(id) {
+            out.push(Change::Delete(note_key(address, id)));
+        }
+    }
     out
 }
 
@@ -219,7 +323,8 @@ mod tests {
     fn a_thousand_task_blackboard_round_trips_in_values_far_below_the_request_limit() {
         let state = crate::bench::generate_state(1000, 13_500, Timestamp::now());
         let kvs = encode(&address(), &state);
-        assert_eq!(kvs.len(), 1001);
+        let notes = state.human_notes.as_ref().map_or(0, Vec::len);
+        assert_eq!(kvs.len(), 1001 + notes);
         let (size, key) = kvs
             .iter()
             .map(|(k, v)| (k.len() + v.len(), String::from_utf8_lossy(k).into_owned()))
@@ -273,6 +378,46 @@ mod tests {
         }
         let read = as_read(keys.into_iter().collect());
         assert_eq!(decode(&address(), &read).unwrap(), after);
+    }
+
+    #[test]
+    fn a_note_is_a_key_of_its_own_and_adding_one_writes_only_it_and_the_head() {
+        let mut before = crate::bench::generate_state(5, 200, Timestamp::now());
+        before.assign_note_ids();
+        let mut after = before.clone();
+        after.revision = Some(after.revision() as i64 + 1);
+        after
+            .human_notes
+            .get_or_insert_with(Vec::new)
+            .push(HumanNote {
+                id: Some("note-new".into()),
+                timestamp: Some(Timestamp::now()),
+                message: "mind the tests".into(),
+                target: Some("all".into()),
+                seen_by: Some(Vec::new()),
+                extra: Default::default(),
+            });
+        let out = changes(&address(), &before, &after);
+        assert_eq!(out.len(), 2, "the head and the new note");
+        // The head no longer carries the notes' texts.
+        let Change::Put { value: head, .. } = &out[0] else {
+            panic!("the head comes first")
+        };
+        assert!(!String::from_utf8_lossy(head).contains("mind the tests"));
+        let mut keys: HashMap<Vec<u8>, Vec<u8>> = encode(&address(), &before).into_iter().collect();
+        for change in out {
+            if let Change::Put { key, value, .. } = change {
+                keys.insert(key, value);
+            }
+        }
+        let read = as_read(keys.into_iter().collect());
+        assert_eq!(decode(&address(), &read).unwrap(), after);
+        // Two notes sharing an id stay in the head, whole.
+        let mut twins = after.clone();
+        let copy = twins.human_notes.as_ref().unwrap()[0].clone();
+        twins.human_notes.as_mut().unwrap().push(copy);
+        let read = as_read(encode(&address(), &twins));
+        assert_eq!(decode(&address(), &read).unwrap(), twins);
     }
 
     #[test]

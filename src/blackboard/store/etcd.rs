@@ -265,12 +265,14 @@ impl EtcdStore {
         let head = layout::head_key(&self.address);
         let tasks = layout::task_prefix(&self.address);
         let live = self.address.key("live/");
+        let notes = layout::note_prefix(&self.address);
         let since = known.map_or(0, |k| k.revision + 1);
         let (mut ranges, revision) = self.call(|c| {
             c.read_ranges(
                 &[
                     (&head, &[], 0),
                     (&tasks, &prefix_end(&tasks), since),
+                    (&notes, &prefix_end(&notes), since),
                     (&live, &prefix_end(&live), 0),
                 ],
                 at,
@@ -278,6 +280,7 @@ impl EtcdStore {
         })?;
         let live_kvs = ranges.pop().unwrap_or_default();
         let mut kvs = ranges.pop().unwrap_or_default();
+        kvs.extend(ranges.pop().unwrap_or_default());
         let head_kv = ranges.pop().unwrap_or_default();
         let head_revision = head_kv.first().map_or(0, |kv| kv.mod_revision);
         kvs.extend(head_kv);
@@ -379,9 +382,11 @@ impl EtcdStore {
         conditions.push(Condition::ModRevision(self.log_key(revision, 0), 0));
         let head = layout::head_key(&self.address);
         let tasks = layout::task_prefix(&self.address);
-        let reads: [(&[u8], &[u8], i64); 3] = [
+        let notes = layout::note_prefix(&self.address);
+        let reads: [(&[u8], &[u8], i64); 4] = [
             (&head, &[], 0),
             (&tasks, &prefix_end(&tasks), attempt.revision + 1),
+            (&notes, &prefix_end(&notes), attempt.revision + 1),
             (&live, &prefix_end(&live), 0),
         ];
         match self.patiently(|c| c.txn_or_read(&conditions, &changes, &reads)) {
@@ -394,6 +399,7 @@ impl EtcdStore {
                 // What changed came back with the refusal: the next attempt starts there.
                 let live_kvs = read.pop().unwrap_or_default();
                 let mut kvs = read.pop().unwrap_or_default();
+                kvs.extend(read.pop().unwrap_or_default());
                 kvs.extend(read.pop().unwrap_or_default());
                 match layout::decode_since(&self.address, &kvs, Some(&attempt.read)) {
                     Ok(fresh) => self.remember(at, &fresh, &live_records(&live, &live_kvs)),
@@ -540,9 +546,11 @@ impl EtcdStore {
         own
     }
 
-    /// The guard of a commit: neither the head nor any task changed after `revision`.
-    fn unchanged_since(&self, revision: i64) -> [Condition; 2] {
+    /// The guard of a commit: neither the head nor any task or note changed after
+    /// `revision`.
+    fn unchanged_since(&self, revision: i64) -> [Condition; 3] {
         let tasks = layout::task_prefix(&self.address);
+        let notes = layout::note_prefix(&self.address);
         [
             Condition::UnchangedSince {
                 key: layout::head_key(&self.address),
@@ -552,6 +560,11 @@ impl EtcdStore {
             Condition::UnchangedSince {
                 range_end: prefix_end(&tasks),
                 key: tasks,
+                revision,
+            },
+            Condition::UnchangedSince {
+                range_end: prefix_end(&notes),
+                key: notes,
                 revision,
             },
         ]
@@ -849,7 +862,7 @@ impl EtcdStore {
                 .filter_map(|key| {
                     let rest = std::str::from_utf8(key.strip_prefix(prefix.as_slice())?).ok()?;
                     let known = rest == "head"
-                        || ["task/", "log/", "live/", "control/", "archive/"]
+                        || ["task/", "note/", "log/", "live/", "control/", "archive/"]
                             .iter()
                             .any(|p| rest.starts_with(p));
                     (!known).then(|| String::from_utf8_lossy(&key).into_owned())
