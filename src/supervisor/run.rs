@@ -204,8 +204,15 @@ impl Session {
         // Read after the refs, so a merge published meanwhile is already recorded; from
         // the journal head, because state.yaml may hold a person's stale, unreconciled
         // save that predates the merge.
+        // A journal head caught mid-write does not read: then a snapshot, never the
+        // state from before the run (that took liza's own merges for an agent's).
         let fresh = self
-            .blocking(|project| project.store.committed_state())
+            .blocking(|project| {
+                project
+                    .store
+                    .committed_state()
+                    .or_else(|| project.store.snapshot().ok().map(|s| s.state))
+            })
             .await
             .unwrap_or_else(|| state.clone());
         let changes = before.changes(&after, &fresh);
