@@ -7,21 +7,30 @@ use std::process::Command;
 
 const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
-#[test]
-fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
-    let home = tempfile::tempdir().unwrap();
-    let dir = home.path().join("demo");
+/// `liza [before…] demo --dir <home>/demo` with a clean environment: the demo's
+/// directory and everything it printed, once it succeeded.
+fn run_demo(home: &std::path::Path, before: &[&str]) -> (std::path::PathBuf, String) {
+    let dir = home.join("demo");
     let out = Command::new(LIZA)
+        .args(before)
         .args(["demo", "--dir"])
         .arg(&dir)
-        .env("HOME", home.path())
+        .env("HOME", home)
         .env_remove("LIZA_LLM_BASE_URL")
         .env_remove("LIZA_AGENT_ID")
+        .env_remove("LIZA_STORE")
         .output()
         .unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
+    (dir, text)
+}
+
+#[test]
+fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
+    let home = tempfile::tempdir().unwrap();
+    let (dir, text) = run_demo(home.path(), &[]);
     assert!(
         text.contains("sprint complete") && text.contains("git log --oneline --graph integration"),
         "{text}"
@@ -129,19 +138,7 @@ fn the_demo_runs_on_a_blackboard_in_etcd() {
     let member = crate::common::etcd::Etcd::start();
     let address = format!("etcd://{}/demo/sprint", member.endpoint());
     let home = tempfile::tempdir().unwrap();
-    let dir = home.path().join("demo");
-    let out = Command::new(LIZA)
-        .args(["--store", &address, "demo", "--dir"])
-        .arg(&dir)
-        .env("HOME", home.path())
-        .env_remove("LIZA_LLM_BASE_URL")
-        .env_remove("LIZA_AGENT_ID")
-        .env_remove("LIZA_STORE")
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{text}");
+    let (dir, text) = run_demo(home.path(), &["--store", &address]);
     assert!(
         text.contains("merged on integration: greet, shout"),
         "{text}"
