@@ -338,7 +338,13 @@ fn main() {
             let store = liza::ops::open_store(p).unwrap();
             let snapshot = store.snapshot().unwrap();
             let live = store.live_records().unwrap();
-            let report = Report::new(&snapshot, &live, store.paths(), Timestamp::now());
+            let report = Report::new(
+                &snapshot,
+                &live,
+                store.paths(),
+                Timestamp::now(),
+                store.recent_alarms(5),
+            );
             std::hint::black_box(report.render());
         });
         rows.push(Row {

@@ -151,13 +151,13 @@ impl Monitor {
     }
 
     fn fire(&self, alarms: Vec<Alarm>) -> Vec<Fired> {
-        match alarms::fire(&self.project.store.paths().dir, alarms) {
+        match alarms::fire(&self.project.store, alarms) {
             Ok(fired) => {
                 self.outlets.deliver(&fired);
                 fired
             }
             Err(e) => {
-                tracing::warn!(error = %e, "could not write .liza/alerts.log");
+                tracing::warn!(error = %e, "could not raise the alarms");
                 Vec::new()
             }
         }
@@ -201,7 +201,7 @@ pub fn numbers(project: &Project, reader: &Mutex<ActivityReader>) -> Result<Numb
     Ok(metrics::collect(
         &state,
         &reader.activity,
-        alarms::counts_by_category(&project.store.paths().dir),
+        alarms::counts_by_category(&project.store),
     ))
 }
 

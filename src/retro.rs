@@ -21,6 +21,7 @@ use self::interactions::Interaction;
 use self::report::Report;
 use crate::blackboard::document::decode_record;
 use crate::blackboard::model::{Archive, Task};
+use crate::blackboard::store::Document;
 use crate::builtin::artifacts::Artifacts;
 use crate::builtin::identities::{self, Identity, IdentityError};
 use crate::error::{Diagnostic, ErrorClass};
@@ -194,10 +195,10 @@ fn read_archive(
     sprint: &str,
     current: bool,
 ) -> Result<Vec<Arc<Task>>, RetroError> {
-    let file = project.store.paths().archive(sprint);
-    let shown = project.store.paths().display(&file);
-    match std::fs::read(&file) {
-        Ok(bytes) => decode_record::<Archive>(&bytes)
+    let document = Document::Archive { sprint };
+    let shown = project.store.document_place(&document);
+    match project.store.document(&document) {
+        Ok(Some(bytes)) => decode_record::<Archive>(&bytes)
             .map(|a| a.tasks.iter().cloned().collect())
             .map_err(|findings| {
                 let first = findings
@@ -209,14 +210,14 @@ fn read_archive(
                     "restore the file from a backup, or run without --sprint for the current sprint",
                 )
             }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && current => Ok(Vec::new()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(refused(
+        Ok(None) if current => Ok(Vec::new()),
+        Ok(None) => Err(refused(
             format!("there is no sprint {sprint}: it is not the current sprint and {shown} does not exist"),
             "see `liza status` for the current sprint and .liza/archive/ for past ones",
         )),
         Err(e) => Err(refused(
             format!("cannot read {shown}: {e}"),
-            "check the file's permissions",
+            "check the file's permissions, or that the store answers (`liza doctor`)",
         )),
     }
 }

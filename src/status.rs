@@ -147,6 +147,7 @@ impl Report {
         live: &crate::blackboard::liveness::LiveRecords,
         paths: &LizaPaths,
         now: Timestamp,
+        alarms: Vec<String>,
     ) -> Report {
         let state = &snapshot.state;
         Report {
@@ -206,7 +207,7 @@ impl Report {
                     depends_on: t.depends_on().iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
-            alarms: recent_alarms(&paths.alerts(), 5),
+            alarms,
             builtin: crate::builtin::metrics::collect(state),
             integration_branch: state.config.integration_branch().to_owned(),
             operations: None,
@@ -361,8 +362,7 @@ fn table(s: &mut String, header: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-/// The last `n` lines of `.liza/alerts.log`.
-/// Seconds since the newest `<agent>-….log` in `dir` was written.
+/// Seconds since the newest `<agent>-….log` in `dir` was written (this host's agents).
 fn output_age(dir: &Path, agent: &str, now: Timestamp) -> Option<i64> {
     let prefix = format!("{agent}-");
     std::fs::read_dir(dir)
@@ -377,17 +377,6 @@ fn output_age(dir: &Path, agent: &str, now: Timestamp) -> Option<i64> {
         .max()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map(|d| now.unix() - d.as_secs() as i64)
-}
-
-pub fn recent_alarms(path: &Path, n: usize) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
-    lines[lines.len().saturating_sub(n)..]
-        .iter()
-        .map(|l| (*l).to_owned())
-        .collect()
 }
 
 /// The mid-sprint fixture as a snapshot read at a fixed time, with no `.liza/` to look
@@ -415,6 +404,8 @@ mod tests {
     #[test]
     fn the_status_of_a_mid_sprint_board_reads_well() {
         let (snapshot, paths, now) = mid_sprint_fixture();
-        insta::assert_snapshot!(Report::new(&snapshot, &Default::default(), &paths, now).render());
+        insta::assert_snapshot!(
+            Report::new(&snapshot, &Default::default(), &paths, now, Vec::new()).render()
+        );
     }
 }

@@ -8,6 +8,7 @@
 //! writes nothing. [`Store::snapshot`] reads without the lock for display and for
 //! decisions that will be re-checked in a transaction.
 
+pub mod alarm_log;
 pub mod atomic;
 pub mod cache;
 pub mod changes;
@@ -24,7 +25,7 @@ mod mirror;
 
 use std::collections::HashSet;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -336,6 +337,33 @@ pub struct Snapshot {
 /// The blackboard of one project, in whichever store holds it.
 pub struct Store {
     backend: Backend,
+}
+
+/// A file liza keeps beside the blackboard: under `.liza/` on files, under the project's
+/// prefix in etcd (where every host reads it). Names are checked by the caller (sprint
+/// ids as task ids are; blobs are git object ids).
+pub enum Document<'a> {
+    /// The terminal tasks of a past sprint (`liza archive`, read by `liza retro`).
+    Archive { sprint: &'a str },
+    /// A spec's text as a task was finalized against it (the git blob id).
+    SpecText { blob: &'a str },
+}
+
+impl Document<'_> {
+    fn path(&self, paths: &LizaPaths) -> PathBuf {
+        match self {
+            Document::Archive { sprint } => paths.archive(sprint),
+            Document::SpecText { blob } => paths.specs().join(blob),
+        }
+    }
+
+    /// `doc/archive/<sprint>`, `doc/spec/<blob>`: its key under the prefix in etcd.
+    pub(crate) fn key(&self) -> String {
+        match self {
+            Document::Archive { sprint } => format!("doc/archive/{sprint}"),
+            Document::SpecText { blob } => format!("doc/spec/{blob}"),
+        }
+    }
 }
 
 // A process holds one or two stores: the variants' sizes do not matter.
@@ -872,6 +900,90 @@ impl Store {
                 })
             }
             Backend::Etcd(e) => e.text(),
+        }
+    }
+
+    /// Adds each `(key, line)` to the alarm log unless an alarm with its key was raised
+    /// before, by any process (on any host, in etcd); whether each was added.
+    pub fn append_alarms(&self, lines: &[(String, String)]) -> Result<Vec<bool>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = f.paths().alerts();
+                alarm_log::append_new(&path, lines).map_err(|source| StoreError::Io {
+                    action: "write",
+                    path: f.paths().display(&path),
+                    source,
+                })
+            }
+            Backend::Etcd(e) => e.append_alarms(lines),
+        }
+    }
+
+    /// Every alarm line raised, oldest first.
+    pub fn alarm_lines(&self) -> Result<Vec<String>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => Ok(alarm_log::lines(&f.paths().alerts())),
+            Backend::Etcd(e) => e.alarm_lines(),
+        }
+    }
+
+    /// The last `n` alarm lines (none when they cannot be read).
+    pub fn recent_alarms(&self, n: usize) -> Vec<String> {
+        let mut lines = self.alarm_lines().unwrap_or_default();
+        lines.drain(..lines.len().saturating_sub(n));
+        lines
+    }
+
+    /// The text of `document`, if it was kept.
+    pub fn document(&self, document: &Document) -> Result<Option<Vec<u8>>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = document.path(f.paths());
+                match std::fs::read(&path) {
+                    Ok(bytes) => Ok(Some(bytes)),
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+                    Err(source) => Err(StoreError::Io {
+                        action: "read",
+                        path: f.paths().display(&path),
+                        source,
+                    }),
+                }
+            }
+            Backend::Etcd(e) => e.document(document),
+        }
+    }
+
+    /// Keeps `bytes` as `document`, replacing what was kept: whole or not at all.
+    pub fn keep_document(&self, document: &Document, bytes: &[u8]) -> Result<(), StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = document.path(f.paths());
+                let io = |action: &'static str| {
+                    let path = f.paths().display(&path);
+                    move |source: io::Error| StoreError::Io {
+                        action,
+                        path,
+                        source,
+                    }
+                };
+                let dir = path.parent().unwrap_or(&path).to_path_buf();
+                std::fs::create_dir_all(&dir).map_err(io("create"))?;
+                let temp = atomic::write_temp_synced(&dir, ".keep-", bytes).map_err(io("write"))?;
+                if let Err(e) = std::fs::rename(&temp, &path) {
+                    let _ = std::fs::remove_file(&temp);
+                    return Err(io("replace")(e));
+                }
+                atomic::fsync_dir(&dir).map_err(io("sync"))
+            }
+            Backend::Etcd(e) => e.keep_document(document, bytes),
+        }
+    }
+
+    /// Where `document` is kept, for messages: a path under `.liza/`, or a key in etcd.
+    pub fn document_place(&self, document: &Document) -> String {
+        match &self.backend {
+            Backend::File(f) => f.paths().display(&document.path(f.paths())),
+            Backend::Etcd(e) => format!("{} {}", e.address(), document.key()),
         }
     }
 

@@ -248,7 +248,6 @@ pub async fn run(ctx: &RunContext) -> Status {
     let status = match answer {
         Answer::CannotPlan(reason) => {
             ctx.runlog.append("error", json!({"reason": reason}));
-            let dir = &ctx.project.store.paths().dir;
             let message = format!(
                 "the built-in planner cannot plan ({}): {reason}",
                 first.describe()
@@ -258,8 +257,8 @@ pub async fn run(ctx: &RunContext) -> Status {
                 state.revision(),
                 first.describe()
             );
-            let _ = alarms::raise_in(
-                dir,
+            let _ = alarms::raise(
+                &ctx.project,
                 alarms::Level::Warn,
                 "PLANNER_CANNOT_PLAN",
                 &message,

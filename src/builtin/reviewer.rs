@@ -450,7 +450,7 @@ fn prompt_head(ctx: &RunContext, task: &Task, facts: &Facts) -> String {
     if let (Some(then), Some(now)) = (&task.spec_hash, &current)
         && then != now
     {
-        text.push_str(&ops::spec_change_text(&ctx.project.root, task, then, now));
+        text.push_str(&ops::spec_change_text(&ctx.project, task, then, now));
         text.push('\n');
     }
     text.push_str(&format!(

@@ -4,6 +4,7 @@ use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
 use crate::blackboard::TaskId;
 use crate::blackboard::codec::Emit;
+use crate::blackboard::store::Document;
 use crate::blackboard::yaml::{self, Emitter};
 use crate::ops::Project;
 
@@ -21,9 +22,14 @@ pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
     let Some(task) = state.task(&id) else {
         if let Some(archived) = state.archived.as_ref().and_then(|a| a.get(&id)) {
             let sprint = archived.sprint.clone().unwrap_or_else(|| "?".into());
-            let result = serde_json::json!({"id": id, "archived": true, "status": archived.status, "sprint": sprint});
+            let document = Document::Archive { sprint: &sprint };
+            let place = project.store.document_place(&document);
+            let result = serde_json::json!({"id": id, "archived": true, "status": archived.status, "sprint": sprint, "record": place});
             out.ok(result, || {
-                format!("{id} is archived ({}, {sprint}); its record is in .liza/archive/{sprint}.yaml\n", archived.status)
+                format!(
+                    "{id} is archived ({}, {sprint}); its record is in {place}\n",
+                    archived.status
+                )
             });
             return Ok(EXIT_OK);
         }

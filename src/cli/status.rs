@@ -33,14 +33,20 @@ pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
     }
     let snapshot = project.store.snapshot()?;
     let live = project.store.live_records()?;
-    let mut report = Report::new(&snapshot, &live, project.store.paths(), Timestamp::now());
+    let mut report = Report::new(
+        &snapshot,
+        &live,
+        project.store.paths(),
+        Timestamp::now(),
+        project.store.recent_alarms(5),
+    );
     if out.json {
         // The numbers of `liza watch --metrics-addr` (`/metrics`), from the same tally.
         let activity = ActivityReader::read_all(&project.store);
         report.operations = Some(crate::monitor::metrics::collect(
             &snapshot.state,
             &activity,
-            crate::ops::alarms::counts_by_category(&project.store.paths().dir),
+            crate::ops::alarms::counts_by_category(&project.store),
         ));
     }
     out.ok(serde_json::to_value(&report).unwrap_or_default(), || {

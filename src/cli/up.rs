@@ -66,13 +66,20 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         free_ids(&live, Role::CodeReviewer, args.reviewers),
     ));
     let (liza, agent) = binaries()?;
+    // The store this command found (`--store`, `LIZA_STORE` or `.liza/store`) is every
+    // pane's, whatever the tmux server's environment holds.
+    let store = project
+        .store
+        .address()
+        .map(ToString::to_string)
+        .unwrap_or_default();
     // The status pane first, so the window's options (a pane whose agent exited keeps its
     // output; titles on the borders) hold before any agent starts; agents go before it.
     let status = tmux.new_session(
         &session,
         "liza",
         &project.root,
-        &[],
+        &[("LIZA_STORE", store.as_str())],
         &[
             liza.display().to_string(),
             "status".into(),
@@ -95,11 +102,6 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
             if let Some(cli) = &args.cli {
                 argv.extend(["--cli".into(), cli.clone()]);
             }
-            let store = project
-                .store
-                .address()
-                .map(ToString::to_string)
-                .unwrap_or_default();
             let env = [
                 ("LIZA_AGENT_ID", id.as_str()),
                 ("LIZA_STORE", store.as_str()),

@@ -8,7 +8,7 @@ use crate::blackboard::log::LogEntry;
 use crate::blackboard::store::{Snapshot, Store};
 use crate::blackboard::yaml::Emitter;
 use crate::blackboard::{LizaPaths, Timestamp};
-use crate::status::{Report, recent_alarms};
+use crate::status::Report;
 
 /// Log entries kept for the log pane.
 pub const LOG_TAIL: usize = 200;
@@ -32,7 +32,7 @@ impl View {
             paths,
             now,
             entries,
-            recent_alarms(&paths.alerts(), 50),
+            store.recent_alarms(50),
         )
     }
 
@@ -55,12 +55,17 @@ impl View {
             })
             .collect();
         View {
-            report: Report::new(snapshot, live, paths, now),
+            report: Report::new(snapshot, live, paths, now, last(&alarms, 5)),
             log: log.iter().map(|e| shown(log_line(e))).collect(),
             alarms: alarms.into_iter().map(shown).collect(),
             task_yaml,
         }
     }
+}
+
+/// The last `n` of `lines`.
+fn last(lines: &[String], n: usize) -> Vec<String> {
+    lines[lines.len().saturating_sub(n)..].to_vec()
 }
 
 /// Blackboard text with its control characters shown (the rendered buffer is cleaned

@@ -6,13 +6,11 @@
 //! rules are evaluated by `liza watch` (`crate::monitor`); supervisors and the store raise
 //! the alarms they see themselves through the same function.
 
-use std::collections::HashSet;
-use std::fs::{File, OpenOptions};
-use std::io::{Read, Write};
 use std::path::Path;
 
 use super::Project;
-use crate::blackboard::Timestamp;
+use crate::blackboard::store::alarm_log;
+use crate::blackboard::{Store, StoreError, Timestamp};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "UPPERCASE")]
@@ -51,25 +49,14 @@ pub struct Fired {
     pub line: String,
 }
 
-/// Appends the alarm unless one with `key` was raised before; returns the line written.
+/// Raises the alarm unless one with `key` was raised before; returns the line written.
 pub fn raise(
     project: &Project,
     level: Level,
     category: &str,
     message: &str,
     key: &str,
-) -> std::io::Result<Option<String>> {
-    raise_in(&project.store.paths().dir, level, category, message, key)
-}
-
-/// [`raise`] for the blackboard directory `liza_dir`.
-pub fn raise_in(
-    liza_dir: &Path,
-    level: Level,
-    category: &str,
-    message: &str,
-    key: &str,
-) -> std::io::Result<Option<String>> {
+) -> Result<Option<String>, StoreError> {
     let alarm = Alarm {
         level,
         category: category.to_owned(),
@@ -79,39 +66,34 @@ pub fn raise_in(
         revision: None,
         key: key.to_owned(),
     };
-    let mut fired = fire(liza_dir, vec![alarm])?;
+    let mut fired = fire(&project.store, vec![alarm])?;
     Ok(fired.pop().map(|f| f.line))
 }
 
-/// Writes every alarm of `alarms` whose key is not yet in alerts.log (and not repeated
-/// within `alarms`), all under one exclusive lock of the log; returns those written.
-pub fn fire(liza_dir: &Path, alarms: Vec<Alarm>) -> std::io::Result<Vec<Fired>> {
-    if alarms.is_empty() {
-        return Ok(Vec::new());
-    }
-    let path = liza_dir.join("alerts.log");
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(&path)?;
-    file.lock()?;
-    let result = fire_locked(&mut file, alarms);
-    let _ = file.unlock();
-    result
+/// Raises every alarm of `alarms` whose key was not raised before (and is not repeated
+/// within `alarms`) in the blackboard's alarm log — `.liza/alerts.log`, or the project's
+/// `alarm/` keys in etcd, which every host sees; returns those raised.
+pub fn fire(store: &Store, alarms: Vec<Alarm>) -> Result<Vec<Fired>, StoreError> {
+    let (candidates, lines) = lines_of(alarms);
+    let raised = store.append_alarms(&lines)?;
+    Ok(keep_raised(candidates, raised))
 }
 
-fn fire_locked(file: &mut File, alarms: Vec<Alarm>) -> std::io::Result<Vec<Fired>> {
-    let mut text = String::new();
-    file.read_to_string(&mut text)?;
-    let mut known: HashSet<&str> = text.lines().filter_map(key_of).collect();
-    let mut out = String::new();
-    let mut fired = Vec::new();
+/// [`fire`] into the alerts.log of the blackboard directory `liza_dir` (the file store's
+/// own alarms, raised from inside it).
+pub fn fire_in_dir(liza_dir: &Path, alarms: Vec<Alarm>) -> std::io::Result<Vec<Fired>> {
+    let (candidates, lines) = lines_of(alarms);
+    let raised = alarm_log::append_new(&liza_dir.join("alerts.log"), &lines)?;
+    Ok(keep_raised(candidates, raised))
+}
+
+/// Each alarm (the first of each key) and its `(key, line)`:
+/// `<ts> <LEVEL> <CATEGORY> <message> [key]`.
+fn lines_of(alarms: Vec<Alarm>) -> (Vec<Fired>, Vec<(String, String)>) {
     let ts = Timestamp::now();
+    let mut fired: Vec<Fired> = Vec::new();
     for alarm in alarms {
-        if known.contains(alarm.key.as_str())
-            || fired.iter().any(|f: &Fired| f.alarm.key == alarm.key)
-        {
+        if fired.iter().any(|f| f.alarm.key == alarm.key) {
             continue;
         }
         let line = format!(
@@ -121,29 +103,30 @@ fn fire_locked(file: &mut File, alarms: Vec<Alarm>) -> std::io::Result<Vec<Fired
             one_line(&alarm.message),
             one_line(&alarm.key)
         );
-        out.push_str(&line);
-        out.push('\n');
         fired.push(Fired { alarm, ts, line });
     }
-    known.clear();
-    if !out.is_empty() {
-        file.write_all(out.as_bytes())?;
-        file.sync_data()?;
-    }
-    Ok(fired)
+    let lines = fired
+        .iter()
+        .map(|f| (one_line(&f.alarm.key), f.line.clone()))
+        .collect();
+    (fired, lines)
 }
 
-/// The key of an alerts.log line (the text between the last `[` and the final `]`).
-pub fn key_of(line: &str) -> Option<&str> {
-    let line = line.strip_suffix(']')?;
-    line.rfind(" [").map(|i| &line[i + 2..])
+fn keep_raised(candidates: Vec<Fired>, raised: Vec<bool>) -> Vec<Fired> {
+    candidates
+        .into_iter()
+        .zip(raised)
+        .filter_map(|(f, raised)| raised.then_some(f))
+        .collect()
 }
 
-/// Counts of alerts.log lines by category (the metrics' `alarms by category`).
-pub fn counts_by_category(liza_dir: &Path) -> std::collections::BTreeMap<String, u64> {
+/// The key of an alarm line.
+pub use crate::blackboard::store::alarm_log::key_of;
+
+/// Counts of alarms by category (the metrics' `alarms by category`).
+pub fn counts_by_category(store: &Store) -> std::collections::BTreeMap<String, u64> {
     let mut counts = std::collections::BTreeMap::new();
-    let text = std::fs::read_to_string(liza_dir.join("alerts.log")).unwrap_or_default();
-    for line in text.lines() {
+    for line in store.alarm_lines().unwrap_or_default() {
         // `<ts> <LEVEL> <CATEGORY> …`
         if let Some(category) = line.split(' ').nth(2) {
             *counts.entry(category.to_owned()).or_insert(0) += 1;

@@ -5,14 +5,13 @@
 //! which the next archiving overwrites: nothing is ever only in memory.
 
 use crate::lifecycle::RuleId;
-use std::io::Write;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::{Authority, OpsError, Project, transition};
 use crate::blackboard::document::{decode_record, emit_record};
 use crate::blackboard::model::{Archive, Task, TaskList};
-use crate::blackboard::{Actor, StoreError, Timestamp};
+use crate::blackboard::store::Document;
+use crate::blackboard::{Actor, Store, Timestamp};
 use crate::lifecycle;
 
 /// Which terminal tasks to move.
@@ -27,7 +26,8 @@ pub enum Select {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Archived {
     pub sprint: String,
-    pub file: PathBuf,
+    /// Where the archive is kept (a path, or a key in etcd).
+    pub place: String,
     pub tasks: Vec<String>,
     pub revision: u64,
 }
@@ -59,7 +59,6 @@ pub fn archive_terminal(
     if chosen.is_empty() {
         return Ok(None);
     }
-    let file = project.store.paths().archive(sprint);
     // The records are written out in full: their histories are read here, and one the
     // parse cache cannot give back is refused before the archive is written.
     for task in &chosen {
@@ -68,7 +67,7 @@ pub fn archive_terminal(
     project
         .store
         .refuse_damaged(snapshot.hash, chosen.iter().map(|t| &**t))?;
-    write_archive(&file, sprint, &chosen)?;
+    write_archive(&project.store, sprint, &chosen)?;
     let done = match transition(&project.store, actor, authority, |s, w, _n| {
         Ok(lifecycle::archiving::archive(s, w, &chosen, sprint))
     }) {
@@ -78,7 +77,7 @@ pub fn archive_terminal(
     };
     Ok(Some(Archived {
         sprint: sprint.to_owned(),
-        file,
+        place: project.store.document_place(&Document::Archive { sprint }),
         tasks: done.value,
         revision: done.revision,
     }))
@@ -108,49 +107,29 @@ pub fn check_stem(sprint: &str) -> Result<(), OpsError> {
 
 /// Merges `tasks` into the archive file by id (a newer record replaces an older one) and
 /// writes it atomically. An archive that cannot be read is never overwritten.
-fn write_archive(
-    file: &std::path::Path,
-    sprint: &str,
-    tasks: &[Arc<Task>],
-) -> Result<(), OpsError> {
-    let io = |action: &'static str| {
-        let path = file.display().to_string();
-        move |source: std::io::Error| {
-            OpsError::Store(StoreError::Io {
-                action,
-                path,
-                source,
-            })
-        }
-    };
-    let mut archive = match std::fs::read(file) {
-        Ok(bytes) => decode_record::<Archive>(&bytes).map_err(|findings| {
+fn write_archive(store: &Store, sprint: &str, tasks: &[Arc<Task>]) -> Result<(), OpsError> {
+    let document = Document::Archive { sprint };
+    let mut archive = match store.document(&document)? {
+        Some(bytes) => decode_record::<Archive>(&bytes).map_err(|findings| {
+            let place = store.document_place(&document);
             OpsError::refused(
                 RuleId::ArchiveReadable,
                 format!(
-                    "{} cannot be read, so nothing is added to it: {}",
-                    file.display(),
+                    "{place} cannot be read, so nothing is added to it: {}",
                     findings
                         .iter()
-                        .map(|f| format!(
-                            "{}:{}:{}: {}",
-                            file.display(),
-                            f.line,
-                            f.column,
-                            f.message
-                        ))
+                        .map(|f| format!("{place}:{}:{}: {}", f.line, f.column, f.message))
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
                 "repair or move the file, then archive again",
             )
         })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Archive {
+        None => Archive {
             sprint: sprint.to_owned(),
             tasks: TaskList::default(),
             extra: Default::default(),
         },
-        Err(e) => return Err(io("read")(e)),
     };
     for task in tasks {
         match archive.tasks.0.iter_mut().find(|t| t.id == task.id) {
@@ -162,14 +141,6 @@ fn write_archive(
         "# Terminal tasks of {sprint}, moved out of state.yaml by liza (index: `archived`).\n{}",
         emit_record(&archive)
     );
-    let dir = file.parent().unwrap_or(file);
-    std::fs::create_dir_all(dir).map_err(io("create"))?;
-    let mut temp = tempfile::NamedTempFile::new_in(dir).map_err(io("write"))?;
-    temp.write_all(text.as_bytes()).map_err(io("write"))?;
-    temp.as_file().sync_all().map_err(io("sync"))?;
-    temp.persist(file).map_err(|e| io("replace")(e.error))?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io("sync"))?;
+    store.keep_document(&document, text.as_bytes())?;
     Ok(())
 }

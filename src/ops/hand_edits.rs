@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use std::sync::mpsc::Sender;
 
-use super::alarms::{Alarm, Fired, Level, fire};
+use super::alarms::{Alarm, Fired, Level, fire_in_dir};
 use crate::blackboard::model::{AgentStatus, State, TaskStatus};
 use crate::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
 use crate::lifecycle::table::human_may_move;
@@ -50,7 +50,7 @@ impl HandEditRules {
             revision: None,
             key,
         };
-        let fired = fire(&self.liza_dir, vec![alarm])?;
+        let fired = fire_in_dir(&self.liza_dir, vec![alarm])?;
         if let Some(to) = &self.forward {
             for f in fired {
                 let _ = to.send(f);

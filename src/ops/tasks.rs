@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::model::TaskStatus;
+use crate::blackboard::store::Document;
 use crate::blackboard::{Actor, TaskId};
 use crate::git::blob_id;
 use crate::lifecycle::{self, Amendment, NewTask, Outcome, RuleId, SpecFacts, spec_file};
@@ -50,22 +51,20 @@ fn spec_inside(project: &Project, spec_ref: &str) -> Result<(), OpsError> {
     }
 }
 
-/// Keeps the spec text each task was finalized against under `.liza/specs/<blob>`.
+/// Keeps the spec text each task was finalized against (`.liza/specs/<blob>`, or in
+/// etcd where a reviewer on another host reads it).
 fn keep_spec_texts(project: &Project, specs: &HashMap<String, SpecFacts>) {
-    let dir = project.store.paths().specs();
     for (spec_ref, facts) in specs {
         let Some(blob) = &facts.blob else { continue };
-        let target = dir.join(blob);
-        if target.exists() {
+        let document = Document::SpecText { blob };
+        if matches!(project.store.document(&document), Ok(Some(_))) {
             continue;
         }
-        let Ok(source) = crate::confine::inside(&project.root, spec_file(spec_ref)) else {
+        let Some(text) = crate::confine::read_inside(&project.root, spec_file(spec_ref)) else {
             continue;
         };
-        if std::fs::create_dir_all(&dir).is_ok()
-            && let Err(e) = std::fs::copy(&source, &target)
-        {
-            tracing::warn!(spec = %source.display(), error = %e, "could not keep the spec text");
+        if let Err(e) = project.store.keep_document(&document, text.as_bytes()) {
+            tracing::warn!(spec = %spec_ref, error = %e, "could not keep the spec text");
         }
     }
 }
@@ -205,16 +204,22 @@ pub fn finalize_tasks(
 }
 
 /// The spec-currency section: the spec changed since the task was finalized; the lines
-/// removed and added since (the finalized text is kept under `.liza/specs/<blob>`).
+/// removed and added since (the finalized text is kept beside the blackboard).
 pub fn spec_change_text(
-    root: &std::path::Path,
+    project: &Project,
     t: &crate::blackboard::model::Task,
     then: &str,
     now: &str,
 ) -> String {
     let spec = lifecycle::spec_file(t.spec_ref.as_deref().unwrap_or(""));
-    let old = std::fs::read_to_string(root.join(".liza/specs").join(then)).unwrap_or_default();
-    let new = crate::confine::read_inside(root, spec).unwrap_or_default();
+    let old = project
+        .store
+        .document(&Document::SpecText { blob: then })
+        .ok()
+        .flatten()
+        .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+        .unwrap_or_default();
+    let new = crate::confine::read_inside(&project.root, spec).unwrap_or_default();
     let mut diff = Vec::new();
     for line in old.lines().filter(|l| !new.lines().any(|n| n == *l)) {
         diff.push(format!("- {line}"));

@@ -127,9 +127,9 @@ impl Session {
             facts.situation.push_str(&on_behalf::no_commands_note(true));
         }
         if let Some((then, now)) = spec_changed {
-            let (root, t2) = (self.project.root.clone(), t.clone());
+            let t2 = t.clone();
             facts.spec_changed = self
-                .blocking(move |_| ops::spec_change_text(&root, &t2, &then, &now))
+                .blocking(move |project| ops::spec_change_text(project, &t2, &then, &now))
                 .await;
         }
         let (root, agent, t2, dir, prompt_state) = (

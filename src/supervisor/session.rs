@@ -520,7 +520,7 @@ impl Session {
         match ops::alarms::raise(&self.project, level, category, message, key) {
             Ok(Some(line)) => self.console.info(&line),
             Ok(None) => {}
-            Err(e) => tracing::warn!(error = %e, "could not write .liza/alerts.log"),
+            Err(e) => tracing::warn!(error = %e, "could not raise the alarm"),
         }
     }
 

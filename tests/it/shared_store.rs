@@ -366,3 +366,69 @@ fn init_over_an_existing_project_points_to_liza_join() {
     assert!(err.contains(&format!("liza join {address}")), "{err}");
     assert!(!other.liza_dir().exists());
 }
+
+/// What liza keeps beside the blackboard is in etcd, where another host reads it: the
+/// spec text a task was finalized against (a reviewer on host B sees what changed since),
+/// and documents larger than one etcd request, kept in chunks and replaced whole.
+#[test]
+fn spec_texts_and_documents_kept_on_one_host_are_read_on_another() {
+    let Some(board) = board() else { return };
+    let (_, address) = board.etcd.as_ref().unwrap();
+    assert_success(&board.repo.liza(&[
+        "add-task",
+        "--id",
+        "t-1",
+        "--desc",
+        "Add the flag",
+        "--spec",
+        "specs/vision.md",
+        "--done",
+        "report --json prints JSON",
+        "--scope",
+        "src/report.rs",
+        "--finalize",
+    ]));
+    assert!(!board.repo.liza_dir().join("specs").exists());
+    let other = second_checkout(&board);
+    assert_success(&other.liza(&["join", address]));
+    let old = std::fs::read_to_string(other.path().join("specs/vision.md")).unwrap();
+    let first = old
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap()
+        .to_owned();
+    std::fs::write(other.path().join("specs/vision.md"), "# A new vision\n").unwrap();
+    let project = liza::ops::Project::discover(other.path()).unwrap();
+    let state = project.store.snapshot().unwrap().state;
+    let task = state
+        .task(&liza::blackboard::TaskId::parse("t-1").unwrap())
+        .unwrap()
+        .clone();
+    let then = task.spec_hash.clone().expect("finalized without a blob");
+    let text = liza::ops::spec_change_text(&project, &task, &then, "now");
+    assert!(text.contains(&format!("- {first}")), "{text}");
+    assert!(text.contains("+ # A new vision"), "{text}");
+
+    // 1.3 MB, past etcd's request limit, read back on the other host; then replaced by a
+    // short text, whose one chunk is all that is left.
+    let here = liza::ops::open_store(board.repo.path()).unwrap();
+    let there = &project.store;
+    let document = liza::blackboard::store::Document::Archive { sprint: "big" };
+    let big: Vec<u8> = (0..1_300_000u32).map(|i| b'a' + (i % 26) as u8).collect();
+    here.keep_document(&document, &big).unwrap();
+    assert_eq!(
+        there.document(&document).unwrap().as_deref(),
+        Some(&big[..])
+    );
+    here.keep_document(&document, b"short\n").unwrap();
+    assert_eq!(
+        there.document(&document).unwrap().as_deref(),
+        Some(&b"short\n"[..])
+    );
+    let client = board.client().unwrap();
+    let address: liza::blackboard::etcd::StoreAddress = address.parse().unwrap();
+    let prefix = address.key("doc/archive/big/");
+    let end = liza::blackboard::etcd::prefix_end(&prefix);
+    let chunks = client.keys(&prefix, &end).unwrap();
+    assert_eq!(chunks.len(), 1, "chunks of the replaced text are left");
+}

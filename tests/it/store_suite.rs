@@ -32,6 +32,9 @@ macro_rules! on_both_stores {
 
 on_both_stores!(each_transition_is_one_revision_logged_with_it);
 on_both_stores!(sixteen_concurrent_writers_each_get_exactly_one_revision);
+on_both_stores!(writers_in_one_process_and_in_others_each_get_exactly_one_revision);
+on_both_stores!(an_alarm_is_raised_once_however_many_processes_raise_it);
+on_both_stores!(a_finished_sprint_is_archived_and_read_back_whole);
 on_both_stores!(refusals_leave_everything_byte_identical);
 on_both_stores!(liza_edit_applies_a_change_as_one_transaction);
 on_both_stores!(liza_edit_merges_onto_a_change_made_while_editing);
@@ -132,6 +135,173 @@ fn sixteen_concurrent_writers_each_get_exactly_one_revision(board: Board) {
     // Writers refreshing one checkout's files side by side never take each other's
     // writes for a person's.
     assert_eq!(board.repo.rejected(), []);
+}
+
+/// Eight threads of this process (each with a store of its own, as a supervisor's agents
+/// have; on etcd their transitions are committed in batches) and eight `liza note`
+/// processes at once: every transition is there once, with a revision of its own, and
+/// the state of a revision, where it can be read, is that revision's.
+fn writers_in_one_process_and_in_others_each_get_exactly_one_revision(board: Board) {
+    let start = board.repo.revision();
+    let root = board.repo.path().to_path_buf();
+    let others: Vec<_> = (0..8)
+        .map(|i| {
+            board
+                .repo
+                .command()
+                .args(["note", "all", &format!("process {i}")])
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let store = liza::ops::open_store(&root).unwrap();
+                (0..4)
+                    .map(|n| {
+                        store
+                            .transact(&liza::blackboard::Actor::Human, |tx| {
+                                let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
+                                notes.push(liza::blackboard::model::HumanNote {
+                                    id: Some(format!("note-thread-{i}-{n}")),
+                                    timestamp: Some(tx.now),
+                                    message: format!("thread {i} note {n}"),
+                                    target: Some("all".into()),
+                                    seen_by: Some(Vec::new()),
+                                    extra: Default::default(),
+                                });
+                                tx.log(liza::blackboard::EventKind::HumanNote);
+                                Ok::<_, String>(())
+                            })
+                            .unwrap()
+                            .revision
+                    })
+                    .collect::<Vec<u64>>()
+            })
+        })
+        .collect();
+    let mut given: Vec<u64> = threads
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    for mut other in others {
+        assert!(other.wait().unwrap().success());
+    }
+    let total = 8 * 4 + 8;
+    assert_eq!(board.repo.revision(), start + total);
+    // Each thread's transitions got revisions of their own, among the ones logged.
+    given.sort();
+    given.dedup();
+    assert_eq!(given.len(), 32, "two transitions were given one revision");
+    let mut noted: Vec<u64> = logged(&board)
+        .into_iter()
+        .filter(|(_, action)| action == "human_note")
+        .map(|(revision, _)| revision)
+        .collect();
+    noted.sort();
+    assert_eq!(noted, ((start + 1)..=(start + total)).collect::<Vec<_>>());
+    assert!(given.iter().all(|r| noted.contains(r)));
+    let state = board.repo.state_text();
+    for i in 0..8 {
+        assert!(state.contains(&format!("process {i}")), "process {i} lost");
+        for n in 0..4 {
+            let note = format!("thread {i} note {n}");
+            assert_eq!(state.matches(&note).count(), 1, "{note}");
+        }
+    }
+    // A revision's text, where the store still has it, is that revision's.
+    let store = liza::ops::open_store(&root).unwrap();
+    for revision in start + 1..=start + total {
+        if let Some(text) = store.revision_text(revision).unwrap() {
+            let text = String::from_utf8(text).unwrap();
+            let line = format!("revision: {revision}");
+            assert!(
+                text.lines().any(|l| l == line),
+                "revision {revision} reads as another: {text}"
+            );
+        }
+    }
+    assert_eq!(board.repo.rejected(), []);
+}
+
+/// Eight stores raise the same alarm at once, each one of its own too: it is raised once,
+/// the others each once, and `liza status` shows them (specs/operations.md *Watch and
+/// alarms*; in etcd they are the project's, not one host's).
+fn an_alarm_is_raised_once_however_many_processes_raise_it(board: Board) {
+    use liza::ops::alarms::{Alarm, Level, fire};
+    let alarm = |key: &str| Alarm {
+        level: Level::Warn,
+        category: "LEASE_EXPIRED".into(),
+        message: format!("alarm {key}"),
+        task: None,
+        agent: None,
+        revision: None,
+        key: key.into(),
+    };
+    let root = board.repo.path().to_path_buf();
+    let raisers: Vec<_> = (0..8)
+        .map(|i| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let store = liza::ops::open_store(&root).unwrap();
+                fire(&store, vec![alarm("shared"), alarm(&format!("own-{i}"))])
+                    .unwrap()
+                    .into_iter()
+                    .map(|f| f.alarm.key)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let mut raised: Vec<String> = raisers
+        .into_iter()
+        .flat_map(|r| r.join().unwrap())
+        .collect();
+    raised.sort();
+    let mut expected: Vec<String> = (0..8).map(|i| format!("own-{i}")).collect();
+    expected.push("shared".into());
+    expected.sort();
+    assert_eq!(raised, expected, "an alarm was raised twice, or not at all");
+    let store = liza::ops::open_store(&root).unwrap();
+    let lines = store.alarm_lines().unwrap();
+    assert_eq!(lines.len(), 9, "{lines:?}");
+    assert_eq!(lines.iter().filter(|l| l.ends_with("[shared]")).count(), 1);
+    // Raised again later: nothing new.
+    assert!(fire(&store, vec![alarm("shared")]).unwrap().is_empty());
+    let status = json(&board.repo.liza(&["--json", "status"]));
+    let shown = status["result"]["alarms"].as_array().unwrap();
+    assert_eq!(shown.len(), 5, "{status}");
+    assert!(
+        shown
+            .iter()
+            .all(|l| lines.contains(&l.as_str().unwrap().to_owned()))
+    );
+    // A store in etcd keeps them there, where every host reads them.
+    let alerts_log = board.repo.liza_dir().join("alerts.log");
+    assert_eq!(alerts_log.exists(), matches!(board.kind, Kind::Files));
+}
+
+/// `liza sprint next` moves the finished sprint's terminal tasks to its archive, which
+/// the store gives back whole; `liza show` says where the record is.
+fn a_finished_sprint_is_archived_and_read_back_whole(board: Board) {
+    add_task(&board, "t-1");
+    add_task(&board, "t-2");
+    for id in ["t-1", "t-2"] {
+        assert_success(&board.repo.liza(&["abandon", id, "--reason", "not needed"]));
+    }
+    assert_success(&board.repo.liza(&["sprint", "next"]));
+    let store = liza::ops::open_store(board.repo.path()).unwrap();
+    let document = liza::blackboard::store::Document::Archive { sprint: "sprint-1" };
+    let bytes = store.document(&document).unwrap().expect("no archive");
+    let archive: liza::blackboard::model::Archive =
+        liza::blackboard::document::decode_record(&bytes).unwrap();
+    let ids: Vec<String> = archive.tasks.0.iter().map(|t| t.id.to_string()).collect();
+    assert_eq!(ids, ["t-1", "t-2"]);
+    let shown = stdout(&board.repo.liza(&["show", "t-1"]));
+    assert!(shown.contains(&store.document_place(&document)), "{shown}");
+    let on_disk = board.repo.liza_dir().join("archive/sprint-1.yaml");
+    assert_eq!(on_disk.exists(), matches!(board.kind, Kind::Files));
 }
 
 fn refusals_leave_everything_byte_identical(board: Board) {

@@ -50,11 +50,25 @@ fn alive(pid: i32) -> bool {
 
 #[test]
 fn liza_up_runs_a_sprint_in_tmux_and_down_leaves_nothing_behind() {
+    if tmux_available() {
+        up_runs_a_sprint_and_down_leaves_nothing_behind(AgentProject::new());
+    }
+}
+
+/// The same with the blackboard in etcd: the panes find it through the checkout's
+/// `.liza/store` and `LIZA_STORE`.
+#[test]
+fn liza_up_runs_a_sprint_in_tmux_on_a_blackboard_in_etcd() {
     if !tmux_available() {
         return;
     }
+    if let Some(project) = AgentProject::on(crate::common::board::Kind::Etcd) {
+        up_runs_a_sprint_and_down_leaves_nothing_behind(project);
+    }
+}
+
+fn up_runs_a_sprint_and_down_leaves_nothing_behind(project: AgentProject) {
     let tmp = tempfile::tempdir().unwrap();
-    let project = AgentProject::new();
     let repo = &project.repo;
     add(repo, "t-1", "");
     add(repo, "t-2", "");

@@ -118,8 +118,8 @@ fn endpoint(member: &str) -> Result<String, String> {
 /// prefix went through one of them would share keys with the project above it.
 /// (`liza-floors` holds, at the root of the etcd, how far each project lets history be
 /// compacted.)
-const RESERVED: [&str; 8] = [
-    "head", "task", "note", "log", "live", "control", "archive", FLOORS,
+const RESERVED: [&str; 10] = [
+    "head", "task", "note", "log", "live", "control", "archive", "doc", "alarm", FLOORS,
 ];
 
 /// The root namespace of the compaction floors (see `store/etcd.rs`).

@@ -25,7 +25,7 @@ const UNAVAILABLE: i64 = 14;
 /// gRPC's "out of range": the revision asked for has been compacted.
 const OUT_OF_RANGE: i64 = 11;
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum EtcdError {
     #[error("cannot reach etcd at {endpoints}: {detail}")]
     Unreachable { endpoints: String, detail: String },

@@ -59,8 +59,16 @@ pub fn task_prefix(address: &StoreAddress) -> Vec<u8> {
 
 /// The key of the note with id `id` (hex: any id a person wrote is safe in a key).
 pub fn note_key(address: &StoreAddress, id: &str) -> Vec<u8> {
-    let hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
-    address.key(&format!("note/{hex}"))
+    address.key(&format!("note/{}", hex(id)))
+}
+
+/// The key of the alarm raised once per `key` (hex, as note ids).
+pub fn alarm_key(address: &StoreAddress, key: &str) -> Vec<u8> {
+    address.key(&format!("alarm/{}", hex(key)))
+}
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The prefix every note key starts with.

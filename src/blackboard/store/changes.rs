@@ -20,7 +20,7 @@ pub enum Topic {
     Control,
     /// The log (entries that change no state as well).
     Log,
-    /// The alarms this checkout's watcher raised (`.liza/alerts.log`, never shared).
+    /// The alarms raised (`.liza/alerts.log`; in etcd the project's `alarm/` keys).
     Alerts,
 }
 
@@ -88,7 +88,7 @@ impl Changes {
                 Topic::Log => wanted.push(address.key("log/")),
                 Topic::Control => wanted.push(address.key("control/")),
                 // Local: a watch of its own would be needed; they show at the next change.
-                Topic::Alerts => {}
+                Topic::Alerts => wanted.push(address.key("alarm/")),
             }
         }
         let prefix = address.key("");

@@ -17,6 +17,10 @@ use super::hash::ContentHash;
 use super::log_feed::LogFeed;
 use super::mirror::{Mirror, MirrorWriter};
 use super::{Finished, Snapshot, StoreError, Unknown};
+use group_commit::{Known, Outcome, Sealed, Settled};
+
+mod documents;
+mod group_commit;
 use crate::blackboard::control::{Control, ControlFlags, Raised};
 use crate::blackboard::document;
 use crate::blackboard::etcd::address::FLOORS;
@@ -59,8 +63,9 @@ pub struct EtcdStore {
     mirror: Arc<Mirror>,
     /// Writes the mirror off the commit's path (started on first use).
     mirror_writer: Mutex<Option<MirrorWriter>>,
-    /// The newest state this process read or wrote (see [`EtcdStore::read`]).
-    known: Mutex<Option<Known>>,
+    /// This process's writers of the blackboard, and the newest state it read or wrote
+    /// (see [`EtcdStore::read`]).
+    pipeline: Arc<group_commit::Pipeline>,
     /// Races lost in a row (see [`EtcdStore::back_off`]).
     conflicts: std::sync::atomic::AtomicU32,
     /// Set once the checkout's `.liza/store` was seen to name this blackboard.
@@ -70,21 +75,17 @@ pub struct EtcdStore {
     wait: Duration,
 }
 
-/// A transaction between its read and its commit: the etcd revision read at, and the
-/// state as read (what the change is compared with to know what to write).
+/// A transaction between its read and its commit: its turn, which holds the state it
+/// started from (what the change is compared with to know what to write).
 pub(super) struct EtcdAttempt {
-    revision: i64,
-    read: State,
-    /// The liveness records folded into the change's state.
-    live: LiveRecords,
+    turn: group_commit::Turn,
 }
 
-/// A state and the etcd revision it is the state of.
-#[derive(Clone)]
-struct Known {
-    revision: i64,
-    state: State,
-    live: LiveRecords,
+impl EtcdAttempt {
+    /// The state the transaction started from.
+    fn read(&self) -> &State {
+        &self.turn.base.state
+    }
 }
 
 /// What [`EtcdStore::inspect`] found.
@@ -123,7 +124,7 @@ impl LeaseFacts {
 
 /// One read of the project: the state, the liveness records, the etcd revision.
 struct Read {
-    state: State,
+    state: Arc<State>,
     live: LiveRecords,
     revision: i64,
     /// The head's mod revision: names the state read (a snapshot's hash).
@@ -141,6 +142,7 @@ impl EtcdStore {
         let client = Client::new(&address.endpoints, REQUEST_TIMEOUT)
             .map_err(|source| etcd_error(&address, source))?;
         Ok(EtcdStore {
+            pipeline: group_commit::of(&address),
             paths: LizaPaths::new(root),
             address,
             client: Arc::new(client),
@@ -148,7 +150,6 @@ impl EtcdStore {
             leases: Mutex::new(HashMap::new()),
             mirror: Arc::new(Mirror::default()),
             mirror_writer: Mutex::new(None),
-            known: Mutex::new(None),
             conflicts: std::sync::atomic::AtomicU32::new(0),
             own: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
@@ -247,7 +248,7 @@ impl EtcdStore {
     /// reads what it changed, not the whole blackboard.
     fn read(&self, at: i64) -> Result<Read, StoreError> {
         let known = if at == 0 {
-            self.known.lock().ok().and_then(|k| k.clone())
+            self.pipeline.committed()
         } else {
             None
         };
@@ -284,8 +285,9 @@ impl EtcdStore {
         let head_kv = ranges.pop().unwrap_or_default();
         let head_revision = head_kv.first().map_or(0, |kv| kv.mod_revision);
         kvs.extend(head_kv);
-        let state = layout::decode_since(&self.address, &kvs, known.map(|k| &k.state))
+        let state = layout::decode_since(&self.address, &kvs, known.map(|k| &*k.state))
             .map_err(|e| self.layout_error(e))?;
+        let state = Arc::new(state);
         let live = live_records(&live, &live_kvs);
         if at == 0 {
             self.remember(revision, &state, &live);
@@ -300,135 +302,165 @@ impl EtcdStore {
 
     /// Keeps `state` and `live`, as of etcd revision `revision`, for the next read and
     /// the next transaction.
-    fn remember(&self, revision: i64, state: &State, live: &LiveRecords) {
-        if let Ok(mut known) = self.known.lock()
-            && known.as_ref().is_none_or(|k| k.revision < revision)
-        {
-            *known = Some(Known {
-                revision,
-                state: state.clone(),
-                live: live.clone(),
-            });
-        }
+    fn remember(&self, revision: i64, state: &Arc<State>, live: &LiveRecords) {
+        self.pipeline.remember(Known {
+            revision,
+            state: Arc::clone(state),
+            live: live.clone(),
+        });
     }
 
-    fn forget(&self) {
-        if let Ok(mut known) = self.known.lock() {
-            *known = None;
-        }
-    }
-
-    /// Starts a transaction from the state this process last read or wrote, without a
-    /// round trip: the commit is guarded by "nothing changed since", and a conflict
-    /// brings the newer state back with it (see `finish`). A process with nothing known
-    /// reads first.
+    /// Starts a transaction from the state this process's transactions lead to, else
+    /// the state it last read or wrote, without a round trip: the commit is guarded by
+    /// "nothing changed since", and a conflict brings the newer state back with it (see
+    /// `send`). A process with nothing known reads first. The transaction has its turn
+    /// until it commits or gives up (see [`group_commit`]).
     pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
-        let known = self.known.lock().ok().and_then(|k| k.clone());
-        let (read, live, revision) = match known {
-            Some(known) => (known.state, known.live, known.revision),
-            None => {
-                let fresh = self.read(0)?;
-                (fresh.state, fresh.live, fresh.revision)
-            }
-        };
-        let mut state = read.clone();
+        let turn = self.pipeline.turn(|| {
+            let fresh = self.read(0)?;
+            Ok(Known {
+                revision: fresh.revision,
+                state: fresh.state,
+                live: fresh.live,
+            })
+        })?;
+        let mut state = (*turn.base.state).clone();
         // Heartbeats renewed leases in liveness records; the commit makes them part of
         // the state, as on files (specs/blackboard.md *Liveness*).
-        crate::blackboard::liveness::fold(&mut state, &live);
-        Ok((
-            state,
-            EtcdAttempt {
-                revision,
-                read,
-                live,
-            },
-        ))
+        crate::blackboard::liveness::fold(&mut state, &turn.base.live);
+        Ok((state, EtcdAttempt { turn }))
     }
 
-    /// Commits `state`; `None` when the head or a task changed after the read.
+    /// Commits `state` as the next revision, in a batch with this process's other
+    /// transactions of the moment; `Conflict` when the head or a task changed after the
+    /// read.
     pub(super) fn finish(
         &self,
         attempt: EtcdAttempt,
         mut state: State,
         mut log: Vec<LogEntry>,
     ) -> Result<Finished, StoreError> {
-        let revision = attempt.read.revision() + 1;
+        let read = attempt.read();
+        let revision = read.revision() + 1;
         state.revision = Some(revision as i64);
         metrics::recompute(&mut state);
         // Liza v0.1 notes come without ids; every write gives them theirs.
         state.assign_note_ids();
-        let mut changes = layout::changes(&self.address, &attempt.read, &state);
+        let mut changes = layout::changes(&self.address, read, &state);
         for (n, entry) in log.iter_mut().enumerate() {
             entry.revision = Some(revision as i64);
             changes.push(self.log_put(revision, n, entry));
         }
-        let size: usize = changes.iter().map(change_size).sum();
-        if size > MAX_TXN_BYTES {
+        let bytes: usize = changes.iter().map(change_size).sum();
+        if bytes > MAX_TXN_BYTES {
             return Err(StoreError::TransactionTooLarge {
-                bytes: size,
+                bytes,
                 limit: MAX_TXN_BYTES,
             });
         }
-        let mut conditions = self.unchanged_since(attempt.revision).to_vec();
+        let first_log = self.log_key(revision, 0);
+        let first_entry = changes.iter().find_map(|c| match c {
+            Change::Put { key, value, .. } if *key == first_log => {
+                Some((key.clone(), value.clone()))
+            }
+            _ => None,
+        });
+        let transition = group_commit::Transition {
+            state,
+            changes,
+            bytes,
+            first_log,
+        };
+        let Some(ticket) = self.pipeline.join(attempt.turn, transition) else {
+            return Ok(Finished::Conflict);
+        };
+        if ticket.first
+            && let Some(sealed) = self.pipeline.seal(&ticket)
+        {
+            let revisions = sealed.base.revision() + 1..=sealed.last.revision();
+            let keep = sealed.last.config.journal_keep().0;
+            let settled = self.send(&sealed);
+            let lost = matches!(settled, Settled::Conflict(_));
+            self.pipeline.settle(sealed, settled);
+            if lost {
+                self.back_off();
+            } else if let Some(due) = revisions.rev().find(|r| r.is_multiple_of(COMPACT_EVERY)) {
+                self.compact_history(due, keep);
+            }
+        }
+        let sent = ticket.first;
+        match &*self.pipeline.outcome(ticket) {
+            Outcome::Applied { state, sender } => {
+                // The sender brings its checkout's mirror up to date for every writer.
+                if sent || *sender != self.paths.root {
+                    self.refresh_mirror(state);
+                }
+                Ok(Finished::Committed(revision, log))
+            }
+            Outcome::Conflict => Ok(Finished::Conflict),
+            // Sent, no answer: the next read settles it (see `was_applied`).
+            Outcome::Unknown => Ok(Finished::Unknown(Unknown {
+                revision,
+                entries: log,
+                first_log: first_entry,
+            })),
+            Outcome::Failed(e) => Err(self.fail(e.clone())),
+        }
+    }
+
+    /// Sends a batch of transitions as one txn, guarded like a single transition: the
+    /// head, the tasks, the notes and the liveness records unchanged since the state the
+    /// batch was built on, and no log entry yet at any of its revisions.
+    fn send(&self, batch: &Sealed) -> Settled {
+        let mut conditions = self.unchanged_since(batch.guard).to_vec();
         // The liveness records folded into this state are still the newest.
         let live = self.address.key("live/");
         conditions.push(Condition::UnchangedSince {
             range_end: prefix_end(&live),
             key: live.clone(),
-            revision: attempt.revision,
+            revision: batch.guard,
         });
         // A revision's log keys are written once: a head that lies about its revision
         // can never make a commit overwrite an earlier revision's entries.
-        conditions.push(Condition::ModRevision(self.log_key(revision, 0), 0));
+        for key in &batch.first_logs {
+            conditions.push(Condition::ModRevision(key.clone(), 0));
+        }
         let head = layout::head_key(&self.address);
         let tasks = layout::task_prefix(&self.address);
         let notes = layout::note_prefix(&self.address);
         let reads: [(&[u8], &[u8], i64); 4] = [
             (&head, &[], 0),
-            (&tasks, &prefix_end(&tasks), attempt.revision + 1),
-            (&notes, &prefix_end(&notes), attempt.revision + 1),
+            (&tasks, &prefix_end(&tasks), batch.guard + 1),
+            (&notes, &prefix_end(&notes), batch.guard + 1),
             (&live, &prefix_end(&live), 0),
         ];
-        match self.patiently(|c| c.txn_or_read(&conditions, &changes, &reads)) {
-            Ok((TxnOutcome::Applied { revision: at }, _)) => {
+        match self.patiently(|c| c.txn_or_read(&conditions, &batch.changes, &reads)) {
+            Ok((TxnOutcome::Applied { revision }, _)) => {
                 self.conflicts
                     .store(0, std::sync::atomic::Ordering::Relaxed);
-                self.remember(at, &state, &attempt.live);
+                Settled::Applied {
+                    revision,
+                    sender: self.paths.root.clone(),
+                }
             }
-            Ok((TxnOutcome::Conflict { revision: at }, mut read)) => {
+            Ok((TxnOutcome::Conflict { revision }, mut read)) => {
                 // What changed came back with the refusal: the next attempt starts there.
                 let live_kvs = read.pop().unwrap_or_default();
                 let mut kvs = read.pop().unwrap_or_default();
                 kvs.extend(read.pop().unwrap_or_default());
                 kvs.extend(read.pop().unwrap_or_default());
-                match layout::decode_since(&self.address, &kvs, Some(&attempt.read)) {
-                    Ok(fresh) => self.remember(at, &fresh, &live_records(&live, &live_kvs)),
-                    Err(_) => self.forget(),
-                }
-                self.back_off();
-                return Ok(Finished::Conflict);
+                let fresh = layout::decode_since(&self.address, &kvs, Some(&batch.base))
+                    .ok()
+                    .map(|state| Known {
+                        revision,
+                        state: Arc::new(state),
+                        live: live_records(&live, &live_kvs),
+                    });
+                Settled::Conflict(fresh)
             }
-            Err(EtcdError::Indeterminate { .. }) => {
-                // Sent, no answer: the next read settles it (see `was_applied`).
-                self.forget();
-                let key = self.log_key(revision, 0);
-                let first_log = changes.iter().find_map(|c| match c {
-                    Change::Put { key: k, value, .. } if *k == key => {
-                        Some((key.clone(), value.clone()))
-                    }
-                    _ => None,
-                });
-                return Ok(Finished::Unknown(Unknown {
-                    revision,
-                    entries: log,
-                    first_log,
-                }));
-            }
-            Err(e) => return Err(self.fail(e)),
+            Err(EtcdError::Indeterminate { .. }) => Settled::Unknown,
+            Err(e) => Settled::Failed(e),
         }
-        self.refresh_mirror(&state);
-        self.compact_history(revision, state.config.journal_keep().0);
-        Ok(Finished::Committed(revision, log))
     }
 
     /// Whether the commit of `unknown` was applied, judged on `read`: once the blackboard
@@ -506,7 +538,7 @@ impl EtcdStore {
     /// Brings this checkout's mirror up to `state` (see [`Mirror`]) — only when this is
     /// the checkout's own blackboard: one named by `--store` or `LIZA_STORE` elsewhere
     /// (another project's, or over a file store's `.liza/`) never writes there.
-    fn refresh_mirror(&self, state: &State) {
+    fn refresh_mirror(&self, state: &Arc<State>) {
         if !self.is_checkouts_own() {
             return;
         }
@@ -585,12 +617,13 @@ impl EtcdStore {
 
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let Read {
-            mut state,
+            state,
             live,
             head_revision,
             ..
         } = self.read(0)?;
         self.refresh_mirror(&state);
+        let mut state = Arc::unwrap_or_clone(state);
         crate::blackboard::liveness::fold(&mut state, &live);
         Ok(Snapshot {
             state,
@@ -740,7 +773,11 @@ impl EtcdStore {
             return Ok(None);
         };
         match self.read(first.mod_revision) {
-            Ok(read) => Ok(Some(read.state)),
+            // Transitions committed in one batch share an etcd revision, which holds the
+            // last one's state: the others' states are not kept (their log entries are).
+            Ok(read) => {
+                Ok((read.state.revision() == revision).then(|| Arc::unwrap_or_clone(read.state)))
+            }
             Err(StoreError::Etcd { source, .. }) if source.is_compacted() => Ok(None),
             Err(e) => Err(e),
         }
@@ -763,15 +800,15 @@ impl EtcdStore {
         loop {
             let (current, attempt) = self.begin()?;
             if let Some(pending) = &unknown
-                && let Some(applied) = self.was_applied(pending, &attempt.read)?
+                && let Some(applied) = self.was_applied(pending, attempt.read())?
             {
                 if applied {
                     return Ok(Ok(pending.revision));
                 }
                 unknown = None;
             }
-            let latest = attempt.read.revision();
-            let head_text = yaml_text(&attempt.read);
+            let latest = attempt.read().revision();
+            let head_text = yaml_text(attempt.read());
             let head_decoded =
                 document::decode(&head_text).map_err(|findings| StoreError::Invalid {
                     path: self.address.to_string(),
@@ -862,9 +899,11 @@ impl EtcdStore {
                 .filter_map(|key| {
                     let rest = std::str::from_utf8(key.strip_prefix(prefix.as_slice())?).ok()?;
                     let known = rest == "head"
-                        || ["task/", "note/", "log/", "live/", "control/", "archive/"]
-                            .iter()
-                            .any(|p| rest.starts_with(p));
+                        || [
+                            "task/", "note/", "log/", "live/", "control/", "doc/", "alarm/",
+                        ]
+                        .iter()
+                        .any(|p| rest.starts_with(p));
                     (!known).then(|| String::from_utf8_lossy(&key).into_owned())
                 })
                 .collect(),

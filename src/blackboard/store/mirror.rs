@@ -169,7 +169,7 @@ fn keep_edited(paths: &LizaPaths, target: &Path) -> Option<String> {
 /// skipped. Dropping it writes what is queued first (a command's process ends with its
 /// checkout's mirror up to date).
 pub(super) struct MirrorWriter {
-    queue: Option<std::sync::mpsc::Sender<State>>,
+    queue: Option<std::sync::mpsc::Sender<std::sync::Arc<State>>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -180,7 +180,7 @@ impl MirrorWriter {
         address: String,
         render: fn(&State) -> Vec<u8>,
     ) -> Option<MirrorWriter> {
-        let (queue, states) = std::sync::mpsc::channel::<State>();
+        let (queue, states) = std::sync::mpsc::channel::<std::sync::Arc<State>>();
         let thread = std::thread::Builder::new()
             .name("liza-mirror".into())
             .spawn(move || {
@@ -200,9 +200,9 @@ impl MirrorWriter {
         })
     }
 
-    pub(super) fn send(&self, state: &State) {
+    pub(super) fn send(&self, state: &std::sync::Arc<State>) {
         if let Some(queue) = &self.queue {
-            let _ = queue.send(state.clone());
+            let _ = queue.send(std::sync::Arc::clone(state));
         }
     }
 }
