@@ -108,6 +108,10 @@ pub enum StoreError {
         bytes >> 10, limit >> 10
     )]
     TransactionTooLarge { bytes: usize, limit: usize },
+    #[error(
+        "refused: the change would write {keys} keys to etcd in one transaction, over the {limit} a transaction may write"
+    )]
+    TransactionTooManyKeys { keys: usize, limit: usize },
     #[error("{address} already holds a project")]
     ProjectExists { address: String },
     #[error("{origin}: {source}")]
@@ -143,6 +147,7 @@ impl Diagnostic for StoreError {
             | StoreError::ProjectExists { .. }
             | StoreError::TooLarge { .. }
             | StoreError::TransactionTooLarge { .. }
+            | StoreError::TransactionTooManyKeys { .. }
             | StoreError::Superseded { .. } => ErrorClass::Refused,
             _ => ErrorClass::Blackboard,
         }
@@ -213,7 +218,10 @@ impl Diagnostic for StoreError {
                 vec!["the state is unchanged; fix what the findings name first".into()]
             }
             StoreError::TransactionTooLarge { .. } => vec![
-                "the state is unchanged; every transition rewrites the head key (the goal with its alignment history, the notes, the agents): trim old human_notes with `liza edit`, or shorten the texts the change adds".into(),
+                "the state is unchanged; every transition rewrites the head key (the goal with its alignment history, the agents): shorten the texts the change adds, or change fewer tasks at once".into(),
+            ],
+            StoreError::TransactionTooManyKeys { .. } => vec![
+                "the state is unchanged; change fewer tasks at once (a shorter `liza add-tasks` list), or start etcd with a larger --max-txn-ops and set LIZA_ETCD_MAX_TXN_OPS to it".into(),
             ],
             StoreError::TooLarge { .. } => vec![
                 "the state is unchanged; shorten the texts the change adds (descriptions, notes, reasons)".into(),
@@ -471,21 +479,26 @@ fn run<S: Transactional, R, E>(
     actor: &Actor,
     change: &mut impl FnMut(&mut Tx) -> Result<R, E>,
 ) -> Result<Committed<R>, TxError<E>> {
-    let mut unknown: Option<(Unknown, R)> = None;
+    // Commits sent with no answer back, each with what its change returned: at most one
+    // of them can land (each was guarded by a head read after the one before it).
+    let mut unknowns: Vec<(Unknown, R)> = Vec::new();
     loop {
         let (state, attempt) = store.begin()?;
-        if let Some((pending, _)) = &unknown
-            && let Some(applied) = store.was_applied(pending, &state)?
-        {
-            let (pending, value) = unknown.take().expect("just matched");
-            if applied {
-                return Ok(Committed {
-                    value,
-                    revision: pending.revision,
-                    entries: pending.entries,
-                });
+        let mut undecided = Vec::new();
+        for (pending, value) in std::mem::take(&mut unknowns) {
+            match store.was_applied(&pending, &state)? {
+                Some(true) => {
+                    return Ok(Committed {
+                        value,
+                        revision: pending.revision,
+                        entries: pending.entries,
+                    });
+                }
+                Some(false) => {}
+                None => undecided.push((pending, value)),
             }
         }
+        unknowns = undecided;
         if let Actor::Supervisor { id, generation } = actor {
             fence(&state, id, generation)?;
         }
@@ -521,13 +534,7 @@ fn run<S: Transactional, R, E>(
                 });
             }
             Finished::Conflict => {}
-            // The first unknown one is the one that may still land; a later one was
-            // guarded by the same head, so at most one of them can.
-            Finished::Unknown(pending) => {
-                if unknown.is_none() {
-                    unknown = Some((pending, value));
-                }
-            }
+            Finished::Unknown(pending) => unknowns.push((pending, value)),
         }
     }
 }
@@ -955,28 +962,48 @@ impl Store {
 
     /// Keeps `bytes` as `document`, replacing what was kept: whole or not at all.
     pub fn keep_document(&self, document: &Document, bytes: &[u8]) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let path = document.path(f.paths());
-                let io = |action: &'static str| {
-                    let path = f.paths().display(&path);
-                    move |source: io::Error| StoreError::Io {
-                        action,
-                        path,
-                        source,
-                    }
-                };
-                let dir = path.parent().unwrap_or(&path).to_path_buf();
-                std::fs::create_dir_all(&dir).map_err(io("create"))?;
-                let temp = atomic::write_temp_synced(&dir, ".keep-", bytes).map_err(io("write"))?;
-                if let Err(e) = std::fs::rename(&temp, &path) {
-                    let _ = std::fs::remove_file(&temp);
-                    return Err(io("replace")(e));
-                }
-                atomic::fsync_dir(&dir).map_err(io("sync"))
+        self.update_document(document, |_| Ok::<_, StoreError>(bytes.to_vec()))
+    }
+
+    /// Replaces `document` by what `change` makes of the text kept (`None`: none yet),
+    /// whole or not at all; a writer that replaced it meanwhile is never overwritten
+    /// unseen (on files the document's directory is locked while it runs; in etcd the
+    /// change runs again on the newer text).
+    pub fn update_document<E: From<StoreError>>(
+        &self,
+        document: &Document,
+        mut change: impl FnMut(Option<&[u8]>) -> Result<Vec<u8>, E>,
+    ) -> Result<(), E> {
+        let f = match &self.backend {
+            Backend::File(f) => f,
+            Backend::Etcd(e) => return e.update_document(document, change),
+        };
+        let path = document.path(f.paths());
+        let io = |action: &'static str| {
+            let path = f.paths().display(&path);
+            move |source: io::Error| StoreError::Io {
+                action,
+                path,
+                source,
             }
-            Backend::Etcd(e) => e.keep_document(document, bytes),
+        };
+        let dir = path.parent().unwrap_or(&path).to_path_buf();
+        std::fs::create_dir_all(&dir).map_err(io("create"))?;
+        let lock = std::fs::File::open(&dir).map_err(io("open"))?;
+        lock.lock().map_err(io("lock"))?;
+        let kept = match std::fs::read(&path) {
+            Ok(bytes) => Some(bytes),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io("read")(e).into()),
+        };
+        let bytes = change(kept.as_deref())?;
+        let temp = atomic::write_temp_synced(&dir, ".keep-", &bytes).map_err(io("write"))?;
+        if let Err(e) = std::fs::rename(&temp, &path) {
+            let _ = std::fs::remove_file(&temp);
+            return Err(io("replace")(e).into());
         }
+        atomic::fsync_dir(&dir).map_err(io("sync"))?;
+        Ok(())
     }
 
     /// Where `document` is kept, for messages: a path under `.liza/`, or a key in etcd.

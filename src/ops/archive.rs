@@ -67,21 +67,33 @@ pub fn archive_terminal(
     project
         .store
         .refuse_damaged(snapshot.hash, chosen.iter().map(|t| &**t))?;
-    write_archive(&project.store, sprint, &chosen)?;
-    let done = match transition(&project.store, actor, authority, |s, w, _n| {
-        Ok(lifecycle::archiving::archive(s, w, &chosen, sprint))
-    }) {
-        Ok(done) => done,
-        Err(OpsError::Nothing) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    Ok(Some(Archived {
+    let mut moved = Vec::new();
+    let mut revision = None;
+    // A step at a time: a transition in etcd writes a bounded number of keys (one per
+    // task moved), and each step's records are in the archive before they leave the state.
+    for step in chosen.chunks(ARCHIVE_STEP) {
+        write_archive(&project.store, sprint, step)?;
+        match transition(&project.store, actor, authority, |s, w, _n| {
+            Ok(lifecycle::archiving::archive(s, w, step, sprint))
+        }) {
+            Ok(done) => {
+                moved.extend(done.value);
+                revision = Some(done.revision);
+            }
+            Err(OpsError::Nothing) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(revision.map(|revision| Archived {
         sprint: sprint.to_owned(),
         place: project.store.document_place(&Document::Archive { sprint }),
-        tasks: done.value,
-        revision: done.revision,
+        tasks: moved,
+        revision,
     }))
 }
+
+/// Tasks moved per transition (under the keys an etcd transaction may write).
+const ARCHIVE_STEP: usize = 100;
 
 /// Sprint ids become file names: the same characters task ids allow.
 pub fn check_stem(sprint: &str) -> Result<(), OpsError> {
@@ -109,38 +121,39 @@ pub fn check_stem(sprint: &str) -> Result<(), OpsError> {
 /// writes it atomically. An archive that cannot be read is never overwritten.
 fn write_archive(store: &Store, sprint: &str, tasks: &[Arc<Task>]) -> Result<(), OpsError> {
     let document = Document::Archive { sprint };
-    let mut archive = match store.document(&document)? {
-        Some(bytes) => decode_record::<Archive>(&bytes).map_err(|findings| {
-            let place = store.document_place(&document);
-            OpsError::refused(
-                RuleId::ArchiveReadable,
-                format!(
-                    "{place} cannot be read, so nothing is added to it: {}",
-                    findings
-                        .iter()
-                        .map(|f| format!("{place}:{}:{}: {}", f.line, f.column, f.message))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-                "repair or move the file, then archive again",
-            )
-        })?,
-        None => Archive {
-            sprint: sprint.to_owned(),
-            tasks: TaskList::default(),
-            extra: Default::default(),
-        },
-    };
-    for task in tasks {
-        match archive.tasks.0.iter_mut().find(|t| t.id == task.id) {
-            Some(slot) => *slot = task.clone(),
-            None => archive.tasks.0.push(task.clone()),
+    store.update_document(&document, |kept| {
+        let mut archive = match kept {
+            Some(bytes) => decode_record::<Archive>(bytes).map_err(|findings| {
+                let place = store.document_place(&document);
+                OpsError::refused(
+                    RuleId::ArchiveReadable,
+                    format!(
+                        "{place} cannot be read, so nothing is added to it: {}",
+                        findings
+                            .iter()
+                            .map(|f| format!("{place}:{}:{}: {}", f.line, f.column, f.message))
+                            .collect::<Vec<_>>()
+                            .join("; ")
+                    ),
+                    "repair or move the file, then archive again",
+                )
+            })?,
+            None => Archive {
+                sprint: sprint.to_owned(),
+                tasks: TaskList::default(),
+                extra: Default::default(),
+            },
+        };
+        for task in tasks {
+            match archive.tasks.0.iter_mut().find(|t| t.id == task.id) {
+                Some(slot) => *slot = task.clone(),
+                None => archive.tasks.0.push(task.clone()),
+            }
         }
-    }
-    let text = format!(
-        "# Terminal tasks of {sprint}, moved out of state.yaml by liza (index: `archived`).\n{}",
-        emit_record(&archive)
-    );
-    store.keep_document(&document, text.as_bytes())?;
-    Ok(())
+        Ok(format!(
+            "# Terminal tasks of {sprint}, moved out of state.yaml by liza (index: `archived`).\n{}",
+            emit_record(&archive)
+        )
+        .into_bytes())
+    })
 }

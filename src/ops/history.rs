@@ -73,6 +73,19 @@ fn gone(project: &Project, revision: u64) -> OpsError {
         (Some(first), Some(last)) => format!("revisions {first} to {last}"),
         _ => "no revisions".into(),
     };
+    let inside = project.store.address().is_some()
+        && kept.first().is_some_and(|first| *first < revision)
+        && kept.last().is_some_and(|last| revision < *last);
+    if inside {
+        // Transitions committed in etcd in one batch keep the last one's state.
+        return OpsError::refused(
+            RuleId::JournalRevision,
+            format!(
+                "revision {revision} was committed in one batch with the revisions after it; only the batch's last state is kept (its log entries are all there)"
+            ),
+            "`liza history` lists the revisions with a state of their own; `liza log` shows every revision's entries",
+        );
+    }
     OpsError::refused(
         RuleId::JournalRevision,
         format!("revision {revision} is not in the journal (it keeps {range})"),

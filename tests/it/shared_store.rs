@@ -432,3 +432,64 @@ fn spec_texts_and_documents_kept_on_one_host_are_read_on_another() {
     let chunks = client.keys(&prefix, &end).unwrap();
     assert_eq!(chunks.len(), 1, "chunks of the replaced text are left");
 }
+
+/// A transition that would write more keys than an etcd txn may (128 by default) is
+/// refused before anything is sent, saying what to do; nothing in etcd or the checkout
+/// changes. Archiving as many tasks moves them 100 at a time.
+#[test]
+fn a_transition_over_the_keys_a_txn_may_write_is_refused_and_archiving_goes_in_steps() {
+    let Some(board) = board() else { return };
+    let plan = |ids: std::ops::RangeInclusive<u32>| -> String {
+        ids.map(|i| {
+            format!(
+                "- {{id: t-{i}, desc: Task {i}, spec: specs/vision.md, done: it works, scope: src}}\n"
+            )
+        })
+        .collect()
+    };
+    std::fs::write(board.repo.path().join("tasks.yaml"), plan(1..=130)).unwrap();
+    let before = board.everything();
+    let out = board.repo.liza(&["add-tasks", "--file", "tasks.yaml"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("131 keys") || err.contains("keys to etcd"),
+        "{err}"
+    );
+    assert!(err.contains("LIZA_ETCD_MAX_TXN_OPS"), "{err}");
+    std::fs::remove_file(board.repo.path().join("tasks.yaml")).unwrap();
+    assert_eq!(
+        board.everything(),
+        before,
+        "a refused transition changed something"
+    );
+    // 130 tasks in steps the store takes, all abandoned: `sprint next` archives them.
+    for (n, ids) in [1..=65, 66..=130].into_iter().enumerate() {
+        let file = format!("tasks-{n}.yaml");
+        std::fs::write(board.repo.path().join(&file), plan(ids)).unwrap();
+        assert_success(&board.repo.liza(&["add-tasks", "--file", &file]));
+    }
+    for i in 1..=130 {
+        let id = format!("t-{i}");
+        assert_success(&board.repo.liza(&["abandon", &id, "--reason", "not needed"]));
+    }
+    let next = board.repo.liza(&["sprint", "next"]);
+    assert_success(&next);
+    let state = board.repo.state_json();
+    assert_eq!(
+        state["tasks"].as_array().map_or(0, Vec::len),
+        0,
+        "{}",
+        stderr(&next)
+    );
+    let store = liza::ops::open_store(board.repo.path()).unwrap();
+    let archive = store
+        .document(&liza::blackboard::store::Document::Archive { sprint: "sprint-1" })
+        .unwrap()
+        .unwrap();
+    let archive: liza::blackboard::model::Archive =
+        liza::blackboard::document::decode_record(&archive).unwrap();
+    assert_eq!(archive.tasks.0.len(), 130);
+    let snapshot = store.snapshot().unwrap();
+    assert_eq!(snapshot.state.archived.as_ref().map_or(0, |a| a.len()), 130);
+}

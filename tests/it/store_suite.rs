@@ -35,6 +35,7 @@ on_both_stores!(sixteen_concurrent_writers_each_get_exactly_one_revision);
 on_both_stores!(writers_in_one_process_and_in_others_each_get_exactly_one_revision);
 on_both_stores!(an_alarm_is_raised_once_however_many_processes_raise_it);
 on_both_stores!(a_finished_sprint_is_archived_and_read_back_whole);
+on_both_stores!(writers_updating_one_document_at_once_lose_nothing);
 on_both_stores!(refusals_leave_everything_byte_identical);
 on_both_stores!(liza_edit_applies_a_change_as_one_transaction);
 on_both_stores!(liza_edit_merges_onto_a_change_made_while_editing);
@@ -211,8 +212,21 @@ fn writers_in_one_process_and_in_others_each_get_exactly_one_revision(board: Boa
             assert_eq!(state.matches(&note).count(), 1, "{note}");
         }
     }
-    // A revision's text, where the store still has it, is that revision's.
+    // History lists the revision before the writers and the last one, with every
+    // revision between that has a state of its own; a revision's text, where the store
+    // still has it, is that revision's.
     let store = liza::ops::open_store(&root).unwrap();
+    let kept = store.revisions().unwrap();
+    assert!(
+        kept.contains(&start) && kept.contains(&(start + total)),
+        "{kept:?}"
+    );
+    for revision in &kept {
+        assert!(
+            store.revision_text(*revision).unwrap().is_some(),
+            "{revision}"
+        );
+    }
     for revision in start + 1..=start + total {
         if let Some(text) = store.revision_text(revision).unwrap() {
             let text = String::from_utf8(text).unwrap();
@@ -302,6 +316,38 @@ fn a_finished_sprint_is_archived_and_read_back_whole(board: Board) {
     assert!(shown.contains(&store.document_place(&document)), "{shown}");
     let on_disk = board.repo.liza_dir().join("archive/sprint-1.yaml");
     assert_eq!(on_disk.exists(), matches!(board.kind, Kind::Files));
+}
+
+/// Eight stores add a line each to one document at once (as archivers on several hosts
+/// add their tasks to a sprint's archive): every line is there.
+fn writers_updating_one_document_at_once_lose_nothing(board: Board) {
+    let root = board.repo.path().to_path_buf();
+    let writers: Vec<_> = (0..8)
+        .map(|i| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let store = liza::ops::open_store(&root).unwrap();
+                let document = liza::blackboard::store::Document::Archive { sprint: "race" };
+                store
+                    .update_document(&document, |kept| {
+                        let mut text = kept.unwrap_or_default().to_vec();
+                        text.extend_from_slice(format!("writer {i}\n").as_bytes());
+                        Ok::<_, liza::blackboard::StoreError>(text)
+                    })
+                    .unwrap();
+            })
+        })
+        .collect();
+    for w in writers {
+        w.join().unwrap();
+    }
+    let store = liza::ops::open_store(&root).unwrap();
+    let document = liza::blackboard::store::Document::Archive { sprint: "race" };
+    let text = String::from_utf8(store.document(&document).unwrap().unwrap()).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort();
+    let expected: Vec<String> = (0..8).map(|i| format!("writer {i}")).collect();
+    assert_eq!(lines, expected);
 }
 
 fn refusals_leave_everything_byte_identical(board: Board) {

@@ -225,7 +225,7 @@ impl EtcdStore {
                 lease: 0,
             })
             .collect();
-        changes.push(self.log_put(1, 0, &entry));
+        changes.push(self.log_put(1, std::slice::from_ref(&entry)));
         match self.patiently(|c| c.txn(std::slice::from_ref(&guard), &changes)) {
             Ok(TxnOutcome::Applied { revision }) => {
                 // From its first revision on, the project holds etcd's compaction back
@@ -316,7 +316,7 @@ impl EtcdStore {
     /// `send`). A process with nothing known reads first. The transaction has its turn
     /// until it commits or gives up (see [`group_commit`]).
     pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
-        let turn = self.pipeline.turn(|| {
+        let turn = self.pipeline.turn(self.wait, || {
             let fresh = self.read(0)?;
             Ok(Known {
                 revision: fresh.revision,
@@ -347,15 +347,23 @@ impl EtcdStore {
         // Liza v0.1 notes come without ids; every write gives them theirs.
         state.assign_note_ids();
         let mut changes = layout::changes(&self.address, read, &state);
-        for (n, entry) in log.iter_mut().enumerate() {
+        for entry in log.iter_mut() {
             entry.revision = Some(revision as i64);
-            changes.push(self.log_put(revision, n, entry));
+        }
+        if !log.is_empty() {
+            changes.push(self.log_put(revision, &log));
         }
         let bytes: usize = changes.iter().map(change_size).sum();
         if bytes > MAX_TXN_BYTES {
             return Err(StoreError::TransactionTooLarge {
                 bytes,
                 limit: MAX_TXN_BYTES,
+            });
+        }
+        if changes.len() > group_commit::max_ops() {
+            return Err(StoreError::TransactionTooManyKeys {
+                keys: changes.len(),
+                limit: group_commit::max_ops(),
             });
         }
         let first_log = self.log_key(revision, 0);
@@ -480,8 +488,19 @@ impl EtcdStore {
             // applied (every transition logs; this is the store's own safety net).
             return Ok(Some(false));
         };
-        let stored = self.call(|c| c.get(key))?;
-        Ok(Some(stored.is_some_and(|kv| kv.value == *value)))
+        match self.call(|c| c.get(key))? {
+            Some(stored) => Ok(Some(stored.value == *value)),
+            // `read` may be a state this process's queued transitions lead to, not one
+            // etcd holds: the commit can only be ruled out once etcd's head is past it.
+            None => {
+                let head = self.call(|c| c.get(&layout::head_key(&self.address)))?;
+                let committed = match head {
+                    Some(kv) => head_revision(&kv).map_err(|e| self.layout_error(e))?,
+                    None => 0,
+                };
+                Ok((committed >= unknown.revision).then_some(false))
+            }
+        }
     }
 
     /// After losing a race, waits a random while that grows with the losses in a row
@@ -607,10 +626,16 @@ impl EtcdStore {
         self.address.key(&format!("log/{revision:012}/{n:03}"))
     }
 
-    fn log_put(&self, revision: u64, n: usize, entry: &LogEntry) -> Change {
+    /// A revision's log entries: one key, a line each (a transition writes one key for
+    /// its log, however many entries — an etcd txn writes a bounded number of keys).
+    fn log_put(&self, revision: u64, entries: &[LogEntry]) -> Change {
         Change::Put {
-            key: self.log_key(revision, n),
-            value: entry.to_line().into_bytes(),
+            key: self.log_key(revision, 0),
+            value: entries
+                .iter()
+                .map(LogEntry::to_line)
+                .collect::<String>()
+                .into_bytes(),
             lease: 0,
         }
     }
@@ -745,18 +770,26 @@ impl EtcdStore {
     pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
         let prefix = self.address.key("log/");
         let (kvs, _) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
-        let mut revisions: Vec<u64> = kvs
+        // Each revision's first log key, and the etcd revision that wrote it.
+        let mut firsts: Vec<(u64, i64)> = kvs
             .iter()
             .filter_map(|kv| {
                 let rest = kv.key.strip_prefix(prefix.as_slice())?;
                 let rest = std::str::from_utf8(rest).ok()?;
                 let (revision, n) = rest.split_once('/')?;
-                (n == "000").then(|| revision.parse().ok())?
+                (n == "000").then(|| Some((revision.parse().ok()?, kv.mod_revision)))?
             })
             .collect();
-        revisions.dedup();
-        let mut readable = Vec::with_capacity(revisions.len());
-        for revision in revisions.into_iter().rev() {
+        firsts.dedup_by_key(|(revision, _)| *revision);
+        let mut readable = Vec::with_capacity(firsts.len());
+        let mut newer_at = None;
+        for (revision, at) in firsts.into_iter().rev() {
+            // A batch's transitions share its etcd revision, which holds the last one's
+            // state: the earlier ones have no state of their own to show.
+            if newer_at == Some(at) {
+                continue;
+            }
+            newer_at = Some(at);
             if self.state_at(revision)?.is_none() {
                 break;
             }
@@ -767,7 +800,7 @@ impl EtcdStore {
     }
 
     /// The state of `revision`, if etcd still has it (the history before its compaction
-    /// point is gone).
+    /// point is gone) and it is a state of its own (not one inside a batch).
     fn state_at(&self, revision: u64) -> Result<Option<State>, StoreError> {
         let Some(first) = self.call(|c| c.get(&self.log_key(revision, 0)))? else {
             return Ok(None);
@@ -796,17 +829,19 @@ impl EtcdStore {
         bytes: &[u8],
         choices: &Choices,
     ) -> Result<Result<u64, Rejection>, StoreError> {
-        let mut unknown: Option<Unknown> = None;
+        // Commits sent with no answer back (see `store::run`).
+        let mut unknowns: Vec<Unknown> = Vec::new();
         loop {
             let (current, attempt) = self.begin()?;
-            if let Some(pending) = &unknown
-                && let Some(applied) = self.was_applied(pending, attempt.read())?
-            {
-                if applied {
-                    return Ok(Ok(pending.revision));
+            let mut undecided = Vec::new();
+            for pending in std::mem::take(&mut unknowns) {
+                match self.was_applied(&pending, attempt.read())? {
+                    Some(true) => return Ok(Ok(pending.revision)),
+                    Some(false) => {}
+                    None => undecided.push(pending),
                 }
-                unknown = None;
             }
+            unknowns = undecided;
             let latest = attempt.read().revision();
             let head_text = yaml_text(attempt.read());
             let head_decoded =
@@ -842,9 +877,7 @@ impl EtcdStore {
             match self.finish(attempt, state, vec![entry])? {
                 Finished::Committed(revision, _) => return Ok(Ok(revision)),
                 Finished::Conflict => {}
-                Finished::Unknown(pending) => {
-                    unknown.get_or_insert(pending);
-                }
+                Finished::Unknown(pending) => unknowns.push(pending),
             }
         }
     }

@@ -141,13 +141,14 @@ impl LogFeed {
     }
 }
 
-/// The log text of `kvs` (log keys in order): each value one entry as liza writes it, a
-/// YAML list item. A value that is not one (another tool wrote it) is left out, named in
-/// a warning, so it costs only itself.
+/// The log text of `kvs` (log keys in order): each value a revision's entries as liza
+/// writes them, a YAML list item per line. A value that is not (another tool wrote it)
+/// is left out, named in a warning, so it costs only itself.
 pub(super) fn log_text(kvs: Vec<KeyValue>) -> Vec<u8> {
     let mut text = Vec::new();
     for kv in kvs {
-        if !kv.value.starts_with(b"- ") || kv.value[..kv.value.len() - 1].contains(&b'\n') {
+        let entries = kv.value.strip_suffix(b"\n").unwrap_or(&kv.value);
+        if entries.is_empty() || !entries.split(|b| *b == b'\n').all(|l| l.starts_with(b"- ")) {
             tracing::warn!(
                 key = %String::from_utf8_lossy(&kv.key),
                 "a log key does not hold a log entry as liza writes it; skipped"

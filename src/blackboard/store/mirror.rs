@@ -165,9 +165,13 @@ fn keep_edited(paths: &LizaPaths, target: &Path) -> Option<String> {
 }
 
 /// Writes the mirror on a thread of its own, so a commit does not wait for the render of
-/// the whole blackboard: the newest state sent is written, older ones still queued are
-/// skipped. Dropping it writes what is queued first (a command's process ends with its
-/// checkout's mirror up to date).
+/// the whole blackboard: the newest state sent is written, at most once per
+/// [`MIRROR_EVERY`] (a busy process renders the mirror for people to read, not once per
+/// transition), older ones skipped. Dropping it writes what is queued at once (a
+/// command's process ends with its checkout's mirror up to date).
+/// How often a busy process rewrites the mirror at most.
+const MIRROR_EVERY: std::time::Duration = std::time::Duration::from_millis(25);
+
 pub(super) struct MirrorWriter {
     queue: Option<std::sync::mpsc::Sender<std::sync::Arc<State>>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -184,13 +188,22 @@ impl MirrorWriter {
         let thread = std::thread::Builder::new()
             .name("liza-mirror".into())
             .spawn(move || {
+                let mut last_write: Option<std::time::Instant> = None;
                 while let Ok(mut state) = states.recv() {
-                    while let Ok(newer) = states.try_recv() {
-                        if newer.revision() >= state.revision() {
-                            state = newer;
+                    let due = last_write.map(|at| at + MIRROR_EVERY);
+                    loop {
+                        let left = due.map_or(std::time::Duration::ZERO, |due| {
+                            due.saturating_duration_since(std::time::Instant::now())
+                        });
+                        match states.recv_timeout(left) {
+                            Ok(newer) if newer.revision() >= state.revision() => state = newer,
+                            Ok(_) => {}
+                            // Due, or the writer is being dropped: write now.
+                            Err(_) => break,
                         }
                     }
                     mirror.refresh(&paths, &address, &state, render);
+                    last_write = Some(std::time::Instant::now());
                 }
             })
             .ok()?;

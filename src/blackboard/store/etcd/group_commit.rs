@@ -18,10 +18,27 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use crate::blackboard::etcd::{Change, EtcdError, StoreAddress};
 use crate::blackboard::liveness::LiveRecords;
 use crate::blackboard::model::State;
+use crate::blackboard::store::StoreError;
 
-/// etcd refuses a txn with more than 128 compares or 128 operations in a branch (its
-/// `--max-txn-ops` default); a batch leaves room for the guards and the failure reads.
-const MAX_OPS: usize = 120;
+/// etcd refuses a txn with more than `--max-txn-ops` compares, or operations in a branch
+/// (128 unless the server was started with more: `LIZA_ETCD_MAX_TXN_OPS` says so).
+const DEFAULT_MAX_TXN_OPS: usize = 128;
+
+/// What a txn's guards other than the first log keys, and its failure reads, take.
+const GUARD_OPS: usize = 8;
+
+/// How many keys one txn may write, and first log keys it may guard.
+pub(crate) fn max_ops() -> usize {
+    static MAX: OnceLock<usize> = OnceLock::new();
+    *MAX.get_or_init(|| {
+        std::env::var("LIZA_ETCD_MAX_TXN_OPS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > GUARD_OPS)
+            .unwrap_or(DEFAULT_MAX_TXN_OPS)
+            - GUARD_OPS
+    })
+}
 
 /// A state and the etcd revision it is the state of.
 #[derive(Clone)]
@@ -88,6 +105,31 @@ pub(crate) struct Sealed {
     pub changes: Vec<Change>,
     pub first_logs: Vec<Vec<u8>>,
     writers: usize,
+    pipeline: Arc<Pipeline>,
+    /// Set by [`Pipeline::settle`]; a batch dropped unsettled (its sender panicked)
+    /// is settled as unknown, so no writer waits for it forever.
+    settled: bool,
+}
+
+impl Drop for Sealed {
+    fn drop(&mut self) {
+        if !self.settled {
+            let pipeline = Arc::clone(&self.pipeline);
+            let sealed = Sealed {
+                id: self.id,
+                guard: self.guard,
+                base: Arc::clone(&self.base),
+                live: self.live.clone(),
+                last: Arc::clone(&self.last),
+                changes: Vec::new(),
+                first_logs: Vec::new(),
+                writers: self.writers,
+                pipeline: Arc::clone(&pipeline),
+                settled: true,
+            };
+            pipeline.settle(sealed, Settled::Unknown);
+        }
+    }
 }
 
 /// How a batch ended.
@@ -184,40 +226,51 @@ impl Pipeline {
         }
     }
 
-    /// Waits for this writer's turn and gives it the state to start from: what the
-    /// queued batches lead to, else the committed state, else `read()` (run with the
-    /// turn held, so writers of this process do not all read at once).
+    /// Waits for this writer's turn — at most `wait`, as for the file store's lock —
+    /// and gives it the state to start from: what the queued batches lead to, else the
+    /// committed state, else what `read()` finds (read without the turn, so a slow etcd
+    /// holds up one writer at a time, not all in a row).
     pub fn turn(
         self: &Arc<Self>,
-        read: impl FnOnce() -> Result<Known, super::StoreError>,
-    ) -> Result<Turn, super::StoreError> {
-        let mut inner = self.lock();
-        while inner.turn_taken {
-            inner = self.wait(inner);
+        wait: std::time::Duration,
+        read: impl Fn() -> Result<Known, StoreError>,
+    ) -> Result<Turn, StoreError> {
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let mut inner = self.lock();
+            while inner.turn_taken {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    return Err(StoreError::LockTimeout {
+                        lock: "the turn of this process's writers of the etcd blackboard".into(),
+                        waited: wait,
+                        holder: Some(format!("another thread of process {}", std::process::id())),
+                    });
+                }
+                inner = self
+                    .changed
+                    .wait_timeout(inner, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            let (base, pending) = match (&inner.tip, &inner.committed) {
+                (Some(tip), _) => (tip.clone(), true),
+                (None, Some(committed)) => (committed.clone(), false),
+                (None, None) => {
+                    drop(inner);
+                    self.remember(read()?);
+                    continue;
+                }
+            };
+            inner.turn_taken = true;
+            return Ok(Turn {
+                pipeline: Arc::clone(self),
+                epoch: inner.epoch,
+                base,
+                pending,
+                done: false,
+            });
         }
-        inner.turn_taken = true;
-        let epoch = inner.epoch;
-        let (base, pending) = match (&inner.tip, &inner.committed) {
-            (Some(tip), _) => (Some(tip.clone()), true),
-            (None, Some(committed)) => (Some(committed.clone()), false),
-            (None, None) => (None, false),
-        };
-        drop(inner);
-        // Given back if the read fails (or panics) before the turn is made.
-        let held = Release(self);
-        let base = match base {
-            Some(base) => base,
-            None => read()?,
-        };
-        std::mem::forget(held);
-        let turn = Turn {
-            pipeline: Arc::clone(self),
-            epoch,
-            base,
-            pending,
-            done: false,
-        };
-        Ok(turn)
     }
 
     /// Adds `transition`, run on `turn`'s state, to the newest batch (or a new one when
@@ -233,9 +286,9 @@ impl Pipeline {
         }
         let ops = transition.changes.len();
         let fits = |b: &Batch| {
-            b.ops + ops <= MAX_OPS
+            b.ops + ops <= max_ops()
                 && b.bytes + transition.bytes <= super::MAX_TXN_BYTES
-                && b.first_logs.len() < MAX_OPS
+                && b.first_logs.len() < max_ops()
         };
         let first = match inner.queued.back() {
             Some(newest) if fits(newest) => false,
@@ -294,7 +347,7 @@ impl Pipeline {
     /// For the first writer of a batch: waits until the batches before it are settled
     /// and takes it out of the queue to be sent; `None` when it was settled meanwhile
     /// (dropped with a batch before it).
-    pub fn seal(&self, ticket: &Ticket) -> Option<Sealed> {
+    pub fn seal(self: &Arc<Self>, ticket: &Ticket) -> Option<Sealed> {
         let mut inner = self.lock();
         loop {
             if inner.settled.contains_key(&ticket.id) {
@@ -324,22 +377,31 @@ impl Pipeline {
             changes: batch.changes.into_values().collect(),
             first_logs: batch.first_logs,
             writers: batch.writers,
+            pipeline: Arc::clone(self),
+            settled: false,
         })
     }
 
     /// Records how the sealed batch ended, and what it means for the batches after it.
-    pub fn settle(&self, sealed: Sealed, settled: Settled) {
+    pub fn settle(&self, mut sealed: Sealed, settled: Settled) {
+        sealed.settled = true;
         let mut inner = self.lock();
         inner.in_flight = false;
         let outcome = match settled {
             Settled::Applied { revision, sender } => {
-                let state = sealed.last;
+                let state = Arc::clone(&sealed.last);
                 inner.last_applied = revision;
-                inner.committed = Some(Known {
-                    revision,
-                    state: Arc::clone(&state),
-                    live: sealed.live,
-                });
+                if inner
+                    .committed
+                    .as_ref()
+                    .is_none_or(|k| k.revision < revision)
+                {
+                    inner.committed = Some(Known {
+                        revision,
+                        state: Arc::clone(&state),
+                        live: sealed.live.clone(),
+                    });
+                }
                 match inner.queued.front_mut() {
                     Some(next) => next.guard = Some(revision),
                     None => inner.tip = None,
@@ -358,7 +420,16 @@ impl Pipeline {
             }
             Settled::Failed(error) => {
                 inner.committed = None;
-                drop_queued(&mut inner, || Outcome::Failed(error.clone()));
+                // Batches never sent fail with it only when etcd could not be reached
+                // (their writers would wait as long again); else they run again.
+                let unreachable = matches!(error, EtcdError::Unreachable { .. });
+                drop_queued(&mut inner, || {
+                    if unreachable {
+                        Outcome::Failed(error.clone())
+                    } else {
+                        Outcome::Conflict
+                    }
+                });
                 Outcome::Failed(error)
             }
         };
@@ -411,19 +482,12 @@ impl Drop for Turn {
     }
 }
 
-/// Gives the turn back when dropped.
-struct Release<'p>(&'p Pipeline);
-
-impl Drop for Release<'_> {
-    fn drop(&mut self) {
-        self.0.give_turn_back();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::blackboard::timestamp::Timestamp;
+
+    const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
     fn pipeline() -> Arc<Pipeline> {
         Arc::new(Pipeline {
@@ -464,18 +528,18 @@ mod tests {
     #[test]
     fn transitions_queued_while_a_batch_is_in_flight_build_on_it_and_go_together() {
         let p = pipeline();
-        let a = p.turn(|| Ok(known(7))).unwrap();
+        let a = p.turn(WAIT, || Ok(known(7))).unwrap();
         let ta = transition(&a, "k/a");
         let first = p.join(a, ta).unwrap();
         assert!(first.first);
         let sealed = p.seal(&first).unwrap();
         assert_eq!(sealed.guard, 7);
         // While it is in flight, two more build on its state, in one batch.
-        let b = p.turn(|| unreachable!("the tip is known")).unwrap();
+        let b = p.turn(WAIT, || unreachable!("the tip is known")).unwrap();
         assert_eq!(b.base.state.revision, Some(2));
         let tb = transition(&b, "k/b");
         let second = p.join(b, tb).unwrap();
-        let c = p.turn(|| unreachable!()).unwrap();
+        let c = p.turn(WAIT, || unreachable!()).unwrap();
         assert_eq!(c.base.state.revision, Some(3));
         let tc = transition(&c, "k/b");
         let third = p.join(c, tc).unwrap();
@@ -501,15 +565,15 @@ mod tests {
     #[test]
     fn a_refused_batch_drops_the_batches_built_on_it_and_the_turns_begun_on_it() {
         let p = pipeline();
-        let a = p.turn(|| Ok(known(7))).unwrap();
+        let a = p.turn(WAIT, || Ok(known(7))).unwrap();
         let ta = transition(&a, "k/a");
         let first = p.join(a, ta).unwrap();
         let sealed = p.seal(&first).unwrap();
-        let b = p.turn(|| unreachable!()).unwrap();
+        let b = p.turn(WAIT, || unreachable!()).unwrap();
         let tb = transition(&b, "k/b");
         let second = p.join(b, tb).unwrap();
         // A turn begun on the batches' state, still running its change.
-        let late = p.turn(|| unreachable!()).unwrap();
+        let late = p.turn(WAIT, || unreachable!()).unwrap();
         let t_late = transition(&late, "k/c");
         let fresh = Known {
             revision: 9,
@@ -522,20 +586,48 @@ mod tests {
         assert!(matches!(*p.outcome(second), Outcome::Conflict));
         assert!(p.join(late, t_late).is_none(), "a stale turn joined");
         // The next turn starts from the state the refusal brought back.
-        let next = p.turn(|| unreachable!()).unwrap();
+        let next = p.turn(WAIT, || unreachable!()).unwrap();
         assert_eq!(next.base.revision, 9);
         assert_eq!(next.base.state.revision, Some(5));
     }
 
     #[test]
-    fn a_turn_given_up_or_failing_to_read_is_given_back() {
+    fn a_turn_given_up_is_given_back_and_a_read_runs_without_it() {
         let p = pipeline();
-        let a = p.turn(|| Ok(known(7))).unwrap();
+        let a = p.turn(WAIT, || Ok(known(7))).unwrap();
         assert!(p.lock().turn_taken);
         drop(a);
         assert!(!p.lock().turn_taken, "a change that gave up kept the turn");
-        let failed = p.turn(|| Err(super::super::StoreError::NotInitialized { dir: "x".into() }));
+        let q = pipeline();
+        let failed = q.turn(WAIT, || {
+            assert!(!q.lock().turn_taken, "the read ran with the turn taken");
+            Err(StoreError::NotInitialized { dir: "x".into() })
+        });
         assert!(failed.is_err());
-        assert!(!p.lock().turn_taken, "a failed read kept the turn");
+        assert!(!q.lock().turn_taken, "a failed read kept the turn");
+    }
+
+    #[test]
+    fn a_writer_waits_for_the_turn_as_long_as_for_a_lock_then_fails_saying_so() {
+        let p = pipeline();
+        let _held = p.turn(WAIT, || Ok(known(7))).unwrap();
+        let waited = p.turn(std::time::Duration::from_millis(20), || Ok(known(7)));
+        assert!(matches!(waited, Err(StoreError::LockTimeout { .. })));
+    }
+
+    #[test]
+    fn a_batch_its_sender_dropped_unsettled_is_settled_as_unknown() {
+        let p = pipeline();
+        let a = p.turn(WAIT, || Ok(known(7))).unwrap();
+        let ta = transition(&a, "k/a");
+        let first = p.join(a, ta).unwrap();
+        let sealed = p.seal(&first).unwrap();
+        let b = p.turn(WAIT, || unreachable!()).unwrap();
+        let tb = transition(&b, "k/b");
+        let second = p.join(b, tb).unwrap();
+        drop(sealed);
+        assert!(matches!(*p.outcome(first), Outcome::Unknown));
+        assert!(matches!(*p.outcome(second), Outcome::Conflict));
+        assert!(!p.lock().in_flight);
     }
 }
