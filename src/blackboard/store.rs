@@ -1006,6 +1006,14 @@ impl Store {
         Ok(())
     }
 
+    /// How many keys one transition may write (etcd's per-txn limit); `None`: no limit.
+    pub fn keys_per_transition(&self) -> Option<usize> {
+        match &self.backend {
+            Backend::File(_) => None,
+            Backend::Etcd(_) => Some(etcd::max_txn_keys()),
+        }
+    }
+
     /// Where `document` is kept, for messages: a path under `.liza/`, or a key in etcd.
     pub fn document_place(&self, document: &Document) -> String {
         match &self.backend {

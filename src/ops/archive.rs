@@ -71,7 +71,14 @@ pub fn archive_terminal(
     let mut revision = None;
     // A step at a time: a transition in etcd writes a bounded number of keys (one per
     // task moved), and each step's records are in the archive before they leave the state.
-    for step in chosen.chunks(ARCHIVE_STEP) {
+    // The head and the log besides a key per task.
+    let step = project
+        .store
+        .keys_per_transition()
+        .map_or(ARCHIVE_STEP, |keys| {
+            keys.saturating_sub(2).clamp(1, ARCHIVE_STEP)
+        });
+    for step in chosen.chunks(step) {
         write_archive(&project.store, sprint, step)?;
         match transition(&project.store, actor, authority, |s, w, _n| {
             Ok(lifecycle::archiving::archive(s, w, step, sprint))
@@ -92,7 +99,7 @@ pub fn archive_terminal(
     }))
 }
 
-/// Tasks moved per transition (under the keys an etcd transaction may write).
+/// Tasks moved per transition at most.
 const ARCHIVE_STEP: usize = 100;
 
 /// Sprint ids become file names: the same characters task ids allow.

@@ -51,6 +51,11 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 /// How long one request to etcd may take before the next member is tried.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// How many keys one transaction may write (etcd's `--max-txn-ops`, less its guards).
+pub fn max_txn_keys() -> usize {
+    group_commit::max_ops()
+}
+
 /// The blackboard of one project in etcd, seen from one checkout.
 pub struct EtcdStore {
     /// The checkout's `.liza/` (the store address, the mirror).
@@ -488,19 +493,21 @@ impl EtcdStore {
             // applied (every transition logs; this is the store's own safety net).
             return Ok(Some(false));
         };
-        match self.call(|c| c.get(key))? {
-            Some(stored) => Ok(Some(stored.value == *value)),
-            // `read` may be a state this process's queued transitions lead to, not one
-            // etcd holds: the commit can only be ruled out once etcd's head is past it.
-            None => {
-                let head = self.call(|c| c.get(&layout::head_key(&self.address)))?;
-                let committed = match head {
-                    Some(kv) => head_revision(&kv).map_err(|e| self.layout_error(e))?,
-                    None => 0,
-                };
-                Ok((committed >= unknown.revision).then_some(false))
-            }
+        // The head and the log key at one etcd revision: `read` may be a state this
+        // process's queued transitions lead to, not one etcd holds, so the commit is only
+        // ruled out by etcd's own head being at or past it without its log key then.
+        let head = layout::head_key(&self.address);
+        let (mut ranges, _) = self.call(|c| c.read_ranges(&[(&head, &[], 0), (key, &[], 0)], 0))?;
+        let logged = ranges.pop().unwrap_or_default().into_iter().next();
+        let head = ranges.pop().unwrap_or_default().into_iter().next();
+        if let Some(stored) = logged {
+            return Ok(Some(stored.value == *value));
         }
+        let committed = match head {
+            Some(kv) => head_revision(&kv).map_err(|e| self.layout_error(e))?,
+            None => 0,
+        };
+        Ok((committed >= unknown.revision).then_some(false))
     }
 
     /// After losing a race, waits a random while that grows with the losses in a row

@@ -164,14 +164,14 @@ fn keep_edited(paths: &LizaPaths, target: &Path) -> Option<String> {
     Some(paths.display(&kept))
 }
 
+/// How often a busy process rewrites the mirror at most.
+const MIRROR_EVERY: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Writes the mirror on a thread of its own, so a commit does not wait for the render of
 /// the whole blackboard: the newest state sent is written, at most once per
 /// [`MIRROR_EVERY`] (a busy process renders the mirror for people to read, not once per
 /// transition), older ones skipped. Dropping it writes what is queued at once (a
 /// command's process ends with its checkout's mirror up to date).
-/// How often a busy process rewrites the mirror at most.
-const MIRROR_EVERY: std::time::Duration = std::time::Duration::from_millis(25);
-
 pub(super) struct MirrorWriter {
     queue: Option<std::sync::mpsc::Sender<std::sync::Arc<State>>>,
     thread: Option<std::thread::JoinHandle<()>>,

@@ -40,11 +40,6 @@ impl EtcdStore {
         Ok(self.read_document(document)?.map(|kept| kept.text))
     }
 
-    /// Keeps `bytes` as `document`, whatever was kept before.
-    pub fn keep_document(&self, document: &Document, bytes: &[u8]) -> Result<(), StoreError> {
-        self.update_document(document, |_| Ok::<_, StoreError>(bytes.to_vec()))
-    }
-
     /// Replaces `document` by what `change` makes of it (`None`: not kept yet), again on
     /// the newer text when another writer replaced it meanwhile: no writer's text is lost.
     pub fn update_document<E: From<StoreError>>(
@@ -135,50 +130,88 @@ impl EtcdStore {
             WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
         );
         let chunks = self.generation_prefix(document, &generation);
+        let chunk_key = |prefix: &[u8], n: usize| {
+            let mut key = prefix.to_vec();
+            key.extend_from_slice(format!("{n:04}").as_bytes());
+            key
+        };
         let pieces: Vec<&[u8]> = if bytes.is_empty() {
             Vec::new()
         } else {
             bytes.chunks(CHUNK).collect()
         };
         for (n, piece) in pieces.iter().enumerate() {
-            let mut key = chunks.clone();
-            key.extend_from_slice(format!("{n:04}").as_bytes());
-            self.call(|c| c.put(&key, piece, 0))?;
+            let key = chunk_key(&chunks, n);
+            if let Err(e) = self.call(|c| c.put(&key, piece, 0)) {
+                self.drop_chunks(&chunks);
+                return Err(e);
+            }
         }
         let manifest = Manifest {
-            generation,
+            generation: generation.clone(),
             chunks: pieces.len(),
             bytes: bytes.len(),
         };
-        let put = [Change::Put {
+        let mut changes = vec![Change::Put {
             key: manifest_key.clone(),
             value: serde_json::to_vec(&manifest).expect("a manifest serialises"),
             lease: 0,
         }];
+        // The replaced generation goes in the same txn when it fits (else right after).
+        let replaced = kept.map(|k| self.generation_prefix(document, &k.manifest.generation));
+        let in_txn = kept
+            .zip(replaced.as_ref())
+            .filter(|(k, _)| k.manifest.chunks < group_commit::max_ops());
+        if let Some((k, prefix)) = in_txn {
+            changes.extend((0..k.manifest.chunks).map(|n| Change::Delete(chunk_key(prefix, n))));
+        }
+        let dropped_in_txn = in_txn.is_some();
         let guard = [Condition::ModRevision(
-            manifest_key,
+            manifest_key.clone(),
             kept.map_or(0, |k| k.at),
         )];
-        let applied = matches!(
-            self.call(|c| c.txn(&guard, &put))?,
-            TxnOutcome::Applied { .. }
-        );
-        // The chunks no manifest names any more: the replaced generation's, or this
-        // one's when another writer was first.
-        let stale = match (applied, kept) {
-            (true, Some(kept)) => self.generation_prefix(document, &kept.manifest.generation),
-            (true, None) => return Ok(true),
-            (false, _) => chunks,
+        let mut unanswered = false;
+        let applied = match self.patiently(|c| c.txn(&guard, &changes)) {
+            Ok(TxnOutcome::Applied { .. }) => true,
+            Ok(TxnOutcome::Conflict { .. }) => false,
+            // Sent, no answer: applied if the manifest names this generation now. It may
+            // still land later, so its chunks stay (the next write's guard, on the
+            // manifest, sees it if it does).
+            Err(EtcdError::Indeterminate { .. }) => {
+                unanswered = true;
+                let now = self.call(|c| c.get(&manifest_key))?;
+                now.and_then(|kv| serde_json::from_slice::<Manifest>(&kv.value).ok())
+                    .is_some_and(|m| m.generation == generation)
+            }
+            Err(e) => {
+                self.drop_chunks(&chunks);
+                return Err(self.fail(e));
+            }
         };
-        let keys: Vec<Change> = self
-            .call(|c| c.keys(&stale, &prefix_end(&stale)))?
-            .into_iter()
-            .map(Change::Delete)
-            .collect();
-        for batch in keys.chunks(group_commit::max_ops()) {
-            self.call(|c| c.txn(&[], batch))?;
+        match (applied, replaced) {
+            (true, Some(replaced)) if !dropped_in_txn => self.drop_chunks(&replaced),
+            (true, _) => {}
+            (false, _) if !unanswered => self.drop_chunks(&chunks),
+            (false, _) => {}
         }
         Ok(applied)
+    }
+
+    /// Deletes the chunks under `prefix` (a generation no manifest names). Best effort:
+    /// the write they belong to has succeeded or failed already; left over, they cost
+    /// only their space.
+    fn drop_chunks(&self, prefix: &[u8]) {
+        let dropped = self
+            .call(|c| c.keys(prefix, &prefix_end(prefix)))
+            .and_then(|keys| {
+                let deletes: Vec<Change> = keys.into_iter().map(Change::Delete).collect();
+                deletes
+                    .chunks(group_commit::max_ops())
+                    .try_for_each(|batch| self.call(|c| c.txn(&[], batch)).map(drop))
+            });
+        if let Err(e) = dropped {
+            tracing::warn!(error = %e, generation = %String::from_utf8_lossy(prefix), "could not delete the chunks of a replaced document");
+        }
     }
 
     /// Adds each `(key, line)` to the project's alarms (`alarm/<key, hex>`) unless an

@@ -525,12 +525,17 @@ mod tests {
         }
     }
 
+    /// A writer's whole turn: its transition writing `key`, joined.
+    fn write(p: &Arc<Pipeline>, key: &str) -> Ticket {
+        let turn = p.turn(WAIT, || Ok(known(7))).unwrap();
+        let transition = transition(&turn, key);
+        p.join(turn, transition).unwrap()
+    }
+
     #[test]
     fn transitions_queued_while_a_batch_is_in_flight_build_on_it_and_go_together() {
         let p = pipeline();
-        let a = p.turn(WAIT, || Ok(known(7))).unwrap();
-        let ta = transition(&a, "k/a");
-        let first = p.join(a, ta).unwrap();
+        let first = write(&p, "k/a");
         assert!(first.first);
         let sealed = p.seal(&first).unwrap();
         assert_eq!(sealed.guard, 7);
@@ -565,13 +570,9 @@ mod tests {
     #[test]
     fn a_refused_batch_drops_the_batches_built_on_it_and_the_turns_begun_on_it() {
         let p = pipeline();
-        let a = p.turn(WAIT, || Ok(known(7))).unwrap();
-        let ta = transition(&a, "k/a");
-        let first = p.join(a, ta).unwrap();
+        let first = write(&p, "k/a");
         let sealed = p.seal(&first).unwrap();
-        let b = p.turn(WAIT, || unreachable!()).unwrap();
-        let tb = transition(&b, "k/b");
-        let second = p.join(b, tb).unwrap();
+        let second = write(&p, "k/b");
         // A turn begun on the batches' state, still running its change.
         let late = p.turn(WAIT, || unreachable!()).unwrap();
         let t_late = transition(&late, "k/c");
@@ -618,13 +619,9 @@ mod tests {
     #[test]
     fn a_batch_its_sender_dropped_unsettled_is_settled_as_unknown() {
         let p = pipeline();
-        let a = p.turn(WAIT, || Ok(known(7))).unwrap();
-        let ta = transition(&a, "k/a");
-        let first = p.join(a, ta).unwrap();
+        let first = write(&p, "k/a");
         let sealed = p.seal(&first).unwrap();
-        let b = p.turn(WAIT, || unreachable!()).unwrap();
-        let tb = transition(&b, "k/b");
-        let second = p.join(b, tb).unwrap();
+        let second = write(&p, "k/b");
         drop(sealed);
         assert!(matches!(*p.outcome(first), Outcome::Unknown));
         assert!(matches!(*p.outcome(second), Outcome::Conflict));
