@@ -394,10 +394,9 @@ trait Transactional {
         state: State,
         log: Vec<LogEntry>,
     ) -> Result<Finished, StoreError>;
-    /// Whether a commit whose outcome was unknown was applied, judged on a state read
-    /// after it (`read`): `None` while `read` is older than the revision it would have
-    /// made, when it may still land.
-    fn was_applied(&self, unknown: &Unknown, read: &State) -> Result<Option<bool>, StoreError>;
+    /// Whether a commit whose outcome was unknown was applied: `None` while it may still
+    /// land (the store has not reached the revision it would have made).
+    fn was_applied(&self, unknown: &Unknown) -> Result<Option<bool>, StoreError>;
     /// The project root (validation checks paths under it).
     fn root(&self) -> &Path;
 }
@@ -436,7 +435,7 @@ impl Transactional for FileStore {
         Ok(Finished::Committed(revision, entries))
     }
 
-    fn was_applied(&self, _: &Unknown, _: &State) -> Result<Option<bool>, StoreError> {
+    fn was_applied(&self, _: &Unknown) -> Result<Option<bool>, StoreError> {
         // A commit to files always knows how it ended.
         Ok(Some(false))
     }
@@ -462,8 +461,8 @@ impl Transactional for EtcdStore {
         EtcdStore::finish(self, attempt, state, log)
     }
 
-    fn was_applied(&self, unknown: &Unknown, read: &State) -> Result<Option<bool>, StoreError> {
-        EtcdStore::was_applied(self, unknown, read)
+    fn was_applied(&self, unknown: &Unknown) -> Result<Option<bool>, StoreError> {
+        EtcdStore::was_applied(self, unknown)
     }
 
     fn root(&self) -> &Path {
@@ -483,10 +482,10 @@ fn run<S: Transactional, R, E>(
     // of them can land (each was guarded by a head read after the one before it).
     let mut unknowns: Vec<(Unknown, R)> = Vec::new();
     loop {
-        let (state, attempt) = store.begin()?;
+        // Settled before the transaction's turn: asking etcd holds up no other writer.
         let mut undecided = Vec::new();
         for (pending, value) in std::mem::take(&mut unknowns) {
-            match store.was_applied(&pending, &state)? {
+            match store.was_applied(&pending)? {
                 Some(true) => {
                     return Ok(Committed {
                         value,
@@ -499,6 +498,7 @@ fn run<S: Transactional, R, E>(
             }
         }
         unknowns = undecided;
+        let (state, attempt) = store.begin()?;
         if let Actor::Supervisor { id, generation } = actor {
             fence(&state, id, generation)?;
         }
@@ -787,18 +787,7 @@ impl Store {
     /// The log as log.yaml text: every entry, oldest first.
     pub fn log_text(&self) -> Result<Vec<u8>, StoreError> {
         match &self.backend {
-            Backend::File(f) => {
-                let path = f.paths().log();
-                match std::fs::read(&path) {
-                    Ok(bytes) => Ok(bytes),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
-                    Err(source) => Err(StoreError::Io {
-                        action: "read",
-                        path: f.paths().display(&path),
-                        source,
-                    }),
-                }
-            }
+            Backend::File(f) => Ok(read_if_there(f.paths(), &f.paths().log())?.unwrap_or_default()),
             Backend::Etcd(e) => e.log_text(),
         }
     }
@@ -944,18 +933,7 @@ impl Store {
     /// The text of `document`, if it was kept.
     pub fn document(&self, document: &Document) -> Result<Option<Vec<u8>>, StoreError> {
         match &self.backend {
-            Backend::File(f) => {
-                let path = document.path(f.paths());
-                match std::fs::read(&path) {
-                    Ok(bytes) => Ok(Some(bytes)),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-                    Err(source) => Err(StoreError::Io {
-                        action: "read",
-                        path: f.paths().display(&path),
-                        source,
-                    }),
-                }
-            }
+            Backend::File(f) => read_if_there(f.paths(), &document.path(f.paths())),
             Backend::Etcd(e) => e.document(document),
         }
     }
@@ -991,11 +969,7 @@ impl Store {
         std::fs::create_dir_all(&dir).map_err(io("create"))?;
         let lock = std::fs::File::open(&dir).map_err(io("open"))?;
         lock.lock().map_err(io("lock"))?;
-        let kept = match std::fs::read(&path) {
-            Ok(bytes) => Some(bytes),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-            Err(e) => return Err(io("read")(e).into()),
-        };
+        let kept = read_if_there(f.paths(), &path)?;
         let bytes = change(kept.as_deref())?;
         let temp = atomic::write_temp_synced(&dir, ".keep-", &bytes).map_err(io("write"))?;
         if let Err(e) = std::fs::rename(&temp, &path) {
@@ -1033,6 +1007,19 @@ impl Store {
             Backend::File(f) => f.submit_edit(bytes, choices),
             Backend::Etcd(e) => e.submit_edit(bytes, choices),
         }
+    }
+}
+
+/// The bytes of the file at `path` under `.liza/`; `None` when there is none.
+fn read_if_there(paths: &LizaPaths, path: &Path) -> Result<Option<Vec<u8>>, StoreError> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(StoreError::Io {
+            action: "read",
+            path: paths.display(path),
+            source,
+        }),
     }
 }
 

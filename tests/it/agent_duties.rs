@@ -248,7 +248,13 @@ fn a_reviewer_that_cannot_run_commands_gives_its_verdict_in_its_answer() {
     );
     assert_success(&out);
     let task = task_of(&project.repo, "t-1");
-    assert_eq!(task["status"], "REJECTED", "{}", stdout(&out));
+    assert_eq!(
+        task["status"],
+        "REJECTED",
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
     assert!(
         task["rejection_reason"]
             .as_str()

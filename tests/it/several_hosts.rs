@@ -72,28 +72,6 @@ impl Hosts {
     }
 }
 
-/// The sprint of these tests: four tasks, one rejected once.
-fn plan_sprint(project: &AgentProject) {
-    project.step(
-        "planner",
-        "INITIAL_PLANNING",
-        "task t-1\ntask t-2\ntask t-3\ntask t-4 --depends t-1\n",
-    );
-    project.step("planner", "SPRINT_COMPLETE", "liza goal complete\n");
-    project.step(
-        "coder",
-        "default",
-        "work \"$key.txt\" \"the text of $key\"\nsubmit\n",
-    );
-    project.step("coder", "t-2.1", "work t-2.txt draft\nsubmit\n");
-    project.step(
-        "code-reviewer",
-        "t-2.1",
-        "reject 't-2.txt:1 is a draft — write the final text. Overall: rework'\n",
-    );
-    project.step("code-reviewer", "default", "approve\n");
-}
-
 /// Planner and reviewer on host A, two coders on host B.
 fn team(hosts: &Hosts) -> Vec<Supervisor> {
     vec![
@@ -139,7 +117,7 @@ fn assert_all_merged(hosts: &Hosts, tasks: &[&str]) {
 fn a_sprint_with_the_planner_and_reviewer_on_one_host_and_two_coders_on_another() {
     let Some(hosts) = Hosts::start() else { return };
     let project = &hosts.project;
-    plan_sprint(project);
+    project.plan_four_tasks_one_rejected();
     wait_successful(project, team(&hosts));
     assert_all_merged(&hosts, &["t-1", "t-2", "t-3", "t-4"]);
     // Both hosts list the same log, with the same revisions.
@@ -152,7 +130,7 @@ fn etcd_killed_mid_sprint_and_restarted_loses_nothing_and_the_sprint_completes()
     let Some(mut hosts) = Hosts::start() else {
         return;
     };
-    plan_sprint(&hosts.project);
+    hosts.project.plan_four_tasks_one_rejected();
     let supervisors = team(&hosts);
     let project = &hosts.project;
     project.wait_until("the sprint under way", Duration::from_secs(120), || {

@@ -374,20 +374,7 @@ fn init_over_an_existing_project_points_to_liza_join() {
 fn spec_texts_and_documents_kept_on_one_host_are_read_on_another() {
     let Some(board) = board() else { return };
     let (_, address) = board.etcd.as_ref().unwrap();
-    assert_success(&board.repo.liza(&[
-        "add-task",
-        "--id",
-        "t-1",
-        "--desc",
-        "Add the flag",
-        "--spec",
-        "specs/vision.md",
-        "--done",
-        "report --json prints JSON",
-        "--scope",
-        "src/report.rs",
-        "--finalize",
-    ]));
+    board.add_task("t-1", "Add the flag", true);
     assert!(!board.repo.liza_dir().join("specs").exists());
     let other = second_checkout(&board);
     assert_success(&other.liza(&["join", address]));

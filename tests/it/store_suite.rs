@@ -42,23 +42,7 @@ on_both_stores!(liza_edit_merges_onto_a_change_made_while_editing);
 on_both_stores!(liza_edit_refuses_a_conflict_and_keeps_the_text);
 
 fn add_task(board: &Board, id: &str) {
-    add_described(board, id, "Add the flag");
-}
-
-fn add_described(board: &Board, id: &str, description: &str) {
-    assert_success(&board.repo.liza(&[
-        "add-task",
-        "--id",
-        id,
-        "--desc",
-        description,
-        "--spec",
-        "specs/vision.md",
-        "--done",
-        "report --json prints JSON",
-        "--scope",
-        "src/report.rs",
-    ]));
+    board.add_task(id, "Add the flag", false);
 }
 
 /// (revision, action) of every log entry.
@@ -423,7 +407,7 @@ fn liza_edit_applies_a_change_as_one_transaction(board: Board) {
 
 fn liza_edit_merges_onto_a_change_made_while_editing(board: Board) {
     add_task(&board, "t-1");
-    add_described(&board, "t-2", "Write the docs");
+    board.add_task("t-2", "Write the docs", false);
     // While the person edits t-1, someone amends t-2.
     let script = editor(
         &board,

@@ -113,11 +113,8 @@ fn a_sprint_runs_from_planning_to_goal_complete_on_a_blackboard_in_etcd() {
 }
 
 fn whole_sprint(project: &AgentProject) {
-    project.step(
-        "planner",
-        "INITIAL_PLANNING",
-        "task t-1\ntask t-2\ntask t-3\ntask t-4 --depends t-1\n",
-    );
+    project.plan_four_tasks_one_rejected();
+    // t-3 is blocked, and the planner replaces it with t-3a.
     project.step(
         "planner",
         "BLOCKED_TASKS",
@@ -126,24 +123,11 @@ fn whole_sprint(project: &AgentProject) {
          liza rescope t-3 --into t-3a --reason 'the format was never specified; plain text it is'\n\
          liza finalize-task t-3a\n",
     );
-    project.step("planner", "SPRINT_COMPLETE", "liza goal complete\n");
-    project.step(
-        "coder",
-        "default",
-        "work \"$key.txt\" \"the text of $key\"\nsubmit\n",
-    );
-    project.step("coder", "t-2.1", "work t-2.txt draft\nsubmit\n");
     project.step(
         "coder",
         "t-3",
         "block 'the output format is unspecified' 'JSON or plain text?'\n",
     );
-    project.step(
-        "code-reviewer",
-        "t-2.1",
-        "reject 't-2.txt:1 is a draft — write the final text. Overall: rework'\n",
-    );
-    project.step("code-reviewer", "default", "approve\n");
 
     let supervisors = project.team();
     for (name, out) in project.wait_all(supervisors, Duration::from_secs(180)) {

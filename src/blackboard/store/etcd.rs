@@ -476,26 +476,19 @@ impl EtcdStore {
         }
     }
 
-    /// Whether the commit of `unknown` was applied, judged on `read`: once the blackboard
-    /// is at its revision or past it, that revision's first log entry — written by that
-    /// commit alone — is its or another's; before, it may still land (a later commit
-    /// guarded by the same head excludes it).
-    pub(super) fn was_applied(
-        &self,
-        unknown: &Unknown,
-        read: &State,
-    ) -> Result<Option<bool>, StoreError> {
-        if read.revision() < unknown.revision {
-            return Ok(None);
-        }
+    /// Whether the commit of `unknown` was applied: once etcd's head is at its revision
+    /// or past it, that revision's log key — written by that commit alone — is its or
+    /// another's; before, it may still land (a later commit guarded by the same head
+    /// excludes it).
+    pub(super) fn was_applied(&self, unknown: &Unknown) -> Result<Option<bool>, StoreError> {
         let Some((key, value)) = &unknown.first_log else {
             // A commit without log entries cannot be told from another: taken as not
             // applied (every transition logs; this is the store's own safety net).
             return Ok(Some(false));
         };
-        // The head and the log key at one etcd revision: `read` may be a state this
-        // process's queued transitions lead to, not one etcd holds, so the commit is only
-        // ruled out by etcd's own head being at or past it without its log key then.
+        // The head and the log key at one etcd revision (never this process's queued
+        // state, which etcd may not hold): the commit is ruled out only by etcd's own
+        // head being at or past it without its log key then.
         let head = layout::head_key(&self.address);
         let (mut ranges, _) = self.call(|c| c.read_ranges(&[(&head, &[], 0), (key, &[], 0)], 0))?;
         let logged = ranges.pop().unwrap_or_default().into_iter().next();
@@ -839,16 +832,16 @@ impl EtcdStore {
         // Commits sent with no answer back (see `store::run`).
         let mut unknowns: Vec<Unknown> = Vec::new();
         loop {
-            let (current, attempt) = self.begin()?;
             let mut undecided = Vec::new();
             for pending in std::mem::take(&mut unknowns) {
-                match self.was_applied(&pending, attempt.read())? {
+                match self.was_applied(&pending)? {
                     Some(true) => return Ok(Ok(pending.revision)),
                     Some(false) => {}
                     None => undecided.push(pending),
                 }
             }
             unknowns = undecided;
+            let (current, attempt) = self.begin()?;
             let latest = attempt.read().revision();
             let head_text = yaml_text(attempt.read());
             let head_decoded =

@@ -22,6 +22,27 @@ pub struct Board {
 }
 
 impl Board {
+    /// `liza add-task` of `id` on the project's spec, finalized at once when `finalize`.
+    pub fn add_task(&self, id: &str, description: &str, finalize: bool) {
+        let mut args = vec![
+            "add-task",
+            "--id",
+            id,
+            "--desc",
+            description,
+            "--spec",
+            "specs/vision.md",
+            "--done",
+            "report --json prints JSON",
+            "--scope",
+            "src/report.rs",
+        ];
+        if finalize {
+            args.push("--finalize");
+        }
+        super::assert_success(&self.repo.liza(&args));
+    }
+
     /// An initialised project on `kind`; `None` (the test skips, saying why) when etcd is
     /// not installed outside CI.
     pub fn initialized(kind: Kind) -> Option<Board> {

@@ -59,6 +59,29 @@ impl AgentProject {
         }
     }
 
+    /// The sprint most supervisor tests run: four tasks (t-4 after t-1), each coded and
+    /// approved, t-2's first submission rejected once.
+    pub fn plan_four_tasks_one_rejected(&self) {
+        self.step(
+            "planner",
+            "INITIAL_PLANNING",
+            "task t-1\ntask t-2\ntask t-3\ntask t-4 --depends t-1\n",
+        );
+        self.step("planner", "SPRINT_COMPLETE", "liza goal complete\n");
+        self.step(
+            "coder",
+            "default",
+            "work \"$key.txt\" \"the text of $key\"\nsubmit\n",
+        );
+        self.step("coder", "t-2.1", "work t-2.txt draft\nsubmit\n");
+        self.step(
+            "code-reviewer",
+            "t-2.1",
+            "reject 't-2.txt:1 is a draft — write the final text. Overall: rework'\n",
+        );
+        self.step("code-reviewer", "default", "approve\n");
+    }
+
     /// Writes the step script `<role>/<name>.sh`.
     pub fn step(&self, role: &str, name: &str, script: &str) {
         let path = self.scenario.path().join(role).join(format!("{name}.sh"));
