@@ -395,7 +395,8 @@ trait Transactional {
         log: Vec<LogEntry>,
     ) -> Result<Finished, StoreError>;
     /// Whether a commit whose outcome was unknown was applied: `None` while it may still
-    /// land (the store has not reached the revision it would have made).
+    /// land (the store has not reached the revision it would have made). Asked after
+    /// `begin`, so a commit that landed before the attempt's read is found.
     fn was_applied(&self, unknown: &Unknown) -> Result<Option<bool>, StoreError>;
     /// The project root (validation checks paths under it).
     fn root(&self) -> &Path;
@@ -482,7 +483,9 @@ fn run<S: Transactional, R, E>(
     // of them can land (each was guarded by a head read after the one before it).
     let mut unknowns: Vec<(Unknown, R)> = Vec::new();
     loop {
-        // Settled before the transaction's turn: asking etcd holds up no other writer.
+        // Settled after the read the attempt starts from, never before: a commit that
+        // lands between the two would be in the attempt's state and applied again.
+        let (state, attempt) = store.begin()?;
         let mut undecided = Vec::new();
         for (pending, value) in std::mem::take(&mut unknowns) {
             match store.was_applied(&pending)? {
@@ -498,7 +501,6 @@ fn run<S: Transactional, R, E>(
             }
         }
         unknowns = undecided;
-        let (state, attempt) = store.begin()?;
         if let Actor::Supervisor { id, generation } = actor {
             fence(&state, id, generation)?;
         }

@@ -832,6 +832,8 @@ impl EtcdStore {
         // Commits sent with no answer back (see `store::run`).
         let mut unknowns: Vec<Unknown> = Vec::new();
         loop {
+            // Settled after the attempt's read (see `store::run`).
+            let (current, attempt) = self.begin()?;
             let mut undecided = Vec::new();
             for pending in std::mem::take(&mut unknowns) {
                 match self.was_applied(&pending)? {
@@ -841,7 +843,6 @@ impl EtcdStore {
                 }
             }
             unknowns = undecided;
-            let (current, attempt) = self.begin()?;
             let latest = attempt.read().revision();
             let head_text = yaml_text(attempt.read());
             let head_decoded =

@@ -36,8 +36,19 @@ impl Etcd {
             peer_port: free_port(),
             child: None,
         };
-        etcd.restart();
-        etcd
+        // A port found free can be taken by another test before etcd binds it: then
+        // other ports, a few times.
+        for _ in 0..5 {
+            match etcd.launch() {
+                Ok(()) => return etcd,
+                Err(log) if log.contains("address already in use") => {
+                    etcd.client_port = free_port();
+                    etcd.peer_port = free_port();
+                }
+                Err(log) => panic!("etcd did not start: {log}"),
+            }
+        }
+        panic!("etcd found no free ports in five tries");
     }
 
     /// `host:port` of its client endpoint.
@@ -51,6 +62,13 @@ impl Etcd {
 
     /// Starts it (again) on the same data and ports and waits until it serves.
     pub fn restart(&mut self) {
+        if let Err(log) = self.launch() {
+            panic!("etcd did not start: {log}");
+        }
+    }
+
+    /// Starts it and waits until it serves; its log when it does not.
+    fn launch(&mut self) -> Result<(), String> {
         let client = format!("http://127.0.0.1:{}", self.client_port);
         let peer = format!("http://127.0.0.1:{}", self.peer_port);
         let log = std::fs::File::create(self.data.path().join("etcd.log")).unwrap();
@@ -70,16 +88,22 @@ impl Etcd {
             .expect("start etcd");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(30);
+        let log = || std::fs::read_to_string(self.data.path().join("etcd.log")).unwrap_or_default();
         while Instant::now() < deadline {
             if health(self.client_port) {
-                return;
+                return Ok(());
+            }
+            let exited = self
+                .child
+                .as_mut()
+                .is_some_and(|c| c.try_wait().ok().flatten().is_some());
+            if exited {
+                self.child = None;
+                return Err(log());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        panic!(
-            "etcd did not start: {}",
-            std::fs::read_to_string(self.data.path().join("etcd.log")).unwrap_or_default()
-        );
+        Err(log())
     }
 
     /// SIGKILL: no shutdown, as in a crash.
