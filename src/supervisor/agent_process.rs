@@ -156,11 +156,15 @@ impl AgentProcess {
     }
 
     /// Reads what the agent wrote before it exited, to the end (bounded by [`DRAIN`]).
+    /// Cancel-safe: a caller's `select!` may drop it half-way (a tick firing while the
+    /// output drains), and the next call waits for the pumps still running — taking
+    /// them out first let the next `wait` return before the agent's last lines were
+    /// read, and its verdict or usage-limit message went unseen.
     async fn drain(&mut self) {
-        let pumps = std::mem::take(&mut self.pumps);
         let _ = tokio::time::timeout(DRAIN, async {
-            for pump in pumps {
+            while let Some(pump) = self.pumps.last_mut() {
                 let _ = pump.await;
+                self.pumps.pop();
             }
         })
         .await;
@@ -243,4 +247,48 @@ fn pump(
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Quiet;
+
+    impl Console for Quiet {
+        fn info(&self, _: &str) {}
+        fn agent_output(&self, _: &[u8]) {}
+    }
+
+    /// A `wait` dropped while the output drains (a `select!` whose tick fired first)
+    /// leaves the next `wait` to finish reading it: the agent's last line is in the tail.
+    /// The line comes from a descendant outside the agent's group, 300 ms after the agent
+    /// exited, so the first `wait` is still draining when it is dropped.
+    #[test]
+    fn a_wait_dropped_while_the_output_drains_loses_no_output() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let invocation = Invocation {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "echo first; setsid sh -c 'sleep 0.3; echo LAST' & exit 0".into(),
+                ],
+                stdin: None,
+                keep_env: Vec::new(),
+                scrub: Vec::new(),
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let mut process =
+                AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet)).unwrap();
+            let _ = tokio::time::timeout(Duration::from_millis(50), process.wait()).await;
+            let status = process.wait().await.unwrap();
+            assert!(status.success());
+            let tail = process.output_tail();
+            assert!(tail.contains("LAST"), "{tail:?}");
+        });
+    }
 }
