@@ -275,7 +275,11 @@ mod tests {
                 argv: vec![
                     "sh".into(),
                     "-c".into(),
-                    "echo first; setsid sh -c 'sleep 0.3; echo LAST' & exit 0".into(),
+                    // The agent exits once its descendant has left the group (so the
+                    // group's SIGKILL cannot take it, however loaded the machine).
+                    "echo first; setsid sh -c 'touch left; sleep 0.3; echo LAST' & \
+                     while [ ! -e left ]; do sleep 0.01; done; exit 0"
+                        .into(),
                 ],
                 stdin: None,
                 keep_env: Vec::new(),
