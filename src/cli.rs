@@ -6,6 +6,7 @@ mod agent;
 mod agents;
 mod analyze;
 mod builtin;
+mod channel;
 mod demo;
 mod doctor;
 mod edit;
@@ -193,11 +194,17 @@ pub fn run() -> i32 {
 
 /// Runs the command line `args` (program name first) and returns the exit code.
 pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
+    // Inside a sandbox every command goes to the agent's supervisor
+    // (specs/sandbox.md *The blackboard through the supervisor*).
+    if let Some(code) = channel::forward_from_sandbox(&args) {
+        return code;
+    }
     let wants_json = args.iter().any(|a| a == "--json");
-    let cli = match reference::command()
-        .try_get_matches_from(&args)
-        .and_then(|m| <Cli as clap::FromArgMatches>::from_arg_matches(&m))
-    {
+    let matches = match reference::command().try_get_matches_from(&args) {
+        Ok(matches) => matches,
+        Err(err) => return usage_error(err, wants_json),
+    };
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(err) => return usage_error(err, wants_json),
     };
@@ -207,6 +214,11 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         crate::blackboard::store::use_address(store);
     }
     let out = Output { json: cli.json };
+    if let Some(mode) = channel::ChannelMode::get()
+        && let Err(err) = mode.check(matches.subcommand_name().unwrap_or(""), &args)
+    {
+        return out.error(&err);
+    }
     if let Some(command) = cli.command.for_people()
         && let Err(err) = refuse_agents(command)
     {

@@ -60,6 +60,108 @@ impl Check {
     }
 }
 
+/// The sandbox (specs/sandbox.md): as `config.sandbox.mode` asks on this machine, and
+/// tried for real — a sandboxed command writes its directory, and its write outside
+/// never reaches the host.
+fn sandbox(project: &Project, state: &State) -> Check {
+    use crate::sandbox::{Confinement, Jail, Unconfined};
+    let config = state.config.sandbox();
+    let confinement = match Confinement::for_process(&config) {
+        Ok(c) => c,
+        Err(e) => {
+            return Check::problem(
+                Status::Fail,
+                "sandbox",
+                format!("{e}: no agent or check can run"),
+                e.fix,
+            );
+        }
+    };
+    match &confinement {
+        Confinement::Unconfined {
+            state: Unconfined::Off,
+            why,
+            ..
+        } => {
+            return Check::problem(
+                Status::Warn,
+                "sandbox",
+                format!(
+                    "off ({why}): agents and checks run with your user's full access to this machine"
+                ),
+                "set config.sandbox.mode to auto with `liza edit`",
+            );
+        }
+        Confinement::Unconfined { why, fix, .. } => {
+            return Check::problem(
+                Status::Warn,
+                "sandbox",
+                format!(
+                    "unavailable: {why}; agents and checks run UNSANDBOXED, with your user's full access"
+                ),
+                fix.clone().unwrap_or_default(),
+            );
+        }
+        Confinement::Sandboxed(_) => {}
+    }
+    let trial = (|| -> Result<String, String> {
+        let inside = tempfile::Builder::new()
+            .prefix("liza-doctor-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let outside = tempfile::Builder::new()
+            .prefix("liza-doctor-outside-")
+            .tempdir()
+            .map_err(|e| e.to_string())?;
+        let jail = Jail::for_dir(
+            &project.root,
+            inside.path(),
+            &config,
+            config.checks_network(),
+        );
+        let target = outside.path().join("written-from-the-sandbox");
+        let script = format!(
+            "echo in > '{}/inside' && mkdir -p '{}' && echo out > '{}'; exit 0",
+            inside.path().display(),
+            outside.path().display(),
+            target.display()
+        );
+        let argv = jail.argv(&["sh".into(), "-c".into(), script])?;
+        let (program, args) = argv.split_first().ok_or("no command")?;
+        let out = std::process::Command::new(program)
+            .args(args)
+            .current_dir(inside.path())
+            .output()
+            .map_err(|e| format!("cannot start {program}: {e}"))?;
+        if target.exists() {
+            return Err("a sandboxed command wrote outside its directory".into());
+        }
+        if !inside.path().join("inside").exists() {
+            return Err(format!(
+                "a sandboxed command could not write its own directory: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(confinement.note())
+    })();
+    match trial {
+        Ok(version) => Check::ok(
+            "sandbox",
+            format!(
+                "{version}: a sandboxed command wrote its directory and nothing outside it; agents' network {}, checks' {}",
+                config.network(),
+                config.checks_network()
+            ),
+        ),
+        Err(why) => Check::problem(
+            Status::Fail,
+            "sandbox",
+            format!("the sandbox did not hold: {why}"),
+            "run `bwrap --ro-bind / / --unshare-user --unshare-pid true` to see what bubblewrap says; report it if it works",
+        ),
+    }
+}
+
 /// Every check, in the order a person would fix them.
 pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     let mut checks = vec![git()];
@@ -96,6 +198,7 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
         checks.push(check);
     }
     checks.extend(backends(&state));
+    checks.push(sandbox(&project, &state));
     if let Some(check) = endpoint(&state, env) {
         checks.push(check);
     }

@@ -9,16 +9,21 @@ mod discover;
 mod integration_worktree;
 mod inventory;
 mod merge;
+mod private_store;
 mod remote;
 mod repo;
+mod sandbox_config;
 mod worktree;
 
 pub use discover::find_project_root;
 pub use integration_worktree::integration_worktree_dir;
 pub use merge::{Candidate, Published, WorktreeMerge};
+pub use private_store::{BranchSync, Imported};
 pub use remote::{Lease, Pushed, Remote};
 pub use repo::Repo;
-pub use worktree::{SavedWork, blob_id, dirty_files, head_of, task_branch, worktree_dir};
+pub use worktree::{
+    SavedWork, blob_id, dirty_files, head_of, own_git_dir, task_branch, worktree_dir,
+};
 
 use std::path::PathBuf;
 

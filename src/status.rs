@@ -75,6 +75,18 @@ pub struct AgentLine {
     /// The host its supervisor runs on (`LIZA_HOST_ID`, else the hostname), as its
     /// last heartbeat says.
     pub host: Option<String>,
+    /// Whether its agent runs sandboxed: `on`, `off` or `unavailable`
+    /// (specs/sandbox.md *Modes*), as its heartbeat says.
+    pub sandbox: Option<String>,
+    /// The sandbox's version, or why there is none and the fix.
+    pub sandbox_note: Option<String>,
+}
+
+impl AgentLine {
+    /// Whether its supervisor says its agent runs outside the sandbox.
+    pub fn unsandboxed(&self) -> bool {
+        self.sandbox.as_deref().is_some_and(|s| s != "on")
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -190,6 +202,8 @@ impl Report {
                         .filter(|r| r.lease_expires > now)
                         .and_then(|r| r.waiting.clone()),
                     host: live.current(state, id).and_then(|r| r.host.clone()),
+                    sandbox: live.current(state, id).and_then(|r| r.sandbox.clone()),
+                    sandbox_note: live.current(state, id).and_then(|r| r.sandbox_note.clone()),
                 })
                 .collect(),
             tasks: state
@@ -264,6 +278,14 @@ impl Report {
         let _ = writeln!(s, "\nAgents ({})", self.agents.len());
         let rows: Vec<Vec<String>> = self.agents.iter().map(AgentLine::cells).collect();
         table(&mut s, &AgentLine::HEADER, &rows);
+        for agent in self.agents.iter().filter(|a| a.unsandboxed()) {
+            let _ = writeln!(
+                s,
+                "UNSANDBOXED: {} runs its agent with your user's full access to this machine ({})",
+                agent.id,
+                agent.sandbox_note.as_deref().unwrap_or("no reason given")
+            );
+        }
         for agent in &self.agents {
             if let Some(until) = agent.usage_limit_until {
                 let _ = writeln!(

@@ -15,6 +15,7 @@
 //! generation.
 
 mod agent_process;
+mod channel_server;
 pub mod clock;
 mod coder;
 mod effects;
@@ -28,6 +29,7 @@ pub mod prompt;
 mod reviewer;
 mod run;
 pub mod run_report;
+mod sandboxed;
 mod session;
 mod stop;
 pub(crate) mod usage_limit;
@@ -60,6 +62,8 @@ pub struct Options {
     pub interactive: bool,
     /// `--once`: run the agent once, then exit.
     pub once: bool,
+    /// `--no-sandbox`: run the agent and its checks unconfined.
+    pub no_sandbox: bool,
 }
 
 /// Where the supervisor's own lines and the agent's output go (the terminal, in the CLI).

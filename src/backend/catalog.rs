@@ -21,6 +21,12 @@ pub struct CliSpec {
     /// How the prompt is passed (never as one argument: Linux refuses an argument over
     /// 128 KiB, and prompts can be larger).
     pub prompt: PromptMode,
+    /// The unattended arguments when liza's sandbox confines the run, for a CLI whose own
+    /// sandbox cannot work inside it (`None`: `args`).
+    pub sandboxed_args: Option<&'static [&'static str]>,
+    /// The interactive arguments when liza's sandbox confines the run (`None`:
+    /// `interactive_args`).
+    pub sandboxed_interactive_args: Option<&'static [&'static str]>,
     /// Arguments of an interactive run (`liza-agent -i`); the prompt is pointed to by
     /// [`INTERACTIVE_PROMPT`] where `{interactive_prompt}` appears. Empty: no interactive
     /// mode.
@@ -55,6 +61,22 @@ pub struct CliSpec {
     /// A settings file liza writes for it when some variables are set, to work around
     /// what its environment variables alone cannot select.
     pub settings_file: Option<SettingsFile>,
+    /// Its own state — logins, sessions, caches — writable inside the sandbox
+    /// (specs/sandbox.md *What a run may touch*): `~/` is `$HOME`, `{config}`, `{data}`,
+    /// `{cache}` and `{state}` the XDG directories, `${VAR}` a variable's value (the entry
+    /// is skipped when it is not set); a trailing `/` marks a directory, made when missing
+    /// so what the CLI writes there is kept.
+    pub state: &'static [&'static str],
+    /// Its configuration: shown read-only where it exists, so a run cannot change what
+    /// the CLI does the next time a person runs it — hooks, MCP servers, plugins, memory
+    /// files are commands and instructions that run outside any sandbox. One created inside
+    /// a state directory during a run is removed after it, with a role-boundary alarm.
+    pub config: &'static [&'static str],
+    /// Files each agent gets a copy of at every run (what it writes there stays its
+    /// own), and directories each agent gets one of its own: what agents sharing the CLI's
+    /// state would otherwise fight over, or a file the CLI replaces by renaming over it
+    /// (a file shown at its path cannot be).
+    pub private: &'static [&'static str],
 }
 
 /// A settings file for a CLI: written to `~/.cache/liza/backends/<name>` and named to the CLI by
@@ -87,6 +109,8 @@ pub const CLIS: &[CliSpec] = &[
             "Bash,Edit,MultiEdit,Write,Read,Glob,Grep,LS",
         ],
         prompt: PromptMode::Stdin,
+        sandboxed_args: None,
+        sandboxed_interactive_args: None,
         interactive_args: &[
             "--permission-mode",
             "acceptEdits",
@@ -112,6 +136,19 @@ pub const CLIS: &[CliSpec] = &[
         limit_messages: &["request rejected (429)"],
         auth_hint: "set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint), or log in once with `claude` in a terminal",
         settings_file: None,
+        state: &["~/.claude/", "${CLAUDE_CONFIG_DIR}/"],
+        config: &[
+            "~/.claude/settings.json",
+            "~/.claude/settings.local.json",
+            "~/.claude/CLAUDE.md",
+            "~/.claude/plugins/",
+            "~/.claude/hooks/",
+            "~/.claude/agents/",
+            "~/.claude/commands/",
+            "~/.claude/skills/",
+            "~/.claude/rules/",
+        ],
+        private: &["~/.claude.json", "~/.claude/sessions/"],
     },
     CliSpec {
         name: "codex",
@@ -137,6 +174,30 @@ pub const CLIS: &[CliSpec] = &[
             "-",
         ],
         prompt: PromptMode::Stdin,
+        // Inside liza's sandbox codex's own cannot start (it is bubblewrap too, and
+        // liza's forbids nesting user namespaces: "Creating new namespace failed … (ENOSPC)",
+        // every command failing while codex exits 0), and its seccomp filter refuses the
+        // Unix socket liza's commands go through (tests/fixtures/clis/codex-0.169.0-nested-sandbox.txt).
+        sandboxed_args: Some(&[
+            "exec",
+            "--sandbox",
+            "danger-full-access",
+            "--skip-git-repo-check",
+            "--cd",
+            "{worktree}",
+            "-c",
+            "allow_login_shell=false",
+            "-",
+        ]),
+        sandboxed_interactive_args: Some(&[
+            "--sandbox",
+            "danger-full-access",
+            "--cd",
+            "{worktree}",
+            "-c",
+            "allow_login_shell=false",
+            "{interactive_prompt}",
+        ]),
         interactive_args: &[
             "--sandbox",
             "workspace-write",
@@ -170,12 +231,26 @@ pub const CLIS: &[CliSpec] = &[
         limit_messages: &["429 too many requests"],
         auth_hint: "set CODEX_API_KEY (or OPENAI_API_KEY) and OPENAI_BASE_URL for another endpoint, or log in once with `codex login`",
         settings_file: None,
+        state: &["~/.codex/", "${CODEX_HOME}/"],
+        config: &[
+            "~/.codex/config.toml",
+            "~/.codex/hooks.json",
+            "~/.codex/rules/",
+            "~/.codex/AGENTS.md",
+            "${CODEX_HOME}/config.toml",
+            "${CODEX_HOME}/hooks.json",
+            "${CODEX_HOME}/rules/",
+            "${CODEX_HOME}/AGENTS.md",
+        ],
+        private: &[],
     },
     CliSpec {
         name: "gemini",
         executable: "gemini",
         args: &["--approval-mode", "yolo", "--skip-trust"],
         prompt: PromptMode::Stdin,
+        sandboxed_args: None,
+        sandboxed_interactive_args: None,
         interactive_args: &[
             "--approval-mode",
             "yolo",
@@ -211,6 +286,16 @@ pub const CLIS: &[CliSpec] = &[
             content: "{\"security\": {\"auth\": {\"selectedType\": \"gemini-api-key\"}}}\n",
             why: "gemini 0.61 takes GOOGLE_GEMINI_BASE_URL for a `gateway` login that its headless mode then refuses (\"Invalid auth method selected.\", exit 41); selecting the API key keeps the base URL",
         }),
+        state: &["~/.gemini/"],
+        config: &[
+            "~/.gemini/settings.json",
+            "~/.gemini/GEMINI.md",
+            "~/.gemini/extensions/",
+            "~/.gemini/policies/",
+            "~/.gemini/skills/",
+            "~/.gemini/trustedFolders.json",
+        ],
+        private: &[],
     },
     CliSpec {
         name: "mistral",
@@ -224,6 +309,8 @@ pub const CLIS: &[CliSpec] = &[
             "{prompt_file}",
         ],
         prompt: PromptMode::File,
+        sandboxed_args: None,
+        sandboxed_interactive_args: None,
         interactive_args: &["--auto-approve", "--trust", "{interactive_prompt}"],
         // No model flag: `VIBE_ACTIVE_MODEL` chooses it.
         model_args: &[],
@@ -240,6 +327,24 @@ pub const CLIS: &[CliSpec] = &[
         limit_messages: &["status 429"],
         auth_hint: "set MISTRAL_API_KEY",
         settings_file: None,
+        state: &["~/.vibe/", "${VIBE_HOME}/"],
+        config: &[
+            "~/.vibe/config.toml",
+            "~/.vibe/hooks.toml",
+            "~/.vibe/tools/",
+            "~/.vibe/agents/",
+            "~/.vibe/skills/",
+            "~/.vibe/prompts/",
+            "~/.vibe/AGENTS.md",
+            "${VIBE_HOME}/config.toml",
+            "${VIBE_HOME}/hooks.toml",
+            "${VIBE_HOME}/tools/",
+            "${VIBE_HOME}/agents/",
+            "${VIBE_HOME}/skills/",
+            "${VIBE_HOME}/prompts/",
+            "${VIBE_HOME}/AGENTS.md",
+        ],
+        private: &[],
     },
     CliSpec {
         name: "aider",
@@ -255,6 +360,8 @@ pub const CLIS: &[CliSpec] = &[
             "{prompt_file}",
         ],
         prompt: PromptMode::File,
+        sandboxed_args: None,
+        sandboxed_interactive_args: None,
         // Interactive aider takes no first message: the prompt is added read-only.
         interactive_args: &[
             "--no-gitignore",
@@ -290,6 +397,13 @@ pub const CLIS: &[CliSpec] = &[
         limit_messages: &["ratelimiterror", "rate limited you"],
         auth_hint: "set OPENAI_API_KEY and OPENAI_API_BASE (or the key of your provider) and choose a model with --model",
         settings_file: None,
+        state: &["~/.aider/"],
+        config: &[
+            "~/.aider.conf.yml",
+            "~/.aider.model.settings.yml",
+            "~/.aider.model.metadata.json",
+        ],
+        private: &[],
     },
     CliSpec {
         name: "opencode",
@@ -298,6 +412,8 @@ pub const CLIS: &[CliSpec] = &[
         // the repository's spec, `.liza/` — and exits 0 (1.18.33).
         args: &["run", "--auto"],
         prompt: PromptMode::Stdin,
+        sandboxed_args: None,
+        sandboxed_interactive_args: None,
         interactive_args: &["--auto", "--prompt", "{interactive_prompt}"],
         model_args: &["--model", "{model}"],
         model_env: None,
@@ -322,6 +438,26 @@ pub const CLIS: &[CliSpec] = &[
         limit_messages: &[],
         auth_hint: "set the key of your provider (e.g. OPENAI_API_KEY) and its base URL",
         settings_file: None,
+        state: &[
+            "{config}/opencode/",
+            "{data}/opencode/",
+            "{state}/opencode/",
+            "{cache}/opencode/",
+        ],
+        config: &[
+            "{config}/opencode/opencode.json",
+            "{config}/opencode/opencode.jsonc",
+            "{config}/opencode/package.json",
+            "{config}/opencode/node_modules/",
+            "{config}/opencode/plugin/",
+            "{config}/opencode/plugins/",
+            "{config}/opencode/agent/",
+            "{config}/opencode/agents/",
+            "{config}/opencode/command/",
+            "{config}/opencode/commands/",
+            "{config}/opencode/AGENTS.md",
+        ],
+        private: &[],
     },
 ];
 

@@ -5,6 +5,8 @@
 use super::kind::BackendKind;
 use std::path::{Path, PathBuf};
 
+pub use crate::program::find_executable;
+
 use super::catalog::{self, CliSpec, INTERACTIVE_PROMPT};
 use super::environment::expand_vars;
 use crate::blackboard::model::{AgentTool, Config, PromptMode};
@@ -23,6 +25,9 @@ pub struct Backend {
     pub env: Vec<(String, String)>,
     /// Arguments for `-i` (interactive) runs, replacing `args`; empty: none.
     pub interactive_args: Vec<String>,
+    /// `args` and `interactive_args` when liza's sandbox confines the run (a CLI whose
+    /// own sandbox cannot work inside it).
+    pub sandboxed_args: Option<(Vec<String>, Vec<String>)>,
     /// Secret variables passed through from liza's own environment (the CLI's key and
     /// endpoint); every other secret is removed from the agent's environment.
     pub keep_env: Vec<String>,
@@ -39,6 +44,13 @@ pub struct Backend {
     /// The values of the variables `${VAR}` took from the environment: scrubbed from
     /// the agent's saved output like every other secret.
     pub expanded_secrets: Vec<String>,
+    /// Its own state (logins, sessions, caches), writable inside the sandbox; as the
+    /// catalog writes them (`~/.claude/`, `{data}/opencode/`).
+    pub state: Vec<String>,
+    /// Its configuration, read-only inside the sandbox.
+    pub config: Vec<String>,
+    /// What each agent gets a copy or a directory of its own of.
+    pub private: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -154,6 +166,10 @@ impl Backend {
             drops: Vec::new(),
             spec: None,
             expanded_secrets: Vec::new(),
+            state: Vec::new(),
+            config: Vec::new(),
+            private: Vec::new(),
+            sandboxed_args: None,
         }
     }
 
@@ -169,8 +185,13 @@ impl Backend {
         }
         if let Some(args) = &tool.args {
             self.args.clone_from(args);
+            // The user's arguments are theirs, sandboxed or not.
+            self.sandboxed_args = None;
         }
         self.args.extend(tool.extra_args.iter().flatten().cloned());
+        if let Some((args, _)) = &mut self.sandboxed_args {
+            args.extend(tool.extra_args.iter().flatten().cloned());
+        }
         if let Some(prompt) = tool.prompt {
             self.prompt = prompt;
         }
@@ -179,6 +200,11 @@ impl Backend {
         }
         if let Some(runs) = tool.runs_commands {
             self.runs_commands = runs;
+        }
+        for path in tool.state.iter().flatten() {
+            if !self.state.contains(path) {
+                self.state.push(path.clone());
+            }
         }
         for var in tool.pass_env.iter().flatten() {
             if !self.keep_env.contains(var) {
@@ -206,6 +232,21 @@ impl Backend {
             name: self.name.clone(),
             executable: self.executable.clone(),
         })
+    }
+
+    /// Its state paths on this machine, with whether each is a directory.
+    pub fn state_paths(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(PathBuf, bool)> {
+        on_this_machine(&self.state, lookup)
+    }
+
+    /// Its configuration's paths on this machine, with whether each is a directory.
+    pub fn config_paths(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(PathBuf, bool)> {
+        on_this_machine(&self.config, lookup)
+    }
+
+    /// Its private paths on this machine, with whether each is a directory.
+    pub fn private_paths(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(PathBuf, bool)> {
+        on_this_machine(&self.private, lookup)
     }
 
     /// Which CLI this is.
@@ -271,6 +312,18 @@ impl Backend {
         interactive: bool,
         env_value: &dyn Fn(&str) -> Option<String>,
     ) -> Invocation {
+        self.invocation_in(run, interactive, false, env_value)
+    }
+
+    /// The argv and stdin of one run; `sandboxed`: inside liza's sandbox (a CLI whose own
+    /// sandbox cannot work there gets its `sandboxed_args`).
+    pub fn invocation_in(
+        &self,
+        run: &RunInput<'_>,
+        interactive: bool,
+        sandboxed: bool,
+        env_value: &dyn Fn(&str) -> Option<String>,
+    ) -> Invocation {
         let worktree_git_dir = run.worktree_git_dir.unwrap_or(run.git_dir);
         let fill = |arg: &str| {
             let interactive_prompt =
@@ -288,11 +341,11 @@ impl Backend {
                 .replace("{liza_dir}", &run.liza_dir.display().to_string())
         };
         let interactive = interactive && !self.interactive_args.is_empty();
-        let template = if interactive {
-            &self.interactive_args
-        } else {
-            &self.args
+        let (args, interactive_args) = match (&self.sandboxed_args, sandboxed) {
+            (Some((args, interactive_args)), true) => (args, interactive_args),
+            _ => (&self.args, &self.interactive_args),
         };
+        let template = if interactive { interactive_args } else { args };
         let mut argv = vec![self.executable.clone()];
         argv.extend(template.iter().map(|a| fill(a)));
         // Options go before a trailing `-` (read the prompt from stdin) or a positional
@@ -358,6 +411,18 @@ fn from_spec(spec: &'static CliSpec) -> Backend {
         drops: strings(spec.drops),
         spec: Some(spec),
         expanded_secrets: Vec::new(),
+        state: strings(spec.state),
+        config: strings(spec.config),
+        private: strings(spec.private),
+        sandboxed_args: spec.sandboxed_args.map(|args| {
+            (
+                strings(args),
+                strings(
+                    spec.sandboxed_interactive_args
+                        .unwrap_or(spec.interactive_args),
+                ),
+            )
+        }),
     }
 }
 
@@ -365,12 +430,7 @@ fn from_spec(spec: &'static CliSpec) -> Backend {
 /// subcommand, which reads its task from the blackboard and the supervisor's prompt from
 /// the prompt file, and needs the model key.
 fn builtin() -> Backend {
-    // `liza` beside the running executable (the supervisor may be `liza-agent`).
-    let executable = std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("liza")))
-        .filter(|p| p.is_file())
-        .map_or_else(|| "liza".to_owned(), |p| p.display().to_string());
+    let executable = crate::program::liza_executable().display().to_string();
     Backend {
         args: [
             "builtin",
@@ -386,6 +446,62 @@ fn builtin() -> Backend {
         keep_env: vec!["LIZA_LLM_API_KEY".into(), "OPENAI_API_KEY".into()],
         ..Backend::bare("builtin", executable)
     }
+}
+
+/// Catalog paths (`~/x`, `{config}/x`, `${VAR}/x`, `/abs`) as paths of this machine, with
+/// whether each is a directory (a trailing `/`); entries that do not resolve are left out.
+fn on_this_machine(
+    entries: &[String],
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Vec<(PathBuf, bool)> {
+    let home = lookup("HOME").map(PathBuf::from);
+    let xdg = |var: &str, default: &str| {
+        lookup(var)
+            .filter(|v| v.starts_with('/'))
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(default)))
+    };
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let dir = entry.ends_with('/');
+            let entry = entry.trim_end_matches('/');
+            let (base, rest) = if let Some(rest) = entry.strip_prefix("~/") {
+                (home.clone(), rest)
+            } else if let Some((var, rest)) =
+                entry.strip_prefix("${").and_then(|e| e.split_once('}'))
+            {
+                // `${VAR}` alone names the directory itself.
+                let base = lookup(var)
+                    .filter(|v| v.starts_with('/'))
+                    .map(PathBuf::from);
+                (base, rest.trim_start_matches('/'))
+            } else if let Some((place, rest)) =
+                entry.strip_prefix('{').and_then(|e| e.split_once("}/"))
+            {
+                let base = match place {
+                    "config" => xdg("XDG_CONFIG_HOME", ".config"),
+                    "data" => xdg("XDG_DATA_HOME", ".local/share"),
+                    "cache" => xdg("XDG_CACHE_HOME", ".cache"),
+                    "state" => xdg("XDG_STATE_HOME", ".local/state"),
+                    _ => None,
+                };
+                (base, rest)
+            } else if entry.starts_with('/') {
+                (Some(PathBuf::from("/")), entry.trim_start_matches('/'))
+            } else {
+                (None, entry)
+            };
+            let rest = Path::new(rest);
+            let plain = rest
+                .components()
+                .all(|c| matches!(c, std::path::Component::Normal(_)));
+            let named = !rest.as_os_str().is_empty() || entry.starts_with("${");
+            (plain && named)
+                .then(|| base.map(|b| (b.join(rest), dir)))
+                .flatten()
+        })
+        .collect()
 }
 
 /// What one run is given.
@@ -421,23 +537,6 @@ pub struct Invocation {
     /// Secret values to scrub from the output beyond the environment's secrets (those
     /// `${VAR}` put into other variables).
     pub scrub: Vec<String>,
-}
-
-/// Looks `name` up like a shell would, without a shell.
-pub fn find_executable(name: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let runnable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    if name.contains('/') {
-        let path = PathBuf::from(name);
-        return runnable(&path).then_some(path);
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join(name))
-            .find(|p| runnable(p))
-    })
 }
 
 #[cfg(test)]

@@ -46,6 +46,13 @@ pub struct LiveRecord {
     /// `usage_limit`, `backoff`, …): `liza status` says why an agent is idle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting: Option<String>,
+    /// Whether the agent runs sandboxed: `on`, `off` or `unavailable`
+    /// (specs/sandbox.md *Modes*); `liza status` says it loudly when not `on`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// The sandbox's version, or why there is none and the fix.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_note: Option<String>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -60,6 +67,8 @@ record!(LiveRecord {
     opt usage_limit_until: "usage_limit_until",
     opt supervisor_pid: "supervisor_pid",
     opt waiting: "waiting",
+    opt sandbox: "sandbox",
+    opt sandbox_note: "sandbox_note",
 });
 
 /// The records of one blackboard, by agent.
@@ -332,6 +341,8 @@ mod tests {
             usage_limit_until: None,
             supervisor_pid: None,
             waiting: None,
+            sandbox: None,
+            sandbox_note: None,
             extra: Extra::default(),
         }
     }

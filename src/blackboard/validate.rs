@@ -784,6 +784,36 @@ impl Validator<'_, '_> {
                 );
             }
         }
+        if let Some(sandbox) = &config.sandbox {
+            for (key, list) in [
+                ("read_only", sandbox.read_only()),
+                ("writable", sandbox.writable()),
+            ] {
+                for (i, entry) in list.iter().enumerate() {
+                    if let Some(problem) = sandbox_path_problem(entry, key, self.env.root) {
+                        self.error(
+                            11,
+                            "config-value",
+                            path("sandbox").key(key).index(i),
+                            None,
+                            format!("sandbox.{key} {entry:?} {problem}"),
+                        );
+                    }
+                }
+            }
+            for entry in sandbox.extra.iter() {
+                self.warn(
+                    11,
+                    "config-unknown-key",
+                    path("sandbox").key(&entry.key),
+                    None,
+                    format!(
+                        "config.sandbox.{} is not a sandbox setting (mode, network, checks_network, read_only, writable); it is kept but does nothing",
+                        entry.key
+                    ),
+                );
+            }
+        }
         for entry in config.extra.iter() {
             if LEGACY_CONFIG_KEYS.contains(&entry.key.as_str()) {
                 self.warn(
@@ -814,6 +844,51 @@ impl Validator<'_, '_> {
 
 fn is_blank(text: &Option<String>) -> bool {
     text.as_deref().is_none_or(|t| t.trim().is_empty())
+}
+
+/// Why `entry` cannot be an extra path of the sandbox (specs/sandbox.md *Configuration*):
+/// it must be absolute or under `~/`, without `..`, and must not show what the sandbox
+/// hides by design — the whole machine, the whole home, the project's checkout, its
+/// `.liza/`, `.git/` or other worktrees.
+pub fn sandbox_path_problem(entry: &str, key: &str, root: Option<&Path>) -> Option<String> {
+    let path = Path::new(entry.strip_prefix("~/").unwrap_or(entry));
+    if entry == "~" || entry == "~/" {
+        return Some("is the whole home directory: name the directories a run needs".into());
+    }
+    if !entry.starts_with('/') && !entry.starts_with("~/") {
+        return Some("must be an absolute path or start with ~/".into());
+    }
+    if path
+        .components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Some("must not contain `..`".into());
+    }
+    if entry.trim_end_matches('/').is_empty() {
+        return Some("is the whole machine".into());
+    }
+    if let Some(root) = root
+        && entry.starts_with('/')
+    {
+        let shown = Path::new(entry);
+        if root.starts_with(shown) {
+            return Some(format!(
+                "would show the project's checkout ({}) to every run",
+                root.display()
+            ));
+        }
+        for private in [".liza", ".git", ".worktrees"] {
+            if shown.starts_with(root.join(private)) {
+                return Some(format!(
+                    "is inside the project's {private}/, which runs reach only as liza shows it"
+                ));
+            }
+        }
+        if key == "writable" && shown.starts_with(root) {
+            return Some("is inside the project's checkout, which runs may not write".into());
+        }
+    }
+    None
 }
 
 /// The subset of git's ref-name rules that matters for a branch liza creates.

@@ -217,18 +217,20 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
                 return result;
             }
             Answer::Edits(list) => edits::apply_edits(&ctx.worktree, &list, &scope),
-            Answer::Diff(diff) => match edits::apply_diff(&ctx.worktree, &diff, &scope) {
-                Ok(files) => Ok(files),
-                Err(DiffFailure::Refused(why)) => Err(why),
-                Err(DiffFailure::Rejected(why)) => {
-                    ctx.runlog.append("error", json!({"draft": draft + 1, "reason": format!("patch does not apply: {why}")}));
-                    result.status = Status::HardFail;
-                    result.notes.push(format!(
-                        "the patch does not apply, even without trailing whitespace: {why}"
-                    ));
-                    return result;
+            Answer::Diff(diff) => {
+                match edits::apply_diff(&ctx.worktree, &diff, &scope, &apply_jail(ctx)) {
+                    Ok(files) => Ok(files),
+                    Err(DiffFailure::Refused(why)) => Err(why),
+                    Err(DiffFailure::Rejected(why)) => {
+                        ctx.runlog.append("error", json!({"draft": draft + 1, "reason": format!("patch does not apply: {why}")}));
+                        result.status = Status::HardFail;
+                        result.notes.push(format!(
+                            "the patch does not apply, even without trailing whitespace: {why}"
+                        ));
+                        return result;
+                    }
                 }
-            },
+            }
         };
         let files = match applied {
             Ok(files) => files,
@@ -299,6 +301,22 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
     result
 }
 
+/// Where the model's diff is applied: a sandbox of the worktree with no network.
+fn apply_jail(ctx: &RunContext) -> crate::sandbox::Jail {
+    let sandbox = ctx
+        .project
+        .store
+        .snapshot()
+        .map(|s| s.state.config.sandbox())
+        .unwrap_or_default();
+    crate::sandbox::Jail::for_dir(
+        &ctx.project.root,
+        &ctx.worktree,
+        &sandbox,
+        crate::blackboard::model::SandboxNetwork::None,
+    )
+}
+
 /// Runs every check (a failing one once more, for flaky tests); the ones still failing.
 /// A check failing more than twice in this run is a `retry_loop` anomaly.
 fn run_checks(
@@ -307,12 +325,19 @@ fn run_checks(
     failures: &mut BTreeMap<String, u32>,
 ) -> Vec<CheckRun> {
     let mut failed = Vec::new();
+    let sandbox = ctx
+        .project
+        .store
+        .snapshot()
+        .map(|s| s.state.config.sandbox())
+        .unwrap_or_default();
+    let jail = crate::sandbox::Jail::for_checks(&ctx.project.root, &ctx.worktree, &sandbox);
     for check in checks {
-        let Some(mut run) = ops::run_check(check, &ctx.worktree) else {
+        let Some(mut run) = ops::run_check(check, &ctx.worktree, &jail) else {
             continue;
         };
         if !run.passed
-            && let Some(again) = ops::run_check(check, &ctx.worktree)
+            && let Some(again) = ops::run_check(check, &ctx.worktree, &jail)
         {
             run = again;
         }

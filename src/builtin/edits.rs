@@ -11,6 +11,8 @@ use crate::confine::Escape;
 use crate::lifecycle::task_scope::TaskScope;
 use std::process::{Command, Stdio};
 
+use crate::sandbox::Jail;
+
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Edit {
     pub path: String,
@@ -131,11 +133,13 @@ pub fn diff_paths(diff: &str) -> Vec<String> {
     paths
 }
 
-/// Applies a unified diff in `worktree` after checking its paths.
+/// Applies a unified diff in `worktree` after checking its paths, `git apply` running in
+/// `jail` (the model wrote the diff).
 pub fn apply_diff(
     worktree: &Path,
     diff: &str,
     scope: &TaskScope,
+    jail: &Jail,
 ) -> Result<Vec<String>, DiffFailure> {
     let paths = diff_paths(diff);
     if paths.is_empty() {
@@ -144,24 +148,27 @@ pub fn apply_diff(
     for p in &paths {
         check_path(worktree, p, scope).map_err(|e| DiffFailure::Refused(e.to_string()))?;
     }
-    match git_apply(worktree, diff) {
+    match git_apply(worktree, diff, jail) {
         Ok(()) => Ok(paths),
         Err(_) => {
             let stripped: String = diff
                 .lines()
                 .map(|l| format!("{}\n", l.trim_end()))
                 .collect();
-            git_apply(worktree, &stripped)
+            git_apply(worktree, &stripped, jail)
                 .map(|()| paths)
                 .map_err(DiffFailure::Rejected)
         }
     }
 }
 
-fn git_apply(worktree: &Path, diff: &str) -> Result<(), String> {
+fn git_apply(worktree: &Path, diff: &str, jail: &Jail) -> Result<(), String> {
     use std::io::Write;
-    let mut child = Command::new("git")
-        .args(["apply", "--whitespace=nowarn", "--recount", "-"])
+    let argv =
+        jail.argv(&["git", "apply", "--whitespace=nowarn", "--recount", "-"].map(String::from))?;
+    let (program, args) = argv.split_first().ok_or("no git apply command")?;
+    let mut child = Command::new(program)
+        .args(args)
         .current_dir(worktree)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -290,19 +297,22 @@ mod tests {
             "fn c() {}\n"
         );
         let diff = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1,2 @@\n fn a() {}   \n+fn b() {}\n";
-        assert_eq!(apply_diff(wt, diff, &open()).unwrap(), ["src/lib.rs"]);
+        assert_eq!(
+            apply_diff(wt, diff, &open(), &Jail::Unconfined).unwrap(),
+            ["src/lib.rs"]
+        );
         assert_eq!(
             std::fs::read_to_string(wt.join("src/lib.rs")).unwrap(),
             "fn a() {}\nfn b() {}\n"
         );
         let bad = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-fn zzz() {}\n+fn y() {}\n";
         assert!(matches!(
-            apply_diff(wt, bad, &open()),
+            apply_diff(wt, bad, &open(), &Jail::Unconfined),
             Err(DiffFailure::Rejected(_))
         ));
         let escape = "--- a/../x\n+++ b/../x\n@@ -0,0 +1 @@\n+x\n";
         assert!(matches!(
-            apply_diff(wt, escape, &open()),
+            apply_diff(wt, escape, &open(), &Jail::Unconfined),
             Err(DiffFailure::Refused(_))
         ));
     }

@@ -499,10 +499,12 @@ fn facts(ctx: &RunContext, state: &State, task: &Task) -> Result<Facts, String> 
     .map(str::to_owned)
     .collect();
     let diff = git(&ctx.worktree, &["diff", &format!("{base}..{head}")])?;
+    let jail =
+        crate::sandbox::Jail::for_checks(&ctx.project.root, &ctx.worktree, &state.config.sandbox());
     let checks: Vec<CheckRun> = state
         .config
         .review_checks()
-        .filter_map(|c| ops::run_check(c, &ctx.worktree))
+        .filter_map(|c| ops::run_check(c, &ctx.worktree, &jail))
         .collect();
     for c in &checks {
         ctx.runlog.append(

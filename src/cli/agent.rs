@@ -36,6 +36,10 @@ pub struct AgentArgs {
     /// Take the lowest free <role>-N instead of LIZA_AGENT_ID.
     #[arg(long)]
     auto_id: bool,
+    /// Run the agent and its checks outside the sandbox, with your user's full access
+    /// (said in `liza status`, the dashboard and the agent's logs).
+    #[arg(long)]
+    no_sandbox: bool,
 }
 
 /// Prints the supervisor's lines on stderr and the agent's output on stdout, from a
@@ -127,6 +131,7 @@ pub fn cmd_agent(args: AgentArgs, out: &Output) -> Result<i32, CliError> {
         identity: args.identity,
         interactive: args.interactive,
         once: args.once,
+        no_sandbox: args.no_sandbox,
     };
     let terminal = Arc::new(Terminal::start());
     let result = supervisor::run(options, terminal.clone());

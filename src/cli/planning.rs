@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use super::CliError;
 use super::output::Output;
 use super::report::{context, show, task_id, task_ids};
-use crate::blackboard::document::read_limited;
 use crate::lifecycle::{Amendment, NewTask};
 use crate::ops;
 
@@ -82,8 +81,7 @@ pub struct AddTasksArgs {
 
 pub fn cmd_add_tasks(args: AddTasksArgs, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
-    let bytes = read_limited(&args.file)
-        .map_err(|e| CliError::refused(format!("cannot read {}: {e}", args.file.display())))?;
+    let bytes = super::channel::read_file_argument(&args.file)?;
     let text = String::from_utf8(bytes)
         .map_err(|_| CliError::refused(format!("{} is not UTF-8 text", args.file.display())))?;
     let tasks = read_task_list(&args.file.display().to_string(), &text)?;

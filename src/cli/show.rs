@@ -59,6 +59,21 @@ pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
                 .collect(),
         );
     }
+    // Each run of an agent on the task, and whether it ran sandboxed (specs/sandbox.md
+    // *Modes*): the `agent_run_ended` entries of the log.
+    let runs = runs_of(&project, &id);
+    if !runs.is_empty()
+        && let Some(object) = json.as_object_mut()
+    {
+        object.insert(
+            "runs".into(),
+            runs.iter()
+                .map(|r| {
+                    serde_json::json!({"ended": r.ended, "agent": r.agent, "exit_class": r.exit_class, "sandbox": r.sandbox})
+                })
+                .collect(),
+        );
+    }
     out.ok(json, || {
         let ready = task
             .depends_on()
@@ -75,11 +90,62 @@ pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
             .iter()
             .map(|(name, tip)| format!("# saved work: {name} ({})\n", &tip[..12.min(tip.len())]))
             .collect();
+        let runs: String = runs
+            .iter()
+            .map(|r| {
+                let sandbox = match r.sandbox.as_str() {
+                    "on" => "sandboxed".to_owned(),
+                    "" => "sandbox not recorded".to_owned(),
+                    other => format!("NOT sandboxed ({other})"),
+                };
+                crate::terminal_text::visible(&format!(
+                    "# run: {} {} ended {}, {sandbox}\n",
+                    r.ended, r.agent, r.exit_class
+                ))
+                .into_owned()
+            })
+            .collect();
         format!(
-            "# task {id} · {} · revision {}\n{deps}{saved}{text}",
+            "# task {id} · {} · revision {}\n{deps}{saved}{runs}{text}",
             task.status,
             state.revision()
         )
     });
     Ok(EXIT_OK)
+}
+
+/// One agent run on a task, as its `agent_run_ended` log entry says.
+struct Run {
+    ended: String,
+    agent: String,
+    exit_class: String,
+    /// `on`, `off`, `unavailable`, or empty for runs logged before liza sandboxed them.
+    sandbox: String,
+}
+
+fn runs_of(project: &Project, id: &TaskId) -> Vec<Run> {
+    let Ok(bytes) = project.store.log_text() else {
+        return Vec::new();
+    };
+    let text = |e: &crate::blackboard::log::LogEntry, key: &str| {
+        e.extra
+            .get(key)
+            .and_then(|n| n.as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    crate::blackboard::log::parse_items(&bytes, 1)
+        .entries
+        .iter()
+        .filter(|e| {
+            e.action == crate::blackboard::log_tally::RUN_ENDED.as_str()
+                && e.task.as_deref() == Some(id.as_str())
+        })
+        .map(|e| Run {
+            ended: e.timestamp.map(|t| t.to_string()).unwrap_or_default(),
+            agent: e.agent.clone().unwrap_or_default(),
+            exit_class: text(e, "exit_class"),
+            sandbox: text(e, "sandbox"),
+        })
+        .collect()
 }

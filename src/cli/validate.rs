@@ -29,6 +29,12 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
     let mut shared_live = None;
     let mut shared_text = None;
     let (file, root, shown) = match &args.file {
+        Some(_) if super::channel::ChannelMode::get().is_some() => {
+            return Err(CliError::refused(
+                "a sandboxed agent validates the blackboard, not a file of its own".into(),
+            )
+            .with_hint("run `liza validate` without a file"));
+        }
         Some(file) => {
             let file = cwd.join(file);
             let root = file

@@ -104,8 +104,8 @@ pub fn cmd_verdict(args: VerdictArgs, out: &Output) -> Result<i32, CliError> {
     let reason = match (&args.reason, &args.reason_file) {
         (Some(r), _) => Some(r.clone()),
         (None, Some(f)) => Some(
-            std::fs::read_to_string(f)
-                .map_err(|e| CliError::refused(format!("cannot read {}: {e}", f.display())))?,
+            String::from_utf8(super::channel::read_file_argument(f)?)
+                .map_err(|_| CliError::refused(format!("{} is not UTF-8 text", f.display())))?,
         ),
         (None, None) => None,
     };

@@ -153,6 +153,30 @@ fn draw_agents(frame: &mut Frame, view: &View, area: Rect) {
         .iter()
         .map(|a| Row::new(a.cells()))
         .collect();
+    let unsandboxed: Vec<&str> = view
+        .report
+        .agents
+        .iter()
+        .filter(|a| a.unsandboxed())
+        .map(|a| a.id.as_str())
+        .collect();
+    let mut title = vec![Span::raw(format!(
+        " Agents ({}) ",
+        view.report.agents.len()
+    ))];
+    if !unsandboxed.is_empty() {
+        // Loud: these agents run with the user's full access (specs/sandbox.md *Modes*).
+        title.push(Span::styled(
+            format!(
+                " UNSANDBOXED: {} (liza status says why) ",
+                unsandboxed.join(", ")
+            ),
+            Style::default()
+                .fg(Color::White)
+                .bg(Color::Red)
+                .add_modifier(Modifier::BOLD),
+        ));
+    }
     let table = Table::new(
         rows,
         [
@@ -169,7 +193,7 @@ fn draw_agents(frame: &mut Frame, view: &View, area: Rect) {
     .block(
         Block::default()
             .borders(Borders::TOP)
-            .title(format!(" Agents ({}) ", view.report.agents.len())),
+            .title(Line::from(title)),
     );
     frame.render_widget(table, area);
 }

@@ -73,6 +73,11 @@ impl Repo {
         Ok(commit_id(commit.id()))
     }
 
+    /// The repository's common git directory (`.git` of the main checkout).
+    pub fn common_dir(&self) -> std::path::PathBuf {
+        self.inner.commondir().to_path_buf()
+    }
+
     pub fn is_valid_branch_name(name: &str) -> bool {
         git2::Branch::name_is_valid(name).unwrap_or(false)
     }

@@ -30,6 +30,20 @@ pub fn worktree_dir(root: &Path, id: &TaskId) -> PathBuf {
     root.join(".worktrees").join(id.as_str())
 }
 
+/// A linked worktree's own git directory (`gitdir:` in its `.git` file), where a commit
+/// in it writes its index and HEAD; `None` for a main checkout.
+pub fn own_git_dir(worktree: &Path) -> Option<PathBuf> {
+    let text = fs::read_to_string(worktree.join(".git")).ok()?;
+    let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
+    let dir = if dir.is_absolute() {
+        dir
+    } else {
+        worktree.join(dir)
+    };
+    // libgit2 writes it with a trailing slash; a CLI comparing paths wants none.
+    Some(dir.components().collect())
+}
+
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> GitError {
     let path = path.to_path_buf();
     move |source| GitError::Io {

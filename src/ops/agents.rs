@@ -113,6 +113,10 @@ pub struct BeatFacts {
     pub supervisor_pid: Option<i64>,
     /// What the supervisor waits for while it runs nothing.
     pub waiting: Option<String>,
+    /// Whether its agent runs sandboxed: `on`, `off` or `unavailable` (specs/sandbox.md).
+    pub sandbox: Option<String>,
+    /// The sandbox's version, or why there is none and the fix.
+    pub sandbox_note: Option<String>,
 }
 
 /// `heartbeat <agent-id> [--generation G] [--pgid P]`: renews the agent's leases in its
@@ -175,6 +179,8 @@ pub fn heartbeat(
         usage_limit_until: facts.usage_limit_until,
         supervisor_pid: facts.supervisor_pid,
         waiting: facts.waiting.clone(),
+        sandbox: facts.sandbox.clone(),
+        sandbox_note: facts.sandbox_note.clone(),
         extra: Default::default(),
     };
     project.store.write_live(id, &record)?;

@@ -143,6 +143,68 @@ pub fn no_agent_identity(actor: &Actor, command: &str) -> Result<(), OpsError> {
     Ok(())
 }
 
+/// The variable that puts `liza` in channel mode: a command a sandboxed agent sent
+/// through its supervisor (specs/sandbox.md *The blackboard through the supervisor*);
+/// its value is the agent's role. Set only by the supervisor's end of the channel.
+pub const CHANNEL_ROLE_VAR: &str = "LIZA_CHANNEL_ROLE";
+/// In channel mode: the file arguments the sandbox sent, as a JSON object from the path
+/// the agent typed to where the supervisor keeps its bytes.
+pub const CHANNEL_FILES_VAR: &str = "LIZA_CHANNEL_FILES";
+
+/// The commands any agent may send through the channel: reading the blackboard and
+/// reporting what it found (specs/operations.md *Commands*, "any").
+const ANY_AGENT: &[&str] = &[
+    "status", "show", "log", "history", "diff", "validate", "discover", "anomaly", "help",
+];
+const PLANNER: &[&str] = &[
+    "add-task",
+    "add-tasks",
+    "amend-task",
+    "finalize-task",
+    "unblock",
+    "reassign",
+    "rescope",
+    "abandon",
+    "discovery",
+    "goal",
+    "sprint",
+    "checkpoint",
+];
+const CODER: &[&str] = &["submit-for-review", "block", "handoff"];
+const REVIEWER: &[&str] = &["submit-verdict"];
+
+/// The `liza` commands an agent of `role` may send through the channel.
+pub fn channel_commands(role: crate::blackboard::Role) -> Vec<&'static str> {
+    use crate::blackboard::Role;
+    let own = match role {
+        Role::Planner => PLANNER,
+        Role::Coder => CODER,
+        Role::CodeReviewer => REVIEWER,
+    };
+    ANY_AGENT.iter().chain(own).copied().collect()
+}
+
+/// Refuses `command` (a top-level subcommand) to a sandboxed agent of `role` unless its
+/// role may run it: supervisor commands, commands for people, `init`, `agent`,
+/// `builtin`, `demo`… never pass, whatever the agent's process did to its environment.
+pub fn channel_allows(role: crate::blackboard::Role, command: &str) -> Result<(), OpsError> {
+    let allowed = channel_commands(role);
+    if allowed.contains(&command) {
+        return Ok(());
+    }
+    Err(OpsError::refused(
+        RuleId::ChannelCommand,
+        format!(
+            "`liza {command}` is not open to a {} agent: it came through the supervisor's channel from a sandboxed run",
+            role.id_prefix()
+        ),
+        format!(
+            "an agent of this role may run: liza {}",
+            allowed.join(", liza ")
+        ),
+    ))
+}
+
 /// Refuses a command for people (specs/operations.md: `edit`, `note`, `release-claim`,
 /// `clear-stale`, `pause`, `resume`, `abort`, `analyze`, `retro`, `watch`, `up`,
 /// `gc --apply`) to an agent: one with its identity set, or one that unset it.

@@ -150,7 +150,12 @@ pub fn claim_for(
     }
     if fresh
         && let Some(cmd) = &snapshot.state.config.post_worktree_cmd
-        && let Err(e) = run_post_worktree(cmd, &worktree_dir(&project.root, id))
+        && let Err(e) = run_post_worktree(
+            cmd,
+            &project.root,
+            &worktree_dir(&project.root, id),
+            &snapshot.state.config.sandbox(),
+        )
     {
         undo(&repo, project, id, &integration);
         return Err(e);
@@ -249,13 +254,22 @@ fn stop_previous_owner(project: &Project, state: &State, previous: &AgentId) {
     }
 }
 
-/// Runs `post_worktree_cmd` in a new worktree, killed with its process group after 300 s.
-fn run_post_worktree(cmd: &CommandSpec, dir: &Path) -> Result<(), OpsError> {
+/// Runs `post_worktree_cmd` in a new worktree, killed with its process group after 300 s:
+/// sandboxed like the agents (it installs what the worktree's code names), with their
+/// network (specs/sandbox.md *Checks*).
+fn run_post_worktree(
+    cmd: &CommandSpec,
+    root: &Path,
+    dir: &Path,
+    sandbox: &crate::blackboard::model::SandboxConfig,
+) -> Result<(), OpsError> {
     let Some(argv) = command::argv(cmd) else {
         return Ok(());
     };
+    let jail = crate::sandbox::Jail::for_dir(root, dir, sandbox, sandbox.network());
     let run = Bounded {
         dir,
+        jail: &jail,
         timeout: Duration::from_secs(300),
         output: None,
         env: &[],

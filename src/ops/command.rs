@@ -47,6 +47,8 @@ impl Exit {
 /// One command to run.
 pub struct Bounded<'a> {
     pub dir: &'a Path,
+    /// Where it runs: a sandbox of `dir` (specs/sandbox.md *Checks*), or not.
+    pub jail: &'a crate::sandbox::Jail,
     pub timeout: Duration,
     /// Where stdout and stderr go (both to the same file); `None` discards them.
     pub output: Option<&'a File>,
@@ -66,6 +68,13 @@ impl Bounded<'_> {
     /// Runs `argv` (non-empty) to completion or timeout. `started` receives the process
     /// group id as soon as the command runs (so a crash of ours can be cleaned up after).
     pub fn run(&self, argv: &[String], started: impl FnOnce(i32)) -> Exit {
+        if argv.is_empty() {
+            return Exit::Success;
+        }
+        let argv = match self.jail.argv(argv) {
+            Ok(argv) => argv,
+            Err(why) => return Exit::NotStarted(std::io::Error::other(why)),
+        };
         let Some((program, args)) = argv.split_first() else {
             return Exit::Success;
         };

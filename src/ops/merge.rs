@@ -89,6 +89,10 @@ pub fn merge(
     // Step 2's branch check comes before the intent is recorded, so that a refusal
     // leaves the blackboard untouched; it merges the approved commit, not the branch.
     let snapshot = project.store.snapshot()?;
+    // Checks run sandboxed (specs/sandbox.md *Checks*): where `required` cannot be met,
+    // the merge is refused before it records anything.
+    crate::sandbox::Confinement::for_process(&snapshot.state.config.sandbox())
+        .map_err(|e| OpsError::refused(RuleId::SandboxRequired, e.to_string(), e.fix.clone()))?;
     // The approved commit may have been made on another host; integration may have
     // moved there.
     super::shared_git::sync_task(project, &repo, &snapshot.state, id)?;
@@ -121,6 +125,7 @@ pub fn merge(
     )?);
     let config = snapshot.state.config.clone();
     let checks = config.checks.clone().unwrap_or_default();
+    let sandbox = config.sandbox();
     let mut run = MergeRun {
         project,
         actor,
@@ -130,7 +135,7 @@ pub fn merge(
         integration: &integration,
         start: &start,
         approved,
-        checks: MergeChecks::new(&project.root, id, &start.allow_protected, &checks),
+        checks: MergeChecks::new(&project.root, id, &start.allow_protected, &checks, &sandbox),
         committed: &mut committed,
     };
     let ending = match run.attempt(tip, &mut lock, progress) {

@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 use super::OpsError;
 use super::command::{self, Bounded};
 use super::integration_lock::IntegrationLock;
-use crate::blackboard::model::Check;
+use crate::blackboard::model::{Check, SandboxConfig};
 use crate::blackboard::{StoreError, TaskId, Timestamp};
 use crate::git::Repo;
 use crate::lifecycle::text_rules::any_match;
+use crate::sandbox::Jail;
 
 /// The project's integration test script, relative to the root.
 pub const INTEGRATION_SCRIPT: &str = "scripts/integration-test.sh";
@@ -32,6 +33,7 @@ pub struct MergeChecks<'a> {
     pub task: &'a TaskId,
     pub allow_protected: &'a [String],
     pub checks: &'a [Check],
+    pub sandbox: &'a SandboxConfig,
     log: Option<(File, String)>,
 }
 
@@ -51,12 +53,14 @@ impl<'a> MergeChecks<'a> {
         task: &'a TaskId,
         allow_protected: &'a [String],
         checks: &'a [Check],
+        sandbox: &'a SandboxConfig,
     ) -> MergeChecks<'a> {
         MergeChecks {
             root,
             task,
             allow_protected,
             checks,
+            sandbox,
             log: None,
         }
     }
@@ -110,6 +114,7 @@ impl<'a> MergeChecks<'a> {
             steps.insert(0, (name, argv, SCRIPT_TIMEOUT));
         }
         self.open_log()?;
+        let jail = Jail::for_checks(self.root, &dir, self.sandbox);
         let env = [
             ("LIZA_TASK", self.task.to_string()),
             ("LIZA_CANDIDATE", candidate.to_owned()),
@@ -121,6 +126,7 @@ impl<'a> MergeChecks<'a> {
             let (file, _) = self.log.as_ref().expect("the log was opened above");
             let run = Bounded {
                 dir: &dir,
+                jail: &jail,
                 timeout,
                 output: Some(file),
                 env: &env,
@@ -186,7 +192,9 @@ impl<'a> MergeChecks<'a> {
     }
 }
 
-/// Writes the script that judges the candidate over the candidate's own copy.
+/// Writes the script that judges the candidate over the candidate's own copy. The
+/// candidate's tree is an agent's: a `scripts` link or a script that is a link is
+/// replaced, never written through (it could lead anywhere on this machine).
 fn install_script(dir: &Path, script: &[u8]) -> Result<PathBuf, OpsError> {
     let path = dir.join(INTEGRATION_SCRIPT);
     let io = |source| {
@@ -197,7 +205,13 @@ fn install_script(dir: &Path, script: &[u8]) -> Result<PathBuf, OpsError> {
         })
     };
     if let Some(parent) = path.parent() {
+        if fs::symlink_metadata(parent).is_ok_and(|m| !m.is_dir()) {
+            fs::remove_file(parent).map_err(io)?;
+        }
         fs::create_dir_all(parent).map_err(io)?;
+    }
+    if fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file()) {
+        fs::remove_file(&path).map_err(io)?;
     }
     fs::write(&path, script).map_err(io)?;
     fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).map_err(io)?;
@@ -219,7 +233,7 @@ pub struct CheckRun {
 
 /// Runs one check in `dir` with its timeout; `None` when it has no command. Output goes
 /// to a temporary file outside `dir`, so the worktree is left as it was.
-pub fn run_check(check: &Check, dir: &Path) -> Option<CheckRun> {
+pub fn run_check(check: &Check, dir: &Path, jail: &Jail) -> Option<CheckRun> {
     let argv = command::argv(&check.run)?;
     let timeout = check
         .timeout
@@ -235,6 +249,7 @@ pub fn run_check(check: &Check, dir: &Path) -> Option<CheckRun> {
     };
     let exit = Bounded {
         dir,
+        jail,
         timeout,
         output: Some(&output),
         env: &[],
@@ -259,9 +274,9 @@ pub fn run_check(check: &Check, dir: &Path) -> Option<CheckRun> {
 
 /// Runs `checks` (the `on_review` ones) in `dir` and reports each result with the tail of
 /// its output, for the review prompt.
-pub fn run_review_checks(checks: &[Check], dir: &Path) -> String {
+pub fn run_review_checks(checks: &[Check], dir: &Path, jail: &Jail) -> String {
     let mut report = Vec::new();
-    for run in checks.iter().filter_map(|c| run_check(c, dir)) {
+    for run in checks.iter().filter_map(|c| run_check(c, dir, jail)) {
         let tail: Vec<&str> = run.output.lines().rev().take(20).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         report.push(format!(

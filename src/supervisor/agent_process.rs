@@ -34,7 +34,11 @@ pub struct Activity {
 
 pub struct AgentProcess {
     child: Child,
+    /// The process group of what runs: the agent's own, or in a sandbox the group of
+    /// everything inside it (bubblewrap's first process leads it).
     pub pgid: i32,
+    /// The group of the spawned process itself (bubblewrap, for a sandboxed run).
+    spawned_group: i32,
     pub started: Instant,
     pub activity: Arc<Mutex<Activity>>,
     /// The output readers: awaited after the exit, so the output tail the supervisor
@@ -49,12 +53,15 @@ pub struct AgentProcess {
 const DRAIN: Duration = Duration::from_secs(10);
 
 impl AgentProcess {
+    /// Starts `invocation` (in a sandbox when its argv is bubblewrap's and `info` is the
+    /// pipe bubblewrap reports its first process on).
     pub fn spawn(
         invocation: &Invocation,
         cwd: &Path,
         env: &[(String, String)],
         log: Option<File>,
         console: Arc<dyn Console>,
+        info: Option<crate::sandbox::info_pipe::InfoPipe>,
     ) -> std::io::Result<AgentProcess> {
         let (program, args) = invocation
             .argv
@@ -88,10 +95,15 @@ impl AgentProcess {
             .stderr(Stdio::piped())
             .kill_on_drop(false);
         let mut child = command.spawn()?;
-        let pgid = child
+        let spawned_group = child
             .id()
             .and_then(|id| i32::try_from(id).ok())
             .unwrap_or(0);
+        // bubblewrap says where the sandbox's first process is within milliseconds of
+        // starting; without it the sandbox is stopped through bubblewrap itself.
+        let pgid = info
+            .and_then(|i| i.child_pid(Duration::from_secs(5)))
+            .unwrap_or(spawned_group);
         if let (Some(text), Some(mut stdin)) = (invocation.stdin.clone(), child.stdin.take()) {
             tokio::spawn(async move {
                 let _ = stdin.write_all(text.as_bytes()).await;
@@ -126,6 +138,7 @@ impl AgentProcess {
         Ok(AgentProcess {
             child,
             pgid,
+            spawned_group,
             started: Instant::now(),
             activity,
             pumps,
@@ -170,9 +183,14 @@ impl AgentProcess {
         .await;
     }
 
+    /// Signals what runs; SIGKILL also goes to the spawned process's own group (a
+    /// sandbox's bubblewrap, whose death takes the sandbox down).
     fn kill_group(&self, signal: Signal) {
         if self.pgid > 1 {
             let _ = killpg(Pid::from_raw(self.pgid), signal);
+        }
+        if signal == Signal::SIGKILL && self.spawned_group > 1 && self.spawned_group != self.pgid {
+            let _ = killpg(Pid::from_raw(self.spawned_group), signal);
         }
     }
 
@@ -287,7 +305,8 @@ mod tests {
             };
             let dir = tempfile::tempdir().unwrap();
             let mut process =
-                AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet)).unwrap();
+                AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet), None)
+                    .unwrap();
             let _ = tokio::time::timeout(Duration::from_millis(50), process.wait()).await;
             let status = process.wait().await.unwrap();
             assert!(status.success());

@@ -62,6 +62,8 @@ pub enum SupervisorError {
         "the {name} backend cannot run commands, so it cannot plan (a plan is made of `liza add-task` commands)"
     )]
     CannotPlan { name: String },
+    #[error(transparent)]
+    SandboxRequired(crate::sandbox::SandboxRequired),
     #[error("the {name} backend has no interactive mode")]
     NoInteractiveMode { name: String },
     #[error("the {name} agent could not log in: {message}")]
@@ -100,7 +102,8 @@ impl SupervisorError {
             SupervisorError::Runtime(_)
             | SupervisorError::AgentIdentity(_)
             | SupervisorError::NoInteractiveMode { .. }
-            | SupervisorError::CannotPlan { .. } => EXIT_REFUSED,
+            | SupervisorError::CannotPlan { .. }
+            | SupervisorError::SandboxRequired(_) => EXIT_REFUSED,
             SupervisorError::AuthRequired { .. } => EXIT_BACKEND,
         }
     }
@@ -130,6 +133,10 @@ impl SupervisorError {
             SupervisorError::AuthRequired { hint, .. } => vec![
                 hint.clone(),
                 "the task stays claimed; start the supervisor again once the key is set".into(),
+            ],
+            SupervisorError::SandboxRequired(r) => vec![
+                r.fix.clone(),
+                "or set config.sandbox.mode to auto with `liza edit` (agents then run unsandboxed where no sandbox can start, said loudly)".into(),
             ],
             SupervisorError::AgentIdentity(_) => vec![
                 "fix identities.yaml (a list of {id, name, prompt_prefix}) or drop --identity"

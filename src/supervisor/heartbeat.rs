@@ -24,6 +24,8 @@ pub(super) struct Pulse {
     usage_limit_until: Arc<AtomicI64>,
     /// What the supervisor waits for while it runs nothing.
     waiting: Arc<Mutex<Option<Waiting>>>,
+    /// Whether the agent runs sandboxed (`on`, `off`, `unavailable`) and the note.
+    sandbox: Arc<Mutex<(String, String)>>,
 }
 
 impl Pulse {
@@ -35,6 +37,14 @@ impl Pulse {
             pgid: Arc::default(),
             usage_limit_until: Arc::default(),
             waiting: Arc::default(),
+            sandbox: Arc::default(),
+        }
+    }
+
+    /// Records how the agent's runs are confined.
+    pub fn set_sandbox(&self, confinement: &crate::sandbox::Confinement) {
+        if let Ok(mut slot) = self.sandbox.lock() {
+            *slot = (confinement.state_name().to_owned(), confinement.note());
         }
     }
 
@@ -68,6 +78,18 @@ impl Pulse {
             usage_limit_until: (until > 0).then(|| Timestamp::from_unix(until)),
             supervisor_pid: Some(i64::from(std::process::id())),
             waiting: waiting.map(|w| w.as_str().to_owned()),
+            sandbox: self
+                .sandbox
+                .lock()
+                .ok()
+                .map(|s| s.0.clone())
+                .filter(|s| !s.is_empty()),
+            sandbox_note: self
+                .sandbox
+                .lock()
+                .ok()
+                .map(|s| s.1.clone())
+                .filter(|s| !s.is_empty()),
         };
         let actor = Actor::Supervisor {
             id: self.agent.clone(),

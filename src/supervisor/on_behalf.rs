@@ -125,11 +125,13 @@ impl Session {
         let state = self.snapshot().await.map_err(|e| e.to_string())?;
         let checks: Vec<_> = state.config.review_checks().cloned().collect();
         let dir = workdir.to_path_buf();
+        let sandbox = state.config.sandbox();
         let failed = self
-            .blocking(move |_| {
+            .blocking(move |project| {
+                let jail = crate::sandbox::Jail::for_checks(&project.root, &dir, &sandbox);
                 checks
                     .iter()
-                    .filter_map(|c| ops::run_check(c, &dir))
+                    .filter_map(|c| ops::run_check(c, &dir, &jail))
                     .filter(|run| !run.passed)
                     .map(|run| {
                         let tail: Vec<&str> = run.output.lines().rev().take(20).collect();

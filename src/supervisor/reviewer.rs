@@ -256,7 +256,11 @@ impl Session {
             return "(run by the built-in reviewer)".into();
         }
         let dir = workdir.to_path_buf();
-        self.blocking(move |_| ops::run_review_checks(&checks, &dir))
-            .await
+        let sandbox = state.config.sandbox();
+        self.blocking(move |project| {
+            let jail = crate::sandbox::Jail::for_checks(&project.root, &dir, &sandbox);
+            ops::run_review_checks(&checks, &dir, &jail)
+        })
+        .await
     }
 }

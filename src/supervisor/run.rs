@@ -190,6 +190,9 @@ impl Session {
             .extra
             .insert("role", Node::str(self.role().yaml_name()));
         entry.extra.insert("exit_class", Node::str(class));
+        entry
+            .extra
+            .insert("sandbox", Node::str(self.confinement.state_name()));
         entry.extra.insert(
             "seen_revision",
             Node::new(crate::blackboard::node::Value::Int(state.revision() as i64)),
@@ -369,7 +372,7 @@ impl Session {
         state: &State,
     ) -> Result<RunEnd, SupervisorError> {
         let git_dir = self.project.root.join(".git");
-        let worktree_git_dir = own_git_dir(workdir);
+        let worktree_git_dir = crate::git::own_git_dir(workdir);
         let liza_dir = self.project.store.paths().dir.clone();
         let input = RunInput {
             role: self.role().id_prefix(),
@@ -385,24 +388,76 @@ impl Session {
                 output: &r.output,
             }),
         };
-        let invocation = self
-            .backend
-            .invocation(&input, self.options.interactive, &|var| {
-                std::env::var(var).ok()
-            });
+        if let Err(why) = self.update_confinement(state) {
+            return Ok(RunEnd::NotStarted(why));
+        }
+        let sandboxed = self.sandbox_for_agent().is_some();
+        let invocation =
+            self.backend
+                .invocation_in(&input, self.options.interactive, sandboxed, &|var| {
+                    std::env::var(var).ok()
+                });
         let env = self.agent_env(task, workdir);
+        let report_dir = report.and_then(|r| r.output.parent());
+        let sandbox = match self
+            .confine_run(
+                task,
+                workdir,
+                &invocation.argv,
+                &env,
+                prompt_file,
+                report_dir,
+                state,
+            )
+            .await
+        {
+            Ok(sandbox) => sandbox,
+            Err(why) => return Ok(RunEnd::NotStarted(why)),
+        };
         if self.options.interactive {
             self.console
                 .info(&format!("prompt saved to {}", prompt_file.display()));
-            return Ok(self.run_interactive(&invocation.argv, workdir, &env).await);
+            let argv = match &sandbox {
+                Some(run) => run.argv_interactive(),
+                None => invocation.argv.clone(),
+            };
+            let end = self.run_interactive(&argv, workdir, &env).await;
+            if let Some(run) = sandbox {
+                self.finish_sandbox(run, task).await;
+            }
+            return Ok(end);
         }
         // Spawned on the runtime's own thread, where the output readers it starts run
         // (fork/exec is brief; their last lines decide how the run ended).
-        let log = agent_log(&liza_dir, self.agent.as_str(), task);
-        let spawned = AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone());
+        let log = agent_log(
+            &liza_dir,
+            self.agent.as_str(),
+            task,
+            &self.run_header(&sandbox),
+        );
+        let (invocation, info) = match &sandbox {
+            Some(run) => match crate::sandbox::info_pipe::InfoPipe::new() {
+                Ok(info) => (
+                    crate::backend::Invocation {
+                        argv: run.argv(&info),
+                        ..invocation
+                    },
+                    Some(info),
+                ),
+                Err(e) => return Ok(RunEnd::NotStarted(format!("cannot start the sandbox: {e}"))),
+            },
+            None => (invocation, None),
+        };
+        let spawned =
+            AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone(), info);
         let mut process = match spawned {
             Ok(p) => p,
-            Err(e) => return Ok(RunEnd::NotStarted(e.to_string())),
+            Err(e) => {
+                if let Some(run) = sandbox {
+                    self.finish_sandbox(run, task).await;
+                }
+                return Ok(RunEnd::NotStarted(e.to_string()));
+            }
         };
         self.pulse.set_pgid(i64::from(process.pgid));
         self.heartbeat_now().await;
@@ -426,7 +481,7 @@ impl Session {
             .min(Duration::from_secs(5))
             .max(Duration::from_millis(200));
         let mut tick = tokio::time::interval(check_every);
-        let mut last_seen = self.progress_marks(workdir).await;
+        let mut last_seen = self.progress_marks(workdir, sandbox.as_ref()).await;
         let mut progress_at = Instant::now();
         let mut changed_anything = false;
         let stop = self.stop.clone();
@@ -468,7 +523,7 @@ impl Session {
                         let _ = process.stop(grace).await;
                         break RunEnd::Aborted;
                     }
-                    let now_seen = self.progress_marks(workdir).await;
+                    let now_seen = self.progress_marks(workdir, sandbox.as_ref()).await;
                     if now_seen != last_seen {
                         changed_anything = true;
                         last_seen = now_seen;
@@ -494,10 +549,17 @@ impl Session {
         };
         self.pulse.set_pgid(0);
         self.last_output = process.output_tail();
+        let private_tip = sandbox.as_ref().and_then(|run| run.private_tip());
+        if let Some(run) = sandbox {
+            // The run's commits reach the task branch before anything reads it.
+            self.finish_sandbox(run, task).await;
+        }
         // A run that ends saying it has no usable key failed for want of one — unless it
         // exited 0 having changed something (then it only talked about keys; aider exits 0
         // when it has none, having done nothing).
-        let changed_nothing = !changed_anything && self.progress_marks(workdir).await == last_seen;
+        let mut now_seen = self.progress_marks(workdir, None).await;
+        now_seen.2.clone_from(&private_tip);
+        let changed_nothing = !changed_anything && now_seen == last_seen;
         if let RunEnd::Exited(code) = end
             && (code != Some(0) || changed_nothing)
             && let Some(line) = crate::backend::auth::auth_failure(spec, &self.last_output)
@@ -517,13 +579,21 @@ impl Session {
     /// What shows a run's progress: the worktree's HEAD and status, and state.yaml's
     /// modification time (read off the runtime's thread: `git status` of a large
     /// worktree takes a while).
-    async fn progress_marks(&self, workdir: &Path) -> ProgressMarks {
+    /// A sandboxed coder's commits count before they reach the task branch: its private
+    /// branch's tip is read too.
+    async fn progress_marks(
+        &self,
+        workdir: &Path,
+        sandbox: Option<&super::sandboxed::SandboxedRun>,
+    ) -> ProgressMarks {
         let state = self.project.store.paths().dir.join("state.yaml");
         let dir = workdir.to_path_buf();
+        let private = sandbox.and_then(|run| run.private_tip());
         self.blocking(move |_| {
             (
                 worktree_state(&dir),
                 state.metadata().and_then(|m| m.modified()).ok(),
+                private,
             )
         })
         .await
@@ -568,6 +638,7 @@ impl Session {
 type ProgressMarks = (
     (Option<CommitId>, Vec<String>),
     Option<std::time::SystemTime>,
+    Option<String>,
 );
 
 /// Where a run's report schema and report are.
@@ -580,20 +651,6 @@ pub(super) struct ReportPaths {
 /// stopped.
 const LIMIT_PATIENCE: Duration = Duration::from_secs(120);
 
-/// A linked worktree's own git dir (`gitdir:` in its `.git` file), where a commit in it
-/// writes its index and HEAD; `None` for a main checkout.
-fn own_git_dir(workdir: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(workdir.join(".git")).ok()?;
-    let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
-    let dir = if dir.is_absolute() {
-        dir
-    } else {
-        workdir.join(dir)
-    };
-    // libgit2 writes it with a trailing slash; a CLI comparing paths wants none.
-    Some(dir.components().collect())
-}
-
 /// At most `limit` bytes of `path` as text (`None`: no such file).
 fn read_bounded(path: &Path, limit: usize) -> Option<String> {
     use std::io::Read;
@@ -604,8 +661,13 @@ fn read_bounded(path: &Path, limit: usize) -> Option<String> {
 }
 
 /// A new `.liza/agent-logs/<agent>-<task>-<ts>.log` (`<ts>.<n>` for the n-th run of the
-/// same second: an earlier run's output is never overwritten).
-fn agent_log(liza: &Path, agent: &str, task: Option<&TaskId>) -> Option<std::fs::File> {
+/// same second: an earlier run's output is never overwritten), opening with `header`.
+fn agent_log(
+    liza: &Path,
+    agent: &str,
+    task: Option<&TaskId>,
+    header: &str,
+) -> Option<std::fs::File> {
     let dir = liza.join("agent-logs");
     std::fs::create_dir_all(&dir).ok()?;
     let stamp = crate::blackboard::Timestamp::now()
@@ -622,7 +684,11 @@ fn agent_log(liza: &Path, agent: &str, task: Option<&TaskId>) -> Option<std::fs:
             .create_new(true)
             .open(dir.join(name))
         {
-            Ok(file) => return Some(file),
+            Ok(mut file) => {
+                use std::io::Write;
+                let _ = writeln!(file, "{header}");
+                return Some(file);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(_) => return None,
         }

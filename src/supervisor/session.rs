@@ -52,6 +52,11 @@ pub struct Session {
     pending_wake_us: Arc<AtomicI64>,
     /// Stops the planner's built-in watcher when the supervisor ends.
     monitor_stop: Arc<std::sync::atomic::AtomicBool>,
+    /// How the last run was confined (specs/sandbox.md *Modes*), as heartbeats report it.
+    pub(super) confinement: crate::sandbox::Confinement,
+    /// A short private directory for the channel's socket, when the agent's scratch
+    /// directory's path is too long for a socket address.
+    pub(super) socket_dir: std::sync::OnceLock<tempfile::TempDir>,
 }
 
 impl Session {
@@ -123,6 +128,11 @@ impl Session {
             crate::builtin::identities::find(&project.root, identity)
                 .map_err(SupervisorError::AgentIdentity)?;
         }
+        if options.no_sandbox {
+            crate::sandbox::turn_off_for_process("liza-agent --no-sandbox");
+        }
+        let confinement = crate::sandbox::Confinement::for_process(&state.config.sandbox())
+            .map_err(SupervisorError::SandboxRequired)?;
         let info = Registration {
             pid: Some(i64::from(std::process::id())),
             terminal: terminal(),
@@ -151,11 +161,13 @@ impl Session {
             "{agent} registered (generation {generation}), backend {}",
             backend.name
         ));
+        console.info(&confinement_line(&agent, &confinement));
         let first_task = options.task.as_deref().and_then(|t| TaskId::parse(t).ok());
         let wake = Wake::start(&project.store);
         let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let project = Arc::new(project);
         let pulse = Pulse::new(project.clone(), agent.clone(), generation.clone());
+        pulse.set_sandbox(&confinement);
         let session = Session {
             project,
             agent,
@@ -173,7 +185,21 @@ impl Session {
             last_run_end: None,
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             monitor_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            confinement,
+            socket_dir: std::sync::OnceLock::new(),
         };
+        if let crate::sandbox::Confinement::Unconfined {
+            state: crate::sandbox::Unconfined::Unavailable,
+            ..
+        } = &session.confinement
+        {
+            session.alarm(
+                ops::alarms::Level::Warn,
+                "SANDBOX_UNAVAILABLE",
+                &confinement_line(&session.agent, &session.confinement),
+                &format!("sandbox:{}:{}", session.agent, session.generation),
+            );
+        }
         if role == Role::Planner {
             session.start_monitor();
         }
@@ -661,6 +687,23 @@ fn register(
     Err(SupervisorError::Registration(
         last.unwrap_or(OpsError::Nothing),
     ))
+}
+
+/// What the supervisor says of its agent's confinement at start (loudly when there is
+/// none).
+pub(super) fn confinement_line(
+    agent: &AgentId,
+    confinement: &crate::sandbox::Confinement,
+) -> String {
+    match confinement {
+        crate::sandbox::Confinement::Sandboxed(bwrap) => {
+            format!("{agent}: runs sandboxed ({})", bwrap.version)
+        }
+        other => format!(
+            "{agent}: runs UNSANDBOXED, with your user's full access to this machine: {}",
+            other.note()
+        ),
+    }
 }
 
 /// The controlling terminal, for the COLLISION message.

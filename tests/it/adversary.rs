@@ -495,6 +495,9 @@ fn commands_for_people_refuse_agents_even_after_setsid() {
     use crate::common::supervision::*;
     let project = AgentProject::new();
     crate::common::team::add(&project.repo, "t-1", "");
+    // The refusals of an unsandboxed agent (`config.sandbox.mode: off`); a sandboxed one
+    // reaches nothing but its supervisor's channel (tests/it/sandbox.rs).
+    sandbox_off(&project.repo);
     project.step(
         "coder",
         "default",

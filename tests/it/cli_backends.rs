@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::team::*;
 use crate::common::*;
+use liza::blackboard::model::SandboxMode;
 
 const GUARD: Duration = Duration::from_secs(90);
 const LIZA_AGENT: &str = env!("CARGO_BIN_EXE_liza-agent");
@@ -40,10 +41,16 @@ impl CliProject {
                 line.repeat(300_000 / line.len() + 1)
             ));
         });
-        CliProject {
-            repo,
-            scenario: tempfile::tempdir().unwrap(),
-        }
+        let scenario = tempfile::tempdir().unwrap();
+        let shared = scenario.path().display().to_string();
+        // The fakes log their runs there, sandboxed like the real CLIs.
+        configure(&repo, |c| {
+            c.sandbox = Some(liza::blackboard::model::SandboxConfig {
+                writable: Some(vec![shared.clone()]),
+                ..Default::default()
+            });
+        });
+        CliProject { repo, scenario }
     }
 
     fn step(&self, role: &str, script: &str) {
@@ -298,12 +305,25 @@ fn the_previous_arguments_fail_as_they_did_against_the_real_clis() {
     }
 }
 
+/// codex's own arguments (its workspace-write sandbox) where liza's sandbox is off: each
+/// writable root and `allow_login_shell=false` are needed; inside liza's sandbox the same
+/// arguments cannot run a command at all (codex's sandbox cannot nest), which is why liza
+/// gives codex `--sandbox danger-full-access` there.
 #[test]
 fn codex_without_the_worktrees_git_dir_cannot_commit_and_without_allow_login_shell_cannot_find_liza()
  {
-    for (drop, says) in [
-        ("{worktree_git_dir}", "Read-only file system"),
-        ("allow_login_shell=false", "liza: command not found"),
+    for (drop, says, sandbox) in [
+        (
+            "{worktree_git_dir}",
+            "Read-only file system",
+            SandboxMode::Off,
+        ),
+        (
+            "allow_login_shell=false",
+            "liza: command not found",
+            SandboxMode::Off,
+        ),
+        ("(nothing)", "nesting depth", SandboxMode::Auto),
     ] {
         let project = CliProject::new();
         project.step("coder", "work t-1.txt done\nsubmit\n");
@@ -327,6 +347,7 @@ fn codex_without_the_worktrees_git_dir_cannot_commit_and_without_allow_login_she
             kept.push(a.clone());
         }
         configure(&project.repo, |c| {
+            c.sandbox.get_or_insert_with(Default::default).mode = Some(sandbox);
             let tool = liza::blackboard::model::AgentTool {
                 args: Some(kept.clone()),
                 ..Default::default()

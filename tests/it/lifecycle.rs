@@ -612,6 +612,8 @@ fn a_takeover_stops_the_previous_owners_agent_process_group() {
         usage_limit_until: None,
         supervisor_pid: None,
         waiting: None,
+        sandbox: None,
+        sandbox_note: None,
         extra: Default::default(),
     };
     let id = liza::blackboard::AgentId::parse("coder-1").unwrap();

@@ -521,9 +521,23 @@ fn moving_script(always: bool) -> String {
     )
 }
 
+/// The integration script plays a person moving `integration` from outside liza while
+/// the checks run: a sandboxed check cannot (specs/sandbox.md *Checks*), so these run
+/// with the sandbox off.
+fn moving_team(always: bool) -> Team {
+    let team = Team::new(Some(&moving_script(always)));
+    configure(&team.repo, |c| {
+        c.sandbox = Some(liza::blackboard::model::SandboxConfig {
+            mode: Some(liza::blackboard::model::SandboxMode::Off),
+            ..Default::default()
+        });
+    });
+    team
+}
+
 #[test]
 fn integration_moved_during_the_checks_is_merged_again_against_the_new_tip() {
-    let team = Team::new(Some(&moving_script(false)));
+    let team = moving_team(false);
     let head = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
     let (code, value) = team.merge("t-1");
     assert_eq!(code, 0, "{value}");
@@ -550,7 +564,7 @@ fn integration_moved_during_the_checks_is_merged_again_against_the_new_tip() {
 
 #[test]
 fn integration_moving_on_every_attempt_gives_up_after_three_retries() {
-    let team = Team::new(Some(&moving_script(true)));
+    let team = moving_team(true);
     team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
     let (code, value) = team.merge("t-1");
     assert_eq!(code, 1, "{value}");
@@ -567,16 +581,43 @@ fn integration_moving_on_every_attempt_gives_up_after_three_retries() {
     );
 }
 
+/// A merge killed while its check runs: the next merge drops its intent and merges. A
+/// sandboxed check dies with the merge that started it (bubblewrap's --die-with-parent);
+/// an unsandboxed one is left running, and the next merge stops it.
 #[test]
 fn a_merge_killed_during_its_checks_is_recovered_by_the_next_merge() {
-    let script = "#!/bin/sh\nif [ -f \"$HOME/hang\" ]; then touch \"$HOME/started\"; sleep 120; fi\nexit 0\n";
+    for sandboxed in [true, false] {
+        if sandboxed && !sandbox_available() {
+            continue;
+        }
+        killed_during_checks(sandboxed);
+    }
+}
+
+fn killed_during_checks(sandboxed: bool) {
+    let script = "#!/bin/sh\nif [ -f \"$SIGNALS/hang\" ]; then touch \"$SIGNALS/started\"; sleep 120; fi\nexit 0\n";
     let team = Team::new(Some(script));
-    let home = team.repo.home.path().to_path_buf();
+    // The check reads its signals from a directory the sandbox shares with it.
+    let signals = tempfile::tempdir().unwrap();
+    let shared = signals.path().display().to_string();
+    configure(&team.repo, |c| {
+        c.sandbox = Some(liza::blackboard::model::SandboxConfig {
+            mode: Some(if sandboxed {
+                liza::blackboard::model::SandboxMode::Auto
+            } else {
+                liza::blackboard::model::SandboxMode::Off
+            }),
+            writable: Some(vec![shared.clone()]),
+            ..Default::default()
+        });
+    });
+    let home = signals.path().to_path_buf();
     team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
     write(&home.join("hang"), "");
     let mut child = team
         .repo
         .command()
+        .env("SIGNALS", &home)
         .args(["merge", "t-1"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -597,7 +638,18 @@ fn a_merge_killed_during_its_checks_is_recovered_by_the_next_merge() {
         .expect("the running check is recorded")
         .parse()
         .unwrap();
-    assert!(alive(pgid), "the orphaned check still runs");
+    if sandboxed {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while alive(pgid) {
+            assert!(
+                Instant::now() < deadline,
+                "the sandboxed check outlived the merge that started it"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    } else {
+        assert!(alive(pgid), "the orphaned check still runs");
+    }
 
     std::fs::remove_file(home.join("hang")).unwrap();
     let out = team.repo.liza(&["--json", "merge", "t-1"]);

@@ -83,12 +83,14 @@ fn an_agent_that_exits_0_without_progress_is_blocked_after_3_runs() {
 
 #[test]
 fn a_hanging_agent_is_stopped_by_the_watchdog_and_the_task_blocked() {
-    let project = coder_project(&[(
-        "default",
-        "echo $$ > \"$FAKE_AGENT_DIR/agent.pid\"\nhang 3600\n",
-    )]);
+    // The agent hangs in `sleep 3593`: found by its command line (a sandboxed agent's
+    // pids are its sandbox's own).
+    let project = coder_project(&[("default", "touch \"$FAKE_AGENT_DIR/hanging\"\nhang 3593\n")]);
     configure(&project.repo, |c| c.agent_progress_timeout = Some(1));
     let child = project.supervisor("coder", "coder-1");
+    project.wait_until("the agent to hang", GUARD, || {
+        project.scenario.path().join("hanging").exists()
+    });
     project.wait_until("BLOCKED", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "BLOCKED"
     });
@@ -97,12 +99,9 @@ fn a_hanging_agent_is_stopped_by_the_watchdog_and_the_task_blocked() {
         "{}",
         blocked_reason(&project)
     );
-    let pid: i32 = std::fs::read_to_string(project.scenario.path().join("agent.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    project.wait_until("the hung agent to be gone", GUARD, || !alive(pid));
+    project.wait_until("the hung agent to be gone", GUARD, || {
+        processes_running(&["sleep", "3593"]).is_empty()
+    });
     still_running_then_stop(&project, child, "coder-1");
 }
 
@@ -147,21 +146,35 @@ fn a_crash_loop_blocks_the_task_after_3_crashes() {
 
 #[test]
 fn flooding_output_and_orphaned_children_do_not_outlive_the_run() {
+    // Sandboxed, the orphan dies with the sandbox's pid namespace; unsandboxed, with the
+    // agent's process group (a `setsid` one would survive that: the sandbox is the answer).
+    for (sandboxed, orphan) in [(true, "3594"), (false, "3595")] {
+        if sandboxed && !sandbox_available() {
+            continue;
+        }
+        orphans_do_not_outlive_the_run(sandboxed, orphan);
+    }
+}
+
+fn orphans_do_not_outlive_the_run(sandboxed: bool, orphan: &str) {
     let project = coder_project(&[(
         "default",
-        "flood 50000\n(sleep 3600 & echo $! > \"$FAKE_AGENT_DIR/orphan.pid\")\n\
-         work t-1.txt done\nsubmit\n",
+        &format!(
+            "flood 50000\n(sleep {orphan} &)\ntouch \"$FAKE_AGENT_DIR/orphaned\"\n\
+             work t-1.txt done\nsubmit\n"
+        ),
     )]);
+    if !sandboxed {
+        sandbox_off(&project.repo);
+    }
     let child = project.supervisor("coder", "coder-1");
     project.wait_until("READY_FOR_REVIEW", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
     });
-    let orphan: i32 = std::fs::read_to_string(project.scenario.path().join("orphan.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    project.wait_until("the orphan to be killed", GUARD, || !alive(orphan));
+    assert!(project.scenario.path().join("orphaned").exists());
+    project.wait_until("the orphan to be killed", GUARD, || {
+        processes_running(&["sleep", orphan]).is_empty()
+    });
     let logs = project.repo.liza_dir().join("agent-logs");
     let log = std::fs::read_dir(&logs).unwrap().flatten().next().unwrap();
     let size = log.metadata().unwrap().len();
@@ -198,11 +211,13 @@ fn refused_submits_of_protected_paths_or_a_dirty_tree_leave_the_task_claimed() {
 
 #[test]
 fn committing_outside_the_worktree_raises_a_role_boundary_alarm() {
+    // An unsandboxed agent can (the sandbox hides the checkout: tests/it/sandbox.rs).
     let project = coder_project(&[(
         "default",
         "git -C \"$LIZA_PROJECT_ROOT\" commit -q --allow-empty -m 'not mine to make'\n\
          work t-1.txt done\nsubmit\n",
     )]);
+    sandbox_off(&project.repo);
     let child = project.supervisor("coder", "coder-1");
     project.wait_until("the alarm", GUARD, || {
         std::fs::read_to_string(project.repo.liza_dir().join("alerts.log"))
@@ -220,11 +235,13 @@ fn committing_outside_the_worktree_raises_a_role_boundary_alarm() {
 
 #[test]
 fn an_agent_editing_state_yaml_directly_is_reconciled_as_a_hand_edit() {
+    // An unsandboxed agent can (the sandbox hides .liza/: tests/it/sandbox.rs).
     let project = coder_project(&[(
         "default",
         "sed -i 's/Implement part of the report flag/edited by the agent/' \
          \"$LIZA_PROJECT_ROOT/.liza/state.yaml\"\nwork t-1.txt done\nsubmit\n",
     )]);
+    sandbox_off(&project.repo);
     let child = project.supervisor("coder", "coder-1");
     project.wait_until("READY_FOR_REVIEW", GUARD, || {
         task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"

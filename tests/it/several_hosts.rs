@@ -166,15 +166,16 @@ fn etcd_killed_mid_sprint_and_restarted_loses_nothing_and_the_sprint_completes()
 }
 
 /// Host B's coders commit their first run's work (pushed when the run ends), then hang
-/// in the next run, writing its pid; host A's coder-3 finishes the task.
+/// in the next run (in `sleep 3596`, found by its command line); host A's coder-3
+/// finishes the task.
 const B_COMMITS_THEN_HANGS: &str = "if [ \"$LIZA_AGENT_ID\" = coder-3 ]; then\n\
     work \"$key.txt\" \"the text of $key\"\n\
     submit\n\
 elif [ \"$n\" = 1 ]; then\n\
     work \"$key.txt\" \"partial $key from host B\"\n\
 else\n\
-    echo $$ > \"$FAKE_AGENT_DIR/hang-$key.pid\"\n\
-    hang 3600\n\
+    touch \"$FAKE_AGENT_DIR/hang-$key\"\n\
+    hang 3596\n\
 fi\n";
 
 #[test]
@@ -194,10 +195,14 @@ fn a_dead_host_s_claims_expire_and_another_host_takes_them_over_losing_no_pushed
         hosts.on_b("coder", "coder-2"),
     ];
     // Both tasks claimed on B, their first commits pushed, their second runs hanging.
-    let hanging: Vec<i32> = ["t-1", "t-2"]
-        .iter()
-        .map(|t| project.wait_for_pid(&format!("hang-{t}.pid"), Duration::from_secs(60)))
-        .collect();
+    for t in ["t-1", "t-2"] {
+        let marker = project.scenario.path().join(format!("hang-{t}"));
+        project.wait_until(
+            &format!("{t}'s second run"),
+            Duration::from_secs(60),
+            || marker.exists(),
+        );
+    }
     for t in ["t-1", "t-2"] {
         assert_eq!(
             hosts
@@ -217,12 +222,13 @@ fn a_dead_host_s_claims_expire_and_another_host_takes_them_over_losing_no_pushed
             .unwrap_or_else(|| panic!("{coder} not listed: {agents}"));
         assert_eq!(line["host"], "host-b", "{agents}");
     }
-    // Host B dies: its supervisors and their agents.
+    // Host B dies: its supervisors and their agents (sandboxed agents die with their
+    // supervisor; unsandboxed ones are killed here).
     for supervisor in &mut b {
         supervisor.kill();
     }
-    for pid in hanging {
-        let _ = nix::sys::signal::killpg(
+    for pid in processes_running(&["sleep", "3596"]) {
+        let _ = nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(pid),
             nix::sys::signal::Signal::SIGKILL,
         );

@@ -97,10 +97,10 @@ fn a_coder_supervisor_registered_over_during_a_run_stops_its_agent_and_submits_n
     project.step(
         "coder",
         "default",
-        "echo $$ > \"$FAKE_AGENT_DIR/agent.pid\"\nwork t-1.txt done\nhang 3600\n",
+        "work t-1.txt done\ntouch \"$FAKE_AGENT_DIR/working\"\nhang 3600\n",
     );
     let old = project.supervisor("coder", "coder-1");
-    let agent = project.wait_for_pid("agent.pid", GUARD);
+    let agent = project.wait_for_agent("coder-1", "working", GUARD);
 
     // The person takes coder-1 over while its supervisor is running the agent.
     register_anew(&project.repo, "coder-1");

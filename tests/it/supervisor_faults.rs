@@ -16,18 +16,33 @@ const GUARD: Duration = Duration::from_secs(60);
 
 const FIRST_RUN_HANGS: &str = "if [ \"$LIZA_AGENT_ID\" = coder-1 ] && [ \"$n\" = 1 ]; then\n\
     echo 'work in progress' > \"$wt/wip.txt\"\n\
-    echo $$ > \"$FAKE_AGENT_DIR/first.pid\"\n\
+    touch \"$FAKE_AGENT_DIR/first\"\n\
     hang 3600\n\
 fi\n\
 work t-1.txt done\nsubmit\n";
 
+/// The process group of coder-1's first, hanging run.
 fn first_agent_pid(project: &AgentProject) -> i32 {
-    project.wait_for_pid("first.pid", GUARD)
+    project.wait_for_agent("coder-1", "first", GUARD)
 }
 
+/// Sandboxed, the agent dies with its supervisor's SIGKILL (bubblewrap's
+/// --die-with-parent); unsandboxed, it outlives it and the takeover stops it.
 #[test]
 fn another_coder_takes_over_after_the_lease_lapses_and_nothing_is_lost() {
+    for sandboxed in [true, false] {
+        if sandboxed && !sandbox_available() {
+            continue;
+        }
+        takeover_after_the_lease_lapses(sandboxed);
+    }
+}
+
+fn takeover_after_the_lease_lapses(sandboxed: bool) {
     let project = AgentProject::new();
+    if !sandboxed {
+        sandbox_off(&project.repo);
+    }
     configure(&project.repo, |c| {
         c.lease_duration = Some(3);
         c.heartbeat_interval = Some(1);
@@ -39,7 +54,15 @@ fn another_coder_takes_over_after_the_lease_lapses_and_nothing_is_lost() {
     let mut first = project.supervisor("coder", "coder-1");
     let orphan = first_agent_pid(&project);
     first.kill();
-    assert!(alive(orphan), "the agent outlives its supervisor's SIGKILL");
+    if sandboxed {
+        project.wait_until(
+            "the sandboxed agent to die with its supervisor",
+            GUARD,
+            || !alive(orphan),
+        );
+    } else {
+        assert!(alive(orphan), "the agent outlives its supervisor's SIGKILL");
+    }
 
     let second = project.supervisor("coder", "coder-2");
     project.wait_until("coder-2's submission", GUARD, || {
@@ -221,11 +244,11 @@ fn abort_stops_the_running_agent_after_saving_its_work_and_every_supervisor_exit
     project.step(
         "coder",
         "t-1",
-        "echo draft > \"$wt/draft.txt\"\necho $$ > \"$FAKE_AGENT_DIR/agent.pid\"\nhang 3600\n",
+        "echo draft > \"$wt/draft.txt\"\ntouch \"$FAKE_AGENT_DIR/working\"\nhang 3600\n",
     );
     let coder = project.supervisor("coder", "coder-1");
     let reviewer = project.supervisor("code-reviewer", "code-reviewer-1");
-    let pid = project.wait_for_pid("agent.pid", GUARD);
+    let pid = project.wait_for_agent("coder-1", "working", GUARD);
     assert_success(&project.repo.liza(&["abort"]));
     for (name, out) in project.wait_all(vec![coder, reviewer], GUARD) {
         assert!(

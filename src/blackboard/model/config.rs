@@ -31,6 +31,78 @@ yaml_enum! {
     }
 }
 
+yaml_enum! {
+    /// `config.sandbox.mode` (specs/sandbox.md *Modes*).
+    pub enum SandboxMode (Some(11), "config-value", "sandbox mode") {
+        /// Sandboxed wherever bubblewrap works; elsewhere unsandboxed, said loudly.
+        Auto = "auto",
+        /// Sandboxed, or no agent and no check runs.
+        Required = "required",
+        /// Never sandboxed.
+        Off = "off",
+    }
+}
+
+yaml_enum! {
+    /// What a sandboxed process may reach on the network (specs/sandbox.md *Network*).
+    pub enum SandboxNetwork (Some(11), "config-value", "sandbox network") {
+        /// The host's network: the agent CLIs need their API.
+        Full = "full",
+        /// Only a loopback of its own.
+        None = "none",
+    }
+}
+
+/// `config.sandbox` (specs/sandbox.md *Configuration*).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SandboxConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SandboxMode>,
+    /// The agents' network (default `full`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<SandboxNetwork>,
+    /// The checks' network (default `none`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks_network: Option<SandboxNetwork>,
+    /// Extra paths a sandboxed process sees read-only (absolute, or `~/…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<Vec<String>>,
+    /// Extra paths a sandboxed process may write (absolute, or `~/…`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub writable: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(SandboxConfig {
+    opt mode: "mode",
+    opt network: "network",
+    opt checks_network: "checks_network",
+    opt read_only: "read_only",
+    opt writable: "writable",
+});
+
+impl SandboxConfig {
+    pub fn mode(&self) -> SandboxMode {
+        self.mode.unwrap_or(SandboxMode::Auto)
+    }
+
+    pub fn network(&self) -> SandboxNetwork {
+        self.network.unwrap_or(SandboxNetwork::Full)
+    }
+
+    pub fn checks_network(&self) -> SandboxNetwork {
+        self.checks_network.unwrap_or(SandboxNetwork::None)
+    }
+
+    pub fn read_only(&self) -> &[String] {
+        self.read_only.as_deref().unwrap_or_default()
+    }
+
+    pub fn writable(&self) -> &[String] {
+        self.writable.as_deref().unwrap_or_default()
+    }
+}
+
 /// Keys the original bash tooling wrote that liza does not use.
 pub const LEGACY_CONFIG_KEYS: &[&str] =
     &["coder_max_wait", "planner_max_wait", "reviewer_max_wait"];
@@ -132,6 +204,10 @@ pub struct AgentTool {
     pub runs_commands: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interactive_args: Option<Vec<String>>,
+    /// Its own state files and directories, writable inside the sandbox (added to a
+    /// built-in backend's; specs/sandbox.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<Vec<String>>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -145,6 +221,7 @@ record!(AgentTool {
     opt model: "model",
     opt runs_commands: "runs_commands",
     opt interactive_args: "interactive_args",
+    opt state: "state",
 });
 
 /// Per-role settings of the built-in agent.
@@ -270,6 +347,9 @@ pub struct Config {
     /// only when the next sprint opens).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archive_after: Option<i64>,
+    /// How agents and checks are confined (specs/sandbox.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxConfig>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -301,6 +381,7 @@ record!(Config {
     opt lock_timeout: "lock_timeout",
     opt journal_keep: "journal_keep",
     opt archive_after: "archive_after",
+    opt sandbox: "sandbox",
 });
 
 /// A positive setting read with its default: out-of-range values are reported by the
@@ -423,6 +504,11 @@ impl Config {
             .iter()
             .flatten()
             .filter(|c| c.on_review == Some(true))
+    }
+
+    /// `config.sandbox`, or its defaults.
+    pub fn sandbox(&self) -> SandboxConfig {
+        self.sandbox.clone().unwrap_or_default()
     }
 
     pub fn default_cli(&self) -> &str {

@@ -35,6 +35,23 @@ pub fn tool_available(program: &str, version_arg: &str, package: &str) -> bool {
     false
 }
 
+/// Whether bubblewrap can start a sandbox here (specs/sandbox.md *The mechanism*). CI
+/// has it (`.ci/run` installs bubblewrap): there its absence fails the test; elsewhere
+/// the test skips with a printed reason.
+pub fn sandbox_available() -> bool {
+    match liza::sandbox::mechanism::probe() {
+        liza::sandbox::mechanism::Availability::Available(_) => true,
+        liza::sandbox::mechanism::Availability::Unavailable { reason, fix } => {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "no sandbox in CI ({reason}): .ci/run installs bubblewrap"
+            );
+            eprintln!("skipped: no sandbox here: {reason} ({fix})");
+            false
+        }
+    }
+}
+
 /// A valid mid-sprint blackboard with all 11 task statuses.
 pub const MID_SPRINT: &str = include_str!("../../fixtures/mid-sprint.yaml");
 

@@ -40,7 +40,15 @@ impl AgentProject {
     /// A project around an initialised `repo`, its agents the fake agent.
     pub fn around(repo: Repo, etcd: Option<super::etcd::Etcd>) -> AgentProject {
         let agent = fake_agent().display().to_string();
+        let scenario = tempfile::tempdir().unwrap();
+        // The fake agent counts its runs and reads its step scripts there: the one place
+        // outside its worktree a sandboxed run of it may write (specs/sandbox.md).
+        let shared = scenario.path().display().to_string();
         configure(&repo, |c| {
+            c.sandbox = Some(liza::blackboard::model::SandboxConfig {
+                writable: Some(vec![shared.clone()]),
+                ..Default::default()
+            });
             let tool = liza::blackboard::model::AgentTool {
                 executable: Some(agent.clone()),
                 prompt: Some(liza::blackboard::model::PromptMode::Stdin),
@@ -54,7 +62,7 @@ impl AgentProject {
         });
         AgentProject {
             repo,
-            scenario: tempfile::tempdir().unwrap(),
+            scenario,
             etcd,
         }
     }
@@ -147,19 +155,24 @@ impl AgentProject {
         cmd.args(args).output().unwrap()
     }
 
-    /// Waits for a step script to write a pid to `file` in the scenario directory
-    /// (`echo $$ > "$FAKE_AGENT_DIR/<file>"`), and returns it.
-    pub fn wait_for_pid(&self, file: &str, guard: Duration) -> i32 {
-        let path = self.scenario.path().join(file);
-        let read = || {
-            std::fs::read_to_string(&path)
-                .ok()?
-                .trim()
-                .parse::<i32>()
-                .ok()
-        };
-        self.wait_until(&format!("a pid in {file}"), guard, || read().is_some());
-        read().expect("just read")
+    /// Waits for a step script to touch `marker` in the scenario directory while
+    /// `agent` runs, and returns the process group of what runs (the supervisor's
+    /// heartbeat records it): the agent's own group, or in a sandbox the group of
+    /// everything inside it, led by its first process — alive exactly as long as the
+    /// sandbox is. (An agent's `$$` inside a sandbox is its sandbox's pid, not the host's.)
+    pub fn wait_for_agent(&self, agent: &str, marker: &str, guard: Duration) -> i32 {
+        let path = self.scenario.path().join(marker);
+        self.wait_until(&format!("{marker} from {agent}"), guard, || path.exists());
+        let mut pgid = 0;
+        self.wait_until(
+            &format!("{agent}'s running agent in its record"),
+            guard,
+            || {
+                pgid = agent_group(&self.repo, agent).unwrap_or(0);
+                pgid > 1
+            },
+        );
+        pgid
     }
 
     /// The runs the fake agent made, as `role agent key n` lines.
@@ -359,6 +372,47 @@ pub fn stop(mut supervisor: Supervisor, signal: nix::sys::signal::Signal) -> (Op
             String::from_utf8_lossy(&out.stderr)
         ),
     )
+}
+
+/// The host pids of the running processes whose command line is exactly `argv`: how a
+/// test finds an agent's process inside a sandbox, whose pids are its own.
+pub fn processes_running(argv: &[&str]) -> Vec<i32> {
+    let wanted: Vec<u8> = argv.iter().flat_map(|a| a.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc")
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+                .filter(|pid| {
+                    std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted)
+                        && alive(*pid)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Turns the sandbox off for the project's agents and checks (`config.sandbox.mode: off`),
+/// keeping the rest of its sandbox settings.
+pub fn sandbox_off(repo: &Repo) {
+    configure(repo, |c| {
+        c.sandbox.get_or_insert_with(Default::default).mode =
+            Some(liza::blackboard::model::SandboxMode::Off);
+    });
+}
+
+/// The process group the live record of `agent` names (its running agent's), if any.
+pub fn agent_group(repo: &Repo, agent: &str) -> Option<i32> {
+    let dir = repo.liza_dir().join("live");
+    std::fs::read_dir(dir).ok()?.flatten().find_map(|e| {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if !name.starts_with(&format!("{agent}.")) {
+            return None;
+        }
+        let text = std::fs::read_to_string(e.path()).ok()?;
+        text.lines()
+            .find_map(|l| l.trim().strip_prefix("pgid:"))
+            .and_then(|v| v.trim().parse::<i32>().ok())
+    })
 }
 
 /// Whether process `pid` runs (exists and is not a zombie).

@@ -1,0 +1,201 @@
+//! A sandboxed coder's private git store (specs/sandbox.md *Git in the sandbox*): the
+//! objects its commits wrote outside the repository's object store are copied in, each
+//! read back and hashed again (a forged object under a real one's name is refused), and
+//! its task branch's ref and reflog, kept privately during the run, are replayed onto
+//! the real branch by compare-and-swap; a worktree HEAD pointed at another branch is put
+//! back on the task branch.
+
+use std::path::Path;
+
+use super::repo::{Repo, git2_err, oid};
+use super::worktree::task_branch;
+use super::{GitError, commit_id};
+use crate::blackboard::TaskId;
+use crate::blackboard::model::CommitId;
+
+/// What copying a private store's objects did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Imported {
+    /// Objects copied into the repository.
+    pub copied: usize,
+    /// Objects whose content does not hash to their name: refused.
+    pub forged: Vec<String>,
+}
+
+/// What replaying the private task branch did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum BranchSync {
+    /// Nothing changed in private.
+    Unchanged,
+    /// The real branch now points where the private one does.
+    Moved { to: CommitId, steps: usize },
+    /// The real branch moved meanwhile: the private tip was kept under an attic name.
+    Diverged { kept_as: String, tip: CommitId },
+    /// The private ref names no commit the repository has: left alone.
+    Unusable { why: String },
+}
+
+impl Repo {
+    /// Copies every object of the loose-and-packed object directory `dir` that the
+    /// repository lacks, each read and written again so its name is its hash.
+    pub fn import_objects(&self, dir: &Path) -> Result<Imported, GitError> {
+        let mut imported = Imported::default();
+        if !dir.is_dir() {
+            return Ok(imported);
+        }
+        let private = git2::Odb::new().map_err(git2_err("open a private object store"))?;
+        private
+            .add_disk_alternate(&dir.display().to_string())
+            .map_err(git2_err(format!("read the objects in {}", dir.display())))?;
+        let mut ids = Vec::new();
+        private
+            .foreach(|id| {
+                ids.push(*id);
+                true
+            })
+            .map_err(git2_err(format!("list the objects in {}", dir.display())))?;
+        let shared = self
+            .inner
+            .odb()
+            .map_err(git2_err("open the object store"))?;
+        for id in ids {
+            if shared.exists(id) {
+                continue;
+            }
+            let Ok(object) = private.read(id) else {
+                imported.forged.push(id.to_string());
+                continue;
+            };
+            let written = shared
+                .write(object.kind(), object.data())
+                .map_err(git2_err(format!("copy object {id}")))?;
+            if written == id {
+                imported.copied += 1;
+            } else {
+                imported.forged.push(id.to_string());
+            }
+        }
+        Ok(imported)
+    }
+
+    /// The task branch's tip and its reflog text, to start a private copy from.
+    pub fn task_ref_and_log(&self, id: &TaskId) -> (Option<CommitId>, String) {
+        let tip = self.branch_tip(&task_branch(id)).ok().flatten();
+        let log = std::fs::read_to_string(
+            self.inner
+                .commondir()
+                .join("logs/refs/heads")
+                .join(task_branch(id)),
+        )
+        .unwrap_or_default();
+        (tip, log)
+    }
+
+    /// Moves the task branch from `expected` through every commit the private reflog
+    /// lines after `known_lines` name, ending at `private_tip`, each step a
+    /// compare-and-swap with its own reflog entry. When the branch is no longer at
+    /// `expected`, the private tip is kept as `liza/attic/<id>-<n>` instead.
+    pub fn replay_task_branch(
+        &self,
+        id: &TaskId,
+        expected: Option<&str>,
+        private_tip: &str,
+        private_log: &str,
+        known_lines: usize,
+        who: &str,
+    ) -> Result<BranchSync, GitError> {
+        let tip = match oid(private_tip) {
+            Ok(tip) if self.inner.find_commit(tip).is_ok() => tip,
+            _ => {
+                return Ok(BranchSync::Unusable {
+                    why: format!("{private_tip:?} names no commit of the repository"),
+                });
+            }
+        };
+        if expected == Some(private_tip) {
+            return Ok(BranchSync::Unchanged);
+        }
+        let name = format!("refs/heads/{}", task_branch(id));
+        let real = self.branch_tip(&task_branch(id))?;
+        if real.as_ref().map(|c| c.as_str()) != expected {
+            let kept_as = self.keep_in_attic(id, &tip.to_string())?;
+            return Ok(BranchSync::Diverged {
+                kept_as,
+                tip: commit_id(tip),
+            });
+        }
+        // Each commit the private reflog moved the branch to, in order, then the tip.
+        let mut steps: Vec<(git2::Oid, String)> = private_log
+            .lines()
+            .skip(known_lines)
+            .filter_map(|line| {
+                let (head, message) = line.split_once('\t').unwrap_or((line, ""));
+                let new = head.split_whitespace().nth(1)?;
+                let new = git2::Oid::from_str(new).ok()?;
+                self.inner.find_commit(new).ok()?;
+                Some((new, message.to_owned()))
+            })
+            .collect();
+        if steps.last().map(|(o, _)| *o) != Some(tip) {
+            steps.push((tip, "commit".into()));
+        }
+        let mut at = expected.map(oid).transpose()?;
+        let mut moved = 0;
+        for (new, message) in steps {
+            if Some(new) == at {
+                continue;
+            }
+            let message = format!("{who} (sandboxed): {message}");
+            let result = match at {
+                Some(old) => self
+                    .inner
+                    .reference_matching(&name, new, true, old, &message)
+                    .map(drop),
+                None => self.inner.reference(&name, new, false, &message).map(drop),
+            };
+            result.map_err(git2_err(format!("move {name} to {new}")))?;
+            at = Some(new);
+            moved += 1;
+        }
+        Ok(BranchSync::Moved {
+            to: commit_id(tip),
+            steps: moved,
+        })
+    }
+
+    /// Keeps `commit` under the next free `liza/attic/<id>-<n>` name.
+    fn keep_in_attic(&self, id: &TaskId, commit: &str) -> Result<String, GitError> {
+        let name = (1..)
+            .map(|n| format!("liza/attic/{id}-{n}"))
+            .find(|n| self.branch_tip(n).ok().flatten().is_none())
+            .expect("an unused attic name exists");
+        self.create_branch(&name, commit)?;
+        Ok(name)
+    }
+
+    /// Puts the worktree `dir`'s HEAD back on the task branch when it names another
+    /// branch (liza's own commits in the worktree would move that branch); a detached
+    /// HEAD stays. Returns the ref it named.
+    pub fn keep_head_on_task_branch(
+        &self,
+        dir: &Path,
+        id: &TaskId,
+    ) -> Result<Option<String>, GitError> {
+        let worktree = git2::Repository::open(dir)
+            .map_err(git2_err(format!("open worktree {}", dir.display())))?;
+        let own = format!("refs/heads/{}", task_branch(id));
+        let head = worktree
+            .find_reference("HEAD")
+            .map_err(git2_err("read the worktree's HEAD"))?;
+        let Some(target) = head.symbolic_target().map(str::to_owned) else {
+            return Ok(None);
+        };
+        if target == own {
+            return Ok(None);
+        }
+        worktree
+            .set_head(&own)
+            .map_err(git2_err("put the worktree's HEAD back on its task branch"))?;
+        Ok(Some(target))
+    }
+}

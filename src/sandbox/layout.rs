@@ -1,0 +1,451 @@
+//! What a sandboxed process may touch (specs/sandbox.md *What a run may touch*), as the
+//! ordered mounts of its view of the machine. [`Plan`] says what the process is run for;
+//! [`Layout::build`] turns it into mounts in the one order that works — the system
+//! read-only, the hidden areas masked, liza's scratch directories, the toolchains, the
+//! extra paths, the project, the git metadata, the channel — and [`Layout::bwrap_args`]
+//! into bubblewrap's arguments. Building reads the file system (what exists, where links
+//! lead) and writes nothing.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use super::toolchains::{Search, Toolchains};
+use crate::blackboard::model::SandboxNetwork;
+
+/// Where the channel's socket is inside every sandbox (`liza` looks for it there).
+pub const CHANNEL_SOCKET: &str = "/run/liza/supervisor.sock";
+/// Where the repository's real object store is shown, read-only, to a run that commits
+/// into a private one.
+pub const SHARED_OBJECTS: &str = "/run/liza/git-objects";
+/// Where the generated global git configuration (the identity) is shown.
+pub const GLOBAL_GIT_CONFIG: &str = "/run/liza/gitconfig";
+
+/// Directories hidden from every sandboxed process when they exist: other users' homes,
+/// the runtime directories (agent and D-Bus sockets, docker.sock), temporary files,
+/// mounted media.
+const SYSTEM_HIDDEN: &[&str] = &[
+    "/home", "/root", "/run", "/tmp", "/var/tmp", "/mnt", "/media",
+];
+
+/// How much a shadow directory holds (bytes): lock files and the like, not data.
+const SHADOW_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Variables removed from a sandboxed process's environment: they name sockets the
+/// sandbox hides.
+const UNSET: &[&str] = &[
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "DBUS_SESSION_BUS_ADDRESS",
+    "XDG_RUNTIME_DIR",
+];
+
+/// liza's own per-process directories and generated files.
+#[derive(Debug, Clone)]
+pub struct Scratch {
+    /// Shown as `$HOME` (the CLI's state and the toolchains are shown inside it).
+    pub home: PathBuf,
+    /// Shown as `/tmp` and `/var/tmp`.
+    pub tmp: PathBuf,
+    /// The repository's git configuration without credentials, shown over the real one.
+    pub repo_config: PathBuf,
+    /// The global git configuration: the user's identity, no automatic gc.
+    pub global_config: PathBuf,
+}
+
+/// The private git store of a run that commits (a coder): objects written there and
+/// copied into the repository after checking them; the task branch's ref and reflog.
+#[derive(Debug, Clone)]
+pub struct PrivateGit {
+    pub objects: PathBuf,
+    /// The file shown as `objects/info/alternates`: [`SHARED_OBJECTS`].
+    pub alternates: PathBuf,
+    /// Shown as `refs/heads/task/`: this task's ref only.
+    pub refs: PathBuf,
+    /// Shown as `logs/refs/heads/task/`.
+    pub logs: PathBuf,
+}
+
+/// The project as the process sees it.
+#[derive(Debug, Clone, Copy)]
+pub enum View<'a> {
+    /// A worktree, writable; its git metadata (`git_dir`) writable only with a private
+    /// store to commit into.
+    Worktree {
+        dir: &'a Path,
+        git_dir: Option<&'a Path>,
+        private: Option<&'a PrivateGit>,
+    },
+    /// The project's checkout, read-only, without `.liza/` and `.worktrees/` (the planner).
+    Checkout,
+}
+
+/// What a sandboxed process is run for.
+pub struct Plan<'a> {
+    /// The project root (its checkout): hidden but for what the view shows.
+    pub root: &'a Path,
+    /// The repository's common git directory.
+    pub common_git_dir: &'a Path,
+    pub home: Option<&'a Path>,
+    /// The `PATH` the process gets.
+    pub env_path: &'a OsStr,
+    pub rustup_home: Option<PathBuf>,
+    /// The program run (shown read-only when it lies in a hidden area).
+    pub program: &'a Path,
+    pub view: View<'a>,
+    pub scratch: &'a Scratch,
+    /// Shown read-only: (host path, path inside).
+    pub read_only: Vec<(PathBuf, PathBuf)>,
+    /// Shown writable: (host path, path inside).
+    pub writable: Vec<(PathBuf, PathBuf)>,
+    /// Shown read-only over what is writable (a CLI's configuration inside its state).
+    pub protected: Vec<PathBuf>,
+    /// Hidden as well (the directory of the channel's socket).
+    pub hidden: Vec<PathBuf>,
+    /// The channel's socket on the host, shown as [`CHANNEL_SOCKET`].
+    pub channel: Option<&'a Path>,
+    pub network: SandboxNetwork,
+    /// An interactive run keeps the terminal's session (no `--new-session`).
+    pub interactive: bool,
+    pub chdir: &'a Path,
+}
+
+/// One step of building the view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mount {
+    /// An empty directory over a path (read-only once everything is mounted).
+    Hide(PathBuf),
+    ReadOnly {
+        from: PathBuf,
+        to: PathBuf,
+    },
+    Writable {
+        from: PathBuf,
+        to: PathBuf,
+    },
+    /// A file shown empty.
+    Blank(PathBuf),
+    /// A small empty directory over a path that stays writable (what is written there
+    /// is thrown away with the sandbox).
+    Shadow(PathBuf),
+}
+
+/// The view of the machine a sandboxed process gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Layout {
+    pub mounts: Vec<Mount>,
+    pub network: SandboxNetwork,
+    pub new_session: bool,
+    pub chdir: PathBuf,
+    pub setenv: Vec<(String, String)>,
+}
+
+impl Layout {
+    /// The mounts of `plan`, in order.
+    pub fn build(plan: &Plan<'_>) -> Layout {
+        let mut b = Builder::default();
+        let home = plan.home.and_then(canonical);
+        let root = canonical(plan.root).unwrap_or_else(|| plan.root.to_path_buf());
+        let git =
+            canonical(plan.common_git_dir).unwrap_or_else(|| plan.common_git_dir.to_path_buf());
+        // 1. Hidden areas, then liza's scratch directories in their place.
+        for dir in SYSTEM_HIDDEN {
+            if let Some(dir) = canonical(Path::new(dir)).filter(|d| d.is_dir()) {
+                b.hide(dir);
+            }
+        }
+        if let Some(home) = &home
+            && !b.is_hidden(home)
+        {
+            b.hide(home.clone());
+        }
+        // /tmp first: a $HOME under /tmp is mounted inside it, not hidden by it.
+        b.writable(&plan.scratch.tmp, Path::new("/tmp"));
+        b.writable(&plan.scratch.tmp, Path::new("/var/tmp"));
+        if let Some(home) = &home {
+            b.writable(&plan.scratch.home, home);
+        }
+        // The project and liza's private places are hidden over the scratch directories
+        // (a project under /tmp would show through them otherwise).
+        b.hide(root.clone());
+        for dir in &plan.hidden {
+            b.hide(canonical(dir).unwrap_or_else(|| dir.clone()));
+        }
+        // DNS keeps working when /etc/resolv.conf links into the hidden /run.
+        if let Some(resolv) = canonical(Path::new("/etc/resolv.conf"))
+            && b.is_hidden(&resolv)
+        {
+            b.read_only(&resolv, &resolv);
+        }
+        // 2. The toolchains on PATH and the program itself.
+        let protected = [root.clone(), git.clone()];
+        let too_wide = |p: &Path| {
+            p.parent().is_none()
+                || home.as_deref().is_some_and(|h| h.starts_with(p))
+                || protected
+                    .iter()
+                    .any(|x| x.starts_with(p) || p.starts_with(x))
+                || b.hidden_roots().any(|h| h.starts_with(p))
+        };
+        let hidden = |p: &Path| b.is_hidden(p);
+        let mut path = plan.env_path.to_os_string();
+        if let Some(dir) = plan.program.parent().filter(|d| d.is_absolute()) {
+            path.push(":");
+            path.push(dir);
+        }
+        let Toolchains { roots, blanked } = Search {
+            path: &path,
+            home: home.as_deref(),
+            rustup_home: plan.rustup_home.clone(),
+            hidden: &hidden,
+            too_wide: &too_wide,
+        }
+        .run();
+        for dir in roots {
+            b.read_only(&dir, &dir);
+        }
+        for file in blanked {
+            b.mounts.push(Mount::Blank(file));
+        }
+        // 3. What the run is handed and the extra paths.
+        for (from, to) in &plan.read_only {
+            if from.exists() && (b.is_hidden(to) || from != to) {
+                b.read_only(from, to);
+            }
+        }
+        for (from, to) in &plan.writable {
+            if let Some(from) = canonical(from) {
+                let to = if from == *to {
+                    from.clone()
+                } else {
+                    to.clone()
+                };
+                b.writable(&from, &to);
+            }
+        }
+        for path in &plan.protected {
+            if let Some(path) = canonical(path) {
+                b.read_only(&path, &path);
+            }
+        }
+        // 4. The project.
+        let in_view = match plan.view {
+            View::Worktree {
+                dir,
+                git_dir,
+                private,
+            } => {
+                let dir = canonical(dir).unwrap_or_else(|| dir.to_path_buf());
+                b.writable(&dir, &dir);
+                let pointer = dir.join(".git");
+                if pointer.exists() {
+                    // The worktree's link to its git metadata stays what liza made it.
+                    b.read_only(&pointer, &pointer);
+                }
+                Some((git_dir.and_then(canonical), private))
+            }
+            View::Checkout => {
+                b.read_only(&root, &root);
+                for dir in [root.join(".liza"), root.join(".worktrees")] {
+                    if dir.is_dir() {
+                        b.hide(dir);
+                    }
+                }
+                None
+            }
+        };
+        // 5. The git metadata, as a shadow of the git directory: each of its entries shown
+        // read-only in a small scratch directory of its own, so git may create what it
+        // creates there (`packed-refs.lock` when it drops a pseudo-ref after a commit,
+        // opencode's `.git/opencode`) without any of it reaching the repository; the
+        // configuration without credentials; other worktrees' metadata hidden; a
+        // committing run's objects, branch and reflog private.
+        let private = match &in_view {
+            Some((_, private)) => *private,
+            None => None,
+        };
+        b.mounts.push(Mount::Shadow(git.clone()));
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&git)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        entries.sort();
+        for entry in entries {
+            match entry.file_name().and_then(OsStr::to_str) {
+                Some("config") => b.read_only(&plan.scratch.repo_config, &entry),
+                Some("worktrees") => b.hide(entry),
+                Some("objects") if private.is_some() => {}
+                _ => b.read_only(&entry, &entry),
+            }
+        }
+        if let Some((Some(own), _)) = &in_view {
+            if private.is_some() {
+                b.writable(own, own);
+            } else {
+                b.read_only(own, own);
+            }
+            for name in ["commondir", "gitdir"] {
+                let file = own.join(name);
+                if file.is_file() {
+                    b.read_only(&file, &file);
+                }
+            }
+        }
+        if let Some(private) = private {
+            b.writable(&private.objects, &git.join("objects"));
+            b.read_only(&git.join("objects"), Path::new(SHARED_OBJECTS));
+            b.read_only(&private.alternates, &git.join("objects/info/alternates"));
+            b.writable(&private.refs, &git.join("refs/heads/task"));
+            b.writable(&private.logs, &git.join("logs/refs/heads/task"));
+        }
+        // 6. The channel and liza's generated files.
+        if let Some(socket) = plan.channel {
+            b.writable(socket, Path::new(CHANNEL_SOCKET));
+        }
+        b.read_only(&plan.scratch.global_config, Path::new(GLOBAL_GIT_CONFIG));
+        let mut setenv = vec![
+            ("TMPDIR".to_owned(), "/tmp".to_owned()),
+            ("GIT_CONFIG_GLOBAL".to_owned(), GLOBAL_GIT_CONFIG.to_owned()),
+        ];
+        if let Some(home) = &home {
+            setenv.push(("HOME".to_owned(), home.display().to_string()));
+        }
+        Layout {
+            mounts: b.mounts,
+            network: plan.network,
+            new_session: !plan.interactive,
+            chdir: plan.chdir.to_path_buf(),
+            setenv,
+        }
+    }
+
+    /// bubblewrap's arguments for this view, up to (not including) `--` and the command.
+    pub fn bwrap_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+            .map(String::from)
+            .to_vec();
+        let text = |p: &Path| p.display().to_string();
+        for mount in &self.mounts {
+            match mount {
+                Mount::Hide(dir) => args.extend(["--tmpfs".into(), text(dir)]),
+                Mount::ReadOnly { from, to } => {
+                    args.extend(["--ro-bind".into(), text(from), text(to)])
+                }
+                Mount::Writable { from, to } => {
+                    args.extend(["--bind".into(), text(from), text(to)])
+                }
+                Mount::Blank(file) => {
+                    args.extend(["--ro-bind".into(), "/dev/null".into(), text(file)])
+                }
+                Mount::Shadow(dir) => args.extend([
+                    "--size".into(),
+                    SHADOW_BYTES.to_string(),
+                    "--tmpfs".into(),
+                    text(dir),
+                ]),
+            }
+        }
+        // A hidden directory becomes read-only once everything inside it is mounted,
+        // unless something was mounted since at its path or above it (then it is gone
+        // from the view, or no longer a mask).
+        for (i, mount) in self.mounts.iter().enumerate() {
+            if let Mount::Hide(dir) = mount {
+                let covered = self.mounts[i + 1..].iter().any(|m| match m {
+                    Mount::ReadOnly { to, .. } | Mount::Writable { to, .. } => dir.starts_with(to),
+                    Mount::Hide(d) | Mount::Shadow(d) => dir.starts_with(d),
+                    Mount::Blank(_) => false,
+                });
+                if !covered {
+                    args.extend(["--remount-ro".into(), text(dir)]);
+                }
+            }
+        }
+        args.extend(
+            [
+                "--unshare-user",
+                "--unshare-pid",
+                "--unshare-ipc",
+                "--unshare-uts",
+                "--unshare-cgroup-try",
+                "--disable-userns",
+                "--die-with-parent",
+            ]
+            .map(String::from),
+        );
+        if self.network == SandboxNetwork::None {
+            args.push("--unshare-net".into());
+        }
+        if self.new_session {
+            args.push("--new-session".into());
+        }
+        for (key, value) in &self.setenv {
+            args.extend(["--setenv".into(), key.clone(), value.clone()]);
+        }
+        for key in UNSET {
+            args.extend(["--unsetenv".into(), (*key).to_owned()]);
+        }
+        args.extend(["--chdir".into(), text(&self.chdir)]);
+        args
+    }
+
+    /// Whether `path` is hidden from the process (inside a hidden directory and not shown
+    /// again by a later mount).
+    pub fn hides(&self, path: &Path) -> bool {
+        let mut hidden = false;
+        for mount in &self.mounts {
+            match mount {
+                Mount::Hide(dir) | Mount::Shadow(dir) if path.starts_with(dir) => hidden = true,
+                Mount::ReadOnly { to, .. } | Mount::Writable { to, .. } if path.starts_with(to) => {
+                    hidden = false
+                }
+                _ => {}
+            }
+        }
+        hidden
+    }
+}
+
+#[derive(Default)]
+struct Builder {
+    mounts: Vec<Mount>,
+}
+
+impl Builder {
+    fn hide(&mut self, dir: PathBuf) {
+        self.mounts.push(Mount::Hide(dir));
+    }
+
+    fn read_only(&mut self, from: &Path, to: &Path) {
+        self.mounts.push(Mount::ReadOnly {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+        });
+    }
+
+    fn writable(&mut self, from: &Path, to: &Path) {
+        self.mounts.push(Mount::Writable {
+            from: from.to_path_buf(),
+            to: to.to_path_buf(),
+        });
+    }
+
+    /// Whether `path` lies in a hidden area as mounted so far (a scratch directory shown
+    /// in a hidden area's place is still liza's, not the host's: it counts as hidden).
+    fn is_hidden(&self, path: &Path) -> bool {
+        self.hidden_roots().any(|h| path.starts_with(h))
+            && !self.mounts.iter().any(|m| match m {
+                Mount::ReadOnly { from, to } => from == to && path.starts_with(to),
+                _ => false,
+            })
+    }
+
+    fn hidden_roots(&self) -> impl Iterator<Item = &Path> {
+        self.mounts.iter().filter_map(|m| match m {
+            Mount::Hide(dir) | Mount::Shadow(dir) => Some(dir.as_path()),
+            _ => None,
+        })
+    }
+}
+
+/// `path` with links resolved, when it exists.
+fn canonical(path: &Path) -> Option<PathBuf> {
+    path.canonicalize().ok()
+}
