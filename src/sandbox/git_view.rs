@@ -23,6 +23,10 @@ pub struct PrivateStore {
     /// The worktree's `config.worktree` before the run (absent: `None`).
     config_worktree: Option<Vec<u8>>,
     who: String,
+    /// Stray branches already reported.
+    reported: Vec<String>,
+    /// What the syncs so far found the run doing that it may not, not yet reported.
+    found: Vec<String>,
 }
 
 /// What one sync did that a person must hear of.
@@ -34,6 +38,8 @@ pub struct Synced {
     pub head_was: Option<String>,
     /// The worktree's `config.worktree` was changed and is put back.
     pub config_restored: bool,
+    /// Branches it made in its private `refs/heads/task/` besides its own: ignored.
+    pub stray_refs: Vec<String>,
 }
 
 impl Synced {
@@ -54,6 +60,12 @@ impl Synced {
         }
         if self.config_restored {
             out.push("changed its worktree's git config.worktree (put back)".into());
+        }
+        if !self.stray_refs.is_empty() {
+            out.push(format!(
+                "made branches other than its task's (ignored): task/{}",
+                self.stray_refs.join(", task/")
+            ));
         }
         if let Some(BranchSync::Diverged { kept_as, .. }) = &self.branch {
             out.push(format!(
@@ -83,10 +95,12 @@ impl PrivateStore {
                 source,
             }
         };
-        let paths = PrivateGit {
+        let common = repo.common_dir();
+        let mut paths = PrivateGit {
             objects: dir.join("objects"),
             alternates: dir.join("alternates"),
             refs: dir.join("refs"),
+            other_tasks: Vec::new(),
             logs: dir.join("logs"),
         };
         for d in [&paths.objects, &paths.refs, &paths.logs] {
@@ -103,7 +117,6 @@ impl PrivateStore {
         }
         // The mount point of the alternates file shown inside; empty on the host.
         std::fs::write(info.join("alternates"), "").map_err(io("write", &info))?;
-        let common = repo.common_dir();
         std::fs::write(&paths.alternates, alternates(&common))
             .map_err(io("write", &paths.alternates))?;
         let (tip, log) = repo.task_ref_and_log(task);
@@ -113,6 +126,19 @@ impl PrivateStore {
                 .map_err(io("write", &paths.refs))?;
         }
         std::fs::write(paths.logs.join(name), &log).map_err(io("write", &paths.logs))?;
+        // The other tasks' loose branches: mount points here, shown read-only.
+        let real_refs = common.join("refs/heads/task");
+        for entry in std::fs::read_dir(&real_refs)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let other = entry.file_name().to_string_lossy().into_owned();
+            if other != name && entry.path().is_file() && TaskId::parse(&other).is_ok() {
+                std::fs::write(paths.refs.join(&other), "").map_err(io("write", &paths.refs))?;
+                paths.other_tasks.push(other);
+            }
+        }
         // Mount points inside the (read-only) git directory.
         for d in [
             common.join("refs/heads/task"),
@@ -130,6 +156,8 @@ impl PrivateStore {
             known_lines: log.lines().count(),
             config_worktree,
             who: who.to_owned(),
+            reported: Vec::new(),
+            found: Vec::new(),
         })
     }
 
@@ -184,6 +212,21 @@ impl PrivateStore {
         if self.worktree.join(".git").exists() {
             synced.head_was = repo.keep_head_on_task_branch(&self.worktree, &self.task)?;
         }
+        for entry in std::fs::read_dir(&self.paths.refs)
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name != self.task.as_str()
+                && !self.paths.other_tasks.contains(&name)
+                && !name.ends_with(".lock")
+                && !self.reported.contains(&name)
+            {
+                self.reported.push(name.clone());
+                synced.stray_refs.push(name);
+            }
+        }
         if let Some(dir) = own_git_dir(&self.worktree) {
             let file = dir.join("config.worktree");
             let now = std::fs::read(&file).ok();
@@ -200,7 +243,14 @@ impl PrivateStore {
                 })?;
             }
         }
+        self.found.extend(synced.violations());
         Ok(synced)
+    }
+
+    /// What every sync so far found the run doing that it may not (a sync before one of
+    /// its `liza` commands undoes it as well), once.
+    pub fn take_violations(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.found)
     }
 
     /// Empties the private object store (its objects are in the repository now).

@@ -59,8 +59,11 @@ pub struct PrivateGit {
     pub objects: PathBuf,
     /// The file shown as `objects/info/alternates`: [`SHARED_OBJECTS`].
     pub alternates: PathBuf,
-    /// Shown as `refs/heads/task/`: this task's ref only.
+    /// Shown as `refs/heads/task/`: this task's ref, writable.
     pub refs: PathBuf,
+    /// The other tasks' branches (their names in `refs/heads/task/`): shown read-only
+    /// in `refs`, so moving one fails (git renames over a mount point in vain).
+    pub other_tasks: Vec<String>,
     /// Shown as `logs/refs/heads/task/`.
     pub logs: PathBuf,
 }
@@ -294,6 +297,10 @@ impl Layout {
             b.read_only(&git.join("objects"), Path::new(SHARED_OBJECTS));
             b.read_only(&private.alternates, &git.join("objects/info/alternates"));
             b.writable(&private.refs, &git.join("refs/heads/task"));
+            for name in &private.other_tasks {
+                let real = git.join("refs/heads/task").join(name);
+                b.read_only(&real, &real);
+            }
             b.writable(&private.logs, &git.join("logs/refs/heads/task"));
         }
         // 6. The channel and liza's generated files.

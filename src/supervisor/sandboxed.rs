@@ -395,7 +395,7 @@ impl Session {
                     path: root.clone(),
                     source: std::io::Error::other("the private store's lock is poisoned"),
                 })?;
-                let synced = guard.sync(&repo);
+                let synced = guard.sync(&repo).map(|_| guard.take_violations());
                 drop(guard);
                 // The channel is gone, so this is the last holder: its objects are in.
                 if let Ok(mutex) = Arc::try_unwrap(store)
@@ -407,8 +407,7 @@ impl Session {
             })
             .await;
         match synced {
-            Ok(synced) => {
-                let violations = synced.violations();
+            Ok(violations) => {
                 if !violations.is_empty() {
                     let message = format!(
                         "{} broke a role boundary: {}",

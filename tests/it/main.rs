@@ -31,6 +31,7 @@ mod misbehaving_agents;
 mod model_client;
 mod retro;
 mod reuse;
+mod sandbox;
 mod several_hosts;
 mod shared_store;
 mod store;
