@@ -951,6 +951,40 @@ mod tests {
     use super::*;
 
     #[test]
+    fn sandbox_paths_may_not_show_what_the_sandbox_hides_by_design() {
+        let root = Path::new("/home/me/project");
+        for (entry, key) in [
+            ("~", "writable"),
+            ("/", "read_only"),
+            ("cache", "read_only"),
+            ("~/../etc", "read_only"),
+            ("/home/me", "read_only"),
+            ("/home/me/project", "read_only"),
+            ("/home/me/project/.liza", "read_only"),
+            ("/home/me/project/.git/refs", "writable"),
+            ("/home/me/project/.worktrees/t-2", "read_only"),
+            ("/home/me/project/build", "writable"),
+        ] {
+            assert!(
+                sandbox_path_problem(entry, key, Some(root)).is_some(),
+                "{key} {entry}"
+            );
+        }
+        for (entry, key) in [
+            ("~/.cargo/registry", "writable"),
+            ("/opt/sdk", "read_only"),
+            ("/home/me/project/vendor", "read_only"),
+            ("/home/me/other", "writable"),
+        ] {
+            assert_eq!(
+                sandbox_path_problem(entry, key, Some(root)),
+                None,
+                "{key} {entry}"
+            );
+        }
+    }
+
+    #[test]
     fn branch_names() {
         for good in ["integration", "liza/integration", "int-2"] {
             assert!(is_branch_name(good), "{good}");

@@ -220,3 +220,100 @@ fn branch_names_are_checked_before_they_are_made() {
     repo.delete_branch("one").unwrap();
     assert_eq!(repo.branch_tip("one").unwrap(), None);
 }
+
+/// A second repository's objects dir holding `text` as a blob, its id, and the dir.
+fn private_store_with(text: &str) -> (tempfile::TempDir, git2::Oid, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let other = git2::Repository::init_bare(dir.path()).unwrap();
+    let id = other.blob(text.as_bytes()).unwrap();
+    (dir, id, other.path().join("objects"))
+}
+
+#[test]
+fn a_private_stores_objects_come_in_checked_and_a_forged_one_is_refused() {
+    let (_dir, repo) = repo();
+    let (_other, real, objects) = private_store_with("real content\n");
+    // A forged object: another blob's bytes under the name of content it is not.
+    let claimed = git2::Oid::hash_object(git2::ObjectType::Blob, b"what it claims\n").unwrap();
+    let hex = |o: git2::Oid| o.to_string();
+    let from = objects.join(&hex(real)[..2]).join(&hex(real)[2..]);
+    let to = objects.join(&hex(claimed)[..2]).join(&hex(claimed)[2..]);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(&from, &to).unwrap();
+    let imported = repo.import_objects(&objects).unwrap();
+    assert_eq!(imported.copied, 1);
+    assert_eq!(imported.forged, [hex(claimed)]);
+    assert!(repo.inner.odb().unwrap().exists(real));
+    assert!(!repo.inner.odb().unwrap().exists(claimed));
+    // Copying again copies nothing.
+    assert_eq!(repo.import_objects(&objects).unwrap().copied, 0);
+}
+
+#[test]
+fn a_private_branch_is_replayed_by_compare_and_swap_or_kept_in_the_attic() {
+    let (dir, repo) = repo();
+    let base = head_of(dir.path()).unwrap();
+    let id = task("t-1");
+    repo.create_branch("task/t-1", &base).unwrap();
+    let first = commit_file(dir.path(), "b.txt", "two\n", "second");
+    let second = commit_file(dir.path(), "c.txt", "three\n", "third");
+    let log = format!(
+        "{base} {first} a <a@a> 1 +0000\tcommit: second\n{first} {second} a <a@a> 2 +0000\tcommit: third\n"
+    );
+    let moved = repo
+        .replay_task_branch(&id, Some(&base), &second, &log, 0, "coder-1")
+        .unwrap();
+    assert_eq!(
+        moved,
+        BranchSync::Moved {
+            to: second.clone(),
+            steps: 2
+        }
+    );
+    assert_eq!(repo.branch_tip("task/t-1").unwrap(), Some(second.clone()));
+    let reflog = repo.inner.reflog("refs/heads/task/t-1").unwrap();
+    assert_eq!(reflog.len(), 3, "each private step is in the real reflog");
+    assert_eq!(
+        reflog.get(0).unwrap().message(),
+        Some("coder-1 (sandboxed): commit: third")
+    );
+    // The real branch moved meanwhile: the private tip goes to the attic, the branch stays.
+    let kept = repo
+        .replay_task_branch(&id, Some(&base), &first, "", 0, "coder-1")
+        .unwrap();
+    assert!(
+        matches!(&kept, BranchSync::Diverged { kept_as, .. } if kept_as == "liza/attic/t-1-1"),
+        "{kept:?}"
+    );
+    assert_eq!(repo.branch_tip("task/t-1").unwrap(), Some(second));
+    assert_eq!(repo.branch_tip("liza/attic/t-1-1").unwrap(), Some(first));
+    // A tip that names nothing the repository has is left alone.
+    assert!(matches!(
+        repo.replay_task_branch(&id, None, &"f".repeat(40), "", 0, "coder-1")
+            .unwrap(),
+        BranchSync::Unusable { .. }
+    ));
+}
+
+#[test]
+fn a_worktree_head_pointed_at_another_branch_is_put_back_on_its_task_branch() {
+    let (dir, repo) = repo();
+    let id = task("t-1");
+    let base = head_of(dir.path()).unwrap();
+    repo.create_task_worktree(dir.path(), &id, &base, "main", "test")
+        .unwrap();
+    let wt = worktree_dir(dir.path(), &id);
+    let head_file = repo.inner.path().join("worktrees/t-1/HEAD");
+    std::fs::write(&head_file, "ref: refs/heads/main\n").unwrap();
+    assert_eq!(
+        repo.keep_head_on_task_branch(&wt, &id).unwrap().as_deref(),
+        Some("refs/heads/main")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&head_file).unwrap(),
+        "ref: refs/heads/task/t-1\n"
+    );
+    // A detached HEAD (the agent's own commit) stays.
+    std::fs::write(&head_file, format!("{base}\n")).unwrap();
+    assert_eq!(repo.keep_head_on_task_branch(&wt, &id).unwrap(), None);
+}

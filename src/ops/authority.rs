@@ -378,3 +378,52 @@ pub fn dry_run(
     change(&mut state, &who, now)?;
     Ok(state)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::blackboard::Role;
+
+    #[test]
+    fn each_role_may_send_its_own_commands_and_the_readers_only() {
+        for (role, own, others) in [
+            (Role::Coder, "submit-for-review", "submit-verdict"),
+            (Role::CodeReviewer, "submit-verdict", "add-task"),
+            (Role::Planner, "add-tasks", "handoff"),
+        ] {
+            assert!(channel_allows(role, own).is_ok());
+            assert!(channel_allows(role, "status").is_ok());
+            assert_eq!(
+                channel_allows(role, others).unwrap_err().rule(),
+                Some(RuleId::ChannelCommand)
+            );
+            for people_or_supervisors in [
+                "note",
+                "edit",
+                "pause",
+                "resume",
+                "abort",
+                "gc",
+                "register",
+                "heartbeat",
+                "claim-task",
+                "merge",
+                "agent",
+                "builtin",
+                "init",
+                "join",
+                "demo",
+                "up",
+                "watch",
+                "retro",
+                "release-claim",
+                "doctor",
+            ] {
+                assert!(
+                    channel_allows(role, people_or_supervisors).is_err(),
+                    "{role}: {people_or_supervisors}"
+                );
+            }
+        }
+    }
+}

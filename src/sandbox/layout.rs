@@ -456,3 +456,233 @@ impl Builder {
 fn canonical(path: &Path) -> Option<PathBuf> {
     path.canonicalize().ok()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project at `<tmp>/project` with a worktree, a home with secrets, and liza's
+    /// scratch directories.
+    struct Machine {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        home: PathBuf,
+        worktree: PathBuf,
+        scratch: Scratch,
+        private: PrivateGit,
+    }
+
+    fn machine() -> Machine {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("project");
+        let home = base.join("home");
+        let worktree = root.join(".worktrees/t-1");
+        for d in [
+            root.join(".git/objects"),
+            root.join(".git/refs/heads/task"),
+            root.join(".git/worktrees/t-1"),
+            root.join(".git/worktrees/t-2"),
+            root.join(".liza/sandbox/coder-1/home"),
+            root.join(".liza/sandbox/coder-1/tmp"),
+            root.join(".worktrees/t-2"),
+            worktree.clone(),
+            home.join(".ssh"),
+            home.join(".claude"),
+        ] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(
+            worktree.join(".git"),
+            format!("gitdir: {}\n", root.join(".git/worktrees/t-1").display()),
+        )
+        .unwrap();
+        for f in ["commondir", "gitdir", "HEAD"] {
+            std::fs::write(root.join(".git/worktrees/t-1").join(f), "x\n").unwrap();
+        }
+        let s = root.join(".liza/sandbox/coder-1");
+        for f in ["git-config", "gitconfig"] {
+            std::fs::write(s.join(f), "").unwrap();
+        }
+        let scratch = Scratch {
+            home: s.join("home"),
+            tmp: s.join("tmp"),
+            repo_config: s.join("git-config"),
+            global_config: s.join("gitconfig"),
+        };
+        let private = PrivateGit {
+            objects: s.join("git/objects"),
+            alternates: s.join("git/alternates"),
+            refs: s.join("git/refs"),
+            other_tasks: vec!["t-2".into()],
+            logs: s.join("git/logs"),
+        };
+        Machine {
+            _dir: dir,
+            root,
+            home,
+            worktree,
+            scratch,
+            private,
+        }
+    }
+
+    fn coder_layout(m: &Machine, network: SandboxNetwork) -> Layout {
+        let git_dir = m.root.join(".git/worktrees/t-1");
+        Layout::build(&Plan {
+            root: &m.root,
+            common_git_dir: &m.root.join(".git"),
+            home: Some(&m.home),
+            env_path: OsStr::new("/usr/bin:/bin"),
+            rustup_home: None,
+            program: Path::new("/usr/bin/true"),
+            view: View::Worktree {
+                dir: &m.worktree,
+                git_dir: Some(&git_dir),
+                private: Some(&m.private),
+            },
+            scratch: &m.scratch,
+            read_only: Vec::new(),
+            writable: vec![(m.home.join(".claude"), m.home.join(".claude"))],
+            protected: Vec::new(),
+            hidden: Vec::new(),
+            channel: None,
+            network,
+            interactive: false,
+            chdir: &m.worktree,
+        })
+    }
+
+    /// What the process sees at `path`: the last mount whose destination holds it.
+    fn seen(layout: &Layout, path: &Path) -> &'static str {
+        let mut what = "host, read-only";
+        for mount in &layout.mounts {
+            match mount {
+                Mount::Hide(d) if path.starts_with(d) => what = "hidden",
+                Mount::Shadow(d) if path.starts_with(d) => what = "shadow",
+                Mount::ReadOnly { to, .. } if path.starts_with(to) => what = "read-only",
+                Mount::Writable { to, .. } if path.starts_with(to) => what = "writable",
+                Mount::Blank(f) if path == f => what = "blank",
+                _ => {}
+            }
+        }
+        what
+    }
+
+    #[test]
+    fn a_coder_writes_its_worktree_and_sees_nothing_of_the_blackboard_or_home() {
+        let m = machine();
+        let layout = coder_layout(&m, SandboxNetwork::Full);
+        let git = m.root.join(".git");
+        for (path, expected) in [
+            (m.worktree.join("src/main.rs"), "writable"),
+            (m.worktree.join(".git"), "read-only"),
+            (m.root.join(".liza/state.yaml"), "hidden"),
+            (m.root.join(".liza/sandbox/coder-1/channel.sock"), "hidden"),
+            (m.root.join("specs/vision.md"), "hidden"),
+            (m.root.join(".worktrees/t-2/x"), "hidden"),
+            (m.home.join(".ssh/id_ed25519"), "writable"), // the scratch $HOME, empty
+            (m.home.join(".claude/settings.json"), "writable"),
+            (git.join("HEAD"), "read-only"),
+            (git.join("config"), "read-only"),
+            (git.join("packed-refs.lock"), "shadow"),
+            (git.join("objects/ab/cdef"), "writable"),
+            (git.join("refs/heads/integration"), "read-only"),
+            (git.join("refs/heads/task/t-1"), "writable"),
+            (git.join("refs/heads/task/t-2"), "read-only"),
+            (git.join("worktrees/t-1/HEAD"), "writable"),
+            (git.join("worktrees/t-1/commondir"), "read-only"),
+            (git.join("worktrees/t-2/HEAD"), "hidden"),
+            (PathBuf::from("/run/user/1000/ssh-agent.sock"), "hidden"),
+            (PathBuf::from("/usr/bin/git"), "host, read-only"),
+        ] {
+            assert_eq!(seen(&layout, &path), expected, "{}", path.display());
+        }
+        // The scratch $HOME is liza's directory, not the person's.
+        assert!(layout.mounts.contains(&Mount::Writable {
+            from: m.scratch.home.clone(),
+            to: m.home.clone()
+        }));
+        assert!(layout.hides(&m.root.join(".liza/state.yaml")));
+        assert!(!layout.hides(&m.worktree.join("a")));
+    }
+
+    #[test]
+    fn masks_become_read_only_once_mounted_and_the_namespaces_are_all_asked_for() {
+        let m = machine();
+        let args = coder_layout(&m, SandboxNetwork::None).bwrap_args();
+        let text = args.join(" ");
+        for flag in [
+            "--unshare-user",
+            "--unshare-pid",
+            "--unshare-ipc",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--unshare-net",
+            &format!("--remount-ro {}", m.root.display()),
+            "--remount-ro /home",
+        ] {
+            assert!(text.contains(flag), "{flag}: {text}");
+        }
+        // /tmp is liza's scratch directory: never remounted read-only over it; the shadow
+        // of the git directory stays writable, and small.
+        let remounted = remounted(&args);
+        assert!(!remounted.contains(&"/tmp".to_owned()), "{text}");
+        assert!(!remounted.contains(&m.root.join(".git").display().to_string()));
+        assert!(text.contains(&format!(
+            "--size {SHADOW_BYTES} --tmpfs {}",
+            m.root.join(".git").display()
+        )));
+        let full = coder_layout(&m, SandboxNetwork::Full).bwrap_args();
+        assert!(!full.contains(&"--unshare-net".to_owned()));
+    }
+
+    #[test]
+    fn the_planner_sees_the_checkout_read_only_without_liza_or_worktrees() {
+        let m = machine();
+        let layout = Layout::build(&Plan {
+            root: &m.root,
+            common_git_dir: &m.root.join(".git"),
+            home: Some(&m.home),
+            env_path: OsStr::new("/usr/bin"),
+            rustup_home: None,
+            program: Path::new("/usr/bin/true"),
+            view: View::Checkout,
+            scratch: &m.scratch,
+            read_only: Vec::new(),
+            writable: Vec::new(),
+            protected: Vec::new(),
+            hidden: vec![m.root.join(".liza/sandbox/coder-1")],
+            channel: None,
+            network: SandboxNetwork::Full,
+            interactive: false,
+            chdir: &m.root,
+        });
+        assert_eq!(seen(&layout, &m.root.join("specs/vision.md")), "read-only");
+        assert_eq!(seen(&layout, &m.root.join(".liza/state.yaml")), "hidden");
+        assert_eq!(seen(&layout, &m.root.join(".worktrees/t-2/x")), "hidden");
+        assert_eq!(
+            seen(&layout, &m.root.join(".git/worktrees/t-1/HEAD")),
+            "hidden"
+        );
+        // A mask that a later mount covers is not remounted (bubblewrap would fail on a
+        // path that no longer exists in the view).
+        let remounted = remounted(&layout.bwrap_args());
+        assert!(
+            !remounted.contains(&m.root.join(".liza/sandbox/coder-1").display().to_string()),
+            "{remounted:?}"
+        );
+        assert!(remounted.contains(&m.root.join(".liza").display().to_string()));
+    }
+
+    /// The paths `--remount-ro` names.
+    fn remounted(args: &[String]) -> Vec<String> {
+        args.windows(2)
+            .filter(|w| w[0] == "--remount-ro")
+            .map(|w| w[1].clone())
+            .collect()
+    }
+}

@@ -638,6 +638,39 @@ fn error_cases() -> Vec<Case> {
             "config.integration_branch",
             Some(("bad branch", 0)),
         ),
+        case(
+            "a sandbox path that would show the whole home",
+            &[(
+                "  integration_branch: integration\n",
+                "  integration_branch: integration\n  sandbox:\n    writable: [\"~\"]\n",
+            )],
+            Some(11),
+            "config-value",
+            "config.sandbox.writable[0]",
+            Some(("writable: [\"~\"]", 0)),
+        ),
+        case(
+            "a relative sandbox path",
+            &[(
+                "  integration_branch: integration\n",
+                "  integration_branch: integration\n  sandbox:\n    read_only: [cache/tools]\n",
+            )],
+            Some(11),
+            "config-value",
+            "config.sandbox.read_only[0]",
+            Some(("read_only: [cache/tools]", 0)),
+        ),
+        case(
+            "an unknown sandbox mode",
+            &[(
+                "  integration_branch: integration\n",
+                "  integration_branch: integration\n  sandbox:\n    mode: sometimes\n",
+            )],
+            Some(11),
+            "config-value",
+            "config.sandbox.mode",
+            Some(("mode: sometimes", 0)),
+        ),
         // Rule 12
         case(
             "negative revision",
