@@ -2,7 +2,8 @@
 //! on generated 50 / 300 / 1000-task blackboards, plus the lifecycle's `claim-task` and
 //! `submit-for-review` (L1, L2) and `merge` (M1), with the fsync floor measured in the same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
 //! `LIZA_BENCH_QUICK=1` takes fewer samples; `LIZA_BENCH_ONLY=etcd` runs only the E rows
-//! (the blackboard in a local etcd).
+//! (the blackboard in a local etcd), `LIZA_BENCH_ONLY=sandbox` only the S row (the
+//! sandbox's cost).
 
 use std::path::Path;
 use std::process::Command;
@@ -17,6 +18,8 @@ use liza::status::Report;
 
 #[path = "blackboard/etcd.rs"]
 mod etcd;
+#[path = "blackboard/sandbox.rs"]
+mod sandbox;
 
 const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
@@ -251,8 +254,9 @@ fn main() {
         ms(floor.p95)
     );
 
-    // `LIZA_BENCH_ONLY=etcd`: the E rows alone.
-    let only_etcd = std::env::var("LIZA_BENCH_ONLY").is_ok_and(|v| v == "etcd");
+    // `LIZA_BENCH_ONLY=etcd`: the E rows alone; `=sandbox`: the S rows alone.
+    let only = std::env::var("LIZA_BENCH_ONLY").ok();
+    let only_etcd = only.is_some();
     for (tasks, per_task, cli_target, validate_target, status_target) in [
         (50usize, 2600usize, Some(("P1", 3.0)), Some(15.0), Some(5.0)),
         (300, 13_500, Some(("P2", 25.0)), Some(200.0), Some(40.0)),
@@ -378,7 +382,12 @@ fn main() {
     if !only_etcd {
         rows.extend(growth_rows(n(20)));
     }
-    rows.extend(etcd::rows(n(40)));
+    if only.as_deref() != Some("sandbox") {
+        rows.extend(etcd::rows(n(40)));
+    }
+    if only.as_deref() != Some("etcd") {
+        rows.extend(sandbox::rows(n(30)));
+    }
 
     println!(
         "{:<8} {:<92} {:>10} {:>10} {:>8} {:>8}  {:<22} verdict",

@@ -34,6 +34,10 @@
 //! - **Operations.** [`ops`] combines the store, the lifecycle and git so the CLI, the
 //!   supervisor and the built-in agent share one implementation of each operation; [`cli`]
 //!   renders them.
+//! - **The sandbox.** Every agent CLI and every check runs in a bubblewrap sandbox
+//!   ([`sandbox`]): its worktree writable, `.liza/`, the person's checkout and `$HOME`
+//!   hidden, a coder's commits in a private store liza checks and brings in; its `liza`
+//!   commands reach its supervisor over a Unix socket, which runs them as that agent.
 //! - **Supervisors.** [`supervisor`] runs one agent: every policy (claim or wait,
 //!   restarts and their backoff, limits, usage-limit waits, PAUSE/ABORT/CHECKPOINT,
 //!   planner wake-ups, reviewer merges) is one pure function, `supervisor::policy::decide`,
@@ -49,6 +53,7 @@
 //! - `lifecycle`: the transition table and the pure state machines; refusals name
 //!   their [`ops::RuleId`].
 //! - `git`: the one git wrapper.
+//! - [`sandbox`]: bubblewrap around every agent and check; the channel's wire format.
 //! - [`ops`]: application operations (store + lifecycle + git).
 //! - [`supervisor`]: `liza-agent`, one agent's supervisor; [`backend`]: the agent CLIs.
 //! - [`llm`]: the model client over any OpenAI-compatible endpoint; `builtin`: liza's

@@ -125,6 +125,9 @@ pub enum Mount {
         from: PathBuf,
         to: PathBuf,
     },
+    /// Shown read-only if it is still there when the sandbox starts (an entry of a git
+    /// directory that another process may remove meanwhile).
+    ReadOnlyIfThere(PathBuf),
     /// A file shown empty.
     Blank(PathBuf),
     /// A small empty directory over a path that stays writable (what is written there
@@ -276,7 +279,9 @@ impl Layout {
                 Some("config") => b.read_only(&plan.scratch.repo_config, &entry),
                 Some("worktrees") => b.hide(entry),
                 Some("objects") if private.is_some() => {}
-                _ => b.read_only(&entry, &entry),
+                // A lock of git's on the host is its own business (and gone in a moment).
+                Some(name) if name.ends_with(".lock") => {}
+                _ => b.mounts.push(Mount::ReadOnlyIfThere(entry)),
             }
         }
         if let Some((Some(own), _)) = &in_view {
@@ -299,7 +304,7 @@ impl Layout {
             b.writable(&private.refs, &git.join("refs/heads/task"));
             for name in &private.other_tasks {
                 let real = git.join("refs/heads/task").join(name);
-                b.read_only(&real, &real);
+                b.mounts.push(Mount::ReadOnlyIfThere(real));
             }
             b.writable(&private.logs, &git.join("logs/refs/heads/task"));
         }
@@ -339,6 +344,9 @@ impl Layout {
                 Mount::Writable { from, to } => {
                     args.extend(["--bind".into(), text(from), text(to)])
                 }
+                Mount::ReadOnlyIfThere(path) => {
+                    args.extend(["--ro-bind-try".into(), text(path), text(path)])
+                }
                 Mount::Blank(file) => {
                     args.extend(["--ro-bind".into(), "/dev/null".into(), text(file)])
                 }
@@ -357,7 +365,9 @@ impl Layout {
             if let Mount::Hide(dir) = mount {
                 let covered = self.mounts[i + 1..].iter().any(|m| match m {
                     Mount::ReadOnly { to, .. } | Mount::Writable { to, .. } => dir.starts_with(to),
-                    Mount::Hide(d) | Mount::Shadow(d) => dir.starts_with(d),
+                    Mount::Hide(d) | Mount::Shadow(d) | Mount::ReadOnlyIfThere(d) => {
+                        dir.starts_with(d)
+                    }
                     Mount::Blank(_) => false,
                 });
                 if !covered {
@@ -403,6 +413,7 @@ impl Layout {
                 Mount::ReadOnly { to, .. } | Mount::Writable { to, .. } if path.starts_with(to) => {
                     hidden = false
                 }
+                Mount::ReadOnlyIfThere(to) if path.starts_with(to) => hidden = false,
                 _ => {}
             }
         }
@@ -563,6 +574,7 @@ mod tests {
                 Mount::Hide(d) if path.starts_with(d) => what = "hidden",
                 Mount::Shadow(d) if path.starts_with(d) => what = "shadow",
                 Mount::ReadOnly { to, .. } if path.starts_with(to) => what = "read-only",
+                Mount::ReadOnlyIfThere(to) if path.starts_with(to) => what = "read-only",
                 Mount::Writable { to, .. } if path.starts_with(to) => what = "writable",
                 Mount::Blank(f) if path == f => what = "blank",
                 _ => {}
