@@ -1,9 +1,12 @@
-//! The S row (specs/quality.md, specs/sandbox.md *Cost*): what the sandbox adds to starting
-//! an agent run. A coder's supervisor runs its agent once (`liza agent coder --once`, the
-//! agent a shell that writes one file in the worktree) on a claimed task, sandboxed and
-//! with `--no-sandbox`, alternated so drift in the machine affects both alike; the
-//! difference of the medians is the sandbox's cost: scratch directories, the toolchain
-//! search on this machine's `PATH`, the private git store and its sync, the channel,
+//! The S row (specs/quality.md, specs/sandbox.md *Cost*): what the sandbox adds to each
+//! agent run of a running supervisor. A coder's supervisor (`liza agent coder`) runs its
+//! agent again and again on one task — the agent a shell that appends the time to a file
+//! of its worktree (progress, so the task stays the coder's and the next run starts at
+//! once) — sandboxed, then with `--no-sandbox`, in alternating rounds so drift in the
+//! machine affects both alike. The time between two runs' starts is one whole run of the
+//! supervisor (its transactions, the prompt, the spawn, the end of the run); the
+//! difference of the medians is the sandbox's cost per run: scratch directories, the
+//! private git store and its sync, the channel, the view (toolchains kept a while), and
 //! bubblewrap. Skipped, saying so, where no sandbox can start.
 
 use std::path::Path;
@@ -12,25 +15,50 @@ use std::time::{Duration, Instant};
 
 use super::{LIZA, Row, Sample, bench_root, floor_once, git, sample_of};
 
-/// One `liza agent coder --once` run, its wall time.
-fn once(dir: &Path, sandboxed: bool) -> Duration {
+/// Runs a supervisor until its agent has started `runs` more times; the times between
+/// consecutive starts.
+fn intervals(dir: &Path, sandboxed: bool, runs: usize) -> Vec<Duration> {
+    let progress = dir.join(".worktrees/t-1/progress.txt");
+    let before = std::fs::read_to_string(&progress)
+        .map(|t| t.lines().count())
+        .unwrap_or(0);
     let mut cmd = Command::new(LIZA);
-    cmd.args(["agent", "coder", "t-1", "--once"])
+    cmd.args(["agent", "coder", "t-1"])
         .current_dir(dir)
         .env("LIZA_AGENT_ID", "coder-1")
-        .env("LIZA_LOCK_TIMEOUT", "120");
+        .env("LIZA_LOCK_TIMEOUT", "120")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     if !sandboxed {
         cmd.arg("--no-sandbox");
     }
-    let t = Instant::now();
-    let out = cmd.output().expect("liza agent runs");
-    let took = t.elapsed();
-    assert!(
-        out.status.success(),
-        "liza agent: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let mut child = cmd.spawn().expect("liza agent starts");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let starts: Vec<u128> = loop {
+        let text = std::fs::read_to_string(&progress).unwrap_or_default();
+        let starts: Vec<u128> = text
+            .lines()
+            .skip(before)
+            .filter_map(|l| l.trim().parse().ok())
+            .collect();
+        if starts.len() > runs {
+            break starts;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the supervisor stopped running its agent"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
     );
-    took
+    let _ = child.wait();
+    starts
+        .windows(2)
+        .map(|w| Duration::from_nanos((w[1] - w[0]) as u64))
+        .collect()
 }
 
 pub fn rows(samples: usize) -> Vec<Row> {
@@ -65,18 +93,18 @@ pub fn rows(samples: usize) -> Vec<Row> {
             "--finalize",
         ],
     );
-    // The agent: one write in its worktree (progress, so the task stays the coder's).
+    // The agent: one line in its worktree per run.
     let store = liza::ops::open_store(p).unwrap();
     store
         .transact(&liza::blackboard::Actor::Human, |tx| {
             let c = &mut tx.state.config;
-            c.max_coder_iterations = Some(100_000);
+            c.max_coder_iterations = Some(1_000_000);
             c.default_cli = Some("sh".into());
             c.agent_tools = Some(liza::blackboard::codec::IdMap(vec![(
                 "sh".to_owned(),
                 liza::blackboard::model::AgentTool {
                     executable: Some("/bin/sh".into()),
-                    args: Some(vec!["-c".into(), "date +%N > progress.txt".into()]),
+                    args: Some(vec!["-c".into(), "date +%s%N >> progress.txt".into()]),
                     ..Default::default()
                 },
             )]));
@@ -84,13 +112,14 @@ pub fn rows(samples: usize) -> Vec<Row> {
             Ok::<_, ()>(())
         })
         .unwrap();
-    // Warm-up: the claim and the worktree, then one run of each.
-    once(p, true);
-    once(p, false);
+    // Warm-up, then alternating rounds.
+    intervals(p, true, 3);
+    intervals(p, false, 3);
+    let per_round = (samples / 2).max(5);
     let (mut on, mut off, mut floors) = (Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..samples {
-        on.push(once(p, true));
-        off.push(once(p, false));
+    for _ in 0..2 {
+        on.extend(intervals(p, true, per_round));
+        off.extend(intervals(p, false, per_round));
         floors.push(floor_once());
     }
     let sandboxed: Sample = sample_of(&mut on, &mut floors.clone());
@@ -99,7 +128,7 @@ pub fn rows(samples: usize) -> Vec<Row> {
     vec![Row {
         id: "S1",
         scenario: format!(
-            "a coder's agent run, whole supervisor (liza agent --once), sandboxed; unsandboxed {:.2} ms, +{:.2} ms",
+            "one agent run of a running coder supervisor, sandboxed; unsandboxed {:.2} ms, +{:.2} ms",
             super::ms(plain.median),
             added * 1000.0
         ),

@@ -147,6 +147,8 @@ pub const CLIS: &[CliSpec] = &[
             "~/.claude/commands/",
             "~/.claude/skills/",
             "~/.claude/rules/",
+            // Its own program, when it was installed there (`claude install --local`).
+            "~/.claude/local/",
         ],
         private: &["~/.claude.json", "~/.claude/sessions/"],
     },
@@ -242,7 +244,8 @@ pub const CLIS: &[CliSpec] = &[
             "${CODEX_HOME}/rules/",
             "${CODEX_HOME}/AGENTS.md",
         ],
-        private: &[],
+        // The links to its own helpers it makes at each start, then runs (arg0).
+        private: &["~/.codex/tmp/"],
     },
     CliSpec {
         name: "gemini",
@@ -457,7 +460,9 @@ pub const CLIS: &[CliSpec] = &[
             "{config}/opencode/commands/",
             "{config}/opencode/AGENTS.md",
         ],
-        private: &[],
+        // The programs and plugins it fetches and then runs: each agent's own, never the
+        // person's.
+        private: &["{data}/opencode/bin/", "{cache}/opencode/node_modules/"],
     },
 ];
 

@@ -50,6 +50,8 @@ impl Kind {
 /// The largest frame either side accepts: a file argument (a task list, a rejection
 /// reason) or a request.
 pub const MAX_FRAME: usize = 8 * 1024 * 1024;
+/// The largest request (its command line, as JSON).
+pub const MAX_REQUEST: usize = 256 * 1024;
 /// How many file arguments one command may name.
 pub const MAX_FILES: usize = 4;
 

@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::layout::{PrivateGit, SHARED_OBJECTS};
+use super::untrusted;
 use crate::blackboard::TaskId;
 use crate::blackboard::model::CommitId;
 use crate::git::{BranchSync, GitError, Imported, Repo, own_git_dir, task_branch};
@@ -40,6 +41,12 @@ pub struct Synced {
     pub config_restored: bool,
     /// Branches it made in its private `refs/heads/task/` besides its own: ignored.
     pub stray_refs: Vec<String>,
+    /// Links and FIFOs it planted in its object store or its worktree's git metadata:
+    /// removed.
+    pub planted: Vec<String>,
+    /// Its branch's ref was gone (packed into a `packed-refs` that went with its
+    /// sandbox): its tip was taken from its reflog.
+    pub lost_ref: bool,
 }
 
 impl Synced {
@@ -48,10 +55,16 @@ impl Synced {
         let mut out = Vec::new();
         if !self.imported.forged.is_empty() {
             out.push(format!(
-                "wrote {} git object(s) whose content does not match their name (refused: {})",
+                "wrote {} git object file(s) liza refused — content that does not match its name, or not an object file: {}",
                 self.imported.forged.len(),
                 self.imported.forged.join(", ")
             ));
+        }
+        if self.lost_ref {
+            out.push(
+                "removed its branch's ref (git pack-refs or gc): its tip was taken from its reflog"
+                    .into(),
+            );
         }
         if let Some(was) = &self.head_was {
             out.push(format!(
@@ -60,6 +73,12 @@ impl Synced {
         }
         if self.config_restored {
             out.push("changed its worktree's git config.worktree (put back)".into());
+        }
+        if !self.planted.is_empty() {
+            out.push(format!(
+                "planted links or FIFOs in its git metadata (removed): {}",
+                self.planted.join(", ")
+            ));
         }
         if !self.stray_refs.is_empty() {
             out.push(format!(
@@ -163,22 +182,41 @@ impl PrivateStore {
 
     /// The private branch's tip as the run left it (progress is seen before a sync).
     pub fn private_tip(&self) -> Option<String> {
-        std::fs::read_to_string(self.paths.refs.join(self.task.as_str()))
-            .ok()
-            .map(|t| t.trim().to_owned())
+        read_plain(&self.paths.refs.join(self.task.as_str()), 4096).map(|t| t.trim().to_owned())
+    }
+
+    /// The private branch's tip, or — when the run's git packed its refs into a
+    /// `packed-refs` that went with its sandbox (`git pack-refs`, `git gc`) — the last one
+    /// its reflog names.
+    fn tip_or_last_logged(&self, log: &str) -> Option<(String, bool)> {
+        if let Some(tip) = self.private_tip().filter(|t| !t.starts_with("ref:")) {
+            return Some((tip, false));
+        }
+        let last = log.lines().skip(self.known_lines).last()?;
+        let (head, _) = last.split_once('\t').unwrap_or((last, ""));
+        Some((head.split_whitespace().nth(1)?.to_owned(), true))
     }
 
     /// Brings the run's work into the repository: its objects (checked), its branch
     /// (replayed by compare-and-swap), its worktree's HEAD kept on the task branch, its
     /// `config.worktree` as it was.
     pub fn sync(&mut self, repo: &Repo) -> Result<Synced, GitError> {
+        // What the run planted where liza reads or writes next — a link, a FIFO — is
+        // removed first: liza follows and waits on none of it (a reflog appended through a
+        // link would write anywhere on the machine).
+        let mut planted = untrusted::remove_specials(&self.paths.objects, 4);
+        if let Some(own) = own_git_dir(&self.worktree) {
+            planted.extend(untrusted::remove_specials(&own, 4));
+        }
         let mut synced = Synced {
-            imported: repo.import_objects(&self.paths.objects)?,
+            imported: self.import(repo)?,
+            planted,
             ..Synced::default()
         };
-        if let Some(tip) = self.private_tip().filter(|t| !t.starts_with("ref:")) {
-            let log = std::fs::read_to_string(self.paths.logs.join(self.task.as_str()))
-                .unwrap_or_default();
+        let log = read_plain(&self.paths.logs.join(self.task.as_str()), 16 * 1024 * 1024)
+            .unwrap_or_default();
+        if let Some((tip, from_log)) = self.tip_or_last_logged(&log) {
+            synced.lost_ref = from_log;
             let result = repo.replay_task_branch(
                 &self.task,
                 self.baseline.as_ref().map(|c| c.as_str()),
@@ -196,12 +234,15 @@ impl PrivateStore {
                     // The private copy starts again from the real branch.
                     let (tip, log) = repo.task_ref_and_log(&self.task);
                     if let Some(tip) = &tip {
-                        let _ = std::fs::write(
-                            self.paths.refs.join(self.task.as_str()),
-                            format!("{tip}\n"),
+                        let _ = untrusted::write_new(
+                            &self.paths.refs.join(self.task.as_str()),
+                            format!("{tip}\n").as_bytes(),
                         );
                     }
-                    let _ = std::fs::write(self.paths.logs.join(self.task.as_str()), &log);
+                    let _ = untrusted::write_new(
+                        &self.paths.logs.join(self.task.as_str()),
+                        log.as_bytes(),
+                    );
                     self.baseline = tip;
                     self.known_lines = log.lines().count();
                 }
@@ -229,12 +270,19 @@ impl PrivateStore {
         }
         if let Some(dir) = own_git_dir(&self.worktree) {
             let file = dir.join("config.worktree");
-            let now = std::fs::read(&file).ok();
+            let now = std::fs::symlink_metadata(&file)
+                .ok()
+                .map(|_| untrusted::read_regular(&file, 1024 * 1024).unwrap_or_default());
             if now != self.config_worktree {
                 synced.config_restored = true;
+                // Removed, then written anew: never written through what the run left.
                 let restored = match &self.config_worktree {
-                    Some(bytes) => std::fs::write(&file, bytes),
-                    None => std::fs::remove_file(&file),
+                    Some(bytes) => untrusted::write_new(&file, bytes),
+                    None => match std::fs::symlink_metadata(&file) {
+                        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&file),
+                        Ok(_) => std::fs::remove_file(&file),
+                        Err(_) => Ok(()),
+                    },
                 };
                 restored.map_err(|source| GitError::Io {
                     action: "restore",
@@ -253,6 +301,33 @@ impl PrivateStore {
         std::mem::take(&mut self.found)
     }
 
+    /// The run's objects, copied out of its store (regular object files only, no link
+    /// followed) into a directory of liza's, and from there into the repository, each
+    /// checked against its name.
+    fn import(&self, repo: &Repo) -> Result<Imported, GitError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| GitError::Io {
+                action: "copy the run's objects from",
+                path,
+                source,
+            }
+        };
+        let copy = tempfile::Builder::new()
+            .prefix("liza-objects-")
+            .tempdir()
+            .map_err(io(&self.paths.objects))?;
+        let refused = untrusted::copy_objects(&self.paths.objects, copy.path())
+            .map_err(io(&self.paths.objects))?;
+        let mut imported = repo.import_objects(copy.path())?;
+        imported.forged.extend(
+            refused
+                .into_iter()
+                .map(|r| format!("{r} (not an object file)")),
+        );
+        Ok(imported)
+    }
+
     /// Empties the private object store (its objects are in the repository now).
     pub fn finish(self) {
         let _ = std::fs::remove_dir_all(&self.paths.objects);
@@ -261,6 +336,12 @@ impl PrivateStore {
     pub fn branch(&self) -> String {
         task_branch(&self.task)
     }
+}
+
+/// `path`'s text, when it is a regular file (no link followed, no FIFO waited on), at
+/// most `limit` bytes.
+fn read_plain(path: &Path, limit: u64) -> Option<String> {
+    untrusted::read_regular(path, limit).and_then(|b| String::from_utf8(b).ok())
 }
 
 /// The alternates a private store is given: the repository's objects as shown inside,
@@ -281,4 +362,84 @@ fn alternates(common: &Path) -> String {
         }
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    /// A repository with a commit on `main` and task t-1's worktree.
+    fn project() -> (tempfile::TempDir, Repo, TaskId, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(dir.path())
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@t")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@t")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "one"]);
+        let repo = Repo::open(dir.path()).unwrap();
+        let task = TaskId::parse("t-1").unwrap();
+        let base = repo.resolve_commit("HEAD").unwrap();
+        repo.create_task_worktree(dir.path(), &task, &base, "main", "test")
+            .unwrap();
+        let worktree = crate::git::worktree_dir(dir.path(), &task);
+        (dir, repo, task, worktree)
+    }
+
+    /// What a run leaves where liza reads and writes next is never followed: a link in
+    /// place of `config.worktree`, of its reflog, in its object store.
+    #[test]
+    fn links_a_run_plants_in_its_git_metadata_are_removed_not_followed() {
+        let (dir, repo, task, worktree) = project();
+        let own = own_git_dir(&worktree).unwrap();
+        std::fs::write(own.join("config.worktree"), "[core]\n").unwrap();
+        let scratch = dir.path().join(".liza/sandbox/coder-1/git");
+        let mut store =
+            PrivateStore::prepare(&repo, &scratch, &task, &worktree, "coder-1").unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "the person's file\n").unwrap();
+        // The run: config.worktree and its HEAD reflog become links to the person's file,
+        // its object store holds a link too.
+        std::fs::remove_file(own.join("config.worktree")).unwrap();
+        symlink(&victim, own.join("config.worktree")).unwrap();
+        std::fs::create_dir_all(own.join("logs")).unwrap();
+        let _ = std::fs::remove_file(own.join("logs/HEAD"));
+        symlink(&victim, own.join("logs/HEAD")).unwrap();
+        std::fs::create_dir_all(store.paths.objects.join("ab")).unwrap();
+        symlink(&victim, store.paths.objects.join("ab/cdef")).unwrap();
+        let synced = store.sync(&repo).unwrap();
+        assert_eq!(synced.planted.len(), 3, "{:?}", synced.planted);
+        assert!(synced.config_restored);
+        let found = store.take_violations().join("; ");
+        assert!(found.contains("planted links"), "{found}");
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the person's file\n"
+        );
+        let config = own.join("config.worktree");
+        assert!(!std::fs::symlink_metadata(&config).unwrap().is_symlink());
+        assert_eq!(std::fs::read_to_string(config).unwrap(), "[core]\n");
+        // liza's own commit in the worktree writes a fresh reflog, not the person's file.
+        std::fs::write(worktree.join("b.txt"), "b\n").unwrap();
+        repo.commit_wip(&worktree, "test").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&victim).unwrap(),
+            "the person's file\n"
+        );
+    }
 }

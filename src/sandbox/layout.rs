@@ -27,6 +27,20 @@ const SYSTEM_HIDDEN: &[&str] = &[
     "/home", "/root", "/run", "/tmp", "/var/tmp", "/mnt", "/media",
 ];
 
+/// The entries of the git directory a run sees (besides `config`, `objects` and
+/// `worktrees`, shown as liza makes them): what git reads to work in a worktree.
+const GIT_ENTRIES_SHOWN: &[&str] = &[
+    "HEAD",
+    "refs",
+    "packed-refs",
+    "info",
+    "hooks",
+    "modules",
+    "shallow",
+    "lfs",
+    "commondir",
+];
+
 /// How much a shadow directory holds (bytes): lock files and the like, not data.
 const SHADOW_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -155,7 +169,15 @@ impl Layout {
             canonical(plan.common_git_dir).unwrap_or_else(|| plan.common_git_dir.to_path_buf());
         // 1. Hidden areas, then liza's scratch directories in their place.
         for dir in SYSTEM_HIDDEN {
-            if let Some(dir) = canonical(Path::new(dir)).filter(|d| d.is_dir()) {
+            // An empty directory hides nothing; every mount costs the sandbox's start.
+            let holds_something = |d: &PathBuf| {
+                std::fs::read_dir(d).is_ok_and(|mut entries| entries.next().is_some())
+            };
+            if let Some(dir) = canonical(Path::new(dir)).filter(|d| d.is_dir())
+                && (holds_something(&dir)
+                    || dir == Path::new("/tmp")
+                    || dir == Path::new("/var/tmp"))
+            {
                 b.hide(dir);
             }
         }
@@ -193,19 +215,60 @@ impl Layout {
                 || b.hidden_roots().any(|h| h.starts_with(p))
         };
         let hidden = |p: &Path| b.is_hidden(p);
+        // What the run writes on the host: its worktree and git metadata, its CLI's
+        // state, the extra writable paths, liza's scratch and private directories.
+        let mut writes: Vec<PathBuf> = plan
+            .writable
+            .iter()
+            .map(|(from, _)| canonical(from).unwrap_or_else(|| from.clone()))
+            .collect();
+        writes.extend([plan.scratch.home.clone(), plan.scratch.tmp.clone()]);
+        if let View::Worktree {
+            dir,
+            git_dir,
+            private,
+        } = plan.view
+        {
+            writes.push(dir.to_path_buf());
+            writes.extend(git_dir.map(Path::to_path_buf));
+            if let Some(private) = private {
+                writes.extend([
+                    private.objects.clone(),
+                    private.refs.clone(),
+                    private.logs.clone(),
+                ]);
+            }
+        }
+        let agent_writable = |p: &Path| writes.iter().any(|w| p.starts_with(w));
         let mut path = plan.env_path.to_os_string();
         if let Some(dir) = plan.program.parent().filter(|d| d.is_absolute()) {
             path.push(":");
             path.push(dir);
         }
-        let Toolchains { roots, blanked } = Search {
-            path: &path,
-            home: home.as_deref(),
-            rustup_home: plan.rustup_home.clone(),
-            hidden: &hidden,
-            too_wide: &too_wide,
-        }
-        .run();
+        // The search reads every program of the hidden PATH directories: a supervisor
+        // starting run after run finds the same, so it is kept a while.
+        let key = format!(
+            "{}\0{}\0{}\0{}\0{:?}\0{:?}",
+            path.to_string_lossy(),
+            home.as_deref()
+                .map(|h| h.display().to_string())
+                .unwrap_or_default(),
+            root.display(),
+            git.display(),
+            b.hidden_roots().collect::<Vec<_>>(),
+            writes
+        );
+        let Toolchains { roots, blanked } = toolchains_for(&key, || {
+            Search {
+                path: &path,
+                home: home.as_deref(),
+                rustup_home: plan.rustup_home.clone(),
+                hidden: &hidden,
+                too_wide: &too_wide,
+                agent_writable: &agent_writable,
+            }
+            .run()
+        });
         for dir in roots {
             b.read_only(&dir, &dir);
         }
@@ -279,9 +342,13 @@ impl Layout {
                 Some("config") => b.read_only(&plan.scratch.repo_config, &entry),
                 Some("worktrees") => b.hide(entry),
                 Some("objects") if private.is_some() => {}
-                // A lock of git's on the host is its own business (and gone in a moment).
-                Some(name) if name.ends_with(".lock") => {}
-                _ => b.mounts.push(Mount::ReadOnlyIfThere(entry)),
+                Some("objects") => b.mounts.push(Mount::ReadOnlyIfThere(entry)),
+                Some(name) if GIT_ENTRIES_SHOWN.contains(&name) => {
+                    b.mounts.push(Mount::ReadOnlyIfThere(entry));
+                }
+                // The rest is the person's checkout's own (its index, ORIG_HEAD, …), or
+                // a lock of git's on the host: a run needs none of it.
+                _ => {}
             }
         }
         if let Some((Some(own), _)) = &in_view {
@@ -384,6 +451,9 @@ impl Layout {
                 "--unshare-cgroup-try",
                 "--disable-userns",
                 "--die-with-parent",
+                // Run as root, bubblewrap would keep the capabilities in the sandbox.
+                "--cap-drop",
+                "ALL",
             ]
             .map(String::from),
         );
@@ -461,6 +531,27 @@ impl Builder {
             _ => None,
         })
     }
+}
+
+/// How long a toolchain search is reused.
+const TOOLCHAINS_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The toolchains for `key`: searched, or as searched less than [`TOOLCHAINS_KEPT`] ago.
+fn toolchains_for(key: &str, search: impl FnOnce() -> Toolchains) -> Toolchains {
+    type Kept = Option<(String, std::time::Instant, Toolchains)>;
+    static KEPT: std::sync::Mutex<Kept> = std::sync::Mutex::new(None);
+    if let Ok(kept) = KEPT.lock()
+        && let Some((k, at, found)) = kept.as_ref()
+        && k == key
+        && at.elapsed() < TOOLCHAINS_KEPT
+    {
+        return found.clone();
+    }
+    let found = search();
+    if let Ok(mut kept) = KEPT.lock() {
+        *kept = Some((key.to_owned(), std::time::Instant::now(), found.clone()));
+    }
+    found
 }
 
 /// `path` with links resolved, when it exists.
@@ -619,6 +710,44 @@ mod tests {
         }));
         assert!(layout.hides(&m.root.join(".liza/state.yaml")));
         assert!(!layout.hides(&m.worktree.join("a")));
+    }
+
+    #[test]
+    fn a_reviewer_reads_the_repository_and_writes_no_git_metadata() {
+        let m = machine();
+        let git_dir = m.root.join(".git/worktrees/t-1");
+        let layout = Layout::build(&Plan {
+            root: &m.root,
+            common_git_dir: &m.root.join(".git"),
+            home: Some(&m.home),
+            env_path: OsStr::new("/usr/bin:/bin"),
+            rustup_home: None,
+            program: Path::new("/usr/bin/true"),
+            view: View::Worktree {
+                dir: &m.worktree,
+                git_dir: Some(&git_dir),
+                private: None,
+            },
+            scratch: &m.scratch,
+            read_only: Vec::new(),
+            writable: Vec::new(),
+            protected: Vec::new(),
+            hidden: Vec::new(),
+            channel: None,
+            network: SandboxNetwork::Full,
+            interactive: false,
+            chdir: &m.worktree,
+        });
+        let git = m.root.join(".git");
+        for (path, expected) in [
+            (m.worktree.join("target/debug/x"), "writable"),
+            (git.join("objects/ab/cdef"), "read-only"),
+            (git.join("refs/heads/task/t-1"), "read-only"),
+            (git.join("worktrees/t-1/HEAD"), "read-only"),
+            (git.join("index"), "shadow"),
+        ] {
+            assert_eq!(seen(&layout, &path), expected, "{}", path.display());
+        }
     }
 
     #[test]

@@ -54,14 +54,8 @@ pub fn probe() -> Availability {
             fix: INSTALL_FIX.into(),
         };
     };
-    let version = Command::new(&path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "bubblewrap (version unknown)".into());
+    // One sandbox with every namespace liza asks for, running bubblewrap itself to say
+    // its version: the trial and the version in one start.
     let trial = Command::new(&path)
         .args([
             "--ro-bind",
@@ -86,7 +80,15 @@ pub fn probe() -> Availability {
         .stdin(Stdio::null())
         .output();
     match trial {
-        Ok(out) if out.status.success() => Availability::Available(Bwrap { path, version }),
+        Ok(out) if out.status.success() => {
+            let version = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+            let version = if version.is_empty() {
+                "bubblewrap (version unknown)".into()
+            } else {
+                version
+            };
+            Availability::Available(Bwrap { path, version })
+        }
         Ok(out) => {
             let said = String::from_utf8_lossy(&out.stderr).trim().to_owned();
             Availability::Unavailable {

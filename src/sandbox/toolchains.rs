@@ -7,16 +7,15 @@
 //!   a venv's `bin` → the venv) — never `$HOME` itself nor `~/.local`, whose `share/`
 //!   holds other programs' credentials (`~/.local/bin` brings `~/.local/lib` instead);
 //! - the install root of what each program there links to, and of the interpreter its
-//!   `#!` line names (a venv's python → the Python it was made from; an npm `.bin` link →
-//!   the prefix that holds `node_modules`);
+//!   `#!` line names, and what that interpreter links to (a venv's python → the Python it
+//!   was made from; an npm `.bin` link → the prefix that holds `node_modules`);
 //! - rustup's home when `PATH` has rustup's proxies (`cargo`, `rustc` in `~/.cargo/bin`).
 //!
 //! Credential files directly inside a shown directory (`~/.cargo/credentials.toml`, an
 //! `auth.json`, …) are blanked.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::ffi::OsStr;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// File names that hold credentials; blanked when a shown toolchain directory has them.
@@ -31,14 +30,50 @@ const CREDENTIAL_FILES: &[&str] = &[
     ".git-credentials",
 ];
 
+/// What no toolchain directory may show, relative to `$HOME`: credentials, agent and
+/// keyring sockets, and every agent CLI's state (each CLI's own is shown by liza, to its
+/// agent only).
+const SENSITIVE_IN_HOME: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".netrc",
+    ".git-credentials",
+    ".password-store",
+    ".vault-token",
+    ".config/gcloud",
+    ".config/gh",
+    ".config/hub",
+    ".local/share/keyrings",
+    ".claude",
+    ".claude.json",
+    ".codex",
+    ".gemini",
+    ".vibe",
+    ".aider",
+    ".config/opencode",
+    ".local/share/opencode",
+    ".local/state/opencode",
+    ".cache/opencode",
+    ".config/github-copilot",
+];
+
+/// What no toolchain directory may show anywhere: runtime sockets and kernel files.
+const SENSITIVE: &[&str] = &["/run", "/var/run", "/proc", "/sys", "/dev"];
+
 /// Directory names whose parent is a toolchain's root.
 const BIN_DIRS: &[&str] = &["bin", "sbin", "shims"];
 
-/// How many links and `#!` lines are followed from one program.
+/// How many links are followed from one program.
 const MAX_HOPS: usize = 4;
+/// How many files one directory's programs may lead to (a bound, not a limit met).
+const MAX_FILES: usize = 4096;
 
 /// What the toolchains on `PATH` need shown.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Toolchains {
     /// Shown read-only at their own paths.
     pub roots: Vec<PathBuf>,
@@ -57,17 +92,25 @@ pub struct Search<'a> {
     pub hidden: &'a dyn Fn(&Path) -> bool,
     /// Whether showing a directory would show too much (the project, `$HOME`, `/`).
     pub too_wide: &'a dyn Fn(&Path) -> bool,
+    /// Whether a run can write there (its state, its worktree): nothing there is read
+    /// to decide what to show, since the run chose it.
+    pub agent_writable: &'a dyn Fn(&Path) -> bool,
 }
 
 impl Search<'_> {
     /// The toolchain directories to show and the credential files to blank.
     pub fn run(&self) -> Toolchains {
         let mut roots = BTreeSet::new();
+        let mut seen = HashSet::new();
         for dir in std::env::split_paths(self.path) {
             let Ok(dir) = dir.canonicalize() else {
                 continue;
             };
-            if !dir.is_absolute() || !(self.hidden)(&dir) {
+            if !dir.is_absolute()
+                || !(self.hidden)(&dir)
+                || (self.agent_writable)(&dir)
+                || !seen.insert(dir.clone())
+            {
                 continue;
             }
             self.add(&mut roots, self.root_of_dir(&dir));
@@ -80,11 +123,9 @@ impl Search<'_> {
             if dir.join("rustup").is_file() || dir.join("cargo").is_file() {
                 self.add(&mut roots, self.rustup_home.clone());
             }
-            for program in programs(&dir) {
-                for target in reached_from(&program) {
-                    if (self.hidden)(&target) {
-                        self.add(&mut roots, self.install_root(&target));
-                    }
+            for target in reached_from(&dir, &mut seen, self.agent_writable) {
+                if (self.hidden)(&target) && !(self.agent_writable)(&target) {
+                    self.add(&mut roots, self.install_root(&target));
                 }
             }
         }
@@ -106,9 +147,20 @@ impl Search<'_> {
         if let Some(dir) = dir.and_then(|d| d.canonicalize().ok())
             && dir.is_dir()
             && !(self.too_wide)(&dir)
+            && !self.sensitive(&dir)
+            && !(self.agent_writable)(&dir)
         {
             roots.insert(dir);
         }
+    }
+
+    /// Whether `dir` is, holds or lies inside something no toolchain may show.
+    fn sensitive(&self, dir: &Path) -> bool {
+        let overlaps = |p: &Path| dir.starts_with(p) || p.starts_with(dir);
+        SENSITIVE.iter().any(|s| overlaps(Path::new(s)))
+            || self
+                .home
+                .is_some_and(|h| SENSITIVE_IN_HOME.iter().any(|s| overlaps(&h.join(s))))
     }
 
     /// A `PATH` directory, or the toolchain root above its `bin`.
@@ -147,53 +199,50 @@ impl Search<'_> {
     }
 }
 
-/// The programs in `dir` (entries that are files or links; not read further here).
-fn programs(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
+/// Every file the programs of `dir` reach when run: each hop of their links, and the
+/// interpreter their `#!` line names with that interpreter's links — each file looked at
+/// once (`seen`: many programs share an interpreter). A program's own entry type comes
+/// with the directory listing: only links and regular files are read.
+fn reached_from(
+    dir: &Path,
+    seen: &mut HashSet<PathBuf>,
+    agent_writable: &dyn Fn(&Path) -> bool,
+) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut queue: Vec<(PathBuf, bool)> = std::fs::read_dir(dir)
         .map(|entries| {
             entries
                 .flatten()
-                .map(|e| e.path())
-                .filter(|p| !p.is_dir())
+                .filter_map(|e| {
+                    let kind = e.file_type().ok()?;
+                    (kind.is_symlink() || kind.is_file()).then(|| (e.path(), kind.is_symlink()))
+                })
                 .collect()
         })
-        .unwrap_or_default()
-}
-
-/// Every file running `program` reaches: each hop of its links, the interpreter its `#!`
-/// line names (and that interpreter's links), and a venv's base Python (`home =` in
-/// `pyvenv.cfg`).
-fn reached_from(program: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut queue = vec![program.to_path_buf()];
-    while let Some(path) = queue.pop() {
-        if out.len() > MAX_HOPS * 4 {
-            break;
+        .unwrap_or_default();
+    while let Some((path, link)) = queue.pop() {
+        if out.len() > MAX_FILES || agent_writable(&path) || !seen.insert(path.clone()) {
+            continue;
         }
         let mut at = path;
-        for _ in 0..MAX_HOPS {
-            let Ok(target) = std::fs::read_link(&at) else {
-                break;
-            };
-            let next = at.parent().map_or(target.clone(), |p| p.join(&target));
-            out.push(next.clone());
-            at = next;
+        if link {
+            for _ in 0..MAX_HOPS {
+                let Ok(target) = std::fs::read_link(&at) else {
+                    break;
+                };
+                at = at.parent().map_or(target.clone(), |p| p.join(&target));
+                out.push(at.clone());
+            }
         }
-        let Ok(real) = at.canonicalize() else {
+        if agent_writable(&at) {
             continue;
-        };
-        if !out.contains(&real) {
-            out.push(real.clone());
         }
-        if let Some(interpreter) = shebang(&real)
-            && !out.contains(&interpreter)
+        if let Some(interpreter) = shebang(&at)
+            && !seen.contains(&interpreter)
         {
-            queue.push(interpreter);
-        }
-        if let Some(base) = venv_base(&real)
-            && !out.contains(&base)
-        {
-            out.push(base);
+            out.push(interpreter.clone());
+            let is_link = std::fs::symlink_metadata(&interpreter).is_ok_and(|m| m.is_symlink());
+            queue.push((interpreter, is_link));
         }
     }
     out
@@ -201,23 +250,12 @@ fn reached_from(program: &Path) -> Vec<PathBuf> {
 
 /// The interpreter a script's `#!` line names, if it is an absolute path.
 fn shebang(file: &Path) -> Option<PathBuf> {
-    let mut head = [0u8; 256];
-    let n = std::fs::File::open(file).ok()?.read(&mut head).ok()?;
-    let line = head[..n].strip_prefix(b"#!")?;
+    let head = super::untrusted::read_regular(file, 256)?;
+    let line = head.strip_prefix(b"#!")?;
     let line = line.split(|b| *b == b'\n').next()?;
     let text = std::str::from_utf8(line).ok()?;
     let program = text.split_whitespace().next()?;
     program.starts_with('/').then(|| PathBuf::from(program))
-}
-
-/// For a file inside a venv, the base Python's executable directory (`home =`).
-fn venv_base(file: &Path) -> Option<PathBuf> {
-    let venv = file.ancestors().find(|a| a.join("pyvenv.cfg").is_file())?;
-    let config = std::fs::read_to_string(venv.join("pyvenv.cfg")).ok()?;
-    config.lines().find_map(|line| {
-        let (key, value) = line.split_once('=')?;
-        (key.trim() == "home").then(|| PathBuf::from(value.trim()).join("python3"))
-    })
 }
 
 #[cfg(test)]
@@ -237,6 +275,7 @@ mod tests {
             rustup_home: Some(home.join(".rustup")),
             hidden,
             too_wide,
+            agent_writable: &|_| false,
         }
     }
 
@@ -286,6 +325,45 @@ mod tests {
             ]
         );
         assert_eq!(found.blanked, [home.join(".cargo/credentials.toml")]);
+    }
+
+    /// A script a run could write (in its CLI's state) naming `~/.ssh` or a runtime
+    /// socket's directory as its interpreter shows neither.
+    #[test]
+    fn what_a_run_writes_or_secrets_are_never_shown() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        let local = home.join(".claude/local");
+        std::fs::create_dir_all(&local).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::create_dir_all(home.join("tools/bin")).unwrap();
+        std::fs::write(
+            local.join("helper"),
+            format!("#!{}/.ssh/x\n", home.display()),
+        )
+        .unwrap();
+        std::fs::write(
+            home.join("tools/bin/helper"),
+            format!("#!{}/.ssh/x\n#!/run/user/0/x\n", home.display()),
+        )
+        .unwrap();
+        let path = std::env::join_paths([local.clone(), home.join("tools/bin")]).unwrap();
+        let home2 = home.clone();
+        let hidden = move |p: &Path| p.starts_with(&home2);
+        let home3 = home.clone();
+        let too_wide = move |p: &Path| home3.starts_with(p);
+        let claude = home.join(".claude");
+        let writable = move |p: &Path| p.starts_with(&claude);
+        let found = Search {
+            path: &path,
+            home: Some(&home),
+            rustup_home: None,
+            hidden: &hidden,
+            too_wide: &too_wide,
+            agent_writable: &writable,
+        }
+        .run();
+        assert_eq!(found.roots, [home.join("tools")], "{:?}", found.roots);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! Connections run on the supervisor's runtime; the git sync before each command on
 //! the blocking pool.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +21,9 @@ use crate::sandbox::channel::{self, Kind, MAX_FILES, Request};
 
 /// Commands of one agent that may run at once (more wait).
 const CONCURRENT: usize = 8;
+/// Connections one agent may hold open at once, waiting ones included (more are closed
+/// at once: a run cannot exhaust its supervisor's file descriptors).
+const CONNECTIONS: usize = 32;
 /// How long a client may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -51,7 +54,15 @@ impl ChannelServer {
             loop {
                 tokio::select! {
                     accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
+                        let Ok((stream, _)) = accepted else {
+                            // Out of descriptors, say: wait rather than spin.
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        };
+                        if connections.len() >= CONNECTIONS {
+                            drop(stream);
+                            continue;
+                        }
                         let (context, permits) = (context.clone(), permits.clone());
                         connections.spawn(async move {
                             let Ok(_permit) = permits.acquire().await else { return };
@@ -93,7 +104,10 @@ async fn serve(mut stream: UnixStream, context: &ChannelContext) -> std::io::Res
             serde_json::Value::String(path.display().to_string()),
         );
     }
-    let cwd = inside(&context.workdir, Path::new(&request.cwd));
+    // The command runs where the run works, never where the agent says it typed it: a
+    // project root is found from there, and the agent could put a `.git` of its own
+    // anywhere in its worktree.
+    let cwd = &context.workdir;
     let before = context.before.clone();
     let _ = tokio::task::spawn_blocking(move || before()).await;
     let mut child = tokio::process::Command::new(&context.exe)
@@ -104,13 +118,16 @@ async fn serve(mut stream: UnixStream, context: &ChannelContext) -> std::io::Res
             crate::ops::CHANNEL_FILES_VAR,
             serde_json::Value::Object(map).to_string(),
         )
-        .current_dir(&cwd)
+        .current_dir(cwd)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true)
         .spawn()?;
+    // What the command starts (git, a hook) goes with it when the client goes away or
+    // the run ends.
+    let _group = child.id().map(GroupKill);
     let (Some(mut out), Some(mut err)) = (child.stdout.take(), child.stderr.take()) else {
         return refuse(&mut stream, "the command's output could not be read").await;
     };
@@ -144,6 +161,13 @@ async fn receive(stream: &mut UnixStream) -> std::io::Result<(Request, Vec<Vec<u
         .ok_or_else(|| channel::bad("no request".into()))?;
     if kind != Kind::Request {
         return Err(channel::bad(format!("expected a request, got {kind:?}")));
+    }
+    if payload.len() > channel::MAX_REQUEST {
+        return Err(channel::bad(format!(
+            "a request of {} bytes is over the {}-byte limit",
+            payload.len(),
+            channel::MAX_REQUEST
+        )));
     }
     let request: Request =
         serde_json::from_slice(&payload).map_err(|e| channel::bad(e.to_string()))?;
@@ -213,10 +237,18 @@ async fn refuse(stream: &mut UnixStream, why: &str) -> std::io::Result<()> {
     send(stream, Kind::Exit, &64i32.to_be_bytes()).await
 }
 
-/// `cwd` when it lies inside `workdir` (links resolved on this side), else `workdir`.
-fn inside(workdir: &Path, cwd: &Path) -> PathBuf {
-    match (cwd.canonicalize(), workdir.canonicalize()) {
-        (Ok(cwd), Ok(work)) if cwd.starts_with(&work) => cwd,
-        _ => workdir.to_path_buf(),
+/// Kills a command's process group when dropped (after it ended, its strays).
+struct GroupKill(u32);
+
+impl Drop for GroupKill {
+    fn drop(&mut self) {
+        if let Ok(pid) = i32::try_from(self.0)
+            && pid > 1
+        {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
     }
 }

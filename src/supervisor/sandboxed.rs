@@ -280,11 +280,7 @@ impl Session {
             } else if let (Some(home), Ok(bytes)) = (&home, std::fs::read(&path))
                 && let Ok(inside) = path.strip_prefix(home)
             {
-                let copy = scratch.home.join(inside);
-                if let Some(parent) = copy.parent() {
-                    let _ = std::fs::create_dir_all(parent);
-                }
-                let _ = std::fs::write(copy, bytes);
+                copy_into_scratch(&scratch.home, inside, &bytes);
             }
         }
         // Its configuration: read-only where it exists; where it does not, watched.
@@ -517,6 +513,30 @@ fn specs_text(
             Some((shown, text))
         })
         .collect()
+}
+
+/// Writes `bytes` as `relative` under the agent's scratch `$HOME`, which the agent writes
+/// too: whatever it left at that path (a link to a file of the person's) is removed
+/// first, and the copy is made only when its directory is inside the scratch home.
+fn copy_into_scratch(home: &Path, relative: &Path, bytes: &[u8]) {
+    let copy = home.join(relative);
+    let Some(parent) = copy.parent() else { return };
+    let _ = std::fs::create_dir_all(parent);
+    let inside = match (parent.canonicalize(), home.canonicalize()) {
+        (Ok(parent), Ok(home)) => parent.starts_with(home),
+        _ => false,
+    };
+    if !inside {
+        return;
+    }
+    let _ = std::fs::remove_file(&copy);
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&copy)
+    {
+        let _ = std::io::Write::write_all(&mut file, bytes);
+    }
 }
 
 fn io_refusal(path: &Path, e: &std::io::Error) -> OpsError {

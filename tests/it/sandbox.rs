@@ -489,7 +489,7 @@ git -C "$wt" symbolic-ref HEAD refs/heads/integration
     });
     let alerts = std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap();
     for phrase in [
-        "does not match their name",
+        "content that does not match its name",
         "pointed its worktree's HEAD at refs/heads/integration",
         "config.worktree",
         "task/t-9",
@@ -728,4 +728,67 @@ fn off_required_and_a_machine_without_bubblewrap_behave_as_documented() {
         let show = stdout(&repo.liza(&["show", "t-1"]));
         assert!(show.contains("NOT sandboxed (off)"), "{how}: {show}");
     }
+}
+
+/// A run's commands act on its supervisor's project wherever the agent typed them: a
+/// repository of its own inside its worktree (with a hook, a blackboard) changes nothing.
+#[test]
+fn commands_act_on_the_supervisors_project_whatever_the_agent_builds() {
+    if !sandbox_available() {
+        return;
+    }
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    add(repo, "t-1", "");
+    project.step(
+        "coder",
+        "t-1",
+        r#"d="$FAKE_AGENT_DIR"
+e="$wt/elsewhere"
+git init -q "$e" && git -C "$e" commit -q --allow-empty -m x
+mkdir -p "$e/.liza" && echo "goal: {}" > "$e/.liza/state.yaml"
+printf '#!/bin/sh\ntouch %s/hook-ran\n' "$d" > "$e/.git/hooks/pre-push" && chmod +x "$e/.git/hooks/pre-push"
+(cd "$e" && liza --json status) > "$d/status.json" 2>"$d/status.err"
+work t-1.txt "the text of t-1"
+(cd "$e" && liza submit-for-review t-1) >> "$d/submit.out" 2>&1
+"#,
+    );
+    let coder = project.supervisor("coder", "coder-1");
+    project.wait_until("READY_FOR_REVIEW", GUARD, || {
+        task_of(repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    let status = std::fs::read_to_string(project.scenario.path().join("status.json")).unwrap();
+    assert!(
+        status.contains("Add a --json flag to the report CLI"),
+        "the real project's goal: {status}"
+    );
+    assert!(!project.scenario.path().join("hook-ran").exists());
+    let _ = stop(coder, Signal::SIGTERM);
+}
+
+/// `git pack-refs` (or `git gc`) in the sandbox packs the run's branch into a
+/// `packed-refs` that goes with the sandbox: its commits still come in, from its reflog.
+#[test]
+fn a_run_that_packs_its_refs_loses_no_commit() {
+    if !sandbox_available() {
+        return;
+    }
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    add(repo, "t-1", "");
+    project.step(
+        "coder",
+        "t-1",
+        "work t-1.txt \"the text of t-1\"\ngit -C \"$wt\" pack-refs --all\nsubmit\n",
+    );
+    let coder = project.supervisor("coder", "coder-1");
+    project.wait_until("READY_FOR_REVIEW", GUARD, || {
+        task_of(repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    assert_eq!(repo.git(&["show", "task/t-1:t-1.txt"]), "the text of t-1\n");
+    project.wait_until("the alarm", GUARD, || {
+        std::fs::read_to_string(repo.liza_dir().join("alerts.log"))
+            .is_ok_and(|a| a.contains("removed its branch's ref"))
+    });
+    let _ = stop(coder, Signal::SIGTERM);
 }
