@@ -34,6 +34,7 @@ mod up;
 mod validate;
 mod watch;
 mod work;
+mod worktree_state;
 
 use clap::{Parser, Subcommand};
 
@@ -153,6 +154,9 @@ enum Command {
     /// One run of the built-in agent (started by a supervisor with --cli builtin).
     #[command(hide = true)]
     Builtin(builtin::BuiltinArgs),
+    /// A worktree's HEAD and changed files, read for its supervisor during a run.
+    #[command(hide = true)]
+    WorktreeState(worktree_state::WorktreeStateArgs),
     /// A whole sprint, offline: planner, two coders and a reviewer on a tiny project.
     Demo(demo::DemoArgs),
     /// Check git, the blackboard, agent CLIs, the model endpoint, worktrees, the lock.
@@ -261,6 +265,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Merge(args) => merge::cmd_merge(args, &out),
         Command::Agent(args) => agent::cmd_agent(args, &out),
         Command::Builtin(args) => builtin::cmd_builtin(args, &out),
+        Command::WorktreeState(args) => worktree_state::cmd_worktree_state(args, &out),
         Command::Demo(args) => demo::cmd_demo(args, &out),
         Command::Doctor => doctor::cmd_doctor(&out),
         Command::Completions(args) => reference::cmd_completions(args, &out),

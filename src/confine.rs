@@ -16,6 +16,23 @@ pub enum Escape {
     ParentDir(String),
     #[error("`{path}` leads outside the repository (to {resolved}) through a symbolic link")]
     Outside { path: String, resolved: String },
+    /// Liza's and git's own places, which sandboxed agents do not see: a spec there would
+    /// hand one agent another's worktree or the repository's credentials.
+    #[error(
+        "`{0}` is in liza's or git's own files (.liza/, .worktrees/, .git/); name a file of the project"
+    )]
+    Private(String),
+}
+
+/// The top-level directories of the repository that are liza's or git's, not the
+/// project's.
+const PRIVATE_TOP: &[&str] = &[".liza", ".worktrees", ".git"];
+
+fn private(normal: &Path) -> bool {
+    normal
+        .components()
+        .next()
+        .is_some_and(|c| PRIVATE_TOP.iter().any(|p| c.as_os_str() == *p))
 }
 
 /// `rel` as a plain relative path (no root, no `..`, `.` dropped): the check that needs
@@ -35,6 +52,9 @@ pub fn relative(rel: &str) -> Result<PathBuf, Escape> {
     }
     if normal.as_os_str().is_empty() {
         return Err(Escape::Empty(rel.to_owned()));
+    }
+    if private(&normal) {
+        return Err(Escape::Private(rel.to_owned()));
     }
     Ok(normal)
 }
@@ -60,11 +80,14 @@ pub fn inside(root: &Path, rel: &str) -> Result<PathBuf, Escape> {
             },
         }
     };
-    if !resolved.starts_with(&root) {
+    let Ok(within) = resolved.strip_prefix(&root) else {
         return Err(Escape::Outside {
             path: rel.to_owned(),
             resolved: resolved.display().to_string(),
         });
+    };
+    if private(within) {
+        return Err(Escape::Private(rel.to_owned()));
     }
     Ok(resolved)
 }
@@ -90,6 +113,35 @@ mod tests {
             Err(Escape::ParentDir(_))
         ));
         assert!(matches!(relative(" "), Err(Escape::Empty(_))));
+        for private in [
+            ".git/config",
+            ".worktrees/t-2/secret.txt",
+            "./.liza/state.yaml",
+        ] {
+            assert!(
+                matches!(relative(private), Err(Escape::Private(_))),
+                "{private}"
+            );
+        }
+        assert!(relative("docs/.git-notes.md").is_ok());
+    }
+
+    #[test]
+    fn a_link_into_liza_or_git_files_is_refused() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(root.path().join(".worktrees/t-2")).unwrap();
+        std::fs::write(root.path().join(".worktrees/t-2/secret.txt"), "s").unwrap();
+        std::fs::create_dir(root.path().join("specs")).unwrap();
+        std::os::unix::fs::symlink(
+            "../.worktrees/t-2/secret.txt",
+            root.path().join("specs/other.md"),
+        )
+        .unwrap();
+        assert!(matches!(
+            inside(root.path(), "specs/other.md"),
+            Err(Escape::Private(_))
+        ));
+        assert_eq!(read_inside(root.path(), "specs/other.md"), None);
     }
 
     #[test]

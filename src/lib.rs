@@ -63,7 +63,9 @@
 //! - [`cli`]: the `liza` command line; `doctor`, `retro`, `tmux` (`liza up`),
 //!   `demo` (a whole sprint offline).
 //! - `watch`: directory watching; `confine`: paths kept inside the project;
-//!   `terminal_text`: control characters made visible; `error`: exit-code classes.
+//!   `terminal_text`: control characters made visible; `untrusted`: files an agent or a
+//!   check wrote, touched without following a link or waiting on a FIFO; `error`:
+//!   exit-code classes.
 //! - `bench` (feature `bench`, on in the tests and benchmarks): generated blackboards.
 
 pub mod backend;
@@ -89,4 +91,5 @@ pub mod status;
 pub mod supervisor;
 pub(crate) mod terminal_text;
 pub(crate) mod tmux;
+pub(crate) mod untrusted;
 pub(crate) mod watch;

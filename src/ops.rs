@@ -41,9 +41,9 @@ pub use archive::{
     Archived, Select as ArchiveSelect, archive_terminal, check_stem as check_sprint_stem,
 };
 pub use authority::{
-    Authority, CHANNEL_FILES_VAR, CHANNEL_ROLE_VAR, SUPERVISOR_PID_VAR, Transition, authorize,
-    channel_allows, channel_commands, dry_run, people_only, still_current, supervisor_only,
-    transition,
+    Authority, CHANNEL_FILES_VAR, CHANNEL_ROLE_VAR, CODER_COMMANDS, PLANNER_COMMANDS,
+    REVIEWER_COMMANDS, SUPERVISOR_PID_VAR, Transition, authorize, channel_allows, channel_commands,
+    dry_run, people_only, still_current, supervisor_only, transition,
 };
 pub use claim::{
     Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,

@@ -16,7 +16,6 @@
 //! - `scratch`: liza's scratch directories; [`CheckJail`]: a project command's sandbox.
 //! - [`info_pipe`]: where a sandbox's processes are, for a graceful stop.
 //! - [`channel`]: the wire format between `liza` in a sandbox and its supervisor.
-//! - [`untrusted`]: what a run writes, as liza reads it: no link followed, no FIFO waited on.
 
 pub mod channel;
 mod check_jail;
@@ -27,7 +26,6 @@ pub mod layout;
 pub mod mechanism;
 mod scratch;
 mod toolchains;
-pub mod untrusted;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

@@ -16,6 +16,7 @@
 
 mod agent_process;
 mod channel_server;
+mod cli_config;
 pub mod clock;
 mod coder;
 mod effects;

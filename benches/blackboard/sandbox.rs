@@ -1,8 +1,9 @@
 //! The S row (specs/quality.md, specs/sandbox.md *Cost*): what the sandbox adds to each
 //! agent run of a running supervisor. A coder's supervisor (`liza agent coder`) runs its
 //! agent again and again on one task — the agent a shell that appends the time to a file
-//! of its worktree (progress, so the task stays the coder's and the next run starts at
-//! once) — sandboxed, then with `--no-sandbox`, in alternating rounds so drift in the
+//! of its worktree and commits it (progress, so the task stays the coder's and the next
+//! run starts at once; sandboxed, the commit goes through the private store and its
+//! sync) — sandboxed, then with `--no-sandbox`, in alternating rounds so drift in the
 //! machine affects both alike. The time between two runs' starts is one whole run of the
 //! supervisor (its transactions, the prompt, the spawn, the end of the run); the
 //! difference of the medians is the sandbox's cost per run: scratch directories, the
@@ -93,7 +94,8 @@ pub fn rows(samples: usize) -> Vec<Row> {
             "--finalize",
         ],
     );
-    // The agent: one line in its worktree per run.
+    // The agent: one line in its worktree per run, committed (a run that only edits a file
+    // already dirty shows no progress: the task would be blocked after three).
     let store = liza::ops::open_store(p).unwrap();
     store
         .transact(&liza::blackboard::Actor::Human, |tx| {
@@ -104,7 +106,13 @@ pub fn rows(samples: usize) -> Vec<Row> {
                 "sh".to_owned(),
                 liza::blackboard::model::AgentTool {
                     executable: Some("/bin/sh".into()),
-                    args: Some(vec!["-c".into(), "date +%s%N >> progress.txt".into()]),
+                    args: Some(vec![
+                        "-c".into(),
+                        "date +%s%N >> progress.txt && git add progress.txt \
+                         && git -c user.name=bench -c user.email=bench@example.com \
+                         commit -q -m run"
+                            .into(),
+                    ]),
                     ..Default::default()
                 },
             )]));

@@ -69,9 +69,20 @@ pub struct CliSpec {
     pub state: &'static [&'static str],
     /// Its configuration: shown read-only where it exists, so a run cannot change what
     /// the CLI does the next time a person runs it — hooks, MCP servers, plugins, memory
-    /// files are commands and instructions that run outside any sandbox. One created inside
-    /// a state directory during a run is removed after it, with a role-boundary alarm.
+    /// files are commands and instructions that run outside any sandbox — nor what a run
+    /// of another agent sharing the state does meanwhile. Where one is missing inside a
+    /// state directory, an empty one (`{}` for JSON) is made before the run, so no run
+    /// can create it.
     pub config: &'static [&'static str],
+    /// The entries of `config` that are the CLI's own program or the packages it
+    /// installs: protected where they exist, never made empty where they do not (an empty
+    /// one would pass for an install); one a run creates is moved aside after it, with a
+    /// role-boundary alarm.
+    pub installs: &'static [&'static str],
+    /// Its configuration in the project (relative to the worktree): hooks, MCP servers,
+    /// tools a coder could leave in its worktree for the reviewer's CLI to run. A
+    /// reviewer's run sees none of it — an empty directory, an empty file in its place.
+    pub project_config: &'static [&'static str],
     /// Files each agent gets a copy of at every run (what it writes there stays its
     /// own), and directories each agent gets one of its own: what agents sharing the CLI's
     /// state would otherwise fight over, or a file the CLI replaces by renaming over it
@@ -151,6 +162,8 @@ pub const CLIS: &[CliSpec] = &[
             "~/.claude/local/",
         ],
         private: &["~/.claude.json", "~/.claude/sessions/"],
+        installs: &["~/.claude/local/"],
+        project_config: &[".claude/", ".mcp.json"],
     },
     CliSpec {
         name: "codex",
@@ -246,6 +259,8 @@ pub const CLIS: &[CliSpec] = &[
         ],
         // The links to its own helpers it makes at each start, then runs (arg0).
         private: &["~/.codex/tmp/"],
+        installs: &[],
+        project_config: &[".codex/"],
     },
     CliSpec {
         name: "gemini",
@@ -299,6 +314,8 @@ pub const CLIS: &[CliSpec] = &[
             "~/.gemini/trustedFolders.json",
         ],
         private: &[],
+        installs: &[],
+        project_config: &[".gemini/"],
     },
     CliSpec {
         name: "mistral",
@@ -348,6 +365,8 @@ pub const CLIS: &[CliSpec] = &[
             "${VIBE_HOME}/AGENTS.md",
         ],
         private: &[],
+        installs: &[],
+        project_config: &[".vibe/"],
     },
     CliSpec {
         name: "aider",
@@ -407,6 +426,12 @@ pub const CLIS: &[CliSpec] = &[
             "~/.aider.model.metadata.json",
         ],
         private: &[],
+        installs: &[],
+        project_config: &[
+            ".aider.conf.yml",
+            ".aider.model.settings.yml",
+            ".aider.model.metadata.json",
+        ],
     },
     CliSpec {
         name: "opencode",
@@ -463,6 +488,11 @@ pub const CLIS: &[CliSpec] = &[
         // The programs and plugins it fetches and then runs: each agent's own, never the
         // person's.
         private: &["{data}/opencode/bin/", "{cache}/opencode/node_modules/"],
+        installs: &[
+            "{config}/opencode/package.json",
+            "{config}/opencode/node_modules/",
+        ],
+        project_config: &[".opencode/", "opencode.json", "opencode.jsonc"],
     },
 ];
 

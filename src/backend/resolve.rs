@@ -244,6 +244,29 @@ impl Backend {
         on_this_machine(&self.config, lookup)
     }
 
+    /// Its configuration's entries that are its own program or installed packages
+    /// ([`CliSpec::installs`]), on this machine.
+    pub fn install_paths(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(PathBuf, bool)> {
+        let installs: Vec<String> = self
+            .spec
+            .map(|s| s.installs.iter().map(|e| (*e).to_owned()).collect())
+            .unwrap_or_default();
+        on_this_machine(&installs, lookup)
+    }
+
+    /// Its configuration inside the project, relative to a worktree, with whether each is
+    /// a directory ([`CliSpec::project_config`]).
+    pub fn project_config(&self) -> Vec<(PathBuf, bool)> {
+        self.spec
+            .map(|s| {
+                s.project_config
+                    .iter()
+                    .map(|e| (PathBuf::from(e.trim_end_matches('/')), e.ends_with('/')))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Its private paths on this machine, with whether each is a directory.
     pub fn private_paths(&self, lookup: &dyn Fn(&str) -> Option<String>) -> Vec<(PathBuf, bool)> {
         on_this_machine(&self.private, lookup)

@@ -301,18 +301,22 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
     result
 }
 
-/// Where the model's diff is applied: a sandbox of the worktree with no network.
-fn apply_jail(ctx: &RunContext) -> crate::sandbox::Jail {
-    let sandbox = ctx
-        .project
+/// The project's sandbox configuration as the blackboard has it now (the default where it
+/// cannot be read: the sandbox on).
+fn sandbox_config(ctx: &RunContext) -> crate::blackboard::model::SandboxConfig {
+    ctx.project
         .store
         .snapshot()
         .map(|s| s.state.config.sandbox())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// Where the model's diff is applied: a sandbox of the worktree with no network.
+fn apply_jail(ctx: &RunContext) -> crate::sandbox::Jail {
     crate::sandbox::Jail::for_dir(
         &ctx.project.root,
         &ctx.worktree,
-        &sandbox,
+        &sandbox_config(ctx),
         crate::blackboard::model::SandboxNetwork::None,
     )
 }
@@ -325,13 +329,8 @@ fn run_checks(
     failures: &mut BTreeMap<String, u32>,
 ) -> Vec<CheckRun> {
     let mut failed = Vec::new();
-    let sandbox = ctx
-        .project
-        .store
-        .snapshot()
-        .map(|s| s.state.config.sandbox())
-        .unwrap_or_default();
-    let jail = crate::sandbox::Jail::for_checks(&ctx.project.root, &ctx.worktree, &sandbox);
+    let jail =
+        crate::sandbox::Jail::for_checks(&ctx.project.root, &ctx.worktree, &sandbox_config(ctx));
     for check in checks {
         let Some(mut run) = ops::run_check(check, &ctx.worktree, &jail) else {
             continue;

@@ -47,6 +47,7 @@ pub fn check_path(worktree: &Path, rel: &str, scope: &TaskScope) -> Result<PathB
     }
     let normal = crate::confine::relative(rel).map_err(|e| match e {
         Escape::Empty(_) | Escape::Outside { .. } => PathRefusal::Empty(rel.to_owned()),
+        Escape::Private(_) => PathRefusal::Protected(rel.to_owned()),
         Escape::Absolute(_) => PathRefusal::Absolute(rel.to_owned()),
         Escape::ParentDir(_) => PathRefusal::ParentDir(rel.to_owned()),
     })?;

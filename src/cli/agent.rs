@@ -115,8 +115,15 @@ impl Console for Terminal {
         }
     }
 
+    /// What an agent prints reaches a person's terminal with its control characters
+    /// shown, not obeyed: an escape sequence from a prompt-injected agent could set the
+    /// clipboard, retitle the window or draw fake liza lines (its log keeps the bytes).
     fn agent_output(&self, chunk: &[u8]) {
-        let _ = self.lines.try_send(Chunk::Output(chunk.to_vec()));
+        let text = String::from_utf8_lossy(chunk).replace("\r\n", "\n");
+        let shown = crate::terminal_text::visible(&text);
+        let _ = self
+            .lines
+            .try_send(Chunk::Output(shown.as_bytes().to_vec()));
     }
 }
 

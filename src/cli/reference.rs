@@ -9,6 +9,7 @@ use clap::{ArgAction, CommandFactory};
 
 use super::output::Output;
 use super::{Cli, CliError, EXIT_OK};
+use crate::ops;
 
 /// The audiences of `liza --help`, each with its commands in the order shown.
 pub const GROUPS: &[(&str, &[&str])] = &[
@@ -28,25 +29,9 @@ pub const GROUPS: &[(&str, &[&str])] = &[
         "Inspection (anyone)",
         &["status", "show", "log", "validate", "history", "diff"],
     ),
-    (
-        "Planner (and people)",
-        &[
-            "add-task",
-            "add-tasks",
-            "amend-task",
-            "finalize-task",
-            "unblock",
-            "reassign",
-            "rescope",
-            "abandon",
-            "discovery",
-            "goal",
-            "sprint",
-            "checkpoint",
-        ],
-    ),
-    ("Coder", &["submit-for-review", "block", "handoff"]),
-    ("Reviewer", &["submit-verdict"]),
+    ("Planner (and people)", ops::PLANNER_COMMANDS),
+    ("Coder", ops::CODER_COMMANDS),
+    ("Reviewer", ops::REVIEWER_COMMANDS),
     ("Any agent", &["discover", "anomaly"]),
     (
         "Supervisor steps (liza-agent; people and scripts)",

@@ -30,13 +30,22 @@ impl Repo {
         if !valid {
             self.create_integration_worktree(&dir, commit)?;
         }
-        let repo = git2::Repository::open(&dir).map_err(git2_err(format!(
+        let repo = super::worktree::open_checkout(&dir).map_err(git2_err(format!(
             "open the integration worktree {}",
             dir.display()
         )))?;
         let target = repo
             .find_commit(oid(commit)?)
             .map_err(git2_err(format!("find commit {commit}")))?;
+        // The last candidate's checks wrote here: nothing they left may lead the checkout
+        // out of the worktree.
+        let target_tree = target
+            .tree()
+            .map_err(git2_err("read the candidate's tree"))?;
+        let current = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+        let mut trees = vec![&target_tree];
+        trees.extend(current.as_ref());
+        super::worktree::clear_the_way(&repo, &dir, &trees);
         let mut checkout = git2::build::CheckoutBuilder::new();
         checkout.force().remove_untracked(true);
         repo.checkout_tree(target.as_object(), Some(&mut checkout))

@@ -190,8 +190,16 @@ impl Repo {
                 let Ok(wt) = self.inner.find_worktree(name) else {
                     continue;
                 };
-                if let Ok(repo) = git2::Repository::open_from_worktree(&wt)
-                    && on_branch(&repo)
+                // A worktree's HEAD is a file an agent may have swapped for a FIFO: read
+                // as a regular file or not at all.
+                let head = self.inner.path().join("worktrees").join(name).join("HEAD");
+                let Some(text) = crate::untrusted::read_regular(&head, 4096) else {
+                    continue;
+                };
+                if String::from_utf8_lossy(&text)
+                    .trim()
+                    .strip_prefix("ref:")
+                    .is_some_and(|t| t.trim() == full)
                 {
                     found.push(wt.path().to_path_buf());
                 }
@@ -210,7 +218,7 @@ impl Repo {
         tip_label: &str,
         message: &str,
     ) -> Result<WorktreeMerge, GitError> {
-        let repo = git2::Repository::open(worktree)
+        let repo = super::worktree::open_checkout(worktree)
             .map_err(git2_err(format!("open worktree {}", worktree.display())))?;
         let head = repo
             .head()
@@ -220,6 +228,12 @@ impl Repo {
         if self.is_ancestor(tip, &head_id)? {
             return Ok(WorktreeMerge::UpToDate);
         }
+        let theirs_tree = repo
+            .find_commit(oid(tip)?)
+            .and_then(|c| c.tree())
+            .map_err(git2_err(format!("read the tree of {tip}")))?;
+        let ours_tree = head.tree().map_err(git2_err("read the worktree's tree"))?;
+        super::worktree::clear_the_way(&repo, worktree, &[&ours_tree, &theirs_tree]);
         let theirs = repo
             .find_annotated_commit(oid(tip)?)
             .map_err(git2_err(format!("find commit {tip}")))?;
@@ -267,11 +281,18 @@ impl Repo {
     /// Puts the checkout at `worktree` back to commit `head` with no merge in progress
     /// (undoes [`Repo::merge_into_worktree`]; the caller saved any files before).
     pub fn reset_worktree(&self, worktree: &Path, head: &str) -> Result<(), GitError> {
-        let repo = git2::Repository::open(worktree)
+        let repo = super::worktree::open_checkout(worktree)
             .map_err(git2_err(format!("open worktree {}", worktree.display())))?;
         let commit = repo
             .find_commit(oid(head)?)
             .map_err(git2_err(format!("find commit {head}")))?;
+        let target_tree = commit
+            .tree()
+            .map_err(git2_err("read the tree to reset to"))?;
+        let current = repo.head().ok().and_then(|h| h.peel_to_tree().ok());
+        let mut trees = vec![&target_tree];
+        trees.extend(current.as_ref());
+        super::worktree::clear_the_way(&repo, worktree, &trees);
         let mut checkout = git2::build::CheckoutBuilder::new();
         checkout.force();
         repo.reset(

@@ -174,28 +174,42 @@ impl Repo {
     }
 
     /// Puts the worktree `dir`'s HEAD back on the task branch when it names another
-    /// branch (liza's own commits in the worktree would move that branch); a detached
-    /// HEAD stays. Returns the ref it named.
+    /// branch (liza's own commits in the worktree would move that branch) or is not a
+    /// readable file; a detached HEAD stays. Returns what it named. Read and written as a
+    /// plain file — never through a link, never waiting on a FIFO: the run may still be
+    /// writing its git metadata.
     pub fn keep_head_on_task_branch(
         &self,
         dir: &Path,
         id: &TaskId,
     ) -> Result<Option<String>, GitError> {
-        let worktree = git2::Repository::open(dir)
-            .map_err(git2_err(format!("open worktree {}", dir.display())))?;
-        let own = format!("refs/heads/{}", task_branch(id));
-        let head = worktree
-            .find_reference("HEAD")
-            .map_err(git2_err("read the worktree's HEAD"))?;
-        let Some(target) = head.symbolic_target().map(str::to_owned) else {
+        let Some(git_dir) = super::worktree::own_git_dir(dir) else {
             return Ok(None);
         };
-        if target == own {
+        let file = git_dir.join("HEAD");
+        let own = format!("refs/heads/{}", task_branch(id));
+        let was = crate::untrusted::read_regular(&file, 4096)
+            .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
+            .unwrap_or_default();
+        let named = match was.strip_prefix("ref:") {
+            Some(named) => named.trim(),
+            None if !was.is_empty() => return Ok(None),
+            None => "",
+        };
+        if named == own {
             return Ok(None);
         }
-        worktree
-            .set_head(&own)
-            .map_err(git2_err("put the worktree's HEAD back on its task branch"))?;
-        Ok(Some(target))
+        crate::untrusted::write_new(&file, format!("ref: {own}\n").as_bytes()).map_err(
+            |source| GitError::Io {
+                action: "put the worktree's HEAD back on its task branch",
+                path: file.clone(),
+                source,
+            },
+        )?;
+        Ok(Some(if named.is_empty() {
+            "no readable HEAD".to_owned()
+        } else {
+            named.to_owned()
+        }))
     }
 }

@@ -316,4 +316,70 @@ fn a_worktree_head_pointed_at_another_branch_is_put_back_on_its_task_branch() {
     // A detached HEAD (the agent's own commit) stays.
     std::fs::write(&head_file, format!("{base}\n")).unwrap();
     assert_eq!(repo.keep_head_on_task_branch(&wt, &id).unwrap(), None);
+    // A FIFO in its place is not waited on: HEAD is written anew.
+    std::fs::remove_file(&head_file).unwrap();
+    nix::unistd::mkfifo(&head_file, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    assert_eq!(
+        repo.keep_head_on_task_branch(&wt, &id).unwrap().as_deref(),
+        Some("no readable HEAD")
+    );
+    assert_eq!(
+        std::fs::read_to_string(&head_file).unwrap(),
+        "ref: refs/heads/task/t-1\n"
+    );
+}
+
+/// What a check or an agent leaves in one of liza's worktrees never leads liza's git out
+/// of it: a FIFO is removed before git reads (it would wait for ever), and a checkout
+/// replaces a link in its way instead of writing through it.
+#[test]
+fn liza_git_never_waits_on_a_fifo_nor_writes_through_a_link_in_a_worktree() {
+    let (dir, repo) = repo();
+    let id = task("t-1");
+    let base = head_of(dir.path()).unwrap();
+    repo.create_task_worktree(dir.path(), &id, &base, "main", "test")
+        .unwrap();
+    let wt = worktree_dir(dir.path(), &id);
+    let outside = tempfile::tempdir().unwrap();
+    let fifo = |p: &Path| nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::create_dir_all(wt.join("sub")).unwrap();
+    fifo(&wt.join("sub/.gitignore"));
+    fifo(&outside.path().join("pipe"));
+    std::os::unix::fs::symlink(outside.path().join("pipe"), wt.join("to-a-pipe")).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("pipe"), wt.join(".gitattributes")).unwrap();
+    let own = own_git_dir(&wt).unwrap();
+    std::fs::remove_file(own.join("index")).ok();
+    fifo(&own.join("index"));
+    // Each of these would hang git for ever: the test fails instead of waiting with it.
+    let (done, finished) = std::sync::mpsc::channel();
+    let reading = wt.clone();
+    std::thread::spawn(move || done.send(dirty_files(&reading).is_ok()));
+    assert!(
+        finished
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .is_ok(),
+        "git waited on a FIFO in the worktree"
+    );
+    for gone in ["sub/.gitignore", "to-a-pipe", ".gitattributes"] {
+        assert!(std::fs::symlink_metadata(wt.join(gone)).is_err(), "{gone}");
+    }
+    assert!(std::fs::symlink_metadata(own.join("index")).is_err());
+    repo.reset_worktree(&wt, base.as_str()).unwrap();
+    assert!(dirty_files(&wt).unwrap().is_empty());
+    // A checkout writes no file through a link a check left in the worktree.
+    std::fs::write(wt.join("f.txt"), "x").unwrap();
+    std::fs::create_dir_all(wt.join("dir")).unwrap();
+    std::fs::write(wt.join("dir/g.txt"), "y").unwrap();
+    let with_files = repo.commit_all(&wt, "files").unwrap().unwrap();
+    std::fs::remove_file(wt.join("f.txt")).unwrap();
+    std::fs::remove_dir_all(wt.join("dir")).unwrap();
+    let without = repo.commit_all(&wt, "none").unwrap().unwrap();
+    std::os::unix::fs::symlink(outside.path().join("victim"), wt.join("f.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), wt.join("dir")).unwrap();
+    assert_ne!(with_files, without);
+    repo.reset_worktree(&wt, with_files.as_str()).unwrap();
+    assert!(!outside.path().join("victim").exists());
+    assert!(!outside.path().join("g.txt").exists());
+    assert_eq!(std::fs::read_to_string(wt.join("dir/g.txt")).unwrap(), "y");
+    assert_eq!(std::fs::read_to_string(wt.join("f.txt")).unwrap(), "x");
 }

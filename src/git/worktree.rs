@@ -33,7 +33,9 @@ pub fn worktree_dir(root: &Path, id: &TaskId) -> PathBuf {
 /// A linked worktree's own git directory (`gitdir:` in its `.git` file), where a commit
 /// in it writes its index and HEAD; `None` for a main checkout.
 pub fn own_git_dir(worktree: &Path) -> Option<PathBuf> {
-    let text = fs::read_to_string(worktree.join(".git")).ok()?;
+    // An agent's worktree: its `.git` is read as a file, never through a link or a FIFO.
+    let bytes = crate::untrusted::read_regular(&worktree.join(".git"), 64 * 1024)?;
+    let text = String::from_utf8(bytes).ok()?;
     let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
     let dir = if dir.is_absolute() {
         dir
@@ -42,6 +44,88 @@ pub fn own_git_dir(worktree: &Path) -> Option<PathBuf> {
     };
     // libgit2 writes it with a trailing slash; a CLI comparing paths wants none.
     Some(dir.components().collect())
+}
+
+/// Whether `dir` is one of liza's worktrees (`.worktrees/<id>`, `.worktrees/_integration`):
+/// a checkout agents and checks write, not a person's.
+fn is_liza_worktree(dir: &Path) -> bool {
+    dir.parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == ".worktrees")
+}
+
+/// Removes from liza's worktree `dir` and its own git metadata what liza's git must never
+/// meet there (specs/sandbox.md *Reading what a run wrote*): FIFOs, sockets, devices, and
+/// links git would follow — see [`crate::untrusted::defuse`]; in the git metadata, which
+/// git never fills with links, every link. The paths removed.
+pub fn defuse_worktree(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = crate::untrusted::defuse(dir);
+    if let Some(own) = own_git_dir(dir) {
+        removed.extend(
+            crate::untrusted::remove_specials(&own, 4)
+                .into_iter()
+                .map(PathBuf::from),
+        );
+    }
+    if !removed.is_empty() {
+        tracing::warn!(
+            worktree = %dir.display(),
+            removed = ?removed,
+            "removed FIFOs, sockets, devices or links git would follow from a worktree"
+        );
+    }
+    removed
+}
+
+/// Opens the checkout at `dir` for liza's git: one of liza's worktrees defused first
+/// ([`defuse_worktree`]; git would wait for ever on a FIFO there, or read through a link),
+/// a person's checkout as it is.
+pub(crate) fn open_checkout(dir: &Path) -> Result<git2::Repository, git2::Error> {
+    if is_liza_worktree(dir) {
+        defuse_worktree(dir);
+    }
+    git2::Repository::open(dir)
+}
+
+/// Removes from liza's worktree `dir` the links a checkout of `trees` (what is checked out
+/// now and what will be) would write through: a link where a tree has a directory, or
+/// where it has a file or a link to elsewhere. libgit2 writes a checked-out file through
+/// a link in its way (observed with libgit2 1.9: a candidate's file written into the
+/// repository's `.git/hooks` through a link a check left in `.worktrees/_integration`),
+/// where git's own checkout replaces it. Defused first. The links removed.
+pub(crate) fn clear_the_way(
+    repo: &git2::Repository,
+    dir: &Path,
+    trees: &[&git2::Tree<'_>],
+) -> Vec<PathBuf> {
+    let mut removed = defuse_worktree(dir);
+    for tree in trees {
+        let _ = tree.walk(git2::TreeWalkMode::PreOrder, |root, entry| {
+            let Some(name) = entry.name() else {
+                return git2::TreeWalkResult::Skip;
+            };
+            let path = dir.join(root).join(name);
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                // Nothing there, nor below.
+                return git2::TreeWalkResult::Skip;
+            };
+            if !meta.file_type().is_symlink() {
+                return git2::TreeWalkResult::Ok;
+            }
+            let same_link = entry.filemode() == 0o120000
+                && repo.find_blob(entry.id()).is_ok_and(|blob| {
+                    fs::read_link(&path).is_ok_and(|to| {
+                        std::os::unix::ffi::OsStrExt::as_bytes(to.as_os_str()) == blob.content()
+                    })
+                });
+            if !same_link && fs::remove_file(&path).is_ok() {
+                removed.push(path);
+            }
+            // What the link led to is not the worktree's: nothing below to look at.
+            git2::TreeWalkResult::Skip
+        });
+    }
+    removed
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> GitError {
@@ -191,7 +275,7 @@ impl Repo {
         if dirty_files(worktree)?.is_empty() {
             return Ok(None);
         }
-        let repo = git2::Repository::open(worktree)
+        let repo = open_checkout(worktree)
             .map_err(git2_err(format!("open worktree {}", worktree.display())))?;
         let mut index = repo.index().map_err(git2_err("read the worktree index"))?;
         index
@@ -231,7 +315,7 @@ impl Repo {
         let mut candidates: Vec<git2::Oid> = Vec::new();
         let mut head = None;
         if present {
-            let worktree = git2::Repository::open(worktree_dir(root, id))
+            let worktree = open_checkout(&worktree_dir(root, id))
                 .map_err(git2_err(format!("open worktree .worktrees/{id}")))?;
             head = worktree.head().ok().and_then(|h| h.target());
             candidates.extend(head);
@@ -398,7 +482,7 @@ fn reflog_commits(repo: &git2::Repository, name: &str) -> Vec<git2::Oid> {
 
 /// The HEAD commit of the checkout at `worktree`.
 pub fn head_of(worktree: &Path) -> Result<CommitId, GitError> {
-    let repo = git2::Repository::open(worktree).map_err(|_| GitError::NotARepository {
+    let repo = open_checkout(worktree).map_err(|_| GitError::NotARepository {
         path: worktree.to_path_buf(),
     })?;
     let head = repo.head().map_err(|_| GitError::UnbornHead)?;
@@ -411,7 +495,7 @@ pub fn head_of(worktree: &Path) -> Result<CommitId, GitError> {
 pub fn dirty_files(worktree: &Path) -> Result<Vec<String>, GitError> {
     // `git status` of a large worktree can take seconds: the tests make it that slow here.
     crate::blackboard::store::failpoint::hit("git-status");
-    let repo = git2::Repository::open(worktree).map_err(|_| GitError::NotARepository {
+    let repo = open_checkout(worktree).map_err(|_| GitError::NotARepository {
         path: worktree.to_path_buf(),
     })?;
     let mut options = git2::StatusOptions::new();

@@ -156,7 +156,9 @@ pub const CHANNEL_FILES_VAR: &str = "LIZA_CHANNEL_FILES";
 const ANY_AGENT: &[&str] = &[
     "status", "show", "log", "history", "diff", "validate", "discover", "anomaly", "help",
 ];
-const PLANNER: &[&str] = &[
+/// The planner's commands (people's too): what a planner may send through the channel
+/// beyond [`ANY_AGENT`]'s, and its group in `liza --help`.
+pub const PLANNER_COMMANDS: &[&str] = &[
     "add-task",
     "add-tasks",
     "amend-task",
@@ -170,16 +172,18 @@ const PLANNER: &[&str] = &[
     "sprint",
     "checkpoint",
 ];
-const CODER: &[&str] = &["submit-for-review", "block", "handoff"];
-const REVIEWER: &[&str] = &["submit-verdict"];
+/// The coder's commands (channel and `liza --help`, as [`PLANNER_COMMANDS`]).
+pub const CODER_COMMANDS: &[&str] = &["submit-for-review", "block", "handoff"];
+/// The reviewer's commands (channel and `liza --help`, as [`PLANNER_COMMANDS`]).
+pub const REVIEWER_COMMANDS: &[&str] = &["submit-verdict"];
 
 /// The `liza` commands an agent of `role` may send through the channel.
 pub fn channel_commands(role: crate::blackboard::Role) -> Vec<&'static str> {
     use crate::blackboard::Role;
     let own = match role {
-        Role::Planner => PLANNER,
-        Role::Coder => CODER,
-        Role::CodeReviewer => REVIEWER,
+        Role::Planner => PLANNER_COMMANDS,
+        Role::Coder => CODER_COMMANDS,
+        Role::CodeReviewer => REVIEWER_COMMANDS,
     };
     ANY_AGENT.iter().chain(own).copied().collect()
 }

@@ -35,18 +35,21 @@ pub fn spec_facts(root: &Path, spec_ref: Option<&str>) -> SpecFacts {
     }
 }
 
-/// Refuses a spec_ref whose file leads outside the repository through a symbolic link
-/// (the transition rules refuse absolute paths and `..` themselves).
+/// Refuses a spec_ref whose file leads outside the repository, or into liza's or git's
+/// own files, through a symbolic link (the transition rules refuse absolute paths, `..`
+/// and those files named directly themselves).
 fn spec_inside(project: &Project, spec_ref: &str) -> Result<(), OpsError> {
     if spec_ref.trim().is_empty() {
         return Ok(());
     }
     match crate::confine::inside(&project.root, spec_file(spec_ref)) {
-        Err(e @ crate::confine::Escape::Outside { .. }) => Err(OpsError::refused(
-            RuleId::SpecPath,
-            format!("spec_ref {e}"),
-            "point --spec at a file inside the repository (copy the spec in if it lives elsewhere)",
-        )),
+        Err(e @ (crate::confine::Escape::Outside { .. } | crate::confine::Escape::Private(_))) => {
+            Err(OpsError::refused(
+                RuleId::SpecPath,
+                format!("spec_ref {e}"),
+                "point --spec at a file inside the repository (copy the spec in if it lives elsewhere)",
+            ))
+        }
         _ => Ok(()),
     }
 }

@@ -135,6 +135,7 @@ impl CheckJail {
             writable,
             protected: Vec::new(),
             hidden: Vec::new(),
+            masks: Vec::new(),
             channel: None,
             network: self.network,
             interactive: false,

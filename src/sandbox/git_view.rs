@@ -7,10 +7,10 @@
 use std::path::{Path, PathBuf};
 
 use super::layout::{PrivateGit, SHARED_OBJECTS};
-use super::untrusted;
 use crate::blackboard::TaskId;
 use crate::blackboard::model::CommitId;
 use crate::git::{BranchSync, GitError, Imported, Repo, own_git_dir, task_branch};
+use crate::untrusted;
 
 /// A coder's private git store for one run.
 pub struct PrivateStore {
@@ -117,7 +117,6 @@ impl PrivateStore {
         let common = repo.common_dir();
         let mut paths = PrivateGit {
             objects: dir.join("objects"),
-            alternates: dir.join("alternates"),
             refs: dir.join("refs"),
             other_tasks: Vec::new(),
             logs: dir.join("logs"),
@@ -134,10 +133,9 @@ impl PrivateStore {
         for d in [&info, &paths.refs, &paths.logs] {
             std::fs::create_dir_all(d).map_err(io("create", d))?;
         }
-        // The mount point of the alternates file shown inside; empty on the host.
-        std::fs::write(info.join("alternates"), "").map_err(io("write", &info))?;
-        std::fs::write(&paths.alternates, alternates(&common))
-            .map_err(io("write", &paths.alternates))?;
+        // Its own to change: only what the run sees depends on it (liza copies object
+        // files out of the store and reads nothing else there).
+        std::fs::write(info.join("alternates"), alternates(&common)).map_err(io("write", &info))?;
         let (tip, log) = repo.task_ref_and_log(task);
         let name = task.as_str();
         if let Some(tip) = &tip {

@@ -12,6 +12,9 @@ use std::path::{Path, PathBuf};
 use super::toolchains::{Search, Toolchains};
 use crate::blackboard::model::SandboxNetwork;
 
+/// Where liza's own files are inside every sandbox: its scratch [`Scratch::run`],
+/// read-only, one mount for all of them.
+pub const LIZA_RUN: &str = "/run/liza";
 /// Where the channel's socket is inside every sandbox (`liza` looks for it there).
 pub const CHANNEL_SOCKET: &str = "/run/liza/supervisor.sock";
 /// Where the repository's real object store is shown, read-only, to a run that commits
@@ -62,17 +65,31 @@ pub struct Scratch {
     pub tmp: PathBuf,
     /// The repository's git configuration without credentials, shown over the real one.
     pub repo_config: PathBuf,
-    /// The global git configuration: the user's identity, no automatic gc.
-    pub global_config: PathBuf,
+    /// Shown read-only as [`LIZA_RUN`]: the global git configuration (`gitconfig`: the
+    /// user's identity, no automatic gc), the channel's socket (`supervisor.sock`, when its
+    /// path fits a socket address), the mount point of [`SHARED_OBJECTS`]. A socket needs
+    /// no write permission on its file system to be connected to.
+    pub run: PathBuf,
+}
+
+impl Scratch {
+    /// The global git configuration (in [`Scratch::run`]).
+    pub fn global_config(&self) -> PathBuf {
+        self.run.join("gitconfig")
+    }
+
+    /// Where the channel's socket is best made: in [`Scratch::run`], shown with it.
+    pub fn socket(&self) -> PathBuf {
+        self.run.join("supervisor.sock")
+    }
 }
 
 /// The private git store of a run that commits (a coder): objects written there and
 /// copied into the repository after checking them; the task branch's ref and reflog.
 #[derive(Debug, Clone)]
 pub struct PrivateGit {
+    /// Shown as `objects/`; its `info/alternates` names [`SHARED_OBJECTS`].
     pub objects: PathBuf,
-    /// The file shown as `objects/info/alternates`: [`SHARED_OBJECTS`].
-    pub alternates: PathBuf,
     /// Shown as `refs/heads/task/`: this task's ref, writable.
     pub refs: PathBuf,
     /// The other tasks' branches (their names in `refs/heads/task/`): shown read-only
@@ -118,6 +135,10 @@ pub struct Plan<'a> {
     pub protected: Vec<PathBuf>,
     /// Hidden as well (the directory of the channel's socket).
     pub hidden: Vec<PathBuf>,
+    /// Mounted over the project once it is shown: a reviewer's view of its CLI's
+    /// configuration in the worktree, empty ([`Mount::Shadow`] for a directory, an empty
+    /// file of liza's [`Mount::ReadOnly`] over a file).
+    pub masks: Vec<Mount>,
     /// The channel's socket on the host, shown as [`CHANNEL_SOCKET`].
     pub channel: Option<&'a Path>,
     pub network: SandboxNetwork,
@@ -322,6 +343,7 @@ impl Layout {
                 None
             }
         };
+        b.mounts.extend(plan.masks.iter().cloned());
         // 5. The git metadata, as a shadow of the git directory: each of its entries shown
         // read-only in a small scratch directory of its own, so git may create what it
         // creates there (`packed-refs.lock` when it drops a pseudo-ref after a commit,
@@ -343,7 +365,7 @@ impl Layout {
                 Some("worktrees") => b.hide(entry),
                 Some("objects") if private.is_some() => {}
                 Some("objects") => b.mounts.push(Mount::ReadOnlyIfThere(entry)),
-                Some(name) if GIT_ENTRIES_SHOWN.contains(&name) => {
+                Some(name) if GIT_ENTRIES_SHOWN.contains(&name) && git_uses(&entry) => {
                     b.mounts.push(Mount::ReadOnlyIfThere(entry));
                 }
                 // The rest is the person's checkout's own (its index, ORIG_HEAD, …), or
@@ -366,8 +388,6 @@ impl Layout {
         }
         if let Some(private) = private {
             b.writable(&private.objects, &git.join("objects"));
-            b.read_only(&git.join("objects"), Path::new(SHARED_OBJECTS));
-            b.read_only(&private.alternates, &git.join("objects/info/alternates"));
             b.writable(&private.refs, &git.join("refs/heads/task"));
             for name in &private.other_tasks {
                 let real = git.join("refs/heads/task").join(name);
@@ -375,11 +395,15 @@ impl Layout {
             }
             b.writable(&private.logs, &git.join("logs/refs/heads/task"));
         }
-        // 6. The channel and liza's generated files.
-        if let Some(socket) = plan.channel {
+        // 6. liza's own files: its scratch `run` directory, the repository's objects for a
+        // private store, the channel's socket where it did not fit there.
+        b.read_only(&plan.scratch.run, Path::new(LIZA_RUN));
+        if private.is_some() {
+            b.read_only(&git.join("objects"), Path::new(SHARED_OBJECTS));
+        }
+        if let Some(socket) = plan.channel.filter(|s| *s != plan.scratch.socket()) {
             b.writable(socket, Path::new(CHANNEL_SOCKET));
         }
-        b.read_only(&plan.scratch.global_config, Path::new(GLOBAL_GIT_CONFIG));
         let mut setenv = vec![
             ("TMPDIR".to_owned(), "/tmp".to_owned()),
             ("GIT_CONFIG_GLOBAL".to_owned(), GLOBAL_GIT_CONFIG.to_owned()),
@@ -388,7 +412,7 @@ impl Layout {
             setenv.push(("HOME".to_owned(), home.display().to_string()));
         }
         Layout {
-            mounts: b.mounts,
+            mounts: effective(b.mounts),
             network: plan.network,
             new_session: !plan.interactive,
             chdir: plan.chdir.to_path_buf(),
@@ -442,21 +466,7 @@ impl Layout {
                 }
             }
         }
-        args.extend(
-            [
-                "--unshare-user",
-                "--unshare-pid",
-                "--unshare-ipc",
-                "--unshare-uts",
-                "--unshare-cgroup-try",
-                "--disable-userns",
-                "--die-with-parent",
-                // Run as root, bubblewrap would keep the capabilities in the sandbox.
-                "--cap-drop",
-                "ALL",
-            ]
-            .map(String::from),
-        );
+        args.extend(super::mechanism::ISOLATION.iter().map(|a| (*a).to_owned()));
         if self.network == SandboxNetwork::None {
             args.push("--unshare-net".into());
         }
@@ -489,6 +499,46 @@ impl Layout {
         }
         hidden
     }
+}
+
+impl Mount {
+    /// Where the process sees it.
+    fn target(&self) -> &Path {
+        match self {
+            Mount::Hide(p) | Mount::ReadOnlyIfThere(p) | Mount::Blank(p) | Mount::Shadow(p) => p,
+            Mount::ReadOnly { to, .. } | Mount::Writable { to, .. } => to,
+        }
+    }
+}
+
+/// The mounts that change what the process sees (each costs the sandbox's start some
+/// 0.2–0.3 ms): without one that a later mount at its path or above replaces whole (a
+/// hidden `/tmp` that liza's scratch `/tmp` is mounted over), nor a hiding one inside an
+/// area hidden already with nothing shown in it since.
+fn effective(mounts: Vec<Mount>) -> Vec<Mount> {
+    let mut keep = vec![true; mounts.len()];
+    for (i, mount) in mounts.iter().enumerate() {
+        let at = mount.target();
+        // An entry that may be gone by then replaces nothing.
+        let replaced = mounts[i + 1..].iter().any(|later| {
+            !matches!(later, Mount::ReadOnlyIfThere(_)) && at.starts_with(later.target())
+        });
+        let hidden_already = matches!(mount, Mount::Hide(_))
+            && (0..i)
+                .rev()
+                .find(|&k| keep[k] && at.starts_with(mounts[k].target()))
+                .is_some_and(|k| {
+                    // (A shadow is writable: a hidden directory in it is not the same.)
+                    matches!(mounts[k], Mount::Hide(_))
+                        && !(k + 1..i).any(|x| keep[x] && mounts[x].target().starts_with(at))
+                });
+        keep[i] = !replaced && !hidden_already;
+    }
+    mounts
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(m, k)| k.then_some(m))
+        .collect()
 }
 
 #[derive(Default)]
@@ -533,6 +583,30 @@ impl Builder {
     }
 }
 
+/// Whether git would use an entry of the git directory: `hooks/` holding no more than
+/// `git init`'s `*.sample` files and `info/` holding no more than a comment-only
+/// `exclude` change nothing (and are left out of the view, a mount fewer each).
+fn git_uses(entry: &Path) -> bool {
+    let names = || {
+        std::fs::read_dir(entry)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+    };
+    match entry.file_name().and_then(OsStr::to_str) {
+        Some("hooks") => names().any(|n| !n.to_string_lossy().ends_with(".sample")),
+        Some("info") => names().any(|n| {
+            n != "exclude"
+                || std::fs::read_to_string(entry.join("exclude")).map_or(true, |text| {
+                    text.lines()
+                        .any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
+                })
+        }),
+        _ => true,
+    }
+}
+
 /// How long a toolchain search is reused.
 const TOOLCHAINS_KEPT: std::time::Duration = std::time::Duration::from_secs(60);
 
@@ -570,6 +644,9 @@ mod tests {
         root: PathBuf,
         home: PathBuf,
         worktree: PathBuf,
+        common_git_dir: PathBuf,
+        /// The worktree's own git directory (`.git/worktrees/t-1`).
+        task_git_dir: PathBuf,
         scratch: Scratch,
         private: PrivateGit,
     }
@@ -605,24 +682,26 @@ mod tests {
             std::fs::write(root.join(".git/worktrees/t-1").join(f), "x\n").unwrap();
         }
         let s = root.join(".liza/sandbox/coder-1");
-        for f in ["git-config", "gitconfig"] {
+        std::fs::create_dir_all(s.join("run")).unwrap();
+        for f in ["git-config", "run/gitconfig"] {
             std::fs::write(s.join(f), "").unwrap();
         }
         let scratch = Scratch {
             home: s.join("home"),
             tmp: s.join("tmp"),
             repo_config: s.join("git-config"),
-            global_config: s.join("gitconfig"),
+            run: s.join("run"),
         };
         let private = PrivateGit {
             objects: s.join("git/objects"),
-            alternates: s.join("git/alternates"),
             refs: s.join("git/refs"),
             other_tasks: vec!["t-2".into()],
             logs: s.join("git/logs"),
         };
         Machine {
             _dir: dir,
+            common_git_dir: root.join(".git"),
+            task_git_dir: root.join(".git/worktrees/t-1"),
             root,
             home,
             worktree,
@@ -631,29 +710,39 @@ mod tests {
         }
     }
 
-    fn coder_layout(m: &Machine, network: SandboxNetwork) -> Layout {
-        let git_dir = m.root.join(".git/worktrees/t-1");
-        Layout::build(&Plan {
+    /// A run's plan on `m` with `view`, nothing configured: each test changes what it tries.
+    fn plan<'a>(m: &'a Machine, view: View<'a>) -> Plan<'a> {
+        Plan {
             root: &m.root,
-            common_git_dir: &m.root.join(".git"),
+            common_git_dir: &m.common_git_dir,
             home: Some(&m.home),
             env_path: OsStr::new("/usr/bin:/bin"),
             rustup_home: None,
             program: Path::new("/usr/bin/true"),
-            view: View::Worktree {
-                dir: &m.worktree,
-                git_dir: Some(&git_dir),
-                private: Some(&m.private),
-            },
+            view,
             scratch: &m.scratch,
             read_only: Vec::new(),
-            writable: vec![(m.home.join(".claude"), m.home.join(".claude"))],
+            writable: Vec::new(),
             protected: Vec::new(),
             hidden: Vec::new(),
+            masks: Vec::new(),
             channel: None,
-            network,
+            network: SandboxNetwork::Full,
             interactive: false,
             chdir: &m.worktree,
+        }
+    }
+
+    fn coder_layout(m: &Machine, network: SandboxNetwork) -> Layout {
+        let view = View::Worktree {
+            dir: &m.worktree,
+            git_dir: Some(&m.task_git_dir),
+            private: Some(&m.private),
+        };
+        Layout::build(&Plan {
+            writable: vec![(m.home.join(".claude"), m.home.join(".claude"))],
+            network,
+            ..plan(m, view)
         })
     }
 
@@ -683,7 +772,10 @@ mod tests {
             (m.worktree.join("src/main.rs"), "writable"),
             (m.worktree.join(".git"), "read-only"),
             (m.root.join(".liza/state.yaml"), "hidden"),
-            (m.root.join(".liza/sandbox/coder-1/channel.sock"), "hidden"),
+            (
+                m.root.join(".liza/sandbox/coder-1/run/supervisor.sock"),
+                "hidden",
+            ),
             (m.root.join("specs/vision.md"), "hidden"),
             (m.root.join(".worktrees/t-2/x"), "hidden"),
             (m.home.join(".ssh/id_ed25519"), "writable"), // the scratch $HOME, empty
@@ -715,29 +807,14 @@ mod tests {
     #[test]
     fn a_reviewer_reads_the_repository_and_writes_no_git_metadata() {
         let m = machine();
-        let git_dir = m.root.join(".git/worktrees/t-1");
-        let layout = Layout::build(&Plan {
-            root: &m.root,
-            common_git_dir: &m.root.join(".git"),
-            home: Some(&m.home),
-            env_path: OsStr::new("/usr/bin:/bin"),
-            rustup_home: None,
-            program: Path::new("/usr/bin/true"),
-            view: View::Worktree {
+        let layout = Layout::build(&plan(
+            &m,
+            View::Worktree {
                 dir: &m.worktree,
-                git_dir: Some(&git_dir),
+                git_dir: Some(&m.task_git_dir),
                 private: None,
             },
-            scratch: &m.scratch,
-            read_only: Vec::new(),
-            writable: Vec::new(),
-            protected: Vec::new(),
-            hidden: Vec::new(),
-            channel: None,
-            network: SandboxNetwork::Full,
-            interactive: false,
-            chdir: &m.worktree,
-        });
+        ));
         let git = m.root.join(".git");
         for (path, expected) in [
             (m.worktree.join("target/debug/x"), "writable"),
@@ -782,25 +859,63 @@ mod tests {
     }
 
     #[test]
+    fn a_mount_that_changes_nothing_is_left_out() {
+        let p = PathBuf::from;
+        let mounts = vec![
+            Mount::Hide(p("/tmp")),
+            Mount::Writable {
+                from: p("/s/tmp"),
+                to: p("/tmp"),
+            },
+            Mount::Hide(p("/p")),
+            Mount::Hide(p("/p/.liza/sandbox")),
+            Mount::ReadOnly {
+                from: p("/p/wt"),
+                to: p("/p/wt"),
+            },
+            Mount::Hide(p("/p/wt/inner")),
+            Mount::ReadOnly {
+                from: p("/o"),
+                to: p("/p/x/y"),
+            },
+            Mount::Hide(p("/p/x")),
+            Mount::Shadow(p("/p/.git")),
+            Mount::Hide(p("/p/.git/worktrees")),
+            Mount::ReadOnlyIfThere(p("/p/.git/HEAD")),
+        ];
+        let kept = effective(mounts.clone());
+        let dropped: Vec<&Mount> = mounts.iter().filter(|m| !kept.contains(m)).collect();
+        assert_eq!(
+            dropped,
+            vec![
+                &Mount::Hide(p("/tmp")),
+                &Mount::Hide(p("/p/.liza/sandbox")),
+                // Hidden by the mask over /p/x, which then masks nothing /p does not.
+                &Mount::ReadOnly {
+                    from: p("/o"),
+                    to: p("/p/x/y")
+                },
+                &Mount::Hide(p("/p/x")),
+            ],
+            "replaced whole, or hidden already"
+        );
+        assert!(kept.contains(&Mount::Hide(p("/p/wt/inner"))));
+        assert!(kept.contains(&Mount::Hide(p("/p/.git/worktrees"))));
+        // An entry that may be gone replaces nothing.
+        let kept = effective(vec![
+            Mount::Blank(p("/p/.git/HEAD")),
+            Mount::ReadOnlyIfThere(p("/p/.git/HEAD")),
+        ]);
+        assert_eq!(kept.len(), 2);
+    }
+
+    #[test]
     fn the_planner_sees_the_checkout_read_only_without_liza_or_worktrees() {
         let m = machine();
         let layout = Layout::build(&Plan {
-            root: &m.root,
-            common_git_dir: &m.root.join(".git"),
-            home: Some(&m.home),
-            env_path: OsStr::new("/usr/bin"),
-            rustup_home: None,
-            program: Path::new("/usr/bin/true"),
-            view: View::Checkout,
-            scratch: &m.scratch,
-            read_only: Vec::new(),
-            writable: Vec::new(),
-            protected: Vec::new(),
             hidden: vec![m.root.join(".liza/sandbox/coder-1")],
-            channel: None,
-            network: SandboxNetwork::Full,
-            interactive: false,
             chdir: &m.root,
+            ..plan(&m, View::Checkout)
         });
         assert_eq!(seen(&layout, &m.root.join("specs/vision.md")), "read-only");
         assert_eq!(seen(&layout, &m.root.join(".liza/state.yaml")), "hidden");

@@ -31,6 +31,23 @@ pub enum Availability {
 pub const INSTALL_FIX: &str = "install bubblewrap: `sudo apt install bubblewrap` (Debian, Ubuntu), \
      `sudo dnf install bubblewrap` (Fedora), `sudo pacman -S bubblewrap` (Arch)";
 
+/// How every sandbox is set apart from the host, whatever it shows: its own user, process,
+/// IPC, host-name and cgroup namespaces, no namespace of its own making (a run could
+/// otherwise unmount what hides the host), gone when liza is, and no capability (run as
+/// root, bubblewrap would keep them inside). The probe starts one sandbox with exactly
+/// these.
+pub const ISOLATION: &[&str] = &[
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--disable-userns",
+    "--die-with-parent",
+    "--cap-drop",
+    "ALL",
+];
+
 /// The mechanism on this machine, probed on first use and remembered for the process.
 pub fn availability() -> &'static Availability {
     static PROBED: OnceLock<Availability> = OnceLock::new();
@@ -54,27 +71,12 @@ pub fn probe() -> Availability {
             fix: INSTALL_FIX.into(),
         };
     };
-    // One sandbox with every namespace liza asks for, running bubblewrap itself to say
+    // One sandbox isolated as every run is, running bubblewrap itself to say
     // its version: the trial and the version in one start.
     let trial = Command::new(&path)
-        .args([
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--unshare-user",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--disable-userns",
-            "--new-session",
-            "--die-with-parent",
-            "--",
-        ])
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"])
+        .args(ISOLATION)
+        .args(["--new-session", "--"])
         .arg(&path)
         .arg("--version")
         .stdin(Stdio::null())

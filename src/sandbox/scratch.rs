@@ -15,7 +15,7 @@ impl Scratch {
             home: dir.join("home"),
             tmp: dir.join("tmp"),
             repo_config: dir.join("git-config"),
-            global_config: dir.join("gitconfig"),
+            run: dir.join("run"),
         };
         match std::fs::remove_dir_all(&scratch.tmp) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -24,9 +24,14 @@ impl Scratch {
         for d in [&scratch.home, &scratch.tmp] {
             std::fs::create_dir_all(d)?;
         }
+        // The mount points inside `run`: the repository's objects, a socket made elsewhere.
+        std::fs::create_dir_all(scratch.run.join("git-objects"))?;
+        if std::fs::symlink_metadata(scratch.socket()).is_err() {
+            std::fs::write(scratch.socket(), "")?;
+        }
         let repo_config = repo.sandbox_repo_config().map_err(std::io::Error::other)?;
         std::fs::write(&scratch.repo_config, repo_config)?;
-        std::fs::write(&scratch.global_config, repo.sandbox_global_config())?;
+        std::fs::write(scratch.global_config(), repo.sandbox_global_config())?;
         Ok(scratch)
     }
 }

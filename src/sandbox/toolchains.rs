@@ -250,7 +250,7 @@ fn reached_from(
 
 /// The interpreter a script's `#!` line names, if it is an absolute path.
 fn shebang(file: &Path) -> Option<PathBuf> {
-    let head = super::untrusted::read_regular(file, 256)?;
+    let head = crate::untrusted::read_regular(file, 256)?;
     let line = head.strip_prefix(b"#!")?;
     let line = line.split(|b| *b == b'\n').next()?;
     let text = std::str::from_utf8(line).ok()?;

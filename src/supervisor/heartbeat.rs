@@ -73,23 +73,18 @@ impl Pulse {
         let pgid = self.pgid.load(Ordering::SeqCst);
         let until = self.usage_limit_until.load(Ordering::SeqCst);
         let waiting = self.waiting.lock().ok().and_then(|w| *w);
+        let given = |s: &str| (!s.is_empty()).then(|| s.to_owned());
+        let sandbox = match self.sandbox.lock() {
+            Ok(s) => (given(&s.0), given(&s.1)),
+            Err(_) => (None, None),
+        };
         let facts = ops::BeatFacts {
             pgid: (pgid > 0).then_some(pgid),
             usage_limit_until: (until > 0).then(|| Timestamp::from_unix(until)),
             supervisor_pid: Some(i64::from(std::process::id())),
             waiting: waiting.map(|w| w.as_str().to_owned()),
-            sandbox: self
-                .sandbox
-                .lock()
-                .ok()
-                .map(|s| s.0.clone())
-                .filter(|s| !s.is_empty()),
-            sandbox_note: self
-                .sandbox
-                .lock()
-                .ok()
-                .map(|s| s.1.clone())
-                .filter(|s| !s.is_empty()),
+            sandbox: sandbox.0,
+            sandbox_note: sandbox.1,
         };
         let actor = Actor::Supervisor {
             id: self.agent.clone(),

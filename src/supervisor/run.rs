@@ -448,6 +448,9 @@ impl Session {
             },
             None => (invocation, None),
         };
+        // Read before the agent starts: while it runs, only a process liza can stop reads
+        // its worktree.
+        let mut last_seen = self.progress_marks(workdir, sandbox.as_ref(), false).await;
         let spawned =
             AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone(), info);
         let mut process = match spawned {
@@ -481,7 +484,6 @@ impl Session {
             .min(Duration::from_secs(5))
             .max(Duration::from_millis(200));
         let mut tick = tokio::time::interval(check_every);
-        let mut last_seen = self.progress_marks(workdir, sandbox.as_ref()).await;
         let mut progress_at = Instant::now();
         let mut changed_anything = false;
         let stop = self.stop.clone();
@@ -523,7 +525,11 @@ impl Session {
                         let _ = process.stop(grace).await;
                         break RunEnd::Aborted;
                     }
-                    let now_seen = self.progress_marks(workdir, sandbox.as_ref()).await;
+                    let mut now_seen = self.progress_marks(workdir, sandbox.as_ref(), true).await;
+                    if now_seen.0.is_none() {
+                        // Unread is no news.
+                        now_seen.0.clone_from(&last_seen.0);
+                    }
                     if now_seen != last_seen {
                         changed_anything = true;
                         last_seen = now_seen;
@@ -557,7 +563,7 @@ impl Session {
         // A run that ends saying it has no usable key failed for want of one — unless it
         // exited 0 having changed something (then it only talked about keys; aider exits 0
         // when it has none, having done nothing).
-        let mut now_seen = self.progress_marks(workdir, None).await;
+        let mut now_seen = self.progress_marks(workdir, None, false).await;
         now_seen.2.clone_from(&private_tip);
         let changed_nothing = !changed_anything && now_seen == last_seen;
         if let RunEnd::Exited(code) = end
@@ -580,23 +586,27 @@ impl Session {
     /// modification time (read off the runtime's thread: `git status` of a large
     /// worktree takes a while).
     /// A sandboxed coder's commits count before they reach the task branch: its private
-    /// branch's tip is read too.
+    /// branch's tip is read too. While the agent runs (`live`), the worktree is read by
+    /// a process of its own ([`live_worktree_state`]).
     async fn progress_marks(
         &self,
         workdir: &Path,
         sandbox: Option<&super::sandboxed::SandboxedRun>,
+        live: bool,
     ) -> ProgressMarks {
         let state = self.project.store.paths().dir.join("state.yaml");
         let dir = workdir.to_path_buf();
         let private = sandbox.and_then(|run| run.private_tip());
-        self.blocking(move |_| {
-            (
-                worktree_state(&dir),
-                state.metadata().and_then(|m| m.modified()).ok(),
-                private,
-            )
-        })
-        .await
+        let worktree = if live {
+            live_worktree_state(&dir).await
+        } else {
+            Some(self.blocking(move |_| worktree_state(&dir)).await)
+        };
+        (
+            worktree,
+            state.metadata().and_then(|m| m.modified()).ok(),
+            private,
+        )
     }
 
     /// The role boundaries as they are now, read off the runtime's thread.
@@ -635,11 +645,47 @@ impl Session {
     }
 }
 
+/// The worktree (`None`: a live run's worktree that could not be read in time), the
+/// blackboard's modification time, a sandboxed coder's private branch tip.
 type ProgressMarks = (
-    (Option<CommitId>, Vec<String>),
+    Option<(Option<CommitId>, Vec<String>)>,
     Option<std::time::SystemTime>,
     Option<String>,
 );
+
+/// How long reading a live run's worktree may take before the reading process is
+/// stopped (a `git status` of a large worktree takes seconds; a FIFO, for ever).
+const LIVE_READ_LIMIT: Duration = Duration::from_secs(30);
+
+/// A live run's worktree state, read by `liza worktree-state` in a child process that is
+/// killed after [`LIVE_READ_LIMIT`]: the run may put a FIFO where git reads, and a read
+/// of liza's own would wait on it for ever. `None`: not read in time.
+async fn live_worktree_state(dir: &Path) -> Option<(Option<CommitId>, Vec<String>)> {
+    let mut reader = tokio::process::Command::new(crate::program::liza_executable());
+    reader
+        .arg("worktree-state")
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let read = tokio::time::timeout(LIVE_READ_LIMIT, reader.output()).await;
+    let Ok(Ok(out)) = read else {
+        tracing::warn!(worktree = %dir.display(), "the worktree could not be read in time");
+        return None;
+    };
+    let parsed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let head = parsed["head"].as_str().and_then(CommitId::parse);
+    let dirty = parsed["dirty"]
+        .as_array()
+        .map(|files| {
+            files
+                .iter()
+                .filter_map(|f| f.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default();
+    Some((head, dirty))
+}
 
 /// Where a run's report schema and report are.
 pub(super) struct ReportPaths {
@@ -651,12 +697,11 @@ pub(super) struct ReportPaths {
 /// stopped.
 const LIMIT_PATIENCE: Duration = Duration::from_secs(120);
 
-/// At most `limit` bytes of `path` as text (`None`: no such file).
+/// At most `limit` bytes of `path` as text (`None`: no such regular file).
+/// The report is the agent's to write: a link there (to a credentials file of the
+/// person's) is not followed, a FIFO not waited on.
 fn read_bounded(path: &Path, limit: usize) -> Option<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path).ok()?;
-    let mut bytes = Vec::new();
-    file.take(limit as u64).read_to_end(&mut bytes).ok()?;
+    let bytes = crate::untrusted::read_regular(path, limit as u64)?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 

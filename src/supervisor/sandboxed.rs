@@ -204,14 +204,14 @@ impl Session {
                     std::fs::write(&copy, text).map_err(|e| io_refusal(&copy, &e))?;
                     specs_shown.push((copy, path));
                 }
-                Ok::<_, OpsError>((scratch, store, specs_shown))
+                Ok::<_, OpsError>((scratch, store, specs_shown, repo.common_dir()))
             })
             .await?;
-        let (scratch, store, specs_shown) = prepared;
+        let (scratch, store, specs_shown, common) = prepared;
         let store = store.map(|s| Arc::new(Mutex::new(s)));
         // The socket: in the agent's scratch directory (hidden with the project) when its
         // path fits a socket address, else in a private temporary directory hidden too.
-        let socket = self.channel_socket()?;
+        let socket = self.channel_socket(&scratch)?;
         let _ = std::fs::remove_file(&socket);
         let listener =
             tokio::net::UnixListener::bind(&socket).map_err(|e| io_refusal(&socket, &e))?;
@@ -283,16 +283,23 @@ impl Session {
                 copy_into_scratch(&scratch.home, inside, &bytes);
             }
         }
-        // Its configuration: read-only where it exists; where it does not, watched.
-        let mut protected = Vec::new();
-        let mut absent_config = Vec::new();
-        for (path, _) in self.backend.config_paths(&lookup) {
-            if std::fs::symlink_metadata(&path).is_ok() {
-                protected.push(path);
-            } else {
-                absent_config.push(path);
-            }
+        // Its configuration: read-only, made empty first where a run could create it.
+        let config_view = super::cli_config::user_config(&self.backend, &lookup);
+        for made in &config_view.made {
+            self.console.info(&format!(
+                "{}: made an empty {} so that no sandboxed run can create it (specs/sandbox.md)",
+                self.agent,
+                made.display()
+            ));
         }
+        let protected = config_view.protected;
+        let absent_config = config_view.watched;
+        let masks = if role == Role::CodeReviewer {
+            super::cli_config::reviewer_masks(&self.backend, workdir, &scratch_dir)
+                .map_err(|e| io_refusal(&scratch_dir, &e))?
+        } else {
+            Vec::new()
+        };
         if let Some(dir) = handed.report_dir {
             writable.push((dir.to_path_buf(), dir.to_path_buf()));
         }
@@ -305,9 +312,6 @@ impl Session {
         let paths = store
             .as_ref()
             .and_then(|s| s.lock().ok().map(|s| s.paths.clone()));
-        let common = Repo::open(&self.project.root)
-            .map(|r| r.common_dir())
-            .map_err(OpsError::from)?;
         let view = match role {
             Role::Planner => View::Checkout,
             _ => View::Worktree {
@@ -331,6 +335,7 @@ impl Session {
             writable,
             protected,
             hidden,
+            masks,
             channel: Some(&socket),
             network,
             interactive,
@@ -359,26 +364,18 @@ impl Session {
             ..
         } = run;
         drop(_channel);
-        let removed: Vec<String> = absent_config
-            .iter()
-            .filter(|p| std::fs::symlink_metadata(p).is_ok())
-            .filter(|p| {
-                let gone = if p.is_dir() {
-                    std::fs::remove_dir_all(p)
-                } else {
-                    std::fs::remove_file(p)
-                };
-                gone.is_ok()
-            })
-            .map(|p| p.display().to_string())
-            .collect();
-        if !removed.is_empty() {
+        let moved = super::cli_config::move_aside_created(&absent_config);
+        if !moved.is_empty() {
+            let listed: Vec<String> = moved
+                .iter()
+                .map(|(from, to)| format!("{} (moved to {})", from.display(), to.display()))
+                .collect();
             let message = format!(
-                "{} broke a role boundary: it wrote its CLI's configuration ({}), which would have run outside any sandbox the next time a person uses the CLI (removed)",
+                "{} broke a role boundary: it wrote its CLI's configuration, which would have run outside any sandbox the next time a person uses the CLI: {}",
                 self.agent,
-                removed.join(", ")
+                listed.join(", ")
             );
-            let key = format!("sandbox-config:{}:{}", self.agent, removed.join(","));
+            let key = format!("sandbox-config:{}:{}", self.agent, listed.join(","));
             self.role_boundary_violation(&message, task, &key).await;
         }
         let Some(store) = store else { return };
@@ -425,9 +422,8 @@ impl Session {
     }
 
     /// Where this supervisor's channel socket is.
-    fn channel_socket(&self) -> Result<PathBuf, SupervisorError> {
-        let dir = sandbox::agent_dir(&self.project.store.paths().dir, self.agent.as_str());
-        let socket = dir.join("channel.sock");
+    fn channel_socket(&self, scratch: &Scratch) -> Result<PathBuf, SupervisorError> {
+        let socket = scratch.socket();
         // A Unix socket's address holds at most 107 bytes.
         if socket.as_os_str().len() < 100 {
             return Ok(socket);

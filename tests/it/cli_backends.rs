@@ -42,13 +42,9 @@ impl CliProject {
             ));
         });
         let scenario = tempfile::tempdir().unwrap();
-        let shared = scenario.path().display().to_string();
         // The fakes log their runs there, sandboxed like the real CLIs.
         configure(&repo, |c| {
-            c.sandbox = Some(liza::blackboard::model::SandboxConfig {
-                writable: Some(vec![shared.clone()]),
-                ..Default::default()
-            });
+            c.sandbox = Some(crate::common::supervision::sandbox_writing(scenario.path()))
         });
         CliProject { repo, scenario }
     }

@@ -43,12 +43,8 @@ impl AgentProject {
         let scenario = tempfile::tempdir().unwrap();
         // The fake agent counts its runs and reads its step scripts there: the one place
         // outside its worktree a sandboxed run of it may write (specs/sandbox.md).
-        let shared = scenario.path().display().to_string();
         configure(&repo, |c| {
-            c.sandbox = Some(liza::blackboard::model::SandboxConfig {
-                writable: Some(vec![shared.clone()]),
-                ..Default::default()
-            });
+            c.sandbox = Some(sandbox_writing(scenario.path()));
             let tool = liza::blackboard::model::AgentTool {
                 executable: Some(agent.clone()),
                 prompt: Some(liza::blackboard::model::PromptMode::Stdin),
@@ -389,6 +385,15 @@ pub fn processes_running(argv: &[&str]) -> Vec<i32> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The sandbox configuration that lets runs write `dir` too (`sandbox.writable`): where the
+/// fakes keep their scenario, outside every worktree.
+pub fn sandbox_writing(dir: &Path) -> liza::blackboard::model::SandboxConfig {
+    liza::blackboard::model::SandboxConfig {
+        writable: Some(vec![dir.display().to_string()]),
+        ..Default::default()
+    }
 }
 
 /// Turns the sandbox off for the project's agents and checks (`config.sandbox.mode: off`),

@@ -1,13 +1,13 @@
-//! Files a sandboxed run writes, as liza touches them from outside: never through a link,
-//! never blocking on a FIFO, never more than a bound. The run may have swapped any file
-//! or directory there for a link to something of the person's, or for a FIFO that would
-//! hang the supervisor that opens it.
+//! Files an agent or a check wrote, as liza touches them from outside: never through a
+//! link, never blocking on a FIFO, never more than a bound. The process may have swapped
+//! any file or directory there for a link to something of the person's, or for a FIFO
+//! that would hang the supervisor that opens it.
 
 use std::ffi::CStr;
 use std::fs::File;
 use std::io::Read;
 use std::os::fd::AsFd;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use nix::dir::{Dir, Type};
 use nix::fcntl::{OFlag, openat};
@@ -84,8 +84,75 @@ pub fn remove_specials(dir: &Path, depth: usize) -> Vec<String> {
     removed
 }
 
+/// The names git follows a link at in a worktree (it reads them), and that no link of a
+/// project needs: git itself refuses to follow `.gitattributes`, `.gitignore` and
+/// `.mailmap` links since 2.32.
+const READ_BY_GIT: &[&str] = &[
+    ".gitignore",
+    ".gitattributes",
+    ".gitmodules",
+    ".git",
+    ".mailmap",
+];
+
+/// Removes from the worktree `dir`, which an agent or a check wrote and nothing writes now,
+/// what liza's git must never meet there: a FIFO (opening it waits for a writer that
+/// never comes), a socket, a device; a link git would follow — at a name it reads
+/// ([`READ_BY_GIT`]) or leading to a FIFO, a socket or a device. No link is followed on
+/// the way. The paths removed.
+pub fn defuse(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = entry.path();
+            let harmful = if kind.is_dir() {
+                dirs.push(path);
+                continue;
+            } else if kind.is_file() {
+                false
+            } else if kind.is_symlink() {
+                let name = entry.file_name();
+                READ_BY_GIT.iter().any(|n| name == *n)
+                    || std::fs::metadata(&path).is_ok_and(|target| special(&target))
+            } else {
+                true
+            };
+            if harmful && std::fs::remove_file(&path).is_ok() {
+                removed.push(path);
+            }
+        }
+    }
+    removed
+}
+
+/// A FIFO, a socket or a device.
+fn special(meta: &std::fs::Metadata) -> bool {
+    let kind = meta.file_type();
+    !kind.is_file() && !kind.is_dir() && !kind.is_symlink()
+}
+
 /// The largest object file copied in (a pack included).
 const MAX_OBJECT_FILE: u64 = 2 * 1024 * 1024 * 1024;
+/// The most all of a run's object files together may take.
+const MAX_OBJECTS_TOTAL: u64 = 4 * 1024 * 1024 * 1024;
+
+/// Whether the object file `meta` may be copied with `budget` bytes left: not larger
+/// than [`MAX_OBJECT_FILE`] or the budget, and not sparse — git's object files are
+/// compressed data, so a file mostly of holes is a run's way to make liza write
+/// gigabytes from kilobytes.
+fn worth_copying(meta: &std::fs::Metadata, budget: u64) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let size = meta.len();
+    let allocated = meta.blocks().saturating_mul(512);
+    size <= MAX_OBJECT_FILE && size <= budget && (size < 1024 * 1024 || allocated >= size / 2)
+}
 
 /// Copies the loose objects (`xx/<hash>`) and packs (`pack/pack-<hash>.{pack,idx}`) of
 /// the object store `from`, which a run writes, into `to`, liza's own: regular files
@@ -94,6 +161,7 @@ const MAX_OBJECT_FILE: u64 = 2 * 1024 * 1024 * 1024;
 /// objects — is looked at. Returns what was refused.
 pub fn copy_objects(from: &Path, to: &Path) -> std::io::Result<Vec<String>> {
     let mut refused = Vec::new();
+    let mut budget = MAX_OBJECTS_TOTAL;
     let dir_flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let mut top = Dir::open(from, dir_flags, Mode::empty()).map_err(std::io::Error::from)?;
     for (name, kind) in entries(&mut top) {
@@ -127,6 +195,11 @@ pub fn copy_objects(from: &Path, to: &Path) -> std::io::Result<Vec<String>> {
                 .map_err(std::io::Error::from)
                 .and_then(|fd| regular(File::from(fd), &from.join(&name).join(&file)))
                 .and_then(|source| {
+                    let meta = source.metadata()?;
+                    if !worth_copying(&meta, budget) {
+                        return Err(std::io::Error::other("too large or sparse"));
+                    }
+                    budget -= meta.len();
                     let mut target = std::fs::OpenOptions::new()
                         .write(true)
                         .create_new(true)
@@ -186,8 +259,12 @@ mod tests {
         std::fs::create_dir_all(f.join("pack")).unwrap();
         let pack = format!("pack-{}.pack", "1".repeat(40));
         std::fs::write(f.join("pack").join(&pack), "pack").unwrap();
+        // A gigabyte of holes that takes no room: refused, not written out.
+        let sparse = File::create(f.join("ab").join("f".repeat(38))).unwrap();
+        sparse.set_len(1024 * 1024 * 1024).unwrap();
         let refused = copy_objects(f, to.path()).unwrap();
-        assert_eq!(refused.len(), 3, "{refused:?}");
+        assert_eq!(refused.len(), 4, "{refused:?}");
+        assert!(!to.path().join("ab").join("f".repeat(38)).exists());
         assert!(to.path().join("ab").join("c".repeat(38)).is_file());
         assert!(to.path().join("pack").join(&pack).is_file());
         assert!(!to.path().join("ab").join("d".repeat(38)).exists());
