@@ -285,11 +285,16 @@ impl Session {
         }
         // Its configuration: read-only, made empty first where a run could create it.
         let config_view = super::cli_config::user_config(&self.backend, &lookup);
-        for made in &config_view.made {
+        if !config_view.made.is_empty() {
+            let made: Vec<String> = config_view
+                .made
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
             self.console.info(&format!(
-                "{}: made an empty {} so that no sandboxed run can create it (specs/sandbox.md)",
+                "{}: made empty so that no sandboxed run can create them (specs/sandbox.md): {}",
                 self.agent,
-                made.display()
+                made.join(", ")
             ));
         }
         let protected = config_view.protected;
