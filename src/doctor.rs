@@ -191,6 +191,7 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     };
     checks.push(blackboard(&project, &state));
     checks.extend(shared_store(&project));
+    checks.push(clock(&project));
     if let Some(check) = git_remote(&project, &state) {
         checks.push(check);
     }
@@ -665,6 +666,58 @@ fn shared_store(project: &Project) -> Vec<Check> {
         )
     });
     checks
+}
+
+/// This host's clock against the blackboard's recent entries (specs/blackboard.md
+/// *Timestamps*): an entry stamped ahead of this clock, or writers recorded as behind
+/// the log's.
+fn clock(project: &Project) -> Check {
+    const RECENT: usize = 500;
+    let now = Timestamp::now();
+    let tail = project.store.log_tail(RECENT);
+    let mut problems = Vec::new();
+    if let Some(last) = tail.iter().rev().find_map(|e| e.timestamp.map(|t| (t, e)))
+        && last.0.seconds_since(now) >= crate::blackboard::log::CLOCK_BEHIND_NOTED_S
+    {
+        problems.push(format!(
+            "the log's last entry ({} by {}, {}) is {} s ahead of this host's clock",
+            last.1.action,
+            last.1.agent.as_deref().unwrap_or("?"),
+            last.0,
+            last.0.seconds_since(now)
+        ));
+    }
+    let mut behind: Vec<String> = tail
+        .iter()
+        .filter_map(|e| {
+            let s = match &e.extra.get("clock_behind_s")?.value {
+                crate::blackboard::node::Value::Int(s) => *s,
+                _ => return None,
+            };
+            Some(format!("{} ({} s)", e.agent.as_deref().unwrap_or("?"), s))
+        })
+        .collect();
+    behind.sort();
+    behind.dedup();
+    if !behind.is_empty() {
+        problems.push(format!(
+            "recent entries were written by clocks behind the log's: {}",
+            behind.join(", ")
+        ));
+    }
+    if problems.is_empty() {
+        Check::ok(
+            "clock",
+            "this host's clock agrees with the blackboard's recent entries",
+        )
+    } else {
+        Check::problem(
+            Status::Warn,
+            "clock",
+            problems.join("; "),
+            "run NTP (chrony, systemd-timesyncd) on every machine that runs liza: leases are watched, not compared, but the log's times are what people read",
+        )
+    }
 }
 
 /// The shared git remote answers.

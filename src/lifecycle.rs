@@ -16,6 +16,7 @@ pub mod archiving;
 pub mod circuit_breaker;
 pub mod claims;
 pub mod context;
+pub mod leases;
 pub mod limits;
 pub mod merging;
 pub mod planner_moves;
@@ -37,6 +38,7 @@ pub use claims::{
     worktree_path,
 };
 pub use context::{Outcome, Who};
+pub use leases::{LeaseKey, LeaseWatch, Leases};
 pub use limits::{RunStart, iteration_limit, start_run};
 pub use merging::{
     MergeFailure, MergeRecord, MergeStart, begin_merge, drop_merge_intent, integration_failed,
@@ -53,7 +55,7 @@ pub use sprint::{
 };
 pub use table::{Command, Kind};
 pub use work::{
-    ReviewWork, coder_work, coder_work_frees_at, reviewer_work, reviewer_work_frees_at,
+    ReviewWork, coder_work, coder_work_frees_in, reviewer_work, reviewer_work_frees_in,
 };
 pub use work_done::{
     BlockCause, SubmitFacts, Verdict, block, handoff, submit, verdict, void_verdict,

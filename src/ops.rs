@@ -16,6 +16,7 @@ mod hand_edits;
 mod history;
 mod init;
 mod integration_lock;
+pub mod leases;
 pub use integration_lock::merge_running;
 mod merge;
 mod merge_checks;
@@ -51,6 +52,7 @@ pub use claim::{
 pub use gc::{GcReport, Orphan, gc};
 pub use history::{RevisionInfo, diff, history, revision_text};
 pub use init::{InitOutcome, InitRequest, JoinOutcome, init, initial_state, join};
+pub use leases::LeaseCheck;
 pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
 pub use merge_checks::{CheckRun, run_check, run_review_checks};
 pub use merge_recovery::{Recovery, RecoveryAction, recover_merges};

@@ -217,7 +217,7 @@ impl Report {
                     iteration: t.iteration,
                     review_cycles_current: t.review_cycles_current.unwrap_or(0),
                     review_cycles_total: t.review_cycles_total.unwrap_or(0),
-                    age_s: t.entered_status_at().map(|at| now.seconds_since(at)),
+                    age_s: t.entered_status_at().map(|at| at.age_at(now)),
                     depends_on: t.depends_on().iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
@@ -398,7 +398,7 @@ fn output_age(dir: &Path, agent: &str, now: Timestamp) -> Option<i64> {
         .filter_map(|e| e.metadata().ok()?.modified().ok())
         .max()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map(|d| now.unix() - d.as_secs() as i64)
+        .map(|d| (now.unix() - d.as_secs() as i64).max(0))
 }
 
 /// The mid-sprint fixture as a snapshot read at a fixed time, with no `.liza/` to look

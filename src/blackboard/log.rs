@@ -298,7 +298,8 @@ pub fn append_unsynced(path: &Path, entries: &[LogEntry]) -> io::Result<File> {
         .read(true)
         .open(path)?;
     repair_torn_tail(&mut file)?;
-    for entry in entries {
+    let entries = in_order(last_timestamp(&file)?, entries);
+    for entry in &entries {
         let line = entry.to_line();
         if failpoint::is_armed("during-log") {
             let half = line.len() / 2;
@@ -309,6 +310,52 @@ pub fn append_unsynced(path: &Path, entries: &[LogEntry]) -> io::Result<File> {
         file.write_all(line.as_bytes())?;
     }
     Ok(file)
+}
+
+/// A writer whose clock is this many seconds behind the log's last entry is named in
+/// its entry (`clock_behind_s`) and raises `CLOCK_SKEW` (specs/blackboard.md *Timestamps*).
+pub const CLOCK_BEHIND_NOTED_S: i64 = 60;
+
+/// `entries` stamped in order after `last`: an entry is never earlier than the one before
+/// it — a clock behind the log's is lifted to the last timestamp, and when it is behind by
+/// [`CLOCK_BEHIND_NOTED_S`] or more the entry says by how much. (Commands stamp `now`
+/// before they wait for the lock, so a second or two of inversion is ordinary.)
+pub fn in_order(last: Option<Timestamp>, entries: &[LogEntry]) -> Vec<LogEntry> {
+    let mut last = last;
+    entries
+        .iter()
+        .map(|entry| {
+            let mut entry = entry.clone();
+            if let (Some(ts), Some(before)) = (entry.timestamp, last)
+                && ts < before
+            {
+                let behind = before.seconds_since(ts);
+                if behind >= CLOCK_BEHIND_NOTED_S {
+                    entry
+                        .extra
+                        .insert("clock_behind_s", Node::new(Value::Int(behind)));
+                }
+                entry.timestamp = Some(before);
+            }
+            last = entry.timestamp.or(last);
+            entry
+        })
+        .collect()
+}
+
+/// The timestamp of the last complete entry of the log `file` (its last 4 KiB read).
+pub fn last_timestamp(file: &File) -> io::Result<Option<Timestamp>> {
+    let len = file.metadata()?.len();
+    let start = len.saturating_sub(4096);
+    let mut tail = vec![0u8; (len - start) as usize];
+    file.read_exact_at(&mut tail, start)?;
+    let text = String::from_utf8_lossy(&tail);
+    Ok(text
+        .lines()
+        .rev()
+        .filter(|line| line.starts_with("- {"))
+        .find_map(|line| parse_item(&format!("{line}\n")).ok().flatten())
+        .and_then(|entry| entry.timestamp))
 }
 
 fn repair_torn_tail(file: &mut File) -> io::Result<()> {

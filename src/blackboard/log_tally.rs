@@ -81,6 +81,19 @@ impl RunEnded {
     }
 }
 
+/// How many clock skews an [`Activity`] keeps.
+pub const CLOCK_SKEWS_KEPT: usize = 64;
+
+/// An entry whose writer's clock was behind the log's last entry (specs/blackboard.md
+/// *Timestamps*): stamped at that last entry's time instead.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClockSkew {
+    pub ts: Timestamp,
+    pub agent: String,
+    pub action: String,
+    pub behind_s: i64,
+}
+
 /// The tally of log.yaml so far.
 #[derive(Debug, Clone, Default)]
 pub struct Activity {
@@ -95,6 +108,9 @@ pub struct Activity {
     pub run_ends: Vec<RunEnded>,
     pub merges: u64,
     pub integration_failures: u64,
+    /// Entries whose writer's clock was behind the log's (`clock_behind_s`), the latest
+    /// [`CLOCK_SKEWS_KEPT`], oldest first.
+    pub clock_skews: Vec<ClockSkew>,
     /// Entries that could not be read.
     pub unreadable: u64,
     last_timed_revision: Option<i64>,
@@ -127,6 +143,19 @@ impl Activity {
             Some(WOKE) => {
                 if let Some(ms) = number(entry.extra.get("wake_latency_ms")) {
                     self.wake_latency.observe(ms);
+                }
+            }
+            _ if entry.extra.get("clock_behind_s").is_some() => {
+                if let Some(behind) = number(entry.extra.get("clock_behind_s")) {
+                    if self.clock_skews.len() == CLOCK_SKEWS_KEPT {
+                        self.clock_skews.remove(0);
+                    }
+                    self.clock_skews.push(ClockSkew {
+                        ts: entry.timestamp.unwrap_or(Timestamp::from_unix(0)),
+                        agent: entry.agent.clone().unwrap_or_default(),
+                        action: entry.action.clone(),
+                        behind_s: behind as i64,
+                    });
                 }
             }
             Some(RUN_ENDED) => {

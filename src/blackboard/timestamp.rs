@@ -56,6 +56,12 @@ impl Timestamp {
         self.0.saturating_sub(earlier.0)
     }
 
+    /// How long ago `self` was at `now`, never negative: a time stamped by a clock ahead
+    /// of this one is taken as now (specs/blackboard.md *Timestamps*).
+    pub fn age_at(self, now: Timestamp) -> i64 {
+        now.seconds_since(self).max(0)
+    }
+
     /// Appends the canonical form (`2026-03-01T09:00:00Z`) to `out`.
     pub fn write_to(self, out: &mut String) {
         match self.canonical() {

@@ -2,6 +2,7 @@
 //! `unregister`, `claim-task`, `claim-review` (refused when an agent identity is set).
 
 use super::output::Output;
+use super::progress::Progress;
 use super::report::{agent_id, context, show, task_id};
 use super::{CliError, EXIT_OK};
 use crate::lifecycle::Registration;
@@ -27,6 +28,7 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
         cli: args.cli,
         identity: None,
         holder_dead: false,
+        holder_alive: false,
     };
     let done = ops::register(&project, &actor, &id, &info)?;
     if out.json {
@@ -103,7 +105,10 @@ pub fn cmd_claim_task(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let agent = agent_id(&args.agent)?;
     let (project, actor) = context()?;
-    let done = ops::claim_task(&project, &actor, &id, &agent)?;
+    let progress = Progress::start(out.json);
+    let done = ops::claim_task(&project, &actor, &id, &agent, &|s| progress.step(s));
+    progress.finish();
+    let done = done?;
     show(out, &done, |c| {
         let mut text = format!("{} {} by {} in {}", c.event, c.task, c.agent, c.worktree);
         if !c.conflicts.is_empty() {
@@ -120,7 +125,17 @@ pub fn cmd_claim_review(args: ClaimArgs, out: &Output) -> Result<i32, CliError> 
     let id = task_id(&args.task)?;
     let agent = agent_id(&args.agent)?;
     let (project, actor) = context()?;
-    let done = ops::claim_review(&project, &actor, &id, &agent)?;
+    let progress = Progress::start(out.json);
+    let say = |s: &str| progress.step(s);
+    let done = ops::claim_review(
+        &project,
+        &actor,
+        &id,
+        &agent,
+        ops::LeaseCheck::WatchNow(&say),
+    );
+    progress.finish();
+    let done = done?;
     show(out, &done, |claim| match &claim.spec_changed {
         Some((then, now)) => format!(
             "review of {id} claimed by {agent}; its spec changed since it was finalized ({then} → {now})"

@@ -2,6 +2,7 @@
 //! `release-claim`, `clear-stale`.
 
 use super::output::Output;
+use super::progress::Progress;
 use super::report::{context, show, task_id, task_ids};
 use super::{CliError, EXIT_OK};
 use crate::ops::{self, ReleaseRole};
@@ -46,7 +47,12 @@ pub struct ReassignArgs {
 pub fn cmd_reassign(args: ReassignArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
-    let done = ops::reassign(&project, &actor, &id, &args.reason, args.force)?;
+    let progress = Progress::start(out.json);
+    let done = ops::reassign(&project, &actor, &id, &args.reason, args.force, &|s| {
+        progress.step(s)
+    });
+    progress.finish();
+    let done = done?;
     show(out, &done, |_| format!("task {id} reassigned"))
 }
 
@@ -116,13 +122,27 @@ pub fn cmd_release(args: ReleaseArgs, out: &Output) -> Result<i32, CliError> {
         Role::Reviewer => ReleaseRole::Reviewer,
         Role::Both => ReleaseRole::Both,
     };
-    let done = ops::release_claim(&project, &actor, &id, role, &args.reason, args.force)?;
+    let progress = Progress::start(out.json);
+    let done = ops::release_claim(
+        &project,
+        &actor,
+        &id,
+        role,
+        &args.reason,
+        args.force,
+        &|s| progress.step(s),
+    );
+    progress.finish();
+    let done = done?;
     show(out, &done, |_| format!("claim on {id} released"))
 }
 
 pub fn cmd_clear_stale(out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
-    let released = ops::clear_stale(&project, &actor)?;
+    let progress = Progress::start(out.json);
+    let released = ops::clear_stale(&project, &actor, &|s| progress.step(s));
+    progress.finish();
+    let released = released?;
     out.ok(serde_json::json!({ "released": released }), || {
         format!("{released} stale review claims released\n")
     });

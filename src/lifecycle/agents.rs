@@ -18,6 +18,9 @@ pub struct Registration {
     /// The registered holder's supervisor process is known to be gone (it ran on this
     /// host and its pid no longer exists), so its unexpired lease holds nothing.
     pub holder_dead: bool,
+    /// The registered holder's supervisor is known to run (on this host, its pid exists):
+    /// its registration holds whatever its lease's timestamp says against this clock.
+    pub holder_alive: bool,
 }
 
 /// Registers `id` as `role` with a freshly minted `generation`: succeeds if the id is
@@ -43,13 +46,17 @@ pub fn register(
         ));
     }
     if let Some(existing) = state.agents.get(id)
-        && !expired(existing.lease_expires, now)
-        && !info.holder_dead
+        && (info.holder_alive || (!expired(existing.lease_expires, now) && !info.holder_dead))
     {
         return Err(Refusal::new(
             RuleId::Collision,
             format!(
-                "COLLISION: {id} already registered until {} (pid {}, terminal {})",
+                "COLLISION: {id} already registered{} until {} (pid {}, terminal {})",
+                if info.holder_alive {
+                    ", its supervisor running on this host,"
+                } else {
+                    ""
+                },
                 existing
                     .lease_expires
                     .map(|l| l.to_string())

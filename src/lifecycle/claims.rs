@@ -10,8 +10,9 @@ use crate::blackboard::{AgentId, Role, TaskId, Timestamp};
 
 use super::RuleId;
 use super::context::{
-    Outcome, Who, expired, history, release_agent, set_agent, set_status, task, task_mut, text,
+    Outcome, Who, history, release_agent, set_agent, set_status, task, task_mut, text,
 };
+use super::leases::{LeaseKey, Leases};
 use super::refusal::Refusal;
 use super::table::{Command, row};
 
@@ -95,18 +96,39 @@ pub fn other_active_task<'s>(
         .find(|t| &t.id != except && t.assigned_to.as_ref() == Some(agent) && is_active(t.status))
 }
 
-/// Whether the assignee's effective lease on `task` has run out: the task lease while
-/// CLAIMED, the agent's registration lease while the task waits on it (REJECTED).
-pub fn assignee_lease_expired(state: &State, task: &Task, now: Timestamp) -> bool {
-    let Some(assignee) = &task.assigned_to else {
-        return true;
-    };
+/// The lease that keeps `task` its assignee's: the task lease while CLAIMED, the agent's
+/// registration while the task waits on it (REJECTED).
+pub fn assignee_lease(task: &Task) -> Option<LeaseKey> {
     match task.status {
-        TaskStatus::Claimed => expired(task.lease_expires, now),
-        _ => state
-            .agents
-            .get(assignee)
-            .is_none_or(|a| expired(a.lease_expires, now)),
+        TaskStatus::Claimed => Some(LeaseKey::Task(task.id.clone())),
+        _ => task.assigned_to.clone().map(LeaseKey::Agent),
+    }
+}
+
+/// Whether the assignee's lease on `task` has lapsed, as the claimant observed it.
+pub fn assignee_lease_lapsed(state: &State, task: &Task, leases: &Leases) -> bool {
+    assignee_lease(task).is_none_or(|key| leases.lapsed(state, &key))
+}
+
+/// How a live lease is described in a refusal: what the claimant saw, and the lease's
+/// timestamp as its holder's clock wrote it.
+pub fn live_lease(leases: &Leases, state: &State, key: &LeaseKey) -> String {
+    let period = leases.period().as_secs();
+    let seen = match leases.left(state, key) {
+        Some(left) => format!(
+            "seen silent {} s of the {period} s lease period",
+            period.saturating_sub(left.as_secs())
+        ),
+        None => "renewed while watched".to_owned(),
+    };
+    let until = match key {
+        LeaseKey::Agent(id) => state.agents.get(id).and_then(|a| a.lease_expires),
+        LeaseKey::Task(id) => state.task(id).and_then(|t| t.lease_expires),
+        LeaseKey::Review(id) => state.task(id).and_then(|t| t.review_lease_expires),
+    };
+    match until {
+        Some(until) => format!("{seen}; lease until {until}"),
+        None => seen,
     }
 }
 
@@ -133,7 +155,7 @@ pub fn plan_claim(
     state: &State,
     id: &TaskId,
     agent: &AgentId,
-    now: Timestamp,
+    leases: &Leases,
 ) -> Result<ClaimKind, Refusal> {
     let t = task(state, id)?;
     if agent.role() != Role::Coder {
@@ -151,18 +173,18 @@ pub fn plan_claim(
         TaskStatus::Claimed if same => ClaimKind::Resume,
         TaskStatus::Rejected | TaskStatus::Claimed => {
             let previous = t.assigned_to.clone();
-            if !assignee_lease_expired(state, t, now) {
+            if !assignee_lease_lapsed(state, t, leases) {
+                let seen = assignee_lease(t)
+                    .map(|key| live_lease(leases, state, &key))
+                    .unwrap_or_default();
                 return Err(Refusal::new(
                     RuleId::ClaimedByOther,
                     format!(
-                        "task {id} is {} by {} whose lease is live{}",
+                        "task {id} is {} by {} whose lease is live ({seen})",
                         t.status.as_str(),
                         previous.as_ref().map_or("nobody", AgentId::as_str),
-                        t.lease_expires
-                            .map(|l| format!(" until {l}"))
-                            .unwrap_or_default()
                     ),
-                    "take another task; it becomes available when that lease expires",
+                    "take another task; it becomes available when its holder is seen silent for the lease period",
                 ));
             }
             if t.status == TaskStatus::Rejected {
@@ -248,9 +270,10 @@ pub fn claim(
     agent: &AgentId,
     planned: &ClaimKind,
     base: Option<&CommitId>,
+    leases: &Leases,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
-    let kind = plan_claim(state, id, agent, now)?;
+    let kind = plan_claim(state, id, agent, leases)?;
     if &kind != planned {
         return Err(Refusal::new(
             RuleId::ClaimChanged,
@@ -337,6 +360,7 @@ pub fn claim_review(
     state: &mut State,
     id: &TaskId,
     reviewer: &AgentId,
+    leases: &Leases,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     let t = task(state, id)?;
@@ -360,16 +384,15 @@ pub fn claim_review(
             "another reviewer takes it",
         ));
     }
+    let review = LeaseKey::Review(id.clone());
     if let Some(holder) = &t.reviewing_by
-        && !expired(t.review_lease_expires, now)
+        && !leases.lapsed(state, &review)
     {
         return Err(Refusal::new(
             RuleId::ReviewLeaseLive,
             format!(
-                "task {id} is being reviewed by {holder} (lease until {})",
-                t.review_lease_expires
-                    .map(|l| l.to_string())
-                    .unwrap_or_default()
+                "task {id} is being reviewed by {holder} (its lease {})",
+                live_lease(leases, state, &review)
             ),
             "review another task",
         ));
@@ -378,7 +401,7 @@ pub fn claim_review(
         &o.id != id
             && o.reviewing_by.as_ref() == Some(reviewer)
             && o.status == TaskStatus::ReadyForReview
-            && !expired(o.review_lease_expires, now)
+            && !leases.lapsed(state, &LeaseKey::Review(o.id.clone()))
     }) {
         return Err(Refusal::new(
             RuleId::OneReviewPerReviewer,
@@ -415,6 +438,7 @@ pub fn release_review(
     who: &Who,
     id: &TaskId,
     force: bool,
+    leases: &Leases,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     let t = task(state, id)?;
@@ -428,16 +452,13 @@ pub fn release_review(
     };
     // `force`: a person taking the claim away, or the reviewer's own supervisor releasing
     // it after a run that ended without a verdict (specs/supervisor.md *Exit codes*).
-    if !(expired(t.review_lease_expires, now)
-        || (force && matches!(who, Who::Human | Who::Supervisor)))
-    {
+    let review = LeaseKey::Review(id.clone());
+    if !(leases.lapsed(state, &review) || (force && matches!(who, Who::Human | Who::Supervisor))) {
         return Err(Refusal::new(
             RuleId::ReviewLeaseExpired,
             format!(
-                "{holder}'s review lease on {id} is live until {}",
-                t.review_lease_expires
-                    .map(|l| l.to_string())
-                    .unwrap_or_default()
+                "{holder}'s review lease on {id} is live ({})",
+                live_lease(leases, state, &review)
             ),
             "wait for it to expire, or pass --force to take the claim away",
         ));
@@ -464,20 +485,25 @@ pub fn release_review(
 }
 
 /// `clear-stale`: releases every review claim whose lease expired.
-pub fn clear_stale(state: &mut State, who: &Who, now: Timestamp) -> Result<Outcome, Refusal> {
+pub fn clear_stale(
+    state: &mut State,
+    who: &Who,
+    leases: &Leases,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
     let stale: Vec<TaskId> = state
         .tasks
         .iter()
         .filter(|t| {
             t.status == TaskStatus::ReadyForReview
                 && t.reviewing_by.is_some()
-                && expired(t.review_lease_expires, now)
+                && leases.lapsed(state, &LeaseKey::Review(t.id.clone()))
         })
         .map(|t| t.id.clone())
         .collect();
     let mut outcome = Outcome::default();
     for id in stale {
-        outcome.merge(release_review(state, who, &id, false, now)?);
+        outcome.merge(release_review(state, who, &id, false, leases, now)?);
     }
     Ok(outcome)
 }

@@ -8,11 +8,12 @@ use crate::blackboard::node::Value;
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
 use super::RuleId;
-use super::claims::assignee_lease_expired;
+use super::claims::{assignee_lease, assignee_lease_lapsed, live_lease};
 use super::context::{
     Outcome, Who, history, release_agent, required_text, set_status, task, task_mut, text,
     text_list,
 };
+use super::leases::Leases;
 use super::refusal::Refusal;
 use super::table::{Command, row};
 use super::work_done::push_anomaly;
@@ -101,6 +102,7 @@ pub fn reassign(
     id: &TaskId,
     reason: &str,
     force: bool,
+    leases: &Leases,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     let t = task(state, id)?;
@@ -111,7 +113,7 @@ pub fn reassign(
         "say why the task goes to another coder",
     )?;
     if t.status == TaskStatus::Claimed
-        && !assignee_lease_expired(state, t, now)
+        && !assignee_lease_lapsed(state, t, leases)
         && !(force && *who == Who::Human)
     {
         return Err(Refusal::new(
@@ -163,18 +165,21 @@ pub fn release_coder(
     id: &TaskId,
     reason: &str,
     force: bool,
+    leases: &Leases,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     let t = task(state, id)?;
     let row = row(Command::ReleaseCoder, Some(t.status), who.kind())?;
     let reason = required_text(reason, "the reason", "say why the claim is released")?;
-    if !assignee_lease_expired(state, t, now) && !force {
+    if !assignee_lease_lapsed(state, t, leases) && !force {
         return Err(Refusal::new(
             RuleId::CoderLeaseExpired,
             format!(
-                "{}'s lease on {id} is live until {}",
+                "{}'s lease on {id} is live ({})",
                 t.assigned_to.as_ref().map_or("nobody", AgentId::as_str),
-                t.lease_expires.map(|l| l.to_string()).unwrap_or_default()
+                assignee_lease(t)
+                    .map(|key| live_lease(leases, state, &key))
+                    .unwrap_or_default()
             ),
             "wait for it to expire, or pass --force",
         ));

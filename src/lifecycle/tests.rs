@@ -34,6 +34,10 @@ fn planner() -> Who {
 struct W {
     s: State,
     now: Timestamp,
+    /// A claimant watching the leases all along, on a monotonic clock that moves with
+    /// `now` (specs/blackboard.md *Leases are observed*).
+    watch: std::cell::RefCell<LeaseWatch>,
+    at: std::time::Duration,
 }
 
 impl W {
@@ -59,12 +63,42 @@ impl W {
             )
             .unwrap();
         }
-        W { s, now }
+        W {
+            s,
+            now,
+            watch: Default::default(),
+            at: std::time::Duration::ZERO,
+        }
+    }
+
+    /// What the watching claimant concludes now.
+    fn l(&self) -> Leases {
+        let none = crate::blackboard::liveness::LiveRecords::default();
+        self.watch.borrow_mut().observe(&self.s, &none, self.at)
+    }
+
+    /// [`W::ok`] for a rule that asks about leases.
+    fn ok_l<R>(
+        &mut self,
+        f: impl FnOnce(&mut State, &Leases, Timestamp) -> Result<R, Refusal>,
+    ) -> R {
+        let leases = self.l();
+        self.ok(|s, n| f(s, &leases, n))
+    }
+
+    /// [`W::refused`] for a rule that asks about leases.
+    fn refused_l<R: std::fmt::Debug>(
+        &mut self,
+        f: impl FnOnce(&mut State, &Leases, Timestamp) -> Result<R, Refusal>,
+    ) -> &'static str {
+        let leases = self.l();
+        self.refused(|s, n| f(s, &leases, n))
     }
 
     /// Applies an accepted change and checks the result validates.
     fn ok<R>(&mut self, f: impl FnOnce(&mut State, Timestamp) -> Result<R, Refusal>) -> R {
         let r = f(&mut self.s, self.now).unwrap_or_else(|e| panic!("refused: {e}"));
+        self.l();
         let env = ValidationEnv::new(None, self.now);
         let errors: Vec<_> = validate(&self.s, &env)
             .into_iter()
@@ -86,7 +120,9 @@ impl W {
     }
 
     fn later(&mut self, seconds: i64) {
+        self.l();
         self.now = self.now.plus_seconds(seconds);
+        self.at += std::time::Duration::from_secs(seconds.unsigned_abs());
     }
 
     fn task(&self, t: &str) -> &crate::blackboard::model::Task {
@@ -118,9 +154,9 @@ impl W {
 
     fn claim(&mut self, t: &str, c: u32) -> Outcome {
         let a = agent(&format!("coder-{c}"));
-        let kind = plan_claim(&self.s, &id(t), &a, self.now).unwrap();
+        let kind = plan_claim(&self.s, &id(t), &a, &self.l()).unwrap();
         let base = CommitId::parse(BASE).unwrap();
-        self.ok(|s, n| claim(s, &id(t), &a, &kind, Some(&base), n))
+        self.ok_l(|s, l, n| claim(s, &id(t), &a, &kind, Some(&base), l, n))
     }
 
     fn submitted(&mut self, t: &str, c: u32) {
@@ -130,7 +166,7 @@ impl W {
 
     fn in_review(&mut self, t: &str, c: u32, r: u32) {
         self.submitted(t, c);
-        self.ok(|s, n| claim_review(s, &id(t), &agent(&format!("code-reviewer-{r}")), n));
+        self.ok_l(|s, l, n| claim_review(s, &id(t), &agent(&format!("code-reviewer-{r}")), l, n));
     }
 
     fn approved(&mut self, t: &str) {

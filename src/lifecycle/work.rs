@@ -2,12 +2,13 @@
 //! next. Pure: the supervisor asks on a snapshot and re-checks under the lock by claiming.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Duration;
 
 use crate::blackboard::model::{State, Task, TaskStatus};
 use crate::blackboard::{AgentId, TaskId, Timestamp};
 
-use super::claims::assignee_lease_expired;
-use super::context::expired;
+use super::claims::{assignee_lease, assignee_lease_lapsed};
+use super::leases::{LeaseKey, Leases};
 
 /// The six classes of coder work, in the order they are taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -57,14 +58,14 @@ pub fn waiting_counts(state: &State) -> HashMap<TaskId, usize> {
     counts
 }
 
-fn class_of(state: &State, t: &Task, agent: &AgentId, now: Timestamp) -> Option<WorkClass> {
+fn class_of(state: &State, t: &Task, agent: &AgentId, leases: &Leases) -> Option<WorkClass> {
     let own = t.assigned_to.as_ref() == Some(agent);
     let class = match t.status {
         TaskStatus::Claimed if own && t.handoff_pending == Some(true) => WorkClass::Handoff,
         TaskStatus::Claimed if own => WorkClass::OwnClaimed,
         TaskStatus::Rejected if own => WorkClass::OwnRejected,
         TaskStatus::IntegrationFailed => WorkClass::IntegrationFix,
-        TaskStatus::Claimed | TaskStatus::Rejected if assignee_lease_expired(state, t, now) => {
+        TaskStatus::Claimed | TaskStatus::Rejected if assignee_lease_lapsed(state, t, leases) => {
             WorkClass::Expired
         }
         TaskStatus::Unclaimed if t.depends_on().iter().all(|d| state.dependency_satisfied(d)) => {
@@ -81,38 +82,32 @@ fn class_of(state: &State, t: &Task, agent: &AgentId, now: Timestamp) -> Option<
     Some(class)
 }
 
-/// When coder `agent` may find work by time alone: the earliest lease, still running at
-/// `now`, on another coder's CLAIMED or REJECTED task it could then take over. A lease runs
+/// When coder `agent` may find work by time alone: the soonest another coder's CLAIMED or
+/// REJECTED task it could then take over lapses, if its holder stays silent. A lease runs
 /// out without any change to state.yaml, so no file event announces it.
-pub fn coder_work_frees_at(state: &State, agent: &AgentId, now: Timestamp) -> Option<Timestamp> {
+pub fn coder_work_frees_in(state: &State, agent: &AgentId, leases: &Leases) -> Option<Duration> {
     state
         .tasks
         .iter()
         .filter(|t| t.assigned_to.is_some() && t.assigned_to.as_ref() != Some(agent))
+        .filter(|t| matches!(t.status, TaskStatus::Claimed | TaskStatus::Rejected))
         .filter(|t| {
             let failed = t.failed_by.as_deref().unwrap_or(&[]);
             failed.len() < 2 && !failed.contains(agent)
         })
-        .filter_map(|t| match t.status {
-            TaskStatus::Claimed => t.lease_expires,
-            TaskStatus::Rejected => state
-                .agents
-                .get(t.assigned_to.as_ref()?)
-                .and_then(|a| a.lease_expires),
-            _ => None,
-        })
-        .filter(|lease| *lease > now)
+        .filter_map(|t| leases.left(state, &assignee_lease(t)?))
+        .filter(|left| !left.is_zero())
         .min()
 }
 
-/// When reviewer `reviewer` may find work by time alone: the earliest running review
-/// lease on a task it could review, or agent lease of an approver whose approval it could
+/// When reviewer `reviewer` may find work by time alone: the soonest a review claim on a
+/// task it could review lapses, or the registration of an approver whose approval it could
 /// then merge.
-pub fn reviewer_work_frees_at(
+pub fn reviewer_work_frees_in(
     state: &State,
     reviewer: &AgentId,
-    now: Timestamp,
-) -> Option<Timestamp> {
+    leases: &Leases,
+) -> Option<Duration> {
     state
         .tasks
         .iter()
@@ -121,14 +116,15 @@ pub fn reviewer_work_frees_at(
                 if t.assigned_to.as_ref() != Some(reviewer)
                     && t.reviewing_by.as_ref().is_some_and(|r| r != reviewer) =>
             {
-                t.review_lease_expires
+                Some(LeaseKey::Review(t.id.clone()))
             }
             TaskStatus::Approved if t.approved_by.as_ref().is_some_and(|a| a != reviewer) => {
-                state.agents.get(t.approved_by.as_ref()?)?.lease_expires
+                t.approved_by.clone().map(LeaseKey::Agent)
             }
             _ => None,
         })
-        .filter(|lease| *lease > now)
+        .filter_map(|key| leases.left(state, &key))
+        .filter(|left| !left.is_zero())
         .min()
 }
 
@@ -144,13 +140,13 @@ type Ranked<'a> = (
 
 /// The tasks coder `agent` may take, best first: by class, then priority (1 first), then
 /// the number of tasks waiting on it (more first), then creation time.
-pub fn coder_work(state: &State, agent: &AgentId, now: Timestamp) -> Vec<Candidate> {
+pub fn coder_work(state: &State, agent: &AgentId, leases: &Leases) -> Vec<Candidate> {
     let waiting = waiting_counts(state);
     let mut found: Vec<Ranked<'_>> = state
         .tasks
         .iter()
         .filter_map(|t| {
-            let class = class_of(state, t, agent, now)?;
+            let class = class_of(state, t, agent, leases)?;
             Some((
                 class,
                 t.priority(),
@@ -191,12 +187,11 @@ pub enum ReviewWork {
 
 /// The reviewer's work, in order: approved tasks to merge, then submitted tasks with no
 /// live review lease and not authored by it, oldest submission first.
-pub fn reviewer_work(state: &State, reviewer: &AgentId, now: Timestamp) -> Vec<ReviewWork> {
+pub fn reviewer_work(state: &State, reviewer: &AgentId, leases: &Leases) -> Vec<ReviewWork> {
     let approver_gone = |t: &Task| {
         t.approved_by
             .as_ref()
-            .and_then(|a| state.agents.get(a))
-            .is_none_or(|a| expired(a.lease_expires, now))
+            .is_none_or(|a| leases.lapsed(state, &LeaseKey::Agent(a.clone())))
     };
     let mut merges: Vec<&Task> = state
         .tasks
@@ -221,7 +216,7 @@ pub fn reviewer_work(state: &State, reviewer: &AgentId, now: Timestamp) -> Vec<R
             t.status == TaskStatus::ReadyForReview
                 && t.assigned_to.as_ref() != Some(reviewer)
                 && (t.reviewing_by.is_none()
-                    || expired(t.review_lease_expires, now)
+                    || leases.lapsed(state, &LeaseKey::Review(t.id.clone()))
                     || t.reviewing_by.as_ref() == Some(reviewer))
         })
         .collect();

@@ -9,7 +9,7 @@
 use crate::blackboard::EventKind;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::blackboard::log_tally::{Activity, RunEnded};
+use crate::blackboard::log_tally::{Activity, ClockSkew, RunEnded};
 use crate::blackboard::model::{SprintStatus, Task, TaskStatus, Urgency};
 use crate::blackboard::{State, Timestamp};
 use crate::lifecycle::iteration_limit;
@@ -72,7 +72,29 @@ pub fn evaluate(state: &State, activity: &Activity, facts: &Facts, now: Timestam
         );
     }
     runtime(&activity.run_ends, now, &mut out);
+    clock_skews(&activity.clock_skews, now, &mut out);
     out.list
+}
+
+/// A writer whose clock ran behind the log's (specs/blackboard.md *Timestamps*): once per
+/// writer and size of the skew (in minutes), while it is recent.
+fn clock_skews(skews: &[ClockSkew], now: Timestamp, out: &mut Alarms) {
+    for skew in skews
+        .iter()
+        .filter(|s| now.seconds_since(s.ts) <= RUNTIME_LOOKBACK_S)
+    {
+        out.push(
+            Level::Warn,
+            "CLOCK_SKEW",
+            format!(
+                "{}'s clock is {} s behind the log's ({} was stamped at the last entry's time instead); fix that machine's time (timedatectl, NTP): leases are watched, not compared, but people read these times",
+                skew.agent, skew.behind_s, skew.action
+            ),
+            None,
+            Some(&skew.agent),
+            format!("clock-skew:{}:{}m", skew.agent, skew.behind_s / 60),
+        );
+    }
 }
 
 struct Alarms {

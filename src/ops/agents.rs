@@ -3,6 +3,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::leases::process_alive;
 use super::{Authority, OpsError, Project, Transition, supervisor_only, transition};
 use crate::blackboard::liveness::LiveRecord;
 use crate::blackboard::model::TaskStatus;
@@ -40,14 +41,16 @@ pub fn register(
     let on_this_host = previous
         .as_ref()
         .is_some_and(|r| r.host.is_some() && r.host == here);
-    let holder_dead = on_this_host
-        && state
-            .agents
-            .get(id)
-            .and_then(|a| a.pid)
-            .is_some_and(|pid| !process_alive(pid));
+    // The holder's supervisor, by its record on this host: its pid says whether it
+    // lives, whatever its lease's timestamp says against this clock.
+    let holder_pid = previous
+        .as_ref()
+        .and_then(|r| r.supervisor_pid)
+        .or_else(|| state.agents.get(id).and_then(|a| a.pid))
+        .filter(|pid| on_this_host && *pid != i64::from(std::process::id()));
     let info = Registration {
-        holder_dead,
+        holder_dead: holder_pid.is_some_and(|pid| !process_alive(pid)),
+        holder_alive: holder_pid.is_some_and(process_alive),
         ..info.clone()
     };
     let done = transition(
@@ -80,17 +83,6 @@ pub fn register(
 
 fn hostname() -> Option<String> {
     crate::blackboard::liveness::host_id()
-}
-
-/// Whether process `pid` exists on this host (a zombie counts until it is reaped).
-fn process_alive(pid: i64) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(raw), None) {
-        Ok(()) => true,
-        Err(e) => e == nix::errno::Errno::EPERM,
-    }
 }
 
 /// The record a heartbeat writes.

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::authority::CallerFacts;
 use super::command::{self, Bounded};
+use super::leases::LeaseCheck;
 use super::task_lock::TaskLock;
 use super::{
     Authority, OpsError, Project, Transition, authorize, still_current, supervisor_only, transition,
@@ -18,7 +19,7 @@ use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
 use crate::git::{Repo, SavedWork, WorktreeMerge, worktree_dir};
 use crate::lifecycle::context::text;
 use crate::lifecycle::work_done::push_anomaly;
-use crate::lifecycle::{self, ClaimKind, RuleId, WorktreePlan};
+use crate::lifecycle::{self, ClaimKind, LeaseKey, RuleId, WorktreePlan};
 
 /// A committed task claim.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -77,9 +78,10 @@ pub fn claim_task(
     actor: &Actor,
     id: &TaskId,
     agent: &AgentId,
+    say: &dyn Fn(&str),
 ) -> Result<Transition<Claimed>, OpsError> {
     supervisor_only(actor, "claim-task")?;
-    claim_for(project, actor, id, agent)
+    claim_for(project, actor, id, agent, LeaseCheck::WatchNow(say))
 }
 
 /// The claim itself, as the supervisor performs it for `agent`.
@@ -88,7 +90,18 @@ pub fn claim_for(
     actor: &Actor,
     id: &TaskId,
     agent: &AgentId,
+    check: LeaseCheck<'_>,
 ) -> Result<Transition<Claimed>, OpsError> {
+    let keys: Vec<LeaseKey> = project
+        .store
+        .snapshot()?
+        .state
+        .task(id)
+        .filter(|t| t.assigned_to.as_ref() != Some(agent))
+        .and_then(lifecycle::claims::assignee_lease)
+        .into_iter()
+        .collect();
+    let leases = check.leases(project, &keys)?;
     let _task_lock = TaskLock::try_acquire(&project.store, id)?;
     still_current(&project.store, actor)?;
     let snapshot = project.store.snapshot()?;
@@ -100,7 +113,7 @@ pub fn claim_for(
         &CallerFacts::read(&project.store),
         now,
     )?;
-    let kind = lifecycle::plan_claim(&snapshot.state, id, agent, now)?;
+    let kind = lifecycle::plan_claim(&snapshot.state, id, agent, &leases)?;
     let repo = Repo::open(&project.root)?;
     let integration = snapshot.state.config.integration_branch().to_owned();
     // With a shared remote, the integration tip and the task's branch are the remote's:
@@ -165,7 +178,8 @@ pub fn claim_for(
         actor,
         Authority::Supervisor,
         |state, _who, now| {
-            let mut outcome = lifecycle::claim(state, id, agent, &kind, base.as_ref(), now)?;
+            let mut outcome =
+                lifecycle::claim(state, id, agent, &kind, base.as_ref(), &leases, now)?;
             if saved.attic.is_some() || saved.wip_commit.is_some() || saved.moved_dir.is_some() {
                 outcome.event(
                     EventKind::WorktreeArchived,
@@ -302,8 +316,10 @@ pub fn claim_review(
     actor: &Actor,
     id: &TaskId,
     reviewer: &AgentId,
+    check: LeaseCheck<'_>,
 ) -> Result<Transition<ReviewClaim>, OpsError> {
     supervisor_only(actor, "claim-review")?;
+    let leases = check.leases(project, &[LeaseKey::Review(id.clone())])?;
     let spec_ref = project
         .store
         .snapshot()?
@@ -316,7 +332,7 @@ pub fn claim_review(
         actor,
         Authority::Supervisor,
         |state, _who, now| {
-            let mut outcome = lifecycle::claim_review(state, id, reviewer, now)?;
+            let mut outcome = lifecycle::claim_review(state, id, reviewer, &leases, now)?;
             let task = state.task(id);
             let finalized = task.and_then(|t| t.spec_hash.clone());
             let mut spec_changed = None;

@@ -4,12 +4,13 @@
 //! because it is dry-run on a snapshot before any git work.
 
 use super::claim::describe;
+use super::leases::LeaseCheck;
 use super::task_lock::TaskLock;
 use super::{Authority, OpsError, Project, Transition, dry_run, transition};
 use crate::blackboard::EventKind;
 use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::git::{Repo, SavedWork, task_branch, worktree_dir};
-use crate::lifecycle::{self, Outcome, Refusal, Who};
+use crate::lifecycle::{self, LeaseKey, Leases, Outcome, Refusal, Who};
 
 /// Runs a move that removes the task's worktree: dry run, save and remove the worktree,
 /// then the transaction.
@@ -68,9 +69,11 @@ pub fn reassign(
     id: &TaskId,
     reason: &str,
     force: bool,
+    say: &dyn Fn(&str),
 ) -> Result<Transition<SavedWork>, OpsError> {
+    let leases = coder_leases(project, id, force, say)?;
     with_worktree_retired(project, actor, id, "reassignment", |s, w, n| {
-        lifecycle::reassign(s, w, id, reason, force, n)
+        lifecycle::reassign(s, w, id, reason, force, &leases, n)
     })
 }
 
@@ -113,6 +116,7 @@ pub fn release_claim(
     role: ReleaseRole,
     reason: &str,
     force: bool,
+    say: &dyn Fn(&str),
 ) -> Result<Transition<SavedWork>, OpsError> {
     super::authority::no_agent_identity(actor, "release-claim")?;
     let snapshot = project.store.snapshot()?;
@@ -123,16 +127,23 @@ pub fn release_claim(
         ReleaseRole::Both => status == Some(crate::blackboard::model::TaskStatus::Claimed),
     };
     if coder {
+        let leases = coder_leases(project, id, force, say)?;
         with_worktree_retired(project, actor, id, "release of the claim", |s, w, n| {
-            lifecycle::release_coder(s, w, id, reason, force, n)
+            lifecycle::release_coder(s, w, id, reason, force, &leases, n)
         })
     } else {
+        let keys = if force {
+            Vec::new()
+        } else {
+            vec![LeaseKey::Review(id.clone())]
+        };
+        let leases = LeaseCheck::WatchNow(say).leases(project, &keys)?;
         transition(
             &project.store,
             actor,
             Authority::Caller,
             |state, who, now| {
-                let mut outcome = lifecycle::release_review(state, who, id, force, now)?;
+                let mut outcome = lifecycle::release_review(state, who, id, force, &leases, now)?;
                 if let Some(e) = outcome.events.last_mut() {
                     e.detail = Some(format!(
                         "{}: {reason}",
@@ -146,13 +157,27 @@ pub fn release_claim(
 }
 
 /// `clear-stale`: releases every expired review claim; returns how many.
-pub fn clear_stale(project: &Project, actor: &Actor) -> Result<usize, OpsError> {
+pub fn clear_stale(
+    project: &Project,
+    actor: &Actor,
+    say: &dyn Fn(&str),
+) -> Result<usize, OpsError> {
+    let keys: Vec<LeaseKey> = project
+        .store
+        .snapshot()?
+        .state
+        .tasks
+        .iter()
+        .filter(|t| t.reviewing_by.is_some())
+        .map(|t| LeaseKey::Review(t.id.clone()))
+        .collect();
+    let leases = LeaseCheck::WatchNow(say).leases(project, &keys)?;
     match transition(
         &project.store,
         actor,
         Authority::Caller,
         |state, who, now| {
-            let outcome = lifecycle::clear_stale(state, who, now)?;
+            let outcome = lifecycle::clear_stale(state, who, &leases, now)?;
             let count = outcome.events.len();
             Ok((outcome, count))
         },
@@ -161,4 +186,27 @@ pub fn clear_stale(project: &Project, actor: &Actor) -> Result<usize, OpsError> 
         Err(OpsError::Nothing) => Ok(0),
         Err(e) => Err(e),
     }
+}
+
+/// What a one-shot command concludes about the coder's lease on `id` (nothing to watch
+/// when a person forces it).
+fn coder_leases(
+    project: &Project,
+    id: &TaskId,
+    force: bool,
+    say: &dyn Fn(&str),
+) -> Result<Leases, OpsError> {
+    let keys: Vec<LeaseKey> = if force {
+        Vec::new()
+    } else {
+        project
+            .store
+            .snapshot()?
+            .state
+            .task(id)
+            .and_then(lifecycle::claims::assignee_lease)
+            .into_iter()
+            .collect()
+    };
+    LeaseCheck::WatchNow(say).leases(project, &keys)
 }

@@ -31,7 +31,7 @@ pub fn render(state: &State, reason: Option<&str>, now: Timestamp) -> String {
             let _ = write!(
                 out,
                 " Started {started} ({} ago).",
-                human_duration(now.seconds_since(started))
+                human_duration(started.age_at(now))
             );
         }
         if let Some(deadline) = t.deadline {

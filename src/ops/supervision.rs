@@ -91,7 +91,14 @@ pub fn release_review_claim(
                 "nothing to release",
             ));
         }
-        let outcome = lifecycle::release_review(state, &Who::Supervisor, task, true, now)?;
+        let outcome = lifecycle::release_review(
+            state,
+            &Who::Supervisor,
+            task,
+            true,
+            &lifecycle::Leases::default(),
+            now,
+        )?;
         Ok((outcome, ()))
     })
 }

@@ -19,9 +19,17 @@ use crate::ops::{self, OpsError};
 impl Session {
     /// `Action::Work`: claims `task` for the agent and runs it once.
     pub(super) async fn work(&mut self, task: TaskId) -> Result<Observation, SupervisorError> {
-        let (agent, id) = (self.agent.clone(), task.clone());
+        let (agent, id, leases) = (self.agent.clone(), task.clone(), self.leases());
         let claimed = self
-            .write(move |project, actor| ops::claim_for(project, actor, &id, &agent))
+            .write(move |project, actor| {
+                ops::claim_for(
+                    project,
+                    actor,
+                    &id,
+                    &agent,
+                    ops::LeaseCheck::Observed(&leases),
+                )
+            })
             .await;
         let claim = match claimed {
             Ok(_) => return self.run_claimed(task).await,

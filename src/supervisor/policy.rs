@@ -34,7 +34,7 @@ use super::clock::{Moment, Now};
 use crate::backend::signals::UsageLimit;
 use crate::blackboard::model::{GoalStatus, SprintStatus};
 use crate::blackboard::{AgentId, Role, State, TaskId, Timestamp};
-use crate::lifecycle::Trigger;
+use crate::lifecycle::{Leases, Trigger};
 use crate::ops::alarms::Level;
 pub use task_memory::TaskMemory;
 
@@ -43,6 +43,8 @@ pub struct View<'a> {
     pub state: &'a State,
     pub agent: &'a AgentId,
     pub controls: Controls,
+    /// The other agents' leases, as this supervisor has watched them.
+    pub leases: &'a Leases,
     /// `--once`: one run, then exit.
     pub once: bool,
     /// The backend reports the built-in agent's soft and hard failures (exit 3 / 4).
@@ -527,11 +529,7 @@ fn worked(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
     }
     let mut actions: Vec<Action> = Vec::new();
     if view.role() == Role::CodeReviewer {
-        actions.extend(
-            reviewer::own_approvals(view, now)
-                .into_iter()
-                .map(Action::Merge),
-        );
+        actions.extend(reviewer::own_approvals(view).into_iter().map(Action::Merge));
     }
     actions.push(Action::Exit(Exit::Done));
     actions
@@ -563,17 +561,11 @@ fn wait_on_change(view: &View, now: Now, why: Waiting) -> Action {
     }
 }
 
-/// Waits until just after `at` — a lease running out, which no file event announces — or
-/// a state change; at most the poll interval.
-fn wait_for_lease(view: &View, at: Timestamp, now: Now) -> Action {
-    let until = Duration::from_secs(
-        at.unix()
-            .saturating_sub(now.wall.unix())
-            .max(0)
-            .unsigned_abs(),
-    ) + LEASE_MARGIN;
+/// Waits until just after a lease the supervisor watches would lapse, `left` from now —
+/// which no file event announces — or a state change; at most the poll interval.
+fn wait_for_lease(view: &View, left: Duration, now: Now) -> Action {
     Action::Wait {
-        until: now.at + until.min(view.poll_interval()),
+        until: now.at + (left + LEASE_MARGIN).min(view.poll_interval()),
         on_change: true,
         why: Waiting::Lease,
     }

@@ -23,9 +23,17 @@ impl Session {
         &mut self,
         task: TaskId,
     ) -> Result<Observation, SupervisorError> {
-        let (agent, id) = (self.agent.clone(), task.clone());
+        let (agent, id, leases) = (self.agent.clone(), task.clone(), self.leases());
         let claimed = self
-            .write(move |project, actor| ops::claim_review(project, actor, &id, &agent))
+            .write(move |project, actor| {
+                ops::claim_review(
+                    project,
+                    actor,
+                    &id,
+                    &agent,
+                    ops::LeaseCheck::Observed(&leases),
+                )
+            })
             .await;
         match claimed {
             Ok(done) => self.review(task, done.value.spec_changed).await,

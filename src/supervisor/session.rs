@@ -16,11 +16,12 @@ use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
 use crate::backend::Backend;
 use crate::blackboard::StoreError;
+use crate::blackboard::liveness::LiveRecords;
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::log_tally;
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, AgentId, Role, State, TaskId};
-use crate::lifecycle::{Registration, RuleId};
+use crate::lifecycle::{LeaseWatch, Leases, Registration, RuleId};
 use crate::ops::SUPERVISOR_PID_VAR;
 use crate::ops::{self, OpsError, Project};
 
@@ -57,6 +58,9 @@ pub struct Session {
     /// A short private directory for the channel's socket, when the agent's scratch
     /// directory's path is too long for a socket address.
     pub(super) socket_dir: std::sync::OnceLock<tempfile::TempDir>,
+    /// The other agents' leases as this supervisor watches them on its monotonic clock,
+    /// and what it last concluded (specs/blackboard.md *Leases are observed*).
+    lease_watch: std::sync::Mutex<(LeaseWatch, Leases)>,
 }
 
 impl Session {
@@ -139,6 +143,7 @@ impl Session {
             cli: Some(name),
             identity: options.identity.clone(),
             holder_dead: false,
+            holder_alive: false,
         };
         let (agent, generation) = register(&project, role, wanted, &info)?;
         // An interrupted merge is finished or dropped when a supervisor starts.
@@ -187,6 +192,7 @@ impl Session {
             monitor_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             confinement,
             socket_dir: std::sync::OnceLock::new(),
+            lease_watch: std::sync::Mutex::default(),
         };
         if let crate::sandbox::Confinement::Unconfined {
             state: crate::sandbox::Unconfined::Unavailable,
@@ -215,14 +221,14 @@ impl Session {
     /// The main loop: observe, let the policy decide, execute; returns the exit code.
     pub async fn serve(&mut self) -> Result<i32, SupervisorError> {
         let mut observation = Observation::Look;
-        let mut last: Option<(State, Controls)> = None;
+        let mut last: Option<(State, Controls, Leases)> = None;
         loop {
             let stopping = match self.stop.signal() {
                 Some(signal) => Some(Observation::Signalled(signal)),
                 None => self.superseded_by().map(Observation::Superseded),
             };
             // Once stopping, the blackboard is not read again (nor a hand edit reconciled).
-            let (state, controls) = match (&stopping, last.take()) {
+            let (state, controls, leases) = match (&stopping, last.take()) {
                 (Some(_), Some(seen)) => seen,
                 _ => self.observe().await?,
             };
@@ -231,6 +237,7 @@ impl Session {
                 state: &state,
                 agent: &agent,
                 controls,
+                leases: &leases,
                 once: self.options.once,
                 soft_and_hard: self.backend.reports_soft_and_hard_failures(),
             };
@@ -258,7 +265,7 @@ impl Session {
                     Executed::Exit(code) => return code,
                 }
             }
-            last = Some((state, controls));
+            last = Some((state, controls, leases));
         }
     }
 
@@ -270,10 +277,14 @@ impl Session {
         }
     }
 
-    /// The blackboard (a hand edit reconciled first) and the control files, read off
-    /// the runtime's thread.
-    async fn observe(&self) -> Result<(State, Controls), SupervisorError> {
+    /// The blackboard (a hand edit reconciled first), the control files and what the
+    /// leases it holds show, read off the runtime's thread.
+    async fn observe(&self) -> Result<(State, Controls, Leases), SupervisorError> {
         let state = self.snapshot_reconciled().await?;
+        let live = self
+            .blocking(|project| project.store.live_records().map_err(OpsError::from))
+            .await?;
+        let leases = self.watch_leases(&state, &live);
         let controls = self
             .blocking(|project| project.store.control_flags().map_err(OpsError::from))
             .await?;
@@ -282,7 +293,23 @@ impl Session {
             pause: controls.is_raised(Control::Pause),
             checkpoint: controls.is_raised(Control::Checkpoint),
         };
-        Ok((state, controls))
+        Ok((state, controls, leases))
+    }
+
+    /// Watches the leases of `state` one more time, on this supervisor's monotonic clock.
+    fn watch_leases(&self, state: &State, live: &LiveRecords) -> Leases {
+        let at = self.clock.now().at.since_start();
+        let dead = ops::leases::dead_holders(state, live);
+        let mut watch = self.lease_watch.lock().unwrap_or_else(|e| e.into_inner());
+        let leases = watch.0.observe(state, live, at).with_dead(dead);
+        watch.1 = leases.clone();
+        leases
+    }
+
+    /// What this supervisor last concluded about the leases it watches.
+    pub(super) fn leases(&self) -> Leases {
+        let watch = self.lease_watch.lock().unwrap_or_else(|e| e.into_inner());
+        watch.1.clone()
     }
 
     /// Carries out one action of the policy.

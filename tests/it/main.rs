@@ -14,6 +14,7 @@ mod builtin_agent;
 mod checkpoint;
 mod cli;
 mod cli_backends;
+mod clocks;
 mod comments;
 mod contention;
 mod crash;

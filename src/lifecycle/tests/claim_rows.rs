@@ -30,36 +30,36 @@ fn claim_guards() {
     w.unclaimed("t-1", &["dep"]);
     let c1 = agent("coder-1");
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("t-1"), &c1, n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("t-1"), &c1, l)),
         "dependencies-satisfied"
     );
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("dep"), &agent("coder-9"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("dep"), &agent("coder-9"), l)),
         "registered"
     );
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("dep"), &agent("code-reviewer-1"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("dep"), &agent("code-reviewer-1"), l)),
         "claim-coder"
     );
     w.claimed("t-2", 1);
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("dep"), &c1, n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("dep"), &c1, l)),
         "one-task-per-coder"
     );
     let t = w.s.task_mut(&id("dep")).unwrap();
     t.failed_by = Some(vec![agent("coder-2")]);
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("dep"), &agent("coder-2"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("dep"), &agent("coder-2"), l)),
         "failed-by"
     );
     w.s.task_mut(&id("dep")).unwrap().failed_by = Some(vec![agent("coder-2"), agent("coder-1")]);
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("dep"), &agent("coder-3"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("dep"), &agent("coder-3"), l)),
         "hypothesis-exhaustion"
     );
     w.add("draft", &[]);
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("draft"), &agent("coder-3"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("draft"), &agent("coder-3"), l)),
         "forbidden-transition"
     );
 }
@@ -71,12 +71,13 @@ fn a_claim_whose_plan_changed_meanwhile_is_refused() {
     let base = CommitId::parse(BASE).unwrap();
     let stale_plan = ClaimKind::IntegrationFix;
     assert_eq!(
-        w.refused(|s, n| claim(
+        w.refused_l(|s, l, n| claim(
             s,
             &id("t-1"),
             &agent("coder-1"),
             &stale_plan,
             Some(&base),
+            l,
             n
         )),
         "claim-changed"
@@ -109,7 +110,7 @@ fn another_coder_takes_over_a_rejected_task_only_when_the_assignee_is_gone() {
     let mut w = W::new();
     w.rejected("t-1");
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("t-1"), &agent("coder-2"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("t-1"), &agent("coder-2"), l)),
         "claimed-by-other"
     );
     w.later(121);
@@ -132,7 +133,7 @@ fn another_coder_takes_over_a_claimed_task_when_its_lease_expired() {
     let mut w = W::new();
     w.claimed("t-1", 1);
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("t-1"), &agent("coder-2"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("t-1"), &agent("coder-2"), l)),
         "claimed-by-other"
     );
     w.later(121);

@@ -136,7 +136,7 @@ fn coder_work_follows_the_six_classes_then_priority_dependents_and_age() {
     w.failed_integration("fix");
     w.s.task_mut(&id("fix")).unwrap().assigned_to = Some(agent("coder-3"));
     w.claimed("mine", 2);
-    let order: Vec<(WorkClass, String)> = coder_work(&w.s, &agent("coder-2"), w.now)
+    let order: Vec<(WorkClass, String)> = coder_work(&w.s, &agent("coder-2"), &w.l())
         .into_iter()
         .map(|c| (c.class, c.task.to_string()))
         .collect();
@@ -151,13 +151,13 @@ fn coder_work_follows_the_six_classes_then_priority_dependents_and_age() {
         ]
     );
     w.s.task_mut(&id("hub")).unwrap().failed_by = Some(vec![agent("coder-1")]);
-    let for_c1: Vec<String> = coder_work(&w.s, &agent("coder-1"), w.now)
+    let for_c1: Vec<String> = coder_work(&w.s, &agent("coder-1"), &w.l())
         .into_iter()
         .map(|c| c.task.to_string())
         .collect();
     assert!(!for_c1.contains(&"hub".to_owned()), "the caller failed it");
     w.later(121);
-    let expired = coder_work(&w.s, &agent("coder-1"), w.now);
+    let expired = coder_work(&w.s, &agent("coder-1"), &w.l());
     assert!(
         expired
             .iter()
@@ -166,51 +166,54 @@ fn coder_work_follows_the_six_classes_then_priority_dependents_and_age() {
 }
 
 #[test]
-fn work_that_frees_up_when_a_lease_runs_out_is_announced_by_its_time() {
+fn work_that_frees_up_when_a_lease_lapses_is_announced_by_when_it_would() {
     let mut w = W::new();
     w.claimed("theirs", 2);
-    let lease = w.s.task(&id("theirs")).unwrap().lease_expires.unwrap();
-    assert!(lease > w.now);
-    // Another coder may take it over when the lease runs out; its owner has it already.
+    // Another coder may take it over once its holder was seen silent for the lease
+    // period (120 s); its owner has it already.
+    let period = std::time::Duration::from_secs(120);
     assert_eq!(
-        coder_work_frees_at(&w.s, &agent("coder-1"), w.now),
-        Some(lease)
+        coder_work_frees_in(&w.s, &agent("coder-1"), &w.l()),
+        Some(period)
     );
-    assert_eq!(coder_work_frees_at(&w.s, &agent("coder-2"), w.now), None);
+    assert_eq!(coder_work_frees_in(&w.s, &agent("coder-2"), &w.l()), None);
     w.s.task_mut(&id("theirs")).unwrap().failed_by = Some(vec![agent("coder-1")]);
-    assert_eq!(coder_work_frees_at(&w.s, &agent("coder-1"), w.now), None);
+    assert_eq!(coder_work_frees_in(&w.s, &agent("coder-1"), &w.l()), None);
     w.s.task_mut(&id("theirs")).unwrap().failed_by = None;
-    // Once it ran out it is work now, not later.
-    w.later(lease.seconds_since(w.now));
-    assert_eq!(coder_work_frees_at(&w.s, &agent("coder-1"), w.now), None);
+    w.later(100);
+    assert_eq!(
+        coder_work_frees_in(&w.s, &agent("coder-1"), &w.l()),
+        Some(std::time::Duration::from_secs(20))
+    );
+    // Once it lapsed it is work now, not later.
+    w.later(20);
+    assert_eq!(coder_work_frees_in(&w.s, &agent("coder-1"), &w.l()), None);
     assert!(
-        coder_work(&w.s, &agent("coder-1"), w.now)
+        coder_work(&w.s, &agent("coder-1"), &w.l())
             .iter()
             .any(|c| c.task == id("theirs"))
     );
 
-    let mut w = W::new();
-    w.in_review("r", 1, 1);
-    let review_lease = w.s.task(&id("r")).unwrap().review_lease_expires.unwrap();
+    let w = {
+        let mut w = W::new();
+        w.in_review("r", 1, 1);
+        w
+    };
     assert_eq!(
-        reviewer_work_frees_at(&w.s, &agent("code-reviewer-2"), w.now),
-        Some(review_lease)
+        reviewer_work_frees_in(&w.s, &agent("code-reviewer-2"), &w.l()),
+        Some(period)
     );
     assert_eq!(
-        reviewer_work_frees_at(&w.s, &agent("code-reviewer-1"), w.now),
+        reviewer_work_frees_in(&w.s, &agent("code-reviewer-1"), &w.l()),
         None,
         "its own review is work already"
     );
     let mut w = W::new();
     w.approved("a");
-    let approver =
-        w.s.agents
-            .get(&agent("code-reviewer-1"))
-            .and_then(|a| a.lease_expires)
-            .unwrap();
+    w.later(30);
     assert_eq!(
-        reviewer_work_frees_at(&w.s, &agent("code-reviewer-2"), w.now),
-        Some(approver),
+        reviewer_work_frees_in(&w.s, &agent("code-reviewer-2"), &w.l()),
+        Some(std::time::Duration::from_secs(90)),
         "the approval is another reviewer's to merge once its approver is gone"
     );
 }
@@ -224,7 +227,7 @@ fn reviewer_work_merges_its_approvals_first_then_reviews_oldest_first() {
     w.submitted("b", 2);
     w.later(5);
     w.submitted("c", 3);
-    let work = reviewer_work(&w.s, &agent("code-reviewer-1"), w.now);
+    let work = reviewer_work(&w.s, &agent("code-reviewer-1"), &w.l());
     assert_eq!(
         work,
         [
@@ -233,7 +236,7 @@ fn reviewer_work_merges_its_approvals_first_then_reviews_oldest_first() {
             ReviewWork::Review(id("c"))
         ]
     );
-    let other = reviewer_work(&w.s, &agent("code-reviewer-2"), w.now);
+    let other = reviewer_work(&w.s, &agent("code-reviewer-2"), &w.l());
     assert_eq!(
         other[0],
         ReviewWork::Review(id("b")),

@@ -13,7 +13,7 @@ fn reassign_from_each_source() {
     ] {
         let mut w = W::new();
         setup(&mut w, "t-1");
-        w.ok(|s, n| reassign(s, &planner(), &id("t-1"), "fresh eyes", false, n));
+        w.ok_l(|s, l, n| reassign(s, &planner(), &id("t-1"), "fresh eyes", false, l, n));
         let t = w.task("t-1");
         assert_eq!(
             (t.status, t.assigned_to.clone(), t.worktree.clone()),
@@ -29,21 +29,21 @@ fn reassign_of_a_live_claim_needs_an_expired_lease_or_a_person_forcing_it() {
     let mut w = W::new();
     w.claimed("t-1", 1);
     assert_eq!(
-        w.refused(|s, n| reassign(s, &planner(), &id("t-1"), "x", false, n)),
+        w.refused_l(|s, l, n| reassign(s, &planner(), &id("t-1"), "x", false, l, n)),
         "reassign-live-lease"
     );
     assert_eq!(
-        w.refused(|s, n| reassign(s, &planner(), &id("t-1"), "x", true, n)),
+        w.refused_l(|s, l, n| reassign(s, &planner(), &id("t-1"), "x", true, l, n)),
         "reassign-live-lease"
     );
     assert_eq!(
-        w.refused(|s, n| reassign(s, &coder(1), &id("t-1"), "x", true, n)),
+        w.refused_l(|s, l, n| reassign(s, &coder(1), &id("t-1"), "x", true, l, n)),
         "permission"
     );
-    w.ok(|s, n| reassign(s, &Who::Human, &id("t-1"), "x", true, n));
+    w.ok_l(|s, l, n| reassign(s, &Who::Human, &id("t-1"), "x", true, l, n));
     w.claimed("t-2", 2);
     w.later(121);
-    w.ok(|s, n| reassign(s, &planner(), &id("t-2"), "gone", false, n));
+    w.ok_l(|s, l, n| reassign(s, &planner(), &id("t-2"), "gone", false, l, n));
 }
 
 #[test]
@@ -189,33 +189,49 @@ fn release_claims() {
     let mut w = W::new();
     w.in_review("t-1", 1, 1);
     assert_eq!(
-        w.refused(|s, n| release_review(s, &Who::Human, &id("t-1"), false, n)),
+        w.refused_l(|s, l, n| release_review(s, &Who::Human, &id("t-1"), false, l, n)),
         "review-lease-expired"
     );
     assert_eq!(
-        w.refused(|s, n| release_review(s, &Who::Supervisor, &id("t-1"), false, n)),
+        w.refused_l(|s, l, n| release_review(s, &Who::Supervisor, &id("t-1"), false, l, n)),
         "review-lease-expired"
     );
-    w.ok(|s, n| release_review(s, &Who::Human, &id("t-1"), true, n));
+    w.ok_l(|s, l, n| release_review(s, &Who::Human, &id("t-1"), true, l, n));
     // The reviewer's own supervisor after a run without a verdict (specs/supervisor.md).
     w.in_review("t-3", 3, 2);
-    w.ok(|s, n| release_review(s, &Who::Supervisor, &id("t-3"), true, n));
+    w.ok_l(|s, l, n| release_review(s, &Who::Supervisor, &id("t-3"), true, l, n));
     assert_eq!(w.task("t-3").reviewing_by, None);
     assert_eq!(w.task("t-1").reviewing_by, None);
     assert_eq!(
-        w.refused(|s, n| release_review(s, &Who::Human, &id("t-1"), true, n)),
+        w.refused_l(|s, l, n| release_review(s, &Who::Human, &id("t-1"), true, l, n)),
         "review-claimed"
     );
     w.claimed("t-2", 2);
     assert_eq!(
-        w.refused(|s, n| planner_moves::release_coder(s, &Who::Human, &id("t-2"), "x", false, n)),
+        w.refused_l(|s, l, n| planner_moves::release_coder(
+            s,
+            &Who::Human,
+            &id("t-2"),
+            "x",
+            false,
+            l,
+            n
+        )),
         "coder-lease-expired"
     );
     assert_eq!(
-        w.refused(|s, n| planner_moves::release_coder(s, &planner(), &id("t-2"), "x", true, n)),
+        w.refused_l(|s, l, n| planner_moves::release_coder(
+            s,
+            &planner(),
+            &id("t-2"),
+            "x",
+            true,
+            l,
+            n
+        )),
         "permission"
     );
-    w.ok(|s, n| planner_moves::release_coder(s, &Who::Human, &id("t-2"), "x", true, n));
+    w.ok_l(|s, l, n| planner_moves::release_coder(s, &Who::Human, &id("t-2"), "x", true, l, n));
     assert_eq!(w.events("t-2").last().unwrap(), "coder_claim_released");
 }
 
@@ -223,10 +239,10 @@ fn release_claims() {
 fn clear_stale_releases_only_expired_review_claims() {
     let mut w = W::new();
     w.in_review("t-1", 1, 1);
-    let none = w.ok(|s, n| clear_stale(s, &Who::Supervisor, n));
+    let none = w.ok_l(|s, l, n| clear_stale(s, &Who::Supervisor, l, n));
     assert!(none.events.is_empty());
     w.later(121);
-    let some = w.ok(|s, n| clear_stale(s, &Who::Supervisor, n));
+    let some = w.ok_l(|s, l, n| clear_stale(s, &Who::Supervisor, l, n));
     assert_eq!(some.events.len(), 1);
     assert_eq!(w.task("t-1").reviewing_by, None);
 }
@@ -278,7 +294,7 @@ fn nothing_moves_out_of_terminal_states() {
         let rule = "terminal-status";
         assert_eq!(w.refused(|s, n| abandon(s, &Who::Human, &t1, "x", n)), rule);
         assert_eq!(
-            w.refused(|s, n| reassign(s, &Who::Human, &t1, "x", true, n)),
+            w.refused_l(|s, l, n| reassign(s, &Who::Human, &t1, "x", true, l, n)),
             rule
         );
         assert_eq!(
@@ -286,7 +302,7 @@ fn nothing_moves_out_of_terminal_states() {
             rule
         );
         assert_eq!(
-            w.refused(|s, n| plan_claim(s, &t1, &agent("coder-2"), n)),
+            w.refused_l(|s, l, _| plan_claim(s, &t1, &agent("coder-2"), l)),
             rule
         );
         assert_eq!(
@@ -314,7 +330,7 @@ fn forbidden_moves_name_their_rule() {
     let mut w = W::new();
     w.add("draft", &[]);
     assert_eq!(
-        w.refused(|s, n| plan_claim(s, &id("draft"), &agent("coder-1"), n)),
+        w.refused_l(|s, l, _| plan_claim(s, &id("draft"), &agent("coder-1"), l)),
         "forbidden-transition"
     );
     w.claimed("c", 2);

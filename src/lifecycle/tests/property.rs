@@ -21,6 +21,7 @@ fn apply(w: &mut W, op: u8, t: usize, a: usize) -> Result<(), Refusal> {
     let c = agent(&format!("coder-{}", a % 3 + 1));
     let r = agent(&format!("code-reviewer-{}", a % 2 + 1));
     let now = w.now;
+    let l = w.l();
     let s = &mut w.s;
     let assignee = || {
         s.task(&tid)
@@ -45,14 +46,14 @@ fn apply(w: &mut W, op: u8, t: usize, a: usize) -> Result<(), Refusal> {
         }
         1 => finalize(s, &planner(), &tid, &spec(), now).map(drop),
         2 => {
-            let kind = plan_claim(s, &tid, &c, now)?;
-            claim(s, &tid, &c, &kind, Some(&base), now).map(drop)
+            let kind = plan_claim(s, &tid, &c, &l)?;
+            claim(s, &tid, &c, &kind, Some(&base), &l, now).map(drop)
         }
         3 => {
             let who = assignee();
             submit(s, &who, &tid, None, &facts(), now).map(drop)
         }
-        4 => claim_review(s, &tid, &r, now).map(drop),
+        4 => claim_review(s, &tid, &r, &l, now).map(drop),
         5 => verdict(s, &who_reviews, &tid, &Verdict::Approve, HEAD, now).map(drop),
         6 => verdict(s, &who_reviews, &tid, &reject(), HEAD, now).map(drop),
         7 => {
@@ -79,7 +80,16 @@ fn apply(w: &mut W, op: u8, t: usize, a: usize) -> Result<(), Refusal> {
             };
             integration_failed(s, &tid, &failure, now).map(drop)
         }
-        10 => reassign(s, &planner(), &tid, "another try", a.is_multiple_of(2), now).map(drop),
+        10 => reassign(
+            s,
+            &planner(),
+            &tid,
+            "another try",
+            a.is_multiple_of(2),
+            &l,
+            now,
+        )
+        .map(drop),
         11 => unblock(s, &Who::Human, &tid, "clarified", a.is_multiple_of(2), now).map(drop),
         12 => {
             let rid = format!("r{t}x{a}");
@@ -97,9 +107,17 @@ fn apply(w: &mut W, op: u8, t: usize, a: usize) -> Result<(), Refusal> {
             .map(drop)
         }
         13 => abandon(s, &planner(), &tid, "not needed", now).map(drop),
-        14 => release_review(s, &Who::Human, &tid, a.is_multiple_of(2), now).map(drop),
-        15 => planner_moves::release_coder(s, &Who::Human, &tid, "stuck", a.is_multiple_of(2), now)
-            .map(drop),
+        14 => release_review(s, &Who::Human, &tid, a.is_multiple_of(2), &l, now).map(drop),
+        15 => planner_moves::release_coder(
+            s,
+            &Who::Human,
+            &tid,
+            "stuck",
+            a.is_multiple_of(2),
+            &l,
+            now,
+        )
+        .map(drop),
         16 => void_verdict(s, &tid, "boundary", now).map(drop),
         17 => {
             w.later(121);

@@ -10,28 +10,28 @@ fn claim_review_guards() {
     w.in_review("t-1", 1, 1);
     assert_eq!(w.task("t-1").reviewing_by, Some(agent("code-reviewer-1")));
     assert_eq!(
-        w.refused(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), n)),
+        w.refused_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), l, n)),
         "review-lease-live"
     );
     assert_eq!(
-        w.refused(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-7"), n)),
+        w.refused_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-7"), l, n)),
         "registered"
     );
     assert_eq!(
-        w.refused(|s, n| claim_review(s, &id("t-1"), &agent("coder-1"), n)),
+        w.refused_l(|s, l, n| claim_review(s, &id("t-1"), &agent("coder-1"), l, n)),
         "claim-reviewer"
     );
     w.submitted("t-2", 2);
     assert_eq!(
-        w.refused(|s, n| claim_review(s, &id("t-2"), &agent("code-reviewer-1"), n)),
+        w.refused_l(|s, l, n| claim_review(s, &id("t-2"), &agent("code-reviewer-1"), l, n)),
         "one-review-per-reviewer"
     );
     w.later(121);
-    w.ok(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), n));
+    w.ok_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), l, n));
     assert!(w.events("t-1").contains(&"review_lease_expired".to_owned()));
     w.claimed("t-3", 3);
     assert_eq!(
-        w.refused(|s, n| claim_review(s, &id("t-3"), &agent("code-reviewer-1"), n)),
+        w.refused_l(|s, l, n| claim_review(s, &id("t-3"), &agent("code-reviewer-1"), l, n)),
         "no-such-transition"
     );
 }
@@ -106,7 +106,7 @@ fn the_last_allowed_rejection_blocks_the_task_as_a_review_deadlock() {
     w.rejected("t-1");
     w.claim("t-1", 1);
     w.ok(|s, n| submit(s, &coder(1), &id("t-1"), None, &facts(), n));
-    w.ok(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), n));
+    w.ok_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), l, n));
     w.ok(|s, n| verdict(s, &reviewer(1), &id("t-1"), &reject(), HEAD, n));
     let t = w.task("t-1");
     assert_eq!(
@@ -128,7 +128,7 @@ fn a_verdict_from_a_broken_boundary_is_voided() {
     w.ok(|s, n| void_verdict(s, &id("t-1"), "reviewer changed the worktree", n));
     assert_eq!(w.task("t-1").status, S::ReadyForReview);
     w.s.task_mut(&id("t-1")).unwrap().reviewing_by = None;
-    w.ok(|s, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), n));
+    w.ok_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), l, n));
     w.ok(|s, n| verdict(s, &reviewer(1), &id("t-1"), &reject(), HEAD, n));
     w.ok(|s, n| void_verdict(s, &id("t-1"), "again", n));
     assert_eq!(w.task("t-1").review_cycles_current, Some(0));
@@ -257,7 +257,7 @@ fn handoff_marks_the_task_and_the_agent() {
         w.s.agents.get(&agent("coder-1")).unwrap().status,
         AgentStatus::Handoff
     );
-    let work = coder_work(&w.s, &agent("coder-1"), w.now);
+    let work = coder_work(&w.s, &agent("coder-1"), &w.l());
     assert_eq!(work[0].class, WorkClass::Handoff);
 }
 

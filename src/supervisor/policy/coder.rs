@@ -24,7 +24,7 @@ pub const NOT_STARTED_PAUSE: Duration = Duration::from_secs(30);
 /// The next candidate of this pass: claim it, wait out its backoff, or — none left — wait
 /// for a busy task, a lease to run out, or a wake-up.
 pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
-    let mut candidates: Vec<TaskId> = lifecycle::coder_work(view.state, view.agent, now.wall)
+    let mut candidates: Vec<TaskId> = lifecycle::coder_work(view.state, view.agent, view.leases)
         .into_iter()
         .map(|c| c.task)
         .collect();
@@ -60,9 +60,9 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
             why: Waiting::Busy,
         }];
     }
-    if let Some(at) = lifecycle::coder_work_frees_at(view.state, view.agent, now.wall) {
-        // Another coder's task becomes takeable when its lease runs out.
-        return vec![wait_for_lease(view, at, now)];
+    if let Some(left) = lifecycle::coder_work_frees_in(view.state, view.agent, view.leases) {
+        // Another coder's task becomes takeable when its lease lapses.
+        return vec![wait_for_lease(view, left, now)];
     }
     idle(view, memory, now)
 }

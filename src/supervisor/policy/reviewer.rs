@@ -25,7 +25,7 @@ pub const MISSING_WORKTREE_PAUSE: Duration = Duration::from_secs(60);
 pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
     // The soonest a review skipped for its backoff may run.
     let mut soonest: Option<Moment> = None;
-    for work in lifecycle::reviewer_work(view.state, view.agent, now.wall) {
+    for work in lifecycle::reviewer_work(view.state, view.agent, view.leases) {
         match work {
             ReviewWork::Merge(task) => {
                 if memory.pass.tried.insert(task.clone()) {
@@ -54,9 +54,9 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
             why: Waiting::Backoff,
         }];
     }
-    if let Some(at) = lifecycle::reviewer_work_frees_at(view.state, view.agent, now.wall) {
+    if let Some(left) = lifecycle::reviewer_work_frees_in(view.state, view.agent, view.leases) {
         // Another reviewer's claim, or an approver's registration, runs out then.
-        return vec![wait_for_lease(view, at, now)];
+        return vec![wait_for_lease(view, left, now)];
     }
     idle(view, memory, now)
 }
@@ -92,8 +92,8 @@ pub fn worktree_missing(memory: &mut Memory, task: TaskId, revision: i64, now: N
 }
 
 /// The approvals this reviewer gave, to merge before `--once` exits.
-pub fn own_approvals(view: &View, now: Now) -> Vec<TaskId> {
-    lifecycle::reviewer_work(view.state, view.agent, now.wall)
+pub fn own_approvals(view: &View) -> Vec<TaskId> {
+    lifecycle::reviewer_work(view.state, view.agent, view.leases)
         .into_iter()
         .filter_map(|w| match w {
             ReviewWork::Merge(task) => Some(task),

@@ -28,6 +28,8 @@ struct World {
     clock: ManualClock,
     controls: Controls,
     once: bool,
+    /// The supervisor's watch of the leases, on the manual clock.
+    watch: lifecycle::LeaseWatch,
 }
 
 impl World {
@@ -60,7 +62,15 @@ impl World {
             clock,
             controls: Controls::default(),
             once: false,
+            watch: lifecycle::LeaseWatch::new(),
         }
+    }
+
+    /// What the supervisor concludes about the leases now.
+    fn leases(&mut self) -> lifecycle::Leases {
+        let none = crate::blackboard::liveness::LiveRecords::default();
+        let at = self.clock.now().at.since_start();
+        self.watch.observe(&self.state, &none, at)
     }
 
     fn now(&self) -> Now {
@@ -68,11 +78,14 @@ impl World {
     }
 
     fn later(&mut self, d: Duration) {
+        self.leases();
         self.clock.advance(d);
     }
 
     fn decide(&mut self, observation: Observation) -> Vec<Action> {
+        let leases = self.leases();
         let view = View {
+            leases: &leases,
             state: &self.state,
             agent: &self.me,
             controls: self.controls,
@@ -111,9 +124,20 @@ impl World {
     fn claimed(&mut self, t: &str, coder: &str) {
         self.task(t);
         let (coder, now) = (agent(coder), self.clock.now().wall);
-        let kind = lifecycle::plan_claim(&self.state, &id(t), &coder, now).unwrap();
+        let leases = self.leases();
+        let kind = lifecycle::plan_claim(&self.state, &id(t), &coder, &leases).unwrap();
         let base = CommitId::parse(BASE).unwrap();
-        lifecycle::claim(&mut self.state, &id(t), &coder, &kind, Some(&base), now).unwrap();
+        lifecycle::claim(
+            &mut self.state,
+            &id(t),
+            &coder,
+            &kind,
+            Some(&base),
+            &leases,
+            now,
+        )
+        .unwrap();
+        self.leases();
     }
 
     /// `t` APPROVED by `reviewer`.

@@ -388,10 +388,14 @@ pub fn processes_running(argv: &[&str]) -> Vec<i32> {
 }
 
 /// The sandbox configuration that lets runs write `dir` too (`sandbox.writable`): where the
-/// fakes keep their scenario, outside every worktree.
+/// fakes keep their scenario, outside every worktree. The fakes themselves (`tests/`) are
+/// shown read-only: a checkout under `/tmp` or `$HOME` is hidden from a run otherwise, and
+/// a fake CLI runs the fake agent beside it.
 pub fn sandbox_writing(dir: &Path) -> liza::blackboard::model::SandboxConfig {
+    let fakes = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     liza::blackboard::model::SandboxConfig {
         writable: Some(vec![dir.display().to_string()]),
+        read_only: Some(vec![fakes.display().to_string()]),
         ..Default::default()
     }
 }

@@ -122,10 +122,14 @@ pub fn edit_state(
         .unwrap();
 }
 
-/// Moves a task's lease into the past.
+/// Sets `task`'s lease in the past and the lease period to 2 s: a claimant that watches
+/// it that long without seeing it renewed takes it over (specs/blackboard.md *Leases are
+/// observed*).
 pub fn expire_lease(repo: &Repo, task: &str) {
     let id = liza::blackboard::TaskId::parse(task).unwrap();
     edit_state(repo, "test_expire", |state, now| {
+        state.config.lease_duration = Some(2);
+        state.config.heartbeat_interval = Some(1);
         state.task_mut(&id).unwrap().lease_expires = Some(now.plus_seconds(-1));
     });
 }

@@ -1,0 +1,161 @@
+//! Clocks that disagree (specs/blackboard.md *Leases are observed*, *Timestamps*), with the real
+//! libfaketime (Debian's `faketime`, installed by `.ci/run`): a claimant two hours ahead
+//! takes nothing from a live coder; one an hour behind writes log entries that never go
+//! backwards, say by how much it was behind, and raise `CLOCK_SKEW`; `status` shows no
+//! negative age and `doctor` names the clock.
+
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use crate::common::supervision::*;
+use crate::common::team::*;
+use crate::common::*;
+
+const GUARD: Duration = Duration::from_secs(60);
+
+/// Whether libfaketime is here; outside CI its absence skips with the reason.
+fn faketime_available() -> bool {
+    let found = Command::new("faketime")
+        .args(["-f", "+1h", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no faketime in CI: .ci/run installs it"
+        );
+        eprintln!("skipped: faketime is not installed (apt install faketime)");
+    }
+    found
+}
+
+/// `liza args` in `repo` with its clock moved by `offset` (`+2h`, `-1h`).
+fn liza_at(repo: &Repo, offset: &str, args: &[&str]) -> Output {
+    let mut cmd = repo.command_for("faketime");
+    cmd.args(["-f", offset, LIZA]).args(args);
+    cmd.output().unwrap()
+}
+
+const HANGS: &str = "touch \"$FAKE_AGENT_DIR/started\"\nhang 3600\n";
+
+#[test]
+fn a_clock_two_hours_ahead_takes_nothing_from_a_live_coder() {
+    if !faketime_available() {
+        return;
+    }
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    configure(repo, |c| {
+        c.lease_duration = Some(3);
+        c.heartbeat_interval = Some(1);
+    });
+    add(repo, "t-1", "");
+    project.step("coder", "default", HANGS);
+    let coder = project.supervisor("coder", "coder-1");
+    project.wait_for_agent("coder-1", "started", GUARD);
+    register(repo, "coder-2");
+    let before = task_of(repo, "t-1");
+    assert_eq!(before["assigned_to"], "coder-1");
+    // By a clock two hours ahead the lease ran out long ago; coder-1 still heartbeats.
+    let out = liza_at(repo, "+2h", &["claim-task", "t-1", "coder-2"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("whose lease is live"), "{said}");
+    assert!(said.contains("renewed while watched"), "{said}");
+    let after = task_of(repo, "t-1");
+    assert_eq!(after["assigned_to"], "coder-1");
+    assert!(
+        !history_events(repo, "t-1").contains(&"lease_expired_reassigned".to_owned()),
+        "{:?}",
+        history_events(repo, "t-1")
+    );
+    assert!(
+        repo.path().join(".worktrees/t-1/.git").exists(),
+        "coder-1's worktree stays"
+    );
+    // The same claim on this host's clock, once coder-1 is gone for good: taken over
+    // after its lease was seen silent.
+    let (_, _) = stop(coder, nix::sys::signal::Signal::SIGKILL);
+    let out = repo.liza(&["claim-task", "t-1", "coder-2"]);
+    assert_success(&out);
+    assert_eq!(task_of(repo, "t-1")["assigned_to"], "coder-2");
+}
+
+#[test]
+fn a_clock_behind_never_writes_the_log_backwards_and_is_named() {
+    if !faketime_available() {
+        return;
+    }
+    let repo = Repo::initialized();
+    assert_success(&repo.liza(&["note", "all", "on time"]));
+    let out = liza_at(&repo, "-1h", &["note", "all", "an hour late"]);
+    assert_success(&out);
+    let log = repo.log();
+    let stamps: Vec<String> = log
+        .iter()
+        .map(|e| e["timestamp"].as_str().unwrap().to_owned())
+        .collect();
+    let mut sorted = stamps.clone();
+    sorted.sort();
+    assert_eq!(stamps, sorted, "log timestamps go backwards: {stamps:?}");
+    let late = log
+        .iter()
+        .find(|e| {
+            e["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("an hour late"))
+        })
+        .expect("the late note is logged");
+    let behind = late["clock_behind_s"]
+        .as_i64()
+        .expect("the skew is recorded");
+    assert!((3590..=3610).contains(&behind), "{behind}");
+    // The watcher raises it once; status shows no negative age; doctor names the clock.
+    assert_success(&repo.liza(&["watch", "--cycles", "1", "--interval", "0.05"]));
+    let alerts = std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap();
+    assert_eq!(alerts.matches("CLOCK_SKEW").count(), 1, "{alerts}");
+    assert_success(&repo.liza(&["watch", "--cycles", "1", "--interval", "0.05"]));
+    let alerts = std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap();
+    assert_eq!(
+        alerts.matches("CLOCK_SKEW").count(),
+        1,
+        "raised once: {alerts}"
+    );
+    let doctor = liza_at(&repo, "-1h", &["--json", "doctor"]);
+    let checks = json(&doctor)["result"]["checks"].clone();
+    let clock = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "clock")
+        .unwrap_or_else(|| panic!("no clock check: {checks}"))
+        .clone();
+    assert_eq!(clock["status"], "warn", "{clock}");
+    assert!(
+        clock["detail"]
+            .as_str()
+            .unwrap()
+            .contains("ahead of this host's clock"),
+        "{clock}"
+    );
+}
+
+#[test]
+fn no_age_is_negative_when_a_clock_behind_reads_the_blackboard() {
+    if !faketime_available() {
+        return;
+    }
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let status = liza_at(&repo, "-1h", &["--json", "status"]);
+    assert_success(&status);
+    let v = json(&status);
+    for task in v["result"]["tasks"].as_array().unwrap() {
+        if let Some(age) = task["age_s"].as_i64() {
+            assert!(age >= 0, "{task}");
+        }
+    }
+    let text = stdout(&liza_at(&repo, "-1h", &["status"]));
+    let negative = regex::Regex::new(r"\s-\d+[smhd]").unwrap();
+    assert!(!negative.is_match(&text), "a negative age: {text}");
+}
