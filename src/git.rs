@@ -8,6 +8,7 @@ pub mod cli;
 mod discover;
 mod integration_worktree;
 mod inventory;
+pub mod locks;
 mod merge;
 mod private_store;
 mod remote;
@@ -64,6 +65,11 @@ pub enum GitError {
         action: String,
         detail: String,
     },
+    #[error("git: cannot {action}: git's lock {} is in the way", lock.describe())]
+    Locked {
+        action: String,
+        lock: locks::LockFile,
+    },
     #[error("{path} is still there after its removal")]
     RemovalNotVerified { path: PathBuf },
     #[error("cannot {action} {path}")]
@@ -95,6 +101,7 @@ impl Diagnostic for GitError {
             GitError::InvalidBranchName { .. } => {
                 vec!["use letters, digits, '-', '_' and '/' (see git check-ref-format)".into()]
             }
+            GitError::Locked { lock, .. } => vec![lock.fix()],
             GitError::Remote { url, .. } => vec![format!(
                 "check that this host reaches {url} (`git ls-remote {url}`); `liza doctor` checks it too"
             )],

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use super::GitError;
-use super::repo::{Repo, git2_err, oid};
+use super::repo::{Repo, git2_err, git2_err_in, oid};
 
 /// The worktree's name in git and its directory under `.worktrees/` (task ids cannot
 /// start with `_`, so it never collides with a task).
@@ -49,9 +49,10 @@ impl Repo {
         let mut checkout = git2::build::CheckoutBuilder::new();
         checkout.force().remove_untracked(true);
         repo.checkout_tree(target.as_object(), Some(&mut checkout))
-            .map_err(git2_err(format!(
-                "check out {commit} for the integration checks"
-            )))?;
+            .map_err(git2_err_in(
+                Some(repo.path()),
+                format!("check out {commit} for the integration checks"),
+            ))?;
         repo.set_head_detached(target.id())
             .map_err(git2_err("detach the integration worktree's HEAD"))?;
         Ok(dir)

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::repo::{Repo, git2_err, oid, signature};
+use super::repo::{Repo, git2_err, git2_err_in, oid, signature};
 use super::{GitError, commit_id};
 use crate::blackboard::model::CommitId;
 
@@ -131,16 +131,11 @@ impl Repo {
             .reference_matching(&name, oid(new)?, true, oid(expected)?, reason)
         {
             Ok(_) => Ok(Published::Done),
-            Err(e)
-                if matches!(
-                    e.code(),
-                    git2::ErrorCode::Modified | git2::ErrorCode::Locked
-                ) =>
-            {
-                Ok(Published::Moved {
-                    tip: self.branch_tip(branch)?,
-                })
-            }
+            Err(e) if e.code() == git2::ErrorCode::Modified => Ok(Published::Moved {
+                tip: self.branch_tip(branch)?,
+            }),
+            // Another writer's lock (a live git, or one that died and left it) is not a
+            // moved branch: it is named, and waited for by the caller.
             Err(e) => Err(git2_err(format!("move {branch} to {new}"))(e)),
         }
     }
@@ -245,7 +240,9 @@ impl Repo {
             .their_label(tip_label);
         repo.merge(&[&theirs], None, Some(&mut checkout))
             .map_err(git2_err(format!("merge {tip} into {}", worktree.display())))?;
-        let mut index = repo.index().map_err(git2_err("read the worktree index"))?;
+        let mut index = repo
+            .index()
+            .map_err(git2_err_in(Some(repo.path()), "read the worktree index"))?;
         if index.has_conflicts() {
             return Ok(WorktreeMerge::Conflicts {
                 paths: conflict_paths(&index)?,
@@ -253,13 +250,13 @@ impl Repo {
         }
         let tree_id = index
             .write_tree()
-            .map_err(git2_err("write the merged tree"))?;
+            .map_err(git2_err_in(Some(repo.path()), "write the merged tree"))?;
         let tree = repo
             .find_tree(tree_id)
-            .map_err(git2_err("read the merged tree"))?;
+            .map_err(git2_err_in(Some(repo.path()), "read the merged tree"))?;
         let tip_commit = repo
             .find_commit(oid(tip)?)
-            .map_err(git2_err(format!("find commit {tip}")))?;
+            .map_err(git2_err_in(Some(repo.path()), format!("find commit {tip}")))?;
         let sig = signature()?;
         let commit = repo
             .commit(
@@ -270,9 +267,9 @@ impl Repo {
                 &tree,
                 &[&head, &tip_commit],
             )
-            .map_err(git2_err("commit the merge"))?;
+            .map_err(git2_err_in(Some(repo.path()), "commit the merge"))?;
         repo.cleanup_state()
-            .map_err(git2_err("finish the merge state"))?;
+            .map_err(git2_err_in(Some(repo.path()), "finish the merge state"))?;
         Ok(WorktreeMerge::Committed {
             commit: commit_id(commit),
         })

@@ -12,8 +12,24 @@ pub struct Repo {
 }
 
 pub(super) fn git2_err(action: impl Into<String>) -> impl FnOnce(git2::Error) -> GitError {
+    git2_err_in(None, action)
+}
+
+/// [`git2_err`] for an operation on the repository whose git directory is `git_dir`:
+/// a failure on its index lock names that lock.
+pub(super) fn git2_err_in(
+    git_dir: Option<&Path>,
+    action: impl Into<String>,
+) -> impl FnOnce(git2::Error) -> GitError {
     let action = action.into();
-    move |source| GitError::Git2 { action, source }
+    let git_dir = git_dir.map(Path::to_path_buf);
+    move |source| match super::locks::named_by(&source, git_dir.as_deref()) {
+        Some(path) => GitError::Locked {
+            action,
+            lock: super::locks::LockFile::inspect(&path),
+        },
+        None => GitError::Git2 { action, source },
+    }
 }
 
 /// A full or abbreviated-to-full SHA as an object id.

@@ -383,3 +383,34 @@ fn liza_git_never_waits_on_a_fifo_nor_writes_through_a_link_in_a_worktree() {
     assert_eq!(std::fs::read_to_string(wt.join("dir/g.txt")).unwrap(), "y");
     assert_eq!(std::fs::read_to_string(wt.join("f.txt")).unwrap(), "x");
 }
+
+/// A stale index lock of git's in a worktree is named — the exact file, and the fix — when
+/// liza's git needs that index (specs/git.md *Git's locks*).
+#[test]
+fn a_stale_index_lock_in_a_worktree_is_named_with_its_file() {
+    let (dir, repo) = repo();
+    let id = task("t-1");
+    let base = head_of(dir.path()).unwrap();
+    repo.create_task_worktree(dir.path(), &id, &base, "main", "test")
+        .unwrap();
+    let wt = worktree_dir(dir.path(), &id);
+    std::fs::write(wt.join("wip.txt"), "work\n").unwrap();
+    let lock = repo.inner.path().join("worktrees/t-1/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let err = repo.commit_all(&wt, "WIP").unwrap_err();
+    match &err {
+        GitError::Locked { lock: found, .. } => {
+            assert_eq!(
+                found.path.canonicalize().unwrap(),
+                lock.canonicalize().unwrap()
+            );
+            assert!(found.holders.is_empty());
+        }
+        other => panic!("not named as a lock: {other:?}"),
+    }
+    let text = crate::error::Diagnostic::hints(&err).join(" ");
+    assert!(text.contains("rm '"), "{text}");
+    assert!(err.to_string().contains("index.lock"), "{err}");
+    std::fs::remove_file(&lock).unwrap();
+    assert!(repo.commit_all(&wt, "WIP").unwrap().is_some());
+}

@@ -6,7 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::repo::{Repo, git2_err, oid, signature};
+use super::repo::{Repo, git2_err, git2_err_in, oid, signature};
 use super::{GitError, commit_id};
 use crate::blackboard::TaskId;
 use crate::blackboard::model::CommitId;
@@ -277,16 +277,18 @@ impl Repo {
         }
         let repo = open_checkout(worktree)
             .map_err(git2_err(format!("open worktree {}", worktree.display())))?;
-        let mut index = repo.index().map_err(git2_err("read the worktree index"))?;
+        let mut index = repo
+            .index()
+            .map_err(git2_err_in(Some(repo.path()), "read the worktree index"))?;
         index
             .add_all(["*"], git2::IndexAddOption::DEFAULT, None)
-            .map_err(git2_err("stage the worktree's files"))?;
+            .map_err(git2_err_in(Some(repo.path()), "stage the worktree's files"))?;
         index
             .update_all(["*"], None)
-            .map_err(git2_err("stage deleted files"))?;
+            .map_err(git2_err_in(Some(repo.path()), "stage deleted files"))?;
         index
             .write()
-            .map_err(git2_err("write the worktree index"))?;
+            .map_err(git2_err_in(Some(repo.path()), "write the worktree index"))?;
         let tree_id = index.write_tree().map_err(git2_err("write the WIP tree"))?;
         let tree = repo
             .find_tree(tree_id)

@@ -18,7 +18,11 @@ use super::{
 use crate::blackboard::model::{CommitId, FailureKind};
 use crate::blackboard::store::failpoint;
 use crate::blackboard::{Actor, TaskId};
-use crate::git::{Candidate, Published, Repo, SavedWork, integration_worktree_dir, task_branch};
+use std::time::Duration;
+
+use crate::git::{
+    Candidate, GitError, Published, Repo, SavedWork, integration_worktree_dir, task_branch,
+};
 use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Refusal, RuleId};
 
 /// How many times a merge goes back to build a new candidate when integration moved
@@ -258,14 +262,17 @@ impl MergeRun<'_> {
             failpoint::hit("merge-before-publish");
             still_current(&self.project.store, self.actor)?;
             let reason = format!("liza: merge {}", task_branch(self.id));
-            match super::shared_git::publish(
-                self.project,
-                self.repo,
-                self.state,
-                &tip,
-                &commit,
-                &reason,
-            )? {
+            let published = waiting_for_git_locks(self.state, progress, || {
+                super::shared_git::publish(
+                    self.project,
+                    self.repo,
+                    self.state,
+                    &tip,
+                    &commit,
+                    &reason,
+                )
+            })?;
+            match published {
                 Published::Done => {
                     failpoint::hit("merge-after-publish");
                     return Ok(Ending::Published {
@@ -433,4 +440,35 @@ fn refuse_checked_out(repo: &Repo, integration: &str) -> Result<(), OpsError> {
         ));
     }
     Ok(())
+}
+
+/// Runs `step` again while a lock file of git's is in the way, for up to the lock timeout
+/// (specs/git.md *Git's locks*): a live git finishes and takes its lock away; one that
+/// died left it, and the error names it with its age and the fix. Never a conflict.
+pub(super) fn waiting_for_git_locks<T>(
+    state: &State,
+    progress: &mut dyn FnMut(&str),
+    mut step: impl FnMut() -> Result<T, OpsError>,
+) -> Result<T, OpsError> {
+    let limit = Duration::from_secs(state.config.lock_timeout().unsigned_abs());
+    let started = std::time::Instant::now();
+    let mut told = false;
+    loop {
+        match step() {
+            Err(OpsError::Git(GitError::Locked { lock, .. }))
+                if started.elapsed() < limit || !lock.present() =>
+            {
+                if !told && lock.present() {
+                    told = true;
+                    progress(&format!(
+                        "git's lock {} is in the way; waiting up to {} s",
+                        lock.describe(),
+                        limit.as_secs()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            done => return done,
+        }
+    }
 }

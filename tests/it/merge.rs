@@ -886,3 +886,38 @@ fn merging_a_task_that_is_not_approved_is_refused_and_changes_nothing() {
         "refused before any lock was taken"
     );
 }
+
+/// A stale ref lock of git's on integration (a git killed while it moved the branch) is
+/// named — the file, its age, that no process holds it, the fix — after liza waited for
+/// it within the lock timeout; the approved task is never failed for it, and merges once
+/// the lock is gone (specs/git.md *Git's locks*).
+#[test]
+fn a_stale_integration_ref_lock_is_named_waited_for_and_never_a_conflict() {
+    let team = Team::new(None);
+    configure(&team.repo, |c| c.lock_timeout = Some(1));
+    team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let lock = team.repo.path().join(".git/refs/heads/integration.lock");
+    std::fs::write(&lock, "").unwrap();
+    let before = team.integration();
+    let out = team.repo.liza(&["merge", "t-1"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(said.contains("refs/heads/integration.lock"), "{said}");
+    assert!(said.contains("no process holds it open"), "{said}");
+    assert!(said.contains("rm '"), "{said}");
+    assert!(!said.contains("moved"), "taken for a moved branch: {said}");
+    assert_eq!(team.task("t-1")["status"], "APPROVED");
+    assert_eq!(team.integration(), before);
+    assert!(
+        !team
+            .repo
+            .log()
+            .iter()
+            .any(|e| e["action"] == "integration_failed"),
+        "failed for a lock"
+    );
+    std::fs::remove_file(&lock).unwrap();
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["status"], "MERGED");
+}

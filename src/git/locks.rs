@@ -1,0 +1,169 @@
+//! Git's own lock files (`<ref>.lock`, `index.lock`): git creates one with `O_EXCL`, writes
+//! the new content into it and renames it over the file; a git process that dies between
+//! the two leaves it behind, and every later writer fails. liza names such a lock — its
+//! file, its age, the processes that hold it open — instead of taking the failure for a
+//! moved branch or a conflict (specs/git.md *Git's locks*).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// A lock file of git's that is in the way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LockFile {
+    pub path: PathBuf,
+    /// How long it has been there (by its modification time), if it still is.
+    pub age: Option<Duration>,
+    /// The processes that hold it open now (`pid name`): a live git at work.
+    pub holders: Vec<String>,
+}
+
+impl LockFile {
+    /// The lock at `path` as it is now.
+    pub fn inspect(path: &Path) -> LockFile {
+        let age = std::fs::symlink_metadata(path)
+            .and_then(|m| m.modified())
+            .ok()
+            .map(|at| SystemTime::now().duration_since(at).unwrap_or_default());
+        LockFile {
+            path: path.to_path_buf(),
+            holders: if age.is_some() {
+                holders(path)
+            } else {
+                Vec::new()
+            },
+            age,
+        }
+    }
+
+    /// Whether it is still there.
+    pub fn present(&self) -> bool {
+        self.age.is_some()
+    }
+
+    /// What it is, for a person: `… (3 min old, no process holds it)`.
+    pub fn describe(&self) -> String {
+        let age = match self.age {
+            Some(age) => format!("{} s old", age.as_secs()),
+            None => "gone now".to_owned(),
+        };
+        let held = if self.holders.is_empty() {
+            "no process holds it open".to_owned()
+        } else {
+            format!("held open by {}", self.holders.join(", "))
+        };
+        format!("{} ({age}, {held})", self.path.display())
+    }
+
+    /// What to do about it.
+    pub fn fix(&self) -> String {
+        if self.holders.is_empty() {
+            format!(
+                "a git process that died left it: remove it (rm '{}') once you are sure no git command runs in this repository",
+                self.path.display()
+            )
+        } else {
+            "a git command is at work: let it finish (or stop it), and liza goes on".to_owned()
+        }
+    }
+}
+
+/// The lock file a libgit2 error names (`failed to lock file '…/x.lock' for writing`), or
+/// the index lock of the repository at `git_dir` when the error is the index's.
+pub fn named_by(error: &git2::Error, git_dir: Option<&Path>) -> Option<PathBuf> {
+    if error.code() != git2::ErrorCode::Locked {
+        return None;
+    }
+    let message = error.message();
+    let quoted = message
+        .split('\'')
+        .skip(1)
+        .step_by(2)
+        .find(|part| part.ends_with(".lock"));
+    match (quoted, git_dir) {
+        (Some(path), _) => Some(PathBuf::from(path)),
+        (None, Some(dir)) if error.class() == git2::ErrorClass::Index => {
+            Some(dir.join("index.lock"))
+        }
+        _ => None,
+    }
+}
+
+/// The processes of this host that hold `path` open (from `/proc/<pid>/fd`; those of
+/// other users cannot be seen and are not listed).
+fn holders(path: &Path) -> Vec<String> {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in procs.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        {
+            let comm = std::fs::read_to_string(entry.path().join("comm")).unwrap_or_default();
+            found.push(format!("{pid} {}", comm.trim()));
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_is_named_with_its_age_and_the_processes_holding_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("index.lock");
+        assert!(!LockFile::inspect(&path).present());
+        std::fs::write(&path, "").unwrap();
+        let stale = LockFile::inspect(&path);
+        assert!(stale.present());
+        assert!(stale.holders.is_empty());
+        assert!(
+            stale.describe().contains("no process holds it open"),
+            "{}",
+            stale.describe()
+        );
+        assert!(stale.fix().contains("rm '"), "{}", stale.fix());
+        let open = std::fs::File::open(&path).unwrap();
+        let held = LockFile::inspect(&path);
+        assert_eq!(held.holders.len(), 1, "{:?}", held.holders);
+        assert!(held.holders[0].starts_with(&std::process::id().to_string()));
+        drop(open);
+    }
+
+    #[test]
+    fn the_lock_a_libgit2_error_names_is_found() {
+        let e = git2::Error::new(
+            git2::ErrorCode::Locked,
+            git2::ErrorClass::Os,
+            "failed to lock file '/r/.git/refs/heads/integration.lock' for writing: ",
+        );
+        assert_eq!(
+            named_by(&e, None),
+            Some(PathBuf::from("/r/.git/refs/heads/integration.lock"))
+        );
+        let e = git2::Error::new(
+            git2::ErrorCode::Locked,
+            git2::ErrorClass::Index,
+            "the index is locked; this might be due to a concurrent or crashed process",
+        );
+        assert_eq!(
+            named_by(&e, Some(Path::new("/r/.git"))),
+            Some(PathBuf::from("/r/.git/index.lock"))
+        );
+        let other = git2::Error::from_str("not a lock");
+        assert_eq!(named_by(&other, Some(Path::new("/r/.git"))), None);
+    }
+}
