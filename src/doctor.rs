@@ -192,6 +192,9 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     checks.push(blackboard(&project, &state));
     checks.extend(shared_store(&project));
     checks.push(clock(&project));
+    if let Some(check) = journal(&project) {
+        checks.push(check);
+    }
     if let Some(check) = git_remote(&project, &state) {
         checks.push(check);
     }
@@ -718,6 +721,30 @@ fn clock(project: &Project) -> Check {
             "run NTP (chrony, systemd-timesyncd) on every machine that runs liza: leases are watched, not compared, but the log's times are what people read",
         )
     }
+}
+
+/// Every kept revision of the journal is whole (specs/blackboard.md *The store*): `liza
+/// history` and `doctor` agree on every revision.
+fn journal(project: &Project) -> Option<Check> {
+    let damaged = project.store.damaged_revisions().ok()?;
+    let kept = project.store.revisions().ok()?;
+    Some(if damaged.is_empty() {
+        Check::ok(
+            "journal",
+            format!("{} revision(s) kept, each whole", kept.len()),
+        )
+    } else {
+        let listed: Vec<String> = damaged.iter().map(|r| format!("r{r}")).collect();
+        Check::problem(
+            Status::Warn,
+            "journal",
+            format!(
+                "revision(s) {} of .liza/journal/ are not whole (a write that failed, e.g. on a full disk, by an older liza)",
+                listed.join(", ")
+            ),
+            "their text is lost, nothing else: move those files out of .liza/journal/ (the newest whole revision stays the head)",
+        )
+    })
 }
 
 /// The shared git remote answers.

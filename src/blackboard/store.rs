@@ -702,6 +702,15 @@ impl Store {
         }
     }
 
+    /// The kept revisions whose journal entry is not whole (its size is not the one its
+    /// name says): a write that failed before liza wrote entries under a temporary name.
+    pub fn damaged_revisions(&self) -> Result<Vec<u64>, StoreError> {
+        match &self.backend {
+            Backend::File(f) => f.damaged_revisions(),
+            Backend::Etcd(_) => Ok(Vec::new()),
+        }
+    }
+
     /// The state.yaml text of `revision` as committed, if it is still kept.
     pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
         match &self.backend {

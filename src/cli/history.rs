@@ -40,6 +40,12 @@ pub fn cmd_history(args: HistoryArgs, out: &Output) -> Result<i32, CliError> {
     out.ok(serde_json::to_value(&revisions).unwrap_or_default(), || {
         let mut text = String::new();
         for r in &revisions {
+            if r.damaged {
+                text += &format!(
+                    "r{:<5} DAMAGED: its journal entry is not whole (`liza doctor` says more)\n",
+                    r.revision
+                );
+            }
             match r.entries.as_slice() {
                 [] => text += &format!("r{}\n", r.revision),
                 entries => {

@@ -16,16 +16,21 @@ pub struct RevisionInfo {
     pub revision: u64,
     /// `agent action [task]: detail` of each log entry of that revision.
     pub entries: Vec<String>,
+    /// Its journal entry is not whole: its text cannot be shown.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub damaged: bool,
 }
 
 /// The revisions the journal keeps, oldest first, with their log entries.
 pub fn history(project: &Project) -> Result<Vec<RevisionInfo>, OpsError> {
     let revisions = project.store.revisions()?;
+    let damaged = project.store.damaged_revisions()?;
     let log = activity::parse_items(&project.store.log_text()?, 1).entries;
     Ok(revisions
         .into_iter()
         .map(|revision| RevisionInfo {
             revision,
+            damaged: damaged.contains(&revision),
             entries: log
                 .iter()
                 .filter(|e| e.revision == Some(revision as i64))

@@ -22,6 +22,7 @@ mod demo;
 mod docs;
 mod doctor;
 mod etcd_client;
+mod full_disk;
 mod hand_edit_race;
 mod hand_edits;
 mod lifecycle;

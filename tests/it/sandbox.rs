@@ -338,42 +338,6 @@ impl Listener {
     }
 }
 
-/// Takes `task` to APPROVED with `file` committed, by coder-1 and code-reviewer-1
-/// (registered on first use).
-fn approve(repo: &Repo, task: &str, file: &str) {
-    approve_with(repo, task, &[(file, "done\n")]);
-}
-
-/// Takes `task` to APPROVED with `files` (path, text) committed.
-fn approve_with(repo: &Repo, task: &str, files: &[(&str, &str)]) {
-    add(repo, task, "");
-    let generation = |agent: &str| {
-        model(repo)["agents"][agent]["generation"]
-            .as_str()
-            .map(str::to_owned)
-            .unwrap_or_else(|| register(repo, agent))
-    };
-    let coder = generation("coder-1");
-    let reviewer = generation("code-reviewer-1");
-    assert_success(&repo.liza(&["claim-task", task, "coder-1"]));
-    let worktree = repo.path().join(".worktrees").join(task);
-    for (file, text) in files {
-        let path = worktree.join(file);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, text).unwrap();
-    }
-    let head = commit_in(repo, &worktree, files[0].0, files[0].1);
-    assert_success(&repo.liza_env(
-        &as_agent("coder-1", &coder),
-        &["submit-for-review", task, &head],
-    ));
-    assert_success(&repo.liza(&["claim-review", task, "code-reviewer-1"]));
-    assert_success(&repo.liza_env(
-        &as_agent("code-reviewer-1", &reviewer),
-        &["submit-verdict", task, "approve", "--commit", &head],
-    ));
-}
-
 fn shell_check(name: &str, script: &str) -> liza::blackboard::model::Check {
     liza::blackboard::model::Check {
         name: name.into(),

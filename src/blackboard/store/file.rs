@@ -358,6 +358,19 @@ impl FileStore {
         Ok(entries.iter().map(|e| e.revision).collect())
     }
 
+    /// The kept revisions whose journal entry is not whole.
+    pub fn damaged_revisions(&self) -> Result<Vec<u64>, StoreError> {
+        let entries = self
+            .journal
+            .entries()
+            .map_err(io_err("read", self.journal.dir()))?;
+        Ok(entries
+            .iter()
+            .filter(|e| !self.journal.looks_whole(e))
+            .map(|e| e.revision)
+            .collect())
+    }
+
     /// The state.yaml text of `revision` as committed, if the journal still holds it.
     pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
         let entries = self

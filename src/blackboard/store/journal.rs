@@ -25,6 +25,9 @@ pub struct Journal {
     dir: PathBuf,
 }
 
+/// The name an entry is written under before it is renamed into place.
+pub const WRITING_PREFIX: &str = ".writing-";
+
 impl Journal {
     pub fn new(dir: PathBuf) -> Journal {
         Journal { dir }
@@ -89,19 +92,30 @@ impl Journal {
         }
         let name = format!("{revision:012}-{}-{}.yaml", bytes.len(), hash.to_hex());
         let path = self.dir.join(name);
-        let file = match create_unsynced(&path, bytes) {
-            Ok(file) => file,
+        // Written whole under a name no reader takes for an entry, then renamed: a write
+        // that fails (a full disk) leaves no empty or partial entry behind.
+        let temp = self
+            .dir
+            .join(format!("{WRITING_PREFIX}{revision:012}.yaml"));
+        let _ = fs::remove_file(&temp);
+        let written = match create_unsynced(&temp, bytes) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // A new journal directory: make its own entry in `.liza/` durable.
                 fs::create_dir_all(&self.dir)?;
                 if let Some(parent) = self.dir.parent() {
                     fsync_dir(parent)?;
                 }
-                create_unsynced(&path, bytes)?
+                create_unsynced(&temp, bytes)
             }
-            Err(e) => return Err(e),
+            other => other,
         };
-        file.sync_all()?;
+        let done = written
+            .and_then(|file| file.sync_all())
+            .and_then(|()| fs::rename(&temp, &path));
+        if let Err(e) = done {
+            let _ = fs::remove_file(&temp);
+            return Err(e);
+        }
         Ok(JournalEntry {
             revision,
             size: bytes.len() as u64,
@@ -110,8 +124,28 @@ impl Journal {
         })
     }
 
+    /// The entry's text, checked against its name: an entry whose size or hash differs
+    /// (written by a liza that could leave a failed write behind, or damaged since) is
+    /// an error that says so, never taken for a revision's text.
     pub fn read(&self, entry: &JournalEntry) -> io::Result<Vec<u8>> {
-        fs::read(&entry.path)
+        let bytes = fs::read(&entry.path)?;
+        if bytes.len() as u64 != entry.size || ContentHash::of(&bytes) != entry.hash {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "journal entry {} is damaged: it holds {} bytes, its name says {} (a write that failed, e.g. on a full disk)",
+                    entry.path.display(),
+                    bytes.len(),
+                    entry.size
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// Whether the entry's file has the size its name says (one `stat`, no read).
+    pub fn looks_whole(&self, entry: &JournalEntry) -> bool {
+        fs::metadata(&entry.path).is_ok_and(|m| m.len() == entry.size)
     }
 
     /// Removes an entry that was never committed (state.yaml never held it).
