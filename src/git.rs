@@ -51,6 +51,14 @@ pub enum GitError {
         #[source]
         source: git2::Error,
     },
+    #[error("{spec} is in the repository but cannot be read: {source}")]
+    DamagedObject {
+        spec: String,
+        #[source]
+        source: git2::Error,
+    },
+    #[error("{spec} is in the repository but cannot be read: {detail}")]
+    Unreadable { spec: String, detail: String },
     #[error("{name:?} is not a valid branch name")]
     InvalidBranchName { name: String },
     #[error("git: cannot {action}")]
@@ -102,6 +110,9 @@ impl Diagnostic for GitError {
                 vec!["use letters, digits, '-', '_' and '/' (see git check-ref-format)".into()]
             }
             GitError::Locked { lock, .. } => vec![lock.fix()],
+            GitError::DamagedObject { .. } | GitError::Unreadable { .. } => vec![
+                "`git fsck` lists what is damaged; fetch the object again from a clone or remote that has it (git fetch), or restore .git/objects from a backup".into(),
+            ],
             GitError::Remote { url, .. } => vec![format!(
                 "check that this host reaches {url} (`git ls-remote {url}`); `liza doctor` checks it too"
             )],

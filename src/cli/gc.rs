@@ -5,6 +5,7 @@ use super::output::Output;
 use super::progress::Progress;
 use super::report::context;
 use super::{CliError, EXIT_OK};
+use crate::error::ErrorClass;
 use crate::ops::{self, Orphan};
 
 #[derive(clap::Args)]
@@ -22,10 +23,18 @@ pub fn cmd_gc(args: GcArgs, out: &Output) -> Result<i32, CliError> {
     progress.finish();
     let report = report?;
     let value = serde_json::to_value(&report).unwrap_or_default();
-    out.ok(value, || {
+    let failed: Vec<&str> = report
+        .orphans
+        .iter()
+        .filter(|o| o.failed)
+        .map(|o| o.name.as_str())
+        .collect();
+    let text = || {
         let mut text = String::new();
         if report.orphans.is_empty() {
-            text.push_str("nothing to collect: every task worktree and branch belongs to a live task\n");
+            text.push_str(
+                "nothing to collect: every task worktree and branch belongs to a live task\n",
+            );
         } else if report.applied {
             text.push_str("orphaned task worktrees and branches:\n");
         } else {
@@ -38,8 +47,18 @@ pub fn cmd_gc(args: GcArgs, out: &Output) -> Result<i32, CliError> {
             text.push_str(&format!("  left alone: {name} (not a task id)\n"));
         }
         text
-    });
-    Ok(EXIT_OK)
+    };
+    if failed.is_empty() {
+        out.ok(value, text);
+        return Ok(EXIT_OK);
+    }
+    // Something listed is still there: the command did not do what it was asked.
+    let err = CliError::new(
+        ErrorClass::Git,
+        format!("gc could not remove {}", failed.join(", ")),
+    )
+    .with_hint("each line says why; fix that and run `liza gc --apply` again (nothing was lost: work is saved before removal)");
+    Ok(out.fail_with_result(value, &err, text))
 }
 
 fn line(orphan: &Orphan, applied: bool) -> String {

@@ -28,3 +28,54 @@ pub fn git_lines(dir: &Path, args: &[&str]) -> Vec<String> {
         .map(|out| out.lines().map(str::to_owned).collect())
         .unwrap_or_default()
 }
+
+/// Reads, with the git binary, every object `tip` brings that `base` lacks — commits,
+/// trees and the full content of blobs — and says which one cannot be read. liza runs it
+/// before libgit2 reads what a task brings: libgit2 1.9.7 (libgit2-sys 0.18.8) loops for
+/// ever on a truncated loose object (libgit2/libgit2#7342, fixed upstream by #7346 and not
+/// yet in a release the crate vendors), where git fails with a message.
+pub fn unreadable_object(dir: &Path, tip: &str, base: Option<&str>) -> Option<String> {
+    use std::io::{Read, Write};
+    use std::process::Stdio;
+    let mut args = vec!["rev-list", "--objects", tip];
+    let not_base = base.map(|b| format!("^{b}"));
+    args.extend(not_base.as_deref());
+    let listed = match git(dir, &args) {
+        Ok(listed) => listed,
+        Err(why) => return Some(why),
+    };
+    let ids: String = listed
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|id| format!("{id}\n"))
+        .collect();
+    let mut child = match Command::new("git")
+        .args(["cat-file", "--batch"])
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return Some(format!("could not run git: {e}")),
+    };
+    let mut stdin = child.stdin.take()?;
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(ids.as_bytes());
+    });
+    let mut stdout = child.stdout.take()?;
+    // The contents themselves are not needed: read and dropped, so git is never blocked.
+    let drain = std::thread::spawn(move || {
+        let mut sink = [0u8; 64 * 1024];
+        while matches!(stdout.read(&mut sink), Ok(n) if n > 0) {}
+    });
+    let mut stderr = String::new();
+    if let Some(mut err) = child.stderr.take() {
+        let _ = err.read_to_string(&mut stderr);
+    }
+    let _ = feeder.join();
+    let _ = drain.join();
+    let status = child.wait().ok()?;
+    (!status.success() || !stderr.trim().is_empty()).then(|| stderr.trim().to_owned())
+}

@@ -73,19 +73,28 @@ impl Repo {
         if spec == "HEAD" && self.inner.head().is_err() {
             return Err(GitError::UnbornHead);
         }
-        let object =
-            self.inner
-                .revparse_single(spec)
-                .map_err(|source| GitError::UnknownRevision {
+        let unreadable = |source: git2::Error| {
+            // Missing is one thing; there but unreadable (a truncated or corrupt object)
+            // is another, and says so.
+            if matches!(
+                source.code(),
+                git2::ErrorCode::NotFound
+                    | git2::ErrorCode::Ambiguous
+                    | git2::ErrorCode::InvalidSpec
+            ) {
+                GitError::UnknownRevision {
                     spec: spec.to_owned(),
                     source,
-                })?;
-        let commit = object
-            .peel_to_commit()
-            .map_err(|source| GitError::UnknownRevision {
-                spec: spec.to_owned(),
-                source,
-            })?;
+                }
+            } else {
+                GitError::DamagedObject {
+                    spec: spec.to_owned(),
+                    source,
+                }
+            }
+        };
+        let object = self.inner.revparse_single(spec).map_err(unreadable)?;
+        let commit = object.peel_to_commit().map_err(unreadable)?;
         Ok(commit_id(commit.id()))
     }
 

@@ -33,6 +33,9 @@ pub struct Orphan {
     /// What was done when applied: `removed`, or why it was skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
+    /// `--apply` could not save or remove it (the outcome says why).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved: Option<SavedWork>,
 }
@@ -119,6 +122,7 @@ pub fn gc(project: &Project, apply: bool) -> Result<GcReport, OpsError> {
             },
             name,
             outcome: None,
+            failed: false,
             saved: None,
         };
         if apply {
@@ -151,7 +155,10 @@ fn apply_one(
             orphan.outcome = Some("removed".into());
             orphan.saved = Some(saved).filter(|s| *s != SavedWork::default());
         }
-        Err(e) => orphan.outcome = Some(format!("not removed: {e}")),
+        Err(e) => {
+            orphan.outcome = Some(format!("not removed: {e}"));
+            orphan.failed = true;
+        }
     }
     Ok(())
 }

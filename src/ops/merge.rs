@@ -105,12 +105,12 @@ pub fn merge(
         .state
         .task(id)
         .and_then(|t| t.review_commit.clone());
+    let tip = integration_tip(&repo, &integration)?;
     let approved = match &review_commit {
-        Some(review) => approved_commit(&repo, id, review.as_str(), &mut committed)?,
+        Some(review) => approved_commit(&repo, id, review.as_str(), &tip, &mut committed)?,
         // begin_merge refuses a task without a review commit.
         None => placeholder.clone(),
     };
-    let tip = integration_tip(&repo, &integration)?;
     let start = committed.add(transition(
         &project.store,
         actor,
@@ -367,10 +367,27 @@ fn approved_commit(
     repo: &Repo,
     id: &TaskId,
     review: &str,
+    integration_tip: &str,
     committed: &mut Committed,
 ) -> Result<CommitId, OpsError> {
     let branch = task_branch(id);
-    let approved = repo.resolve_commit(review).map_err(|_| {
+    // What the task brings is read by git first: a damaged object fails there with a
+    // message, where libgit2 would loop for ever (git::cli::unreadable_object). A commit
+    // that is not there at all is said below.
+    if let Some(why) =
+        crate::git::cli::unreadable_object(&repo.common_dir(), review, Some(integration_tip))
+        && !why.contains("bad object")
+        && !why.contains("unknown revision")
+    {
+        return Err(OpsError::Git(GitError::Unreadable {
+            spec: review.to_owned(),
+            detail: why,
+        }));
+    }
+    let approved = repo.resolve_commit(review).map_err(|e| {
+        if let GitError::DamagedObject { .. } = e {
+            return OpsError::Git(e);
+        }
         OpsError::refused(
             RuleId::ReviewCommit,
             format!(

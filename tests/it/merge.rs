@@ -921,3 +921,86 @@ fn a_stale_integration_ref_lock_is_named_waited_for_and_never_a_conflict() {
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["status"], "MERGED");
 }
+
+/// `gc --apply` that could not remove a worktree says so with a non-zero exit, the work
+/// saved all the same; once the obstacle is gone it removes it. (A tmpfs mounted inside
+/// the worktree is the obstacle: root removes anything else; where mounting is not
+/// allowed the test says so and is skipped.)
+#[test]
+fn gc_apply_that_cannot_remove_a_worktree_fails_and_says_which() {
+    let team = Team::new(None);
+    let ghost = team.repo.path().join(".worktrees/ghost");
+    team.repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "task/ghost",
+        ghost.to_str().unwrap(),
+        "integration",
+    ]);
+    let mountpoint = ghost.join("mnt");
+    std::fs::create_dir_all(&mountpoint).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&mountpoint)
+        .output()
+        .unwrap();
+    if !mounted.status.success() {
+        eprintln!(
+            "skipped: cannot mount a tmpfs here ({})",
+            String::from_utf8_lossy(&mounted.stderr).trim()
+        );
+        return;
+    }
+    write(&mountpoint.join("busy.txt"), "in the way\n");
+    let out = team.repo.liza(&["--json", "gc", "--apply"]);
+    let _ = std::process::Command::new("umount")
+        .arg("-l")
+        .arg(&mountpoint)
+        .status();
+    assert_exit(&out, 3);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["ok"], false, "{v}");
+    let ghost_line = &v["result"]["orphans"][0];
+    assert_eq!(ghost_line["name"], "ghost");
+    assert_eq!(ghost_line["failed"], true, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("ghost"),
+        "{v}"
+    );
+    let out = team.repo.liza(&["gc", "--apply"]);
+    assert_success(&out);
+    assert!(!ghost.exists());
+}
+
+/// An approved commit whose object was truncated (a disk that failed, a copy cut short) is
+/// said to be damaged, with `git fsck` as the way to look — never "not in the repository",
+/// which would send people looking for work that is there.
+#[test]
+fn a_truncated_approved_commit_is_said_to_be_damaged_not_missing() {
+    let team = Team::new(None);
+    let head = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let object = team
+        .repo
+        .path()
+        .join(".git/objects")
+        .join(&head[..2])
+        .join(&head[2..]);
+    let len = std::fs::metadata(&object).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&object)
+        .unwrap();
+    file.set_len(len / 2).unwrap();
+    drop(file);
+    let before = team.repo.files();
+    let out = team.repo.liza(&["merge", "t-1"]);
+    assert_exit(&out, 3);
+    let said = stderr(&out);
+    assert!(said.contains("cannot be read"), "{said}");
+    assert!(said.contains("git fsck"), "{said}");
+    assert!(!said.contains("not in the repository"), "{said}");
+    assert_eq!(team.task("t-1")["status"], "APPROVED");
+    assert_eq!(before, team.repo.files(), "a refused merge changed files");
+}
