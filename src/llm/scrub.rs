@@ -49,6 +49,47 @@ fn assignment() -> &'static Regex {
     })
 }
 
+/// How the key shapes of [`patterns`] begin: an open line ending in one (or in a prefix
+/// of one) may be a secret's first half.
+const KEY_STARTS: &[&str] = &[
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "AKIA",
+    "ASIA",
+    "xoxa-",
+    "xoxb-",
+    "xoxp-",
+    "xoxr-",
+    "xoxs-",
+    "AIza",
+];
+
+/// A bearer token (or the word) at the end of an open line.
+fn open_bearer() -> &'static Regex {
+    static OPEN: OnceLock<Regex> = OnceLock::new();
+    OPEN.get_or_init(|| {
+        Regex::new(r"(?i)\b(?:bearer\s+[A-Za-z0-9_\-\.=]*|b(?:e(?:a(?:r(?:e(?:r)?)?)?)?)?)$")
+            .expect("open bearer pattern compiles")
+    })
+}
+
+/// A secret-named assignment whose value is still being written at the end of an open
+/// line.
+fn open_assignment() -> &'static Regex {
+    static OPEN: OnceLock<Regex> = OnceLock::new();
+    OPEN.get_or_init(|| {
+        Regex::new(
+            r#"(?i)^(\s*(?:export\s+)?[A-Za-z0-9_\.\-]*(?:api[_\-]?key|secret|token|password|passwd|private[_\-]?key|access[_\-]?key)[A-Za-z0-9_\.\-]*\s*[:=]\s*)("[^"\n]*|'[^'\n]*|[^\s#]*)$"#,
+        )
+        .expect("open assignment pattern compiles")
+    })
+}
+
 /// A scrubber with the literal secrets of this run (the API key) on top of the patterns.
 #[derive(Clone, Default)]
 pub struct Scrubber {
@@ -62,6 +103,58 @@ impl Scrubber {
         Scrubber {
             literals: literals.into_iter().filter(|s| s.len() >= 8).collect(),
         }
+    }
+
+    /// Where in `open_line` (a line without its end yet) a secret this scrubber knows may
+    /// be starting: the beginning of a configured literal, of a known key shape (`sk-`,
+    /// `ghp_`, `AKIA`, … or a prefix of one), of a bearer token, or the value of a
+    /// secret-named assignment.
+    pub fn secret_may_start(&self, open_line: &str) -> Option<usize> {
+        let mut earliest: Option<usize> = None;
+        let mut at = |i: usize| earliest = Some(earliest.map_or(i, |e| e.min(i)));
+        for literal in &self.literals {
+            for k in (1..literal.len()).rev() {
+                if literal.is_char_boundary(k) && open_line.ends_with(&literal[..k]) {
+                    at(open_line.len() - k);
+                    break;
+                }
+            }
+        }
+        // The trailing run of characters a key is made of, and each place in it a key's
+        // shape could begin.
+        let word = open_line
+            .char_indices()
+            .rev()
+            .take_while(|(_, c)| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '='))
+            .last()
+            .map_or(open_line.len(), |(i, _)| i);
+        for (i, _) in open_line[word..].char_indices() {
+            let start = word + i;
+            let before = open_line[..start].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
+            }
+            let rest = &open_line[start..];
+            if KEY_STARTS
+                .iter()
+                .any(|p| rest.starts_with(p) || (!rest.is_empty() && p.starts_with(rest)))
+            {
+                at(start);
+                break;
+            }
+        }
+        if let Some(m) = open_bearer().find(open_line) {
+            at(m.start());
+        }
+        // The name goes with the value (the assignment is matched whole); a prompt
+        // (`Password: `, nothing after it yet) is released.
+        if let Some(c) = open_assignment().captures(open_line)
+            && c.get(2)
+                .is_some_and(|v| !v.is_empty() || open_line.ends_with('='))
+        {
+            at(0);
+        }
+        earliest
     }
 
     pub fn scrub(&self, text: &str) -> String {
@@ -142,10 +235,20 @@ impl Stream {
     }
 
     /// What is held back, when the stream has been quiet for a while (a prompt without a
-    /// line end must reach the terminal); an open private-key block and a split
-    /// character still wait.
+    /// line end must reach the terminal); an open private-key block, a split character,
+    /// and the end of the open line where a secret could be starting (`sk-h11can`, the
+    /// first half of the configured key, `TOKEN=ab`) still wait, however long the pause:
+    /// released scrubbed, the rest would no longer match.
     pub fn flush(&mut self) -> String {
-        let cut = open_pem(&self.pending).unwrap_or(self.pending.len());
+        let line = self.pending.rfind(['\n', '\r']).map_or(0, |i| i + 1);
+        let held = self.scrubber.secret_may_start(&self.pending[line..]);
+        let cut = match (open_pem(&self.pending), held) {
+            (Some(pem), _) => pem,
+            (None, Some(start)) if self.pending.len() - (line + start) <= Self::WINDOW => {
+                line + start
+            }
+            _ => self.pending.len(),
+        };
         let released: String = self.pending.drain(..cut).collect();
         self.scrubber.scrub(&released)
     }
@@ -249,6 +352,40 @@ mod tests {
         );
         assert_eq!(s.scrub("max_tokens: 4096"), "max_tokens: 4096");
         assert_eq!(s.scrub("API_TOKEN=abc123"), format!("API_TOKEN={REDACTED}"));
+    }
+
+    /// A secret split by a pause longer than the quiet flush (`sk-h11can` … `ary-6212…`)
+    /// comes out redacted: the open line's possible start of a secret is held however
+    /// long the pause, the rest of the line (a prompt) is released.
+    #[test]
+    fn a_secret_split_by_a_pause_is_held_and_redacted_whole() {
+        let key = "canary-7f3a9c1e-long".to_owned();
+        for (first, second) in [
+            ("export OPENAI_KEY=sk-h11can", "ary-6212abcdefghijkl ok\n"),
+            ("the key is ", "sk-h11canary-6212abcdefghijkl ok\n"),
+            ("using s", "k-h11canary-6212abcdefghijkl ok\n"),
+            ("configured canary-7f", "3a9c1e-long ok\n"),
+            ("Authorization: Bear", "er abcdefghijklmnop1234 ok\n"),
+            ("API_TOKEN=abc", "123def456 ok\n"),
+        ] {
+            let mut stream = Stream::new(Scrubber::new([key.clone()]));
+            let mut out = stream.push(first.as_bytes());
+            out.push_str(&stream.flush());
+            out.push_str(&stream.flush());
+            out.push_str(&stream.push(second.as_bytes()));
+            out.push_str(&stream.finish());
+            assert!(out.contains(REDACTED), "{first:?}+{second:?}: {out:?}");
+            for leaked in ["h11can", "6212ab", "7f3a9c", "abcdefghij", "abc123"] {
+                assert!(!out.contains(leaked), "{first:?}+{second:?}: {out:?}");
+            }
+            assert!(out.ends_with(" ok\n"), "{out:?}");
+        }
+        // A prompt is released at the quiet flush: nothing in it may start a secret.
+        let mut stream = Stream::new(Scrubber::new([key]));
+        assert_eq!(stream.push(b"Continue? [y/N] "), "");
+        assert_eq!(stream.flush(), "Continue? [y/N] ");
+        assert_eq!(stream.push(b"Password: "), "");
+        assert_eq!(stream.flush(), "Password: ");
     }
 
     #[test]

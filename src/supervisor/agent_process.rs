@@ -314,4 +314,35 @@ mod tests {
             assert!(tail.contains("LAST"), "{tail:?}");
         });
     }
+
+    /// A real process that pauses 400 ms — longer than the quiet flush — in the middle of
+    /// a secret: what is shown and kept has it redacted whole.
+    #[test]
+    fn a_secret_split_by_a_pause_longer_than_the_quiet_flush_is_redacted() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let invocation = Invocation {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "printf 'the key sk-h11can'; sleep 0.4; printf 'ary-6212abcdefghijkl done\\n'"
+                        .into(),
+                ],
+                stdin: None,
+                keep_env: Vec::new(),
+                scrub: Vec::new(),
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let mut process =
+                AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet), None)
+                    .unwrap();
+            assert!(process.wait().await.unwrap().success());
+            let tail = process.output_tail();
+            assert!(tail.contains("the key [REDACTED] done"), "{tail:?}");
+            assert!(!tail.contains("h11can"), "{tail:?}");
+        });
+    }
 }
