@@ -4,7 +4,7 @@
 //! raises: rejected (each reason, with line and column for broken files), or made while
 //! an agent was running (agents must not edit the blackboard directly).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use std::sync::mpsc::Sender;
 
@@ -80,6 +80,9 @@ impl HandEditPolicy for HandEditRules {
                 _ => {}
             }
         }
+        if let Some(problem) = integration_checked_out(&self.liza_dir, before, after) {
+            forbidden.push(problem);
+        }
         forbidden
     }
 
@@ -126,6 +129,23 @@ impl HandEditPolicy for HandEditRules {
             tracing::warn!(error = %e, "could not write .liza/alerts.log");
         }
     }
+}
+
+/// A new `config.integration_branch` that a checkout of this repository has checked out:
+/// liza would move a branch under someone's files. `liza init` refuses it; so is a hand
+/// edit (or `liza edit`) that sets it (specs/git.md *Layout*).
+fn integration_checked_out(liza_dir: &Path, before: &State, after: &State) -> Option<String> {
+    let branch = after.config.integration_branch();
+    if branch == before.config.integration_branch() {
+        return None;
+    }
+    let root = liza_dir.parent()?;
+    let repo = crate::git::Repo::open(root).ok()?;
+    let path = repo.checkouts_on_branch(branch).into_iter().next()?;
+    Some(format!(
+        "config.integration_branch: {branch} is checked out in {}; liza merges approved work into the integration branch and never moves a branch under someone's checkout — choose a branch nobody has checked out",
+        path.display()
+    ))
 }
 
 /// Agents working or reviewing right now.

@@ -1162,3 +1162,37 @@ fn a_big_blackboard_is_read_from_its_cache_only_while_its_bytes_are_the_cached_o
     );
     assert!(!text.contains("message: lost"));
 }
+
+/// A hand edit setting `config.integration_branch` to the branch the person's checkout
+/// has checked out is set aside like any invalid edit, as `liza init` refuses it: liza
+/// would otherwise move that branch under the person's files at the next merge.
+#[test]
+fn a_hand_edit_pointing_integration_at_a_checked_out_branch_is_set_aside() {
+    let repo = Repo::initialized();
+    let text = repo.state_text();
+    assert!(text.contains("integration_branch: integration"), "{text}");
+    let bad = text.replace(
+        "integration_branch: integration",
+        "integration_branch: main",
+    );
+    std::fs::write(repo.state_path(), &bad).unwrap();
+    assert_success(&repo.liza(&["note", "all", "after the edit"]));
+    let kept = repo.rejected();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(kept[0].0, bad);
+    assert!(kept[0].1.contains("is checked out in"), "{}", kept[0].1);
+    assert!(
+        repo.state_text()
+            .contains("integration_branch: integration")
+    );
+    assert!(alerts(&repo).contains("HAND_EDIT_REJECTED"));
+    // A branch nobody has checked out is taken.
+    repo.git(&["branch", "elsewhere", "main"]);
+    let good = repo.state_text().replace(
+        "integration_branch: integration",
+        "integration_branch: elsewhere",
+    );
+    std::fs::write(repo.state_path(), &good).unwrap();
+    assert_success(&repo.liza(&["note", "all", "another edit"]));
+    assert!(repo.state_text().contains("integration_branch: elsewhere"));
+}
