@@ -206,6 +206,115 @@ pub fn read(path: &Path) -> io::Result<LogRead> {
     Ok(parse_items(&bytes, 1))
 }
 
+/// One item of the log as [`EntryReader`] reads it: an entry, or an item in the middle
+/// that could not be read (its first line, and why).
+pub type Item = Result<LogEntry, (usize, String)>;
+
+/// Reads a log entry by entry, holding one item at a time — memory bounded by the
+/// largest entry, whatever the log's size (`liza log` on a log of 200 000 entries). Reads
+/// up to `limit` bytes; an incomplete last line is a torn tail, as in [`parse_items`].
+pub struct EntryReader<R> {
+    reader: R,
+    limit: u64,
+    consumed: u64,
+    line_no: usize,
+    /// The item being gathered: its first line's number and its text.
+    item: Option<(usize, String)>,
+    /// The last line read, waiting to start the next item.
+    next_line: Option<String>,
+    done: bool,
+    /// The log ended in an incomplete item (a transaction interrupted while logging).
+    pub torn_tail: bool,
+    /// Bytes read up to the end of the last complete line (where a follower goes on).
+    pub complete: u64,
+}
+
+impl<R: io::BufRead> EntryReader<R> {
+    pub fn new(reader: R, limit: u64) -> EntryReader<R> {
+        EntryReader {
+            reader,
+            limit,
+            consumed: 0,
+            line_no: 0,
+            item: None,
+            next_line: None,
+            done: false,
+            torn_tail: false,
+            complete: 0,
+        }
+    }
+
+    /// The next complete line, or `None` at the end (an incomplete line marks the tail
+    /// torn and ends the reading).
+    fn line(&mut self) -> Option<String> {
+        if self.consumed >= self.limit {
+            return None;
+        }
+        let mut bytes = Vec::new();
+        let mut take = io::Read::take(&mut self.reader, self.limit - self.consumed);
+        let n = io::BufRead::read_until(&mut take, b'\n', &mut bytes).ok()?;
+        if n == 0 {
+            return None;
+        }
+        self.consumed += n as u64;
+        if bytes.last() != Some(&b'\n') {
+            self.torn_tail = true;
+            return None;
+        }
+        self.line_no += 1;
+        self.complete = self.consumed;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+}
+
+fn starts_item(line: &str) -> bool {
+    line.starts_with("- ") || line == "-\n" || line.starts_with("-\t")
+}
+
+impl<R: io::BufRead> Iterator for EntryReader<R> {
+    type Item = Item;
+
+    fn next(&mut self) -> Option<Item> {
+        loop {
+            if self.done {
+                return None;
+            }
+            let line = self.next_line.take().or_else(|| self.line());
+            match line {
+                Some(line) if starts_item(&line) && self.item.is_some() => {
+                    self.next_line = Some(line);
+                    let (first, text) = self.item.take()?;
+                    match parse_item(&text) {
+                        Ok(Some(entry)) => return Some(Ok(entry)),
+                        Ok(None) => continue,
+                        Err(message) => return Some(Err((first, message))),
+                    }
+                }
+                Some(line) if starts_item(&line) => self.item = Some((self.line_no, line)),
+                Some(line) => {
+                    if let Some((_, text)) = &mut self.item {
+                        text.push_str(&line);
+                    }
+                }
+                None => {
+                    self.done = true;
+                    let (first, text) = self.item.take()?;
+                    return match parse_item(&text) {
+                        Ok(Some(entry)) => Some(Ok(entry)),
+                        Ok(None) => None,
+                        // An incomplete last item that happens to end at a line break.
+                        Err(_) if !self.torn_tail => {
+                            self.torn_tail = true;
+                            None
+                        }
+                        Err(message) => Some(Err((first, message))),
+                    };
+                }
+            }
+        }
+    }
+}
+
 /// Parses log text into entries; `first_line` numbers the first line of `bytes`.
 pub fn parse_items(bytes: &[u8], first_line: usize) -> LogRead {
     let mut out = LogRead::default();

@@ -870,6 +870,66 @@ impl Store {
     }
 
     /// The log as log.yaml text, and a feed of the entries written after it.
+    /// Hands the log to `visit` entry by entry — from log.yaml as it is read, holding one
+    /// entry at a time — and returns whether it ended torn and, with `follow`, the feed of
+    /// what is appended after the last entry visited.
+    pub fn stream_log(
+        &self,
+        follow: bool,
+        visit: &mut dyn FnMut(crate::blackboard::log::Item),
+    ) -> Result<(bool, Option<log_feed::LogFeed>), StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = f.paths().log();
+                let file = match std::fs::File::open(&path) {
+                    Ok(file) => Some(file),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                    Err(source) => {
+                        return Err(StoreError::Io {
+                            action: "read",
+                            path: f.paths().display(&path),
+                            source,
+                        });
+                    }
+                };
+                let (torn, complete) = match file {
+                    Some(file) => {
+                        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                        let mut reader = crate::blackboard::log::EntryReader::new(
+                            std::io::BufReader::with_capacity(256 * 1024, file),
+                            len,
+                        );
+                        for item in reader.by_ref() {
+                            visit(item);
+                        }
+                        (reader.torn_tail, reader.complete)
+                    }
+                    None => (false, 0),
+                };
+                Ok((
+                    torn,
+                    follow.then(|| log_feed::LogFeed::file(path, complete)),
+                ))
+            }
+            Backend::Etcd(e) => {
+                let (text, feed) = if follow {
+                    let (text, feed) = e.follow_log()?;
+                    (text, Some(feed))
+                } else {
+                    (e.log_text()?, None)
+                };
+                let read = crate::blackboard::log::parse_items(&text, 1);
+                for entry in read.entries {
+                    visit(Ok(entry));
+                }
+                for unreadable in read.unreadable {
+                    visit(Err(unreadable));
+                }
+                Ok((read.torn_tail, feed))
+            }
+        }
+    }
+
     pub fn follow_log(&self) -> Result<(Vec<u8>, log_feed::LogFeed), StoreError> {
         match &self.backend {
             Backend::File(f) => {

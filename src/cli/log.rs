@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
-use crate::blackboard::log::{self as activity, LogEntry};
+use crate::blackboard::log::LogEntry;
 use crate::ops::Project;
 
 #[derive(clap::Args)]
@@ -50,13 +50,6 @@ pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
         return super::report::show(out, &done, |_| format!("logged {action}"));
     }
     let project = Project::discover(&current_dir()?)?;
-    let (bytes, feed) = if args.follow {
-        let (bytes, feed) = project.store.follow_log()?;
-        (bytes, Some(feed))
-    } else {
-        (project.store.log_text()?, None)
-    };
-    let read = activity::parse_items(&bytes, 1);
     // A task id is checked like everywhere else (`--task ../x` is not one).
     let task = args
         .task
@@ -67,17 +60,47 @@ pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
         task.as_ref()
             .is_none_or(|t| e.task.as_deref() == Some(t.as_str()))
     };
-    let entries: Vec<&LogEntry> = read.entries.iter().filter(|e| wanted(e)).collect();
-    for (line, message) in &read.unreadable {
-        eprintln!("warning: log.yaml line {line}: unreadable entry skipped ({message})");
+    // Entries are written as they are read, one at a time: memory stays bounded whatever
+    // the log's size. With --json (and no --follow) they stand inside the one object
+    // every command prints, written piece by piece.
+    let envelope = out.json && !args.follow;
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
+    if envelope {
+        let _ = write!(stdout, "{{\"ok\":true,\"result\":{{\"entries\":[");
     }
+    let mut first = true;
+    let (torn, feed) = project
+        .store
+        .stream_log(args.follow, &mut |item| match item {
+            Ok(e) if wanted(&e) => {
+                if envelope {
+                    let comma = if first { "" } else { "," };
+                    let _ = write!(
+                        stdout,
+                        "{comma}{}",
+                        serde_json::to_string(&e).unwrap_or_default()
+                    );
+                } else {
+                    let _ = writeln!(stdout, "{}", render(&e, out.json));
+                }
+                first = false;
+            }
+            Ok(_) => {}
+            Err((line, message)) => {
+                eprintln!("warning: log.yaml line {line}: unreadable entry skipped ({message})");
+            }
+        })?;
+    if envelope {
+        let _ = writeln!(stdout, "],\"torn_tail\":{torn}}}}}");
+    } else if torn && !out.json {
+        let _ = writeln!(
+            stdout,
+            "(the last entry is incomplete: a transaction was interrupted while logging)"
+        );
+    }
+    let _ = stdout.flush();
+    drop(stdout);
     if let Some(mut feed) = feed {
-        let mut stdout = std::io::stdout().lock();
-        for e in &entries {
-            let _ = writeln!(stdout, "{}", render(e, out.json));
-        }
-        let _ = stdout.flush();
-        drop(stdout);
         loop {
             let entries = feed.next(Duration::from_secs(2));
             let mut stdout = std::io::stdout().lock();
@@ -87,23 +110,6 @@ pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
             let _ = stdout.flush();
         }
     }
-    let result = serde_json::json!({
-        "entries": entries,
-        "torn_tail": read.torn_tail,
-    });
-    out.ok(result, || {
-        let mut text = String::new();
-        for e in &entries {
-            text.push_str(&render(e, false));
-            text.push('\n');
-        }
-        if read.torn_tail {
-            text.push_str(
-                "(the last entry is incomplete: a transaction was interrupted while logging)\n",
-            );
-        }
-        text
-    });
     Ok(EXIT_OK)
 }
 

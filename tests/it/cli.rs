@@ -367,3 +367,70 @@ fn log_follow_prints_entries_as_they_are_appended() {
     );
     assert!(!line.contains("not this one"));
 }
+
+/// `liza log` streams (specs/operations.md *CLI conventions*): a log of 200 000 entries
+/// (~30 MB) is printed whole under a 192 MiB address-space limit (`prlimit --as`), where
+/// reading it into memory took over 300 MB; `--json` keeps its one object, entries in
+/// order, an unreadable entry warned about and skipped, a torn tail said.
+#[test]
+fn liza_log_streams_a_large_log_in_bounded_memory() {
+    let repo = Repo::initialized();
+    let log = repo.liza_dir().join("log.yaml");
+    {
+        use std::io::Write;
+        let mut f =
+            std::io::BufWriter::new(std::fs::OpenOptions::new().append(true).open(&log).unwrap());
+        for i in 0..200_000 {
+            writeln!(
+                f,
+                "- {{timestamp: 2026-11-27T10:00:00Z, agent: coder-{}, action: note_added, task: t-{}, detail: \"a note of some length, number {i}\"}}",
+                i % 5,
+                i % 100
+            )
+            .unwrap();
+        }
+    }
+    let out = repo
+        .command_for("prlimit")
+        .arg(format!("--as={}", 192 * 1024 * 1024))
+        .args(["--", crate::common::LIZA, "log"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    let text = stdout(&out);
+    assert_eq!(
+        text.lines().filter(|l| l.contains("note_added")).count(),
+        200_000
+    );
+    assert!(
+        text.trim_end().ends_with("number 199999"),
+        "{}",
+        &text[text.len() - 200..]
+    );
+
+    // The JSON object, on a small log with a bad item and a torn tail.
+    let small = Repo::initialized();
+    let log = small.liza_dir().join("log.yaml");
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("- {timestamp: 2026-11-27T10:00:00Z, agent: a, action: one}\n");
+    text.push_str("- {timestamp: [not, a, time], action: bad}\n");
+    text.push_str("- {timestamp: 2026-11-27T10:00:01Z, agent: b, action: two}\n");
+    text.push_str("- {timestamp: 2026-11-27T10:00:02Z, agent: c, act");
+    std::fs::write(&log, text).unwrap();
+    let out = small.liza(&["--json", "log"]);
+    assert_success(&out);
+    let v = json(&out);
+    let actions: Vec<&str> = v["result"]["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(actions[actions.len() - 2..], ["one", "two"]);
+    assert_eq!(v["result"]["torn_tail"], true);
+    assert!(
+        stderr(&out).contains("unreadable entry skipped"),
+        "{}",
+        stderr(&out)
+    );
+}
