@@ -42,7 +42,7 @@ pub use leases::{LeaseKey, LeaseWatch, Leases};
 pub use limits::{RunStart, iteration_limit, start_run};
 pub use merging::{
     MergeFailure, MergeRecord, MergeStart, begin_merge, drop_merge_intent, integration_failed,
-    merged, set_merge_candidate,
+    merged, nothing_to_merge, set_merge_candidate,
 };
 pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
 pub use planner_triggers::{Trigger, TriggerKind, acknowledge, planner_triggers};

@@ -42,6 +42,16 @@ pub fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> {
             })?;
             Ok(EXIT_OK)
         }
+        MergeResult::NothingToMerge => {
+            let err = CliError::refused(format!(
+                "task {id} is not merged: nothing of it reaches integration (merging its approved commit would change no file there); it is BLOCKED"
+            ))
+            .with_hint(
+                "the planner (or you) supersedes it if its work is done or no longer wanted, or unblocks it to redo the change",
+            );
+            let text = || format!("task {id} BLOCKED: nothing of it reaches integration\n");
+            Ok(out.fail_with_result(transition_json(&done), &err, text))
+        }
         MergeResult::IntegrationFailed {
             kind,
             paths,

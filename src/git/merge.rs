@@ -140,6 +140,13 @@ impl Repo {
         }
     }
 
+    /// Whether commits `a` and `b` hold the same tree: merging one onto the other would
+    /// change no file.
+    pub fn same_tree(&self, a: &str, b: &str) -> Result<bool, GitError> {
+        let tree = |sha: &str| -> Result<git2::Oid, GitError> { Ok(self.commit(sha)?.tree_id()) };
+        Ok(tree(a)? == tree(b)?)
+    }
+
     /// The contents of `path` in `commit`, if it holds a file there.
     pub fn file_at(&self, commit: &str, path: &str) -> Result<Option<Vec<u8>>, GitError> {
         let tree = self

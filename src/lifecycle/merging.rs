@@ -214,6 +214,44 @@ pub struct MergeFailure {
 }
 
 /// APPROVED → INTEGRATION_FAILED: a conflict or failing integration checks.
+/// APPROVED → BLOCKED: merging the task would change no file of integration — its
+/// changes are there already, or an integration fix resolved them all away — so it is
+/// not recorded as merged (specs/git.md *Merge*): the planner decides (supersede it, or
+/// unblock it to redo the change).
+pub fn nothing_to_merge(
+    state: &mut State,
+    id: &TaskId,
+    integration: &str,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    let row = row(Command::NothingToMerge, Some(t.status), Kind::Supervisor)?;
+    let reason = format!(
+        "nothing of this task reaches {integration}: merging its approved commit would change no file there (its change is on {integration} already, or an integration fix resolved it away)"
+    );
+    let coder = t.assigned_to.clone();
+    let t = task_mut(state, id);
+    t.blocked_reason = Some(reason.clone());
+    t.blocked_questions = Some(vec![
+        "supersede it (its work is done or no longer wanted), or unblock it to redo the change?"
+            .to_owned(),
+    ]);
+    t.merge_intent = None;
+    t.approved_by = None;
+    set_status(t, TaskStatus::Blocked, now);
+    history(
+        t,
+        now,
+        row.event,
+        "liza",
+        &[("reason", text(reason.clone()))],
+    );
+    release_agent(state, coder.as_ref(), id);
+    let mut outcome = Outcome::default();
+    outcome.event(row.event, "liza", Some(id), Some(reason));
+    Ok(outcome)
+}
+
 pub fn integration_failed(
     state: &mut State,
     id: &TaskId,

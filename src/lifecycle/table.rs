@@ -64,6 +64,8 @@ pub enum Command {
     ReviewDeadlock,
     Block,
     Merge,
+    /// APPROVED → BLOCKED: merging it would change nothing on integration.
+    NothingToMerge,
     IntegrationFailed,
     Reassign,
     Unblock,
@@ -92,7 +94,7 @@ impl Command {
             Command::VoidVerdict => "void verdict",
             Command::ReviewDeadlock => "review deadlock block",
             Command::Block => "block",
-            Command::Merge | Command::IntegrationFailed => "merge",
+            Command::Merge | Command::IntegrationFailed | Command::NothingToMerge => "merge",
             Command::Reassign => "reassign",
             Command::Unblock => "unblock",
             Command::Rescope => "rescope",
@@ -247,6 +249,13 @@ pub const ROWS: &[Row] = &[
         to: Some(Merged),
         actors: &[S],
         event: EventKind::Merged,
+    },
+    Row {
+        command: Command::NothingToMerge,
+        from: &[Approved],
+        to: Some(Blocked),
+        actors: &[S],
+        event: EventKind::Blocked,
     },
     Row {
         command: Command::IntegrationFailed,

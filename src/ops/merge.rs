@@ -182,6 +182,8 @@ enum Ending {
         retries: u32,
     },
     Failed(MergeFailure),
+    /// Merging would change no file of integration: not a merge.
+    NothingReaches,
 }
 
 struct MergeRun<'a> {
@@ -236,6 +238,13 @@ impl MergeRun<'_> {
                             paths.join(", ")
                         ),
                     }));
+                }
+                Candidate::FastForward { commit } | Candidate::MergeCommit { commit }
+                    if self.repo.same_tree(commit, &tip)? =>
+                {
+                    // The task's commits change nothing integration does not hold: a
+                    // merge would record work that is not there (specs/git.md *Merge*).
+                    return Ok(Ending::NothingReaches);
                 }
                 Candidate::FastForward { commit }
                 | Candidate::MergeCommit { commit }
@@ -312,6 +321,13 @@ impl MergeRun<'_> {
     /// the worktree kept.
     fn record(&mut self, ending: Ending) -> Result<(MergeResult, Option<SavedWork>), OpsError> {
         match ending {
+            Ending::NothingReaches => {
+                let (id, integration) = (self.id, self.integration);
+                self.committed.run(self.project, self.actor, |state, now| {
+                    lifecycle::nothing_to_merge(state, id, integration, now)
+                })?;
+                Ok((MergeResult::NothingToMerge, None))
+            }
             Ending::Failed(failure) => {
                 let id = self.id;
                 self.committed.run(self.project, self.actor, |state, now| {

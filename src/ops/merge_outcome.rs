@@ -22,6 +22,9 @@ pub enum MergeResult {
         drift_commits: u64,
         retries: u32,
     },
+    /// Merging would change no file of integration: BLOCKED for the planner.
+    #[serde(rename = "BLOCKED")]
+    NothingToMerge,
     #[serde(rename = "INTEGRATION_FAILED")]
     IntegrationFailed {
         kind: String,

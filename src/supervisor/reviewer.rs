@@ -78,6 +78,9 @@ impl Session {
                         self.console
                             .info(&format!("{task}: INTEGRATION_FAILED ({kind}): {reason}"));
                     }
+                    MergeResult::NothingToMerge => self.console.info(&format!(
+                        "{task}: BLOCKED: nothing of it reaches integration; the planner decides"
+                    )),
                 }
                 Observation::MergeEnded { task, ran: true }
             }

@@ -1004,3 +1004,66 @@ fn a_truncated_approved_commit_is_said_to_be_damaged_not_missing() {
     assert_eq!(team.task("t-1")["status"], "APPROVED");
     assert_eq!(before, team.repo.files(), "a refused merge changed files");
 }
+
+/// An integration fix that resolves the conflict entirely to integration's side leaves
+/// nothing of the task to merge: it is not recorded as MERGED (integration would not hold
+/// its work) but BLOCKED with "nothing of this task reaches integration" for the planner,
+/// who may supersede it (specs/git.md *Merge*).
+#[test]
+fn a_task_whose_merge_would_change_nothing_is_never_recorded_as_merged() {
+    let team = Team::new(None);
+    team.approved("t-1", "coder-1", &[("shared.txt", "t-1's text\n")]);
+    team.approved("t-2", "coder-2", &[("shared.txt", "t-2's text\n")]);
+    assert_eq!(team.merge("t-1").0, 0);
+    let tip = team.integration();
+    let (code, value) = team.merge("t-2");
+    assert_eq!(code, 1, "{value}");
+    assert_success(&team.repo.liza(&["claim-task", "t-2", "coder-3"]));
+    let wt = team.worktree("t-2");
+    // Resolved to integration's side: t-2's change is dropped.
+    write(&wt.join("shared.txt"), "t-1's text\n");
+    team.repo
+        .git_in(&wt, &["commit", "-q", "-am", "resolve to integration"]);
+    team.approve("t-2", "coder-3");
+    let out = team.repo.liza(&["--json", "merge", "t-2"]);
+    assert_exit(&out, 1);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["result"]["value"]["status"], "BLOCKED", "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nothing of it reaches integration"),
+        "{v}"
+    );
+    assert_eq!(team.integration(), tip, "nothing published");
+    let task = team.task("t-2");
+    assert_eq!(task["status"], "BLOCKED");
+    assert!(
+        task["blocked_reason"]
+            .as_str()
+            .unwrap()
+            .contains("nothing of this task reaches integration"),
+        "{task}"
+    );
+    assert!(
+        !team
+            .repo
+            .log()
+            .iter()
+            .any(|e| e["action"] == "merged" && e["task"] == "t-2"),
+        "recorded as merged"
+    );
+    assert_eq!(
+        team.repo.git(&["show", "integration:shared.txt"]),
+        "t-1's text\n"
+    );
+    assert!(team.worktree("t-2").exists(), "its worktree is kept");
+    assert_success(&team.repo.liza(&["validate"]));
+    // The planner (or a person) may supersede it.
+    assert_success(
+        &team
+            .repo
+            .liza(&["abandon", "t-2", "--reason", "t-1 holds what was wanted"]),
+    );
+}

@@ -432,3 +432,25 @@ fn integration_failure_records_kind_paths_log_and_reason() {
     assert_eq!(t.status, S::IntegrationFailed);
     assert!(t.worktree.is_some(), "the worktree is kept for the fix");
 }
+
+#[test]
+fn an_approved_task_whose_merge_would_change_nothing_is_blocked_for_the_planner() {
+    let mut w = W::new();
+    w.approved("t-1");
+    w.ok(|s, n| nothing_to_merge(s, &id("t-1"), "integration", n));
+    let t = w.task("t-1");
+    assert_eq!(t.status, S::Blocked);
+    assert!(
+        t.blocked_reason
+            .as_deref()
+            .unwrap()
+            .contains("nothing of this task reaches integration")
+    );
+    assert!(t.merge_intent.is_none() && t.approved_by.is_none());
+    assert_eq!(w.events("t-1").last().unwrap(), "blocked");
+    w.unclaimed("t-2", &[]);
+    assert_eq!(
+        w.refused(|s, n| nothing_to_merge(s, &id("t-2"), "integration", n)),
+        "no-such-transition"
+    );
+}
