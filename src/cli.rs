@@ -16,6 +16,7 @@ mod gc;
 mod help;
 mod history;
 mod init;
+mod integration;
 mod log;
 mod merge;
 mod moves;
@@ -189,6 +190,9 @@ enum Command {
     Abort(sprint::AbortArgs),
     /// List orphaned task worktrees and branches; --apply saves and removes them.
     Gc(gc::GcArgs),
+    /// The integration branch: accept-rewind after merged work left it.
+    #[command(subcommand)]
+    Integration(integration::IntegrationCommand),
 }
 
 /// Runs the command line and returns the process exit code.
@@ -281,6 +285,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Resume(args) => sprint::cmd_resume(args, &out),
         Command::Abort(args) => sprint::cmd_abort(args, &out),
         Command::Gc(args) => gc::cmd_gc(args, &out),
+        Command::Integration(command) => integration::cmd_integration(command, &out),
     };
     match result {
         Ok(code) => code,
@@ -304,6 +309,7 @@ impl Command {
             Command::Watch(_) => "watch",
             Command::Up(_) => "up",
             Command::Gc(args) if args.apply => "gc --apply",
+            Command::Integration(_) => "integration accept-rewind",
             _ => return None,
         })
     }

@@ -192,6 +192,9 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     checks.push(blackboard(&project, &state));
     checks.extend(shared_store(&project));
     checks.push(clock(&project));
+    if let Some(check) = integration_kept(&project, &state) {
+        checks.push(check);
+    }
     if let Some(check) = journal(&project) {
         checks.push(check);
     }
@@ -721,6 +724,27 @@ fn clock(project: &Project) -> Check {
             "run NTP (chrony, systemd-timesyncd) on every machine that runs liza: leases are watched, not compared, but the log's times are what people read",
         )
     }
+}
+
+/// Each MERGED task's work is on the integration branch (specs/git.md *Integration keeps
+/// what was merged*).
+fn integration_kept(project: &Project, state: &State) -> Option<Check> {
+    let repo = crate::git::Repo::open(&project.root).ok()?;
+    let left = crate::ops::integration_check::work_that_left(&repo, state).ok()?;
+    let integration = state.config.integration_branch();
+    Some(if left.is_empty() {
+        Check::ok(
+            "integration",
+            format!("every MERGED task's work is on {integration}"),
+        )
+    } else {
+        Check::problem(
+            Status::Fail,
+            "integration",
+            crate::ops::integration_check::describe(&left, integration),
+            crate::ops::integration_check::fix(&left, integration),
+        )
+    })
 }
 
 /// Every kept revision of the journal is whole (specs/blackboard.md *The store*): `liza

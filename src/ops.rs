@@ -15,6 +15,7 @@ mod gc;
 mod hand_edits;
 mod history;
 mod init;
+pub mod integration_check;
 mod integration_lock;
 pub mod leases;
 pub use integration_lock::merge_running;

@@ -68,6 +68,7 @@ events! {
     Init => "init",
     Initialization => "initialization",
     IntegrationFailed => "integration_failed",
+    IntegrationRewindAccepted => "integration_rewind_accepted",
     LeaseExpiredReassigned => "lease_expired_reassigned",
     MergeCandidate => "merge_candidate",
     MergeIntentDropped => "merge_intent_dropped",

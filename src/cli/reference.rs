@@ -60,6 +60,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
             "release-claim",
             "clear-stale",
             "gc",
+            "integration",
         ],
     ),
 ];

@@ -84,7 +84,43 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
         file.parent()
             .map(|dir| crate::blackboard::liveness::read_all(&dir.join("live")))
     });
-    let checked = document::check(&bytes, &mut env);
+    let mut checked = document::check(&bytes, &mut env);
+    // With the repository at hand: merged work that left the integration branch.
+    if args.file.is_none()
+        && let Some(decoded) = &checked.decoded
+        && let Ok(repo) = crate::git::Repo::open(&root)
+        && let Ok(left) = crate::ops::integration_check::work_that_left(&repo, &decoded.state)
+        && !left.is_empty()
+    {
+        let integration = decoded.state.config.integration_branch();
+        let fix = crate::ops::integration_check::fix(&left, integration);
+        for l in &left {
+            let index = decoded
+                .state
+                .tasks
+                .iter()
+                .position(|t| t.id == l.task)
+                .unwrap_or(0);
+            let path = crate::blackboard::finding::FieldPath::root()
+                .key("tasks")
+                .index(index)
+                .key("merge_commit");
+            let pos = path.locate(&decoded.root);
+            let mut finding = crate::blackboard::finding::Finding::error(
+                None,
+                "integration-rewound",
+                path,
+                format!(
+                    "task {} is MERGED but its merge commit {} is not on {integration}: the branch was rewound",
+                    l.task, l.merge_commit
+                ),
+            )
+            .at(pos);
+            finding.id = Some(l.task.to_string());
+            finding.hint = Some(fix.clone());
+            checked.findings.push(finding);
+        }
+    }
     let errors = checked.errors().count();
     let warnings = checked.findings.len() - errors;
     let tasks = checked.decoded.as_ref().map(|d| d.state.tasks.len());

@@ -118,7 +118,7 @@ impl Repo {
         let name = format!("refs/heads/{}", task_branch(id));
         let real = self.branch_tip(&task_branch(id))?;
         if real.as_ref().map(|c| c.as_str()) != expected {
-            let kept_as = self.keep_in_attic(id, &tip.to_string())?;
+            let kept_as = self.keep_in_attic(id, &commit_id(tip))?;
             return Ok(BranchSync::Diverged {
                 kept_as,
                 tip: commit_id(tip),
@@ -161,16 +161,6 @@ impl Repo {
             to: commit_id(tip),
             steps: moved,
         })
-    }
-
-    /// Keeps `commit` under the next free `liza/attic/<id>-<n>` name.
-    fn keep_in_attic(&self, id: &TaskId, commit: &str) -> Result<String, GitError> {
-        let name = (1..)
-            .map(|n| format!("liza/attic/{id}-{n}"))
-            .find(|n| self.branch_tip(n).ok().flatten().is_none())
-            .expect("an unused attic name exists");
-        self.create_branch(&name, commit)?;
-        Ok(name)
     }
 
     /// Puts the worktree `dir`'s HEAD back on the task branch when it names another

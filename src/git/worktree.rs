@@ -386,12 +386,17 @@ impl Repo {
                     .map_err(git2_err("write the archive commit"))?
             }
         };
+        Ok(Some(self.keep_in_attic(id, &commit_id(keep))?))
+    }
+
+    /// Keeps `commit` as the next free `liza/attic/<id>-<n>`; returns the branch's name.
+    pub fn keep_in_attic(&self, id: &TaskId, commit: &CommitId) -> Result<String, GitError> {
         let name = (1..)
             .map(|n| format!("liza/attic/{id}-{n}"))
             .find(|n| self.branch_tip(n).ok().flatten().is_none())
             .expect("an unused attic name exists");
-        self.create_branch(&name, &keep.to_string())?;
-        Ok(Some(name))
+        self.create_branch(&name, commit.as_str())?;
+        Ok(name)
     }
 
     /// The attic branches of task `id` (`liza/attic/<id>-<n>`) with their commits, in
@@ -443,6 +448,35 @@ impl Repo {
         self.inner
             .graph_descendant_of(d, a)
             .map_err(git2_err("compare commits"))
+    }
+
+    /// Which of `commits` are `tip` or its ancestors: one walk back from `tip` that stops
+    /// once every one was met. A commit the repository cannot find is not among them.
+    pub fn reachable_among(
+        &self,
+        tip: &str,
+        commits: &[CommitId],
+    ) -> Result<std::collections::HashSet<CommitId>, GitError> {
+        let mut wanted: std::collections::HashMap<git2::Oid, CommitId> = commits
+            .iter()
+            .filter_map(|c| Some((git2::Oid::from_str(c.as_str()).ok()?, c.clone())))
+            .collect();
+        let mut found = std::collections::HashSet::new();
+        if wanted.is_empty() {
+            return Ok(found);
+        }
+        let mut walk = self.inner.revwalk().map_err(git2_err("walk integration"))?;
+        walk.push(oid(tip)?).map_err(git2_err("walk integration"))?;
+        for id in walk {
+            let id = id.map_err(git2_err("walk integration"))?;
+            if let Some(commit) = wanted.remove(&id) {
+                found.insert(commit);
+                if wanted.is_empty() {
+                    break;
+                }
+            }
+        }
+        Ok(found)
     }
 
     /// Files changed between two commits (both sides of renames).

@@ -78,6 +78,7 @@ rules! {
     HypothesisExhaustion => "hypothesis-exhaustion",
     IntegrationBranch => "integration-branch",
     IntegrationCheckedOut => "integration-checked-out",
+    IntegrationRewound => "integration-rewound",
     JournalRevision => "journal-revision",
     LogAction => "log-action",
     LogDetail => "log-detail",

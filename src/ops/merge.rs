@@ -101,6 +101,9 @@ pub fn merge(
     // moved there.
     super::shared_git::sync_task(project, &repo, &snapshot.state, id)?;
     super::shared_git::sync_integration(project, &repo, &snapshot.state)?;
+    // Nothing is published on a branch that lost merged work (specs/git.md *Integration
+    // keeps what was merged*).
+    super::integration_check::refuse_if_rewound(project, &repo, &snapshot.state)?;
     let review_commit = snapshot
         .state
         .task(id)

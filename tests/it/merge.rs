@@ -1067,3 +1067,85 @@ fn a_task_whose_merge_would_change_nothing_is_never_recorded_as_merged() {
             .liza(&["abandon", "t-2", "--reason", "t-1 holds what was wanted"]),
     );
 }
+
+/// Integration moved back by hand (`git update-ref` to an older commit) takes merged work
+/// away: validate and doctor name the tasks whose work left, a merge refuses to publish on
+/// top (INTEGRATION_REWOUND, nothing changed), and once a person accepts the rewind —
+/// each commit kept under liza/attic/ — merges go on (specs/git.md *Integration keeps what
+/// was merged*).
+#[test]
+fn a_rewound_integration_is_named_and_nothing_is_published_on_top_until_accepted() {
+    let team = Team::new(None);
+    let base = team.integration();
+    team.approved("t-1", "coder-1", &[("one.txt", "one\n")]);
+    team.approved("t-2", "coder-2", &[("two.txt", "two\n")]);
+    assert_eq!(team.merge("t-1").0, 0);
+    assert_eq!(team.merge("t-2").0, 0);
+    let t1 = team.task("t-1")["merge_commit"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    team.repo
+        .git(&["update-ref", "refs/heads/integration", &base]);
+
+    let out = team.repo.liza(&["--json", "validate"]);
+    assert_exit(&out, 1);
+    let findings = json(&out)["result"]["findings"].clone();
+    let rewound: Vec<&str> = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "integration-rewound")
+        .map(|f| f["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(rewound, ["t-1", "t-2"], "{findings}");
+    let doctor = json(&team.repo.liza(&["--json", "doctor"]));
+    let check = doctor["result"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "integration")
+        .cloned()
+        .unwrap();
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(check["detail"].as_str().unwrap().contains("t-1"), "{check}");
+
+    team.approved("t-3", "coder-3", &[("three.txt", "three\n")]);
+    let before = team.repo.files();
+    let out = team.repo.liza(&["merge", "t-3"]);
+    assert_exit(&out, 1);
+    let said = stderr(&out);
+    assert!(
+        said.contains("was rewound") && said.contains("t-1") && said.contains("t-2"),
+        "{said}"
+    );
+    assert!(said.contains("[integration-rewound]"), "{said}");
+    assert!(said.contains("accept-rewind"), "{said}");
+    assert_eq!(before, team.repo.files(), "a refused merge changed files");
+    assert_eq!(team.integration(), base);
+    let alerts = std::fs::read_to_string(team.repo.liza_dir().join("alerts.log")).unwrap();
+    assert_eq!(alerts.matches("INTEGRATION_REWOUND").count(), 1, "{alerts}");
+
+    assert_success(&team.repo.liza(&["integration", "accept-rewind"]));
+    assert_eq!(
+        team.repo.git(&["rev-parse", "liza/attic/t-1-1"]).trim(),
+        t1,
+        "the commit that left is kept"
+    );
+    assert!(
+        team.task("t-1")["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h["event"] == "integration_rewind_accepted")
+    );
+    assert_success(&team.repo.liza(&["validate"]));
+    let (code, value) = team.merge("t-3");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["status"], "MERGED");
+    // An agent may not accept it.
+    let out = team
+        .repo
+        .liza_env(&team.env("coder-1"), &["integration", "accept-rewind"]);
+    assert_exit(&out, 1);
+}
