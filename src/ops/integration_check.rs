@@ -37,23 +37,25 @@ pub fn work_that_left(repo: &Repo, state: &State) -> Result<Vec<LeftIntegration>
     let Some(tip) = repo.branch_tip(integration)? else {
         return Ok(Vec::new());
     };
-    let merged: Vec<(TaskId, CommitId, Option<CommitId>)> = state
+    let merged: Vec<(TaskId, CommitId, CommitId)> = state
         .tasks
         .iter()
         .filter(|t| t.status == TaskStatus::Merged && !rewind_accepted(t))
         .filter_map(|t| {
             let commit = t.merge_commit.clone()?;
-            // An abbreviation (a hand-written state) is expanded; a commit the repository
-            // cannot find at all has left too.
-            let full = repo.resolve_commit(commit.as_str()).ok();
+            // An abbreviation (v0.1, a hand-written state) is expanded. A commit this
+            // repository does not have is not judged: the blackboard may come from
+            // another clone, or name a commit of its own making (v0.1's examples);
+            // what is judged is work the repository holds and integration does not.
+            let full = repo.resolve_commit(commit.as_str()).ok()?;
             Some((t.id.clone(), commit, full))
         })
         .collect();
-    let full: Vec<CommitId> = merged.iter().filter_map(|(_, _, f)| f.clone()).collect();
+    let full: Vec<CommitId> = merged.iter().map(|(_, _, f)| f.clone()).collect();
     let on_integration = repo.reachable_among(tip.as_str(), &full)?;
     Ok(merged
         .into_iter()
-        .filter(|(_, _, f)| f.as_ref().is_none_or(|f| !on_integration.contains(f)))
+        .filter(|(_, _, f)| !on_integration.contains(f))
         .map(|(task, merge_commit, _)| LeftIntegration { task, merge_commit })
         .collect())
 }
