@@ -159,3 +159,58 @@ fn no_age_is_negative_when_a_clock_behind_reads_the_blackboard() {
     let negative = regex::Regex::new(r"\s-\d+[smhd]").unwrap();
     assert!(!negative.is_match(&text), "a negative age: {text}");
 }
+
+/// libfaketime preloaded into a process with its wall clock moved by `offset`. Its
+/// monotonic clock is left alone (`DONT_FAKE_MONOTONIC`), as on a real machine whose time
+/// is wrong: libfaketime shifting it too turns the supervisor's timed waits into hour-long
+/// ones, which no real clock does.
+fn faked(offset: &str) -> [(&'static str, String); 3] {
+    [
+        (
+            "LD_PRELOAD",
+            "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1".to_owned(),
+        ),
+        ("FAKETIME", offset.to_owned()),
+        ("DONT_FAKE_MONOTONIC", "1".to_owned()),
+    ]
+}
+
+#[test]
+fn a_live_coder_whose_clock_is_an_hour_behind_keeps_its_task() {
+    if !faketime_available() {
+        return;
+    }
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    configure(repo, |c| {
+        c.lease_duration = Some(3);
+        c.heartbeat_interval = Some(1);
+    });
+    add(repo, "t-1", "");
+    project.step("coder", "default", HANGS);
+    let env = faked("-1h");
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let _behind = project.supervisor_env("coder", "coder-1", &env);
+    project.wait_for_agent("coder-1", "started", GUARD);
+    // By this clock its lease ran out an hour ago; it heartbeats all the same.
+    let lease = task_of(repo, "t-1")["lease_expires"].as_i64().unwrap();
+    let now = liza::blackboard::Timestamp::now().unix();
+    assert!(lease < now - 3000, "its clock is behind: {lease} vs {now}");
+    let _other = project.supervisor("coder", "coder-2");
+    std::thread::sleep(Duration::from_secs(9));
+    assert_eq!(
+        task_of(repo, "t-1")["assigned_to"],
+        "coder-1",
+        "{:?}\n{}",
+        history_events(repo, "t-1"),
+        project.diagnostics()
+    );
+    let out = repo.liza(&["claim-task", "t-1", "coder-2"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("renewed while watched"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!history_events(repo, "t-1").contains(&"lease_expired_reassigned".to_owned()));
+}
