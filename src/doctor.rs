@@ -729,6 +729,11 @@ fn clock(project: &Project) -> Check {
 /// Each MERGED task's work is on the integration branch (specs/git.md *Integration keeps
 /// what was merged*).
 fn integration_kept(project: &Project, state: &State) -> Option<Check> {
+    // With a shared remote, this checkout's integration may just be behind: the merger
+    // checks after it synced.
+    if state.config.git_remote.is_some() {
+        return None;
+    }
     let repo = crate::git::Repo::open(&project.root).ok()?;
     let left = crate::ops::integration_check::work_that_left(&repo, state).ok()?;
     let integration = state.config.integration_branch();

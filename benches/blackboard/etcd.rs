@@ -197,6 +197,13 @@ fn wake_across_hosts(member: &Member, samples: usize) -> Row {
                 tool,
             )]));
             tx.state.config.default_cli = Some("fake".into());
+            // The fake agent logs its runs in the scenario and runs from this checkout:
+            // both where a sandboxed run (specs/sandbox.md) may reach them.
+            tx.state.config.sandbox = Some(liza::blackboard::model::SandboxConfig {
+                writable: Some(vec![scenario.path().display().to_string()]),
+                read_only: Some(vec![root.join("tests").display().to_string()]),
+                ..Default::default()
+            });
             // Only the watch wakes the planner: no poll comes to the rescue.
             tx.state.config.planner_poll_interval = Some(3600);
             tx.log_named("bench_config");
@@ -272,7 +279,8 @@ liza abandon "$t" --reason 'benchmark sample done' >/dev/null
         while started() == before {
             assert!(
                 Instant::now() < deadline,
-                "the planner on host B never started"
+                "the planner on host B never started:\n{}",
+                std::fs::read_to_string(scenario.path().join("planner.err")).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_micros(500));
         }

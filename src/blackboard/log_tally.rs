@@ -139,23 +139,22 @@ impl Activity {
                 _ => {}
             }
         }
+        // Any entry may carry a skew, and still counts for what it is.
+        if let Some(behind) = number(entry.extra.get("clock_behind_s")) {
+            if self.clock_skews.len() == CLOCK_SKEWS_KEPT {
+                self.clock_skews.remove(0);
+            }
+            self.clock_skews.push(ClockSkew {
+                ts: entry.timestamp.unwrap_or(Timestamp::from_unix(0)),
+                agent: entry.agent.clone().unwrap_or_default(),
+                action: entry.action.clone(),
+                behind_s: behind as i64,
+            });
+        }
         match entry.kind() {
             Some(WOKE) => {
                 if let Some(ms) = number(entry.extra.get("wake_latency_ms")) {
                     self.wake_latency.observe(ms);
-                }
-            }
-            _ if entry.extra.get("clock_behind_s").is_some() => {
-                if let Some(behind) = number(entry.extra.get("clock_behind_s")) {
-                    if self.clock_skews.len() == CLOCK_SKEWS_KEPT {
-                        self.clock_skews.remove(0);
-                    }
-                    self.clock_skews.push(ClockSkew {
-                        ts: entry.timestamp.unwrap_or(Timestamp::from_unix(0)),
-                        agent: entry.agent.clone().unwrap_or_default(),
-                        action: entry.action.clone(),
-                        behind_s: behind as i64,
-                    });
                 }
             }
             Some(RUN_ENDED) => {

@@ -86,8 +86,11 @@ pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
     });
     let mut checked = document::check(&bytes, &mut env);
     // With the repository at hand: merged work that left the integration branch.
+    // With a shared remote, this checkout's integration may just be behind the remote's:
+    // the merger checks after it synced (specs/git.md *Integration keeps what was merged*).
     if args.file.is_none()
         && let Some(decoded) = &checked.decoded
+        && decoded.state.config.git_remote.is_none()
         && let Ok(repo) = crate::git::Repo::open(&root)
         && let Ok(left) = crate::ops::integration_check::work_that_left(&repo, &decoded.state)
         && !left.is_empty()

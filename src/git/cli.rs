@@ -77,5 +77,6 @@ pub fn unreadable_object(dir: &Path, tip: &str, base: Option<&str>) -> Option<St
     let _ = feeder.join();
     let _ = drain.join();
     let status = child.wait().ok()?;
-    (!status.success() || !stderr.trim().is_empty()).then(|| stderr.trim().to_owned())
+    // Judged by the exit status alone: git also writes warnings and traces on stderr.
+    (!status.success()).then(|| stderr.trim().to_owned())
 }

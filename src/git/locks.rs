@@ -24,10 +24,12 @@ impl LockFile {
             .and_then(|m| m.modified())
             .ok()
             .map(|at| SystemTime::now().duration_since(at).unwrap_or_default());
+        // A process's open file shows as its real path: compare with that.
+        let real = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
         LockFile {
             path: path.to_path_buf(),
             holders: if age.is_some() {
-                holders(path)
+                holders(&real)
             } else {
                 Vec::new()
             },

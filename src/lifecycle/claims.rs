@@ -115,6 +115,7 @@ pub fn assignee_lease_lapsed(state: &State, task: &Task, leases: &Leases) -> boo
 pub fn live_lease(leases: &Leases, state: &State, key: &LeaseKey) -> String {
     let period = leases.period().as_secs();
     let seen = match leases.left(state, key) {
+        Some(_) if leases.renewed(key) => "renewed while watched".to_owned(),
         Some(left) => format!(
             "seen silent {} s of the {period} s lease period",
             period.saturating_sub(left.as_secs())

@@ -92,8 +92,11 @@ pub struct Leases {
     period: Duration,
     /// Each lease watched: the sign seen, and for how long it has not changed.
     silent: HashMap<LeaseKey, (LeaseSign, Duration)>,
-    /// Holders known dead without a clock (their process is gone on this host).
-    dead: HashSet<AgentId>,
+    /// The leases seen to change while watched: their holders live.
+    renewed: HashSet<LeaseKey>,
+    /// Holders known dead without a clock (their process is gone on this host), by id and
+    /// the generation that died: a holder registered again since is not dead.
+    dead: HashSet<(AgentId, String)>,
     /// The liveness records the conclusions were drawn from.
     live: LiveRecords,
 }
@@ -111,15 +114,20 @@ impl Leases {
         let Some(now) = sign(state, &self.live, key) else {
             return Some(Duration::ZERO);
         };
-        if self.dead.contains(&now.holder) {
+        if let Some(generation) = &now.generation
+            && self
+                .dead
+                .contains(&(now.holder.clone(), generation.clone()))
+        {
             return Some(Duration::ZERO);
         }
         let (seen, silent) = self.silent.get(key)?;
         (*seen == now).then(|| self.period.saturating_sub(*silent))
     }
 
-    /// The same conclusions, with `dead` known to have no live process behind them.
-    pub fn with_dead(mut self, dead: impl IntoIterator<Item = AgentId>) -> Leases {
+    /// The same conclusions, with `dead` (agent and generation) known to have no live
+    /// process behind them.
+    pub fn with_dead(mut self, dead: impl IntoIterator<Item = (AgentId, String)>) -> Leases {
         self.dead.extend(dead);
         self
     }
@@ -127,6 +135,11 @@ impl Leases {
     /// The holder of `key` and how long it was watched, for a refusal's message.
     pub fn watched_for(&self, key: &LeaseKey) -> Option<Duration> {
         self.silent.get(key).map(|(_, d)| *d)
+    }
+
+    /// Whether `key` was seen to change while it was watched: its holder lives.
+    pub fn renewed(&self, key: &LeaseKey) -> bool {
+        self.renewed.contains(key)
     }
 
     /// The lease period the conclusions were drawn against.
@@ -148,6 +161,7 @@ impl Leases {
 #[derive(Debug, Clone, Default)]
 pub struct LeaseWatch {
     seen: HashMap<LeaseKey, (LeaseSign, Duration)>,
+    renewed: HashSet<LeaseKey>,
 }
 
 impl LeaseWatch {
@@ -160,14 +174,25 @@ impl LeaseWatch {
     pub fn observe(&mut self, state: &State, live: &LiveRecords, at: Duration) -> Leases {
         let period = Duration::from_secs(state.config.lease_duration().unsigned_abs());
         let mut seen = HashMap::new();
+        let mut renewed = HashSet::new();
         for (key, sign) in signs(state, live) {
             let since = match self.seen.remove(&key) {
-                Some((before, since)) if before == sign => since,
-                _ => at,
+                Some((before, since)) if before == sign => {
+                    if self.renewed.contains(&key) {
+                        renewed.insert(key.clone());
+                    }
+                    since
+                }
+                Some(_) => {
+                    renewed.insert(key.clone());
+                    at
+                }
+                None => at,
             };
             seen.insert(key, (sign, since));
         }
         self.seen = seen;
+        self.renewed = renewed;
         Leases {
             period,
             silent: self
@@ -177,6 +202,7 @@ impl LeaseWatch {
                 .collect(),
             dead: HashSet::new(),
             live: live.clone(),
+            renewed: self.renewed.clone(),
         }
     }
 }
@@ -275,7 +301,7 @@ mod tests {
         let s = state(1_000);
         let leases = LeaseWatch::new()
             .observe(&s, &none, S(0))
-            .with_dead([AgentId::parse("coder-1").unwrap()]);
+            .with_dead([(AgentId::parse("coder-1").unwrap(), "g1".to_owned())]);
         assert!(leases.lapsed(&s, &task()));
         let mut free = state(1_000);
         free.task_mut(&TaskId::parse("t-1").unwrap())

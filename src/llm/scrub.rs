@@ -146,12 +146,10 @@ impl Scrubber {
         if let Some(m) = open_bearer().find(open_line) {
             at(m.start());
         }
-        // The name goes with the value (the assignment is matched whole); a prompt
-        // (`Password: `, nothing after it yet) is released.
-        if let Some(c) = open_assignment().captures(open_line)
-            && c.get(2)
-                .is_some_and(|v| !v.is_empty() || open_line.ends_with('='))
-        {
+        // The name goes with the value (the assignment is matched whole), also before
+        // the value began (`DB_PASSWORD: `, a pause, `hunter2…`): an unattended agent
+        // has nobody to answer a password prompt, so holding one loses nothing.
+        if open_assignment().is_match(open_line) {
             at(0);
         }
         earliest
@@ -384,8 +382,11 @@ mod tests {
         let mut stream = Stream::new(Scrubber::new([key]));
         assert_eq!(stream.push(b"Continue? [y/N] "), "");
         assert_eq!(stream.flush(), "Continue? [y/N] ");
-        assert_eq!(stream.push(b"Password: "), "");
-        assert_eq!(stream.flush(), "Password: ");
+        // A secret-named assignment waits for its value, however long the pause.
+        assert_eq!(stream.push(b"DB_PASSWORD: "), "");
+        assert_eq!(stream.flush(), "");
+        let out = stream.push(b"hunter2hunter2\n");
+        assert_eq!(out, format!("DB_PASSWORD: {REDACTED}\n"));
     }
 
     #[test]

@@ -87,8 +87,8 @@ fn clock_skews(skews: &[ClockSkew], now: Timestamp, out: &mut Alarms) {
             Level::Warn,
             "CLOCK_SKEW",
             format!(
-                "{}'s clock is {} s behind the log's ({} was stamped at the last entry's time instead); fix that machine's time (timedatectl, NTP): leases are watched, not compared, but people read these times",
-                skew.agent, skew.behind_s, skew.action
+                "{} wrote {} stamped {} s before the log's last entry: its clock is behind, or the last entry's writer's was ahead (the entry was stamped at the last entry's time); check the machines' time (timedatectl, NTP): leases are watched, not compared, but people read these times",
+                skew.agent, skew.action, skew.behind_s
             ),
             None,
             Some(&skew.agent),

@@ -50,7 +50,7 @@ pub fn register(
         .filter(|pid| on_this_host && *pid != i64::from(std::process::id()));
     let info = Registration {
         holder_dead: holder_pid.is_some_and(|pid| !process_alive(pid)),
-        holder_alive: holder_pid.is_some_and(process_alive),
+        holder_alive: holder_pid.is_some_and(super::leases::liza_process_alive),
         ..info.clone()
     };
     let done = transition(

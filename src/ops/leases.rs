@@ -16,21 +16,19 @@ use crate::lifecycle::{LeaseKey, LeaseWatch, Leases};
 const WATCH_STEP: Duration = Duration::from_millis(200);
 
 /// The holders whose supervisor, by their own liveness record, ran on this host and is
-/// gone: dead without any clock.
-pub fn dead_holders(state: &State, live: &LiveRecords) -> Vec<AgentId> {
+/// gone: dead without any clock (by id and the generation that died).
+pub fn dead_holders(state: &State, live: &LiveRecords) -> Vec<(AgentId, String)> {
     let here = liveness::host_id();
     state
         .agents
         .iter()
-        .filter(|(id, _)| {
-            let Some(record) = live.current(state, id) else {
-                return false;
-            };
-            record.host.is_some()
+        .filter_map(|(id, _)| {
+            let record = live.current(state, id)?;
+            (record.host.is_some()
                 && record.host == here
-                && record.supervisor_pid.is_some_and(|p| !process_alive(p))
+                && record.supervisor_pid.is_some_and(|p| !process_alive(p)))
+            .then(|| (id.clone(), record.generation.clone()))
         })
-        .map(|(id, _)| id.clone())
         .collect()
 }
 
@@ -48,40 +46,46 @@ pub fn process_alive(pid: i64) -> bool {
     }
 }
 
+/// Whether process `pid` exists on this host and runs liza: a pid reused by another
+/// program (after a reboot) is no supervisor.
+pub fn liza_process_alive(pid: i64) -> bool {
+    process_alive(pid)
+        && std::fs::read(format!("/proc/{pid}/cmdline"))
+            .is_ok_and(|c| c.windows(4).any(|w| w == b"liza"))
+}
+
 /// A one-shot command's conclusion about `keys`: each lapsed (no holder, a dead one, or
-/// seen silent for the lease period while this command watched), or not. It does not
-/// watch a lease whose timestamp is still ahead of this host's clock: that lease is live
-/// by every account, and the refusal comes at once. `say` is told once when it watches.
+/// seen silent for the lease period while this command watched), or not. Each key is
+/// decided on its own: one renewed while watched is live and no longer waited for; the
+/// others are watched on. A lease whose timestamp is still ahead of this host's clock is
+/// not waited for when nothing else is: live by every account, it is refused at once.
+/// `say` is told once when it watches.
 pub fn watch(project: &Project, keys: &[LeaseKey], say: &dyn Fn(&str)) -> Result<Leases, OpsError> {
     let started = Instant::now();
     let mut watch = LeaseWatch::new();
     let mut told = false;
-    let mut first: Option<(Duration, Leases)> = None;
     loop {
         let state = project.store.snapshot()?.state;
         let live = project.store.live_records()?;
         let dead = dead_holders(&state, &live);
         let at = started.elapsed();
         let leases = watch.observe(&state, &live, at).with_dead(dead);
-        let (first_at, first_leases) = first.get_or_insert_with(|| (at, leases.clone()));
-        let pending: Vec<&LeaseKey> = keys.iter().filter(|k| !leases.lapsed(&state, k)).collect();
-        // Changed since the first look: its holder lives. The first look's conclusions
-        // say so (they no longer match what the lease is now).
-        if pending
+        // Still to decide: neither lapsed nor seen to change since the first look (its
+        // holder lives).
+        let undecided: Vec<&LeaseKey> = keys
             .iter()
-            .any(|k| leases.watched_for(k).is_some_and(|w| w < at - *first_at))
-        {
-            return Ok(first_leases.clone());
-        }
-        let ahead = pending
-            .iter()
-            .any(|k| lease_timestamp(&state, k).is_some_and(|until| until > Timestamp::now()));
-        if pending.is_empty() || ahead || at > leases.period() + leases.period() / 2 {
+            .filter(|k| !leases.lapsed(&state, k))
+            .filter(|k| !leases.renewed(k))
+            .collect();
+        let ahead = |k: &&LeaseKey| {
+            lease_timestamp(&state, k).is_some_and(|until| until > Timestamp::now())
+        };
+        if undecided.iter().all(ahead) || at > leases.period() + leases.period() / 2 {
             return Ok(leases);
         }
         if !told {
             told = true;
-            let names: Vec<String> = pending.iter().map(|k| describe(k)).collect();
+            let names: Vec<String> = undecided.iter().map(|k| describe(k)).collect();
             say(&format!(
                 "watching {} for up to {} s: liza takes a lease over only once it has seen it silent for the lease period",
                 names.join(", "),

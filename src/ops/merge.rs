@@ -491,8 +491,11 @@ pub(super) fn waiting_for_git_locks<T>(
     let mut told = false;
     loop {
         match step() {
+            // A lock gone by the time it was looked at (a busy writer) is tried again
+            // too, but never past twice the timeout.
             Err(OpsError::Git(GitError::Locked { lock, .. }))
-                if started.elapsed() < limit || !lock.present() =>
+                if started.elapsed() < limit
+                    || (!lock.present() && started.elapsed() < limit * 2) =>
             {
                 if !told && lock.present() {
                     told = true;

@@ -979,3 +979,63 @@ fn handoff_then_a_person_releases_the_claim_with_the_work_saved() {
     );
     assert_valid(&repo);
 }
+
+/// `clear-stale` decides each review claim on its own (specs/blackboard.md *Leases are
+/// observed*): a reviewer that keeps heartbeating keeps its claim, one that went silent
+/// loses it — a live claim does not stop the watch of the others.
+#[test]
+fn clear_stale_releases_the_silent_review_claim_and_keeps_the_live_one() {
+    let repo = Repo::initialized();
+    configure(&repo, |c| {
+        c.lease_duration = Some(2);
+        c.heartbeat_interval = Some(1);
+    });
+    for (task, coder) in [("t-1", "coder-1"), ("t-2", "coder-2")] {
+        add(&repo, task, "");
+        let generation = register(&repo, coder);
+        assert_success(&repo.liza(&["claim-task", task, coder]));
+        let wt = repo.path().join(".worktrees").join(task);
+        commit_in(&repo, &wt, "f.txt", task);
+        assert_success(&repo.liza_env(&as_agent(coder, &generation), &["submit-for-review", task]));
+    }
+    register(&repo, "code-reviewer-1");
+    register(&repo, "code-reviewer-2");
+    assert_success(&repo.liza(&["claim-review", "t-1", "code-reviewer-1"]));
+    assert_success(&repo.liza(&["claim-review", "t-2", "code-reviewer-2"]));
+    // code-reviewer-2 went silent long ago; code-reviewer-1 heartbeats all along.
+    let t2 = liza::blackboard::TaskId::parse("t-2").unwrap();
+    edit_state(&repo, "test_expire", |state, now| {
+        state.task_mut(&t2).unwrap().review_lease_expires = Some(now.plus_seconds(-60));
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let beating = {
+        let stop = stop.clone();
+        let mut cmd = repo.command();
+        cmd.args(["heartbeat", "code-reviewer-1"]);
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = cmd.output();
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+        })
+    };
+    let out = repo.liza(&["--json", "clear-stale"]);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    beating.join().unwrap();
+    assert_success(&out);
+    let task = |id: &str| {
+        model(&repo)["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(task("t-1")["reviewing_by"], "code-reviewer-1", "{out:?}");
+    assert!(
+        task("t-2").get("reviewing_by").is_none_or(|r| r.is_null()),
+        "{}",
+        task("t-2")
+    );
+}
