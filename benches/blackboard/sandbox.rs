@@ -29,7 +29,7 @@ fn intervals(dir: &Path, sandboxed: bool, runs: usize) -> Vec<Duration> {
         .env("LIZA_AGENT_ID", "coder-1")
         .env("LIZA_LOCK_TIMEOUT", "120")
         .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
+        .stderr(std::fs::File::create(dir.join("supervisor.err")).expect("a log file"));
     if !sandboxed {
         cmd.arg("--no-sandbox");
     }
@@ -47,7 +47,8 @@ fn intervals(dir: &Path, sandboxed: bool, runs: usize) -> Vec<Duration> {
         }
         assert!(
             Instant::now() < deadline,
-            "the supervisor stopped running its agent"
+            "the supervisor stopped running its agent:\n{}",
+            std::fs::read_to_string(dir.join("supervisor.err")).unwrap_or_default()
         );
         std::thread::sleep(Duration::from_millis(20));
     };

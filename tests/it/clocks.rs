@@ -38,19 +38,26 @@ fn liza_at(repo: &Repo, offset: &str, args: &[&str]) -> Output {
 
 const HANGS: &str = "touch \"$FAKE_AGENT_DIR/started\"\nhang 3600\n";
 
+/// A project with a 3 s lease (1 s heartbeats) and one task t-1, whose coder's agent
+/// starts and hangs.
+fn one_task_short_leases() -> AgentProject {
+    let project = AgentProject::new();
+    configure(&project.repo, |c| {
+        c.lease_duration = Some(3);
+        c.heartbeat_interval = Some(1);
+    });
+    add(&project.repo, "t-1", "");
+    project.step("coder", "default", HANGS);
+    project
+}
+
 #[test]
 fn a_clock_two_hours_ahead_takes_nothing_from_a_live_coder() {
     if !faketime_available() {
         return;
     }
-    let project = AgentProject::new();
+    let project = one_task_short_leases();
     let repo = &project.repo;
-    configure(repo, |c| {
-        c.lease_duration = Some(3);
-        c.heartbeat_interval = Some(1);
-    });
-    add(repo, "t-1", "");
-    project.step("coder", "default", HANGS);
     let coder = project.supervisor("coder", "coder-1");
     project.wait_for_agent("coder-1", "started", GUARD);
     register(repo, "coder-2");
@@ -180,14 +187,8 @@ fn a_live_coder_whose_clock_is_an_hour_behind_keeps_its_task() {
     if !faketime_available() {
         return;
     }
-    let project = AgentProject::new();
+    let project = one_task_short_leases();
     let repo = &project.repo;
-    configure(repo, |c| {
-        c.lease_duration = Some(3);
-        c.heartbeat_interval = Some(1);
-    });
-    add(repo, "t-1", "");
-    project.step("coder", "default", HANGS);
     let env = faked("-1h");
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let _behind = project.supervisor_env("coder", "coder-1", &env);

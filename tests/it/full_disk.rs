@@ -102,14 +102,7 @@ fn revisions_agree(repo: &Repo) {
         assert_eq!(entry.metadata().unwrap().len(), size, "{name} is not whole");
     }
     assert_success(&repo.liza(&["validate"]));
-    let doctor = json(&repo.liza(&["--json", "doctor"]));
-    let check = doctor["result"]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "journal")
-        .cloned()
-        .unwrap();
+    let check = doctor_check(repo, "journal");
     assert_eq!(check["status"], "ok", "{check}");
 }
 
@@ -192,14 +185,7 @@ fn a_damaged_journal_entry_is_said_alike_by_history_and_doctor() {
     let out = repo.liza(&["history", "--rev", &revision.to_string()]);
     assert!(!out.status.success(), "printed {:?}", stdout(&out));
     assert!(stderr(&out).contains("damaged"), "{}", stderr(&out));
-    let doctor = json(&repo.liza(&["--json", "doctor"]));
-    let check = doctor["result"]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "journal")
-        .cloned()
-        .unwrap();
+    let check = doctor_check(&repo, "journal");
     assert_eq!(check["status"], "warn", "{check}");
     assert!(
         check["detail"]

@@ -1099,14 +1099,7 @@ fn a_rewound_integration_is_named_and_nothing_is_published_on_top_until_accepted
         .map(|f| f["id"].as_str().unwrap())
         .collect();
     assert_eq!(rewound, ["t-1", "t-2"], "{findings}");
-    let doctor = json(&team.repo.liza(&["--json", "doctor"]));
-    let check = doctor["result"]["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "integration")
-        .cloned()
-        .unwrap();
+    let check = doctor_check(&team.repo, "integration");
     assert_eq!(check["status"], "fail", "{check}");
     assert!(check["detail"].as_str().unwrap().contains("t-1"), "{check}");
 
