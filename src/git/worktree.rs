@@ -389,6 +389,23 @@ impl Repo {
         Ok(Some(self.keep_in_attic(id, &commit_id(keep))?))
     }
 
+    /// Removes the index lock of task `id`'s worktree when no process holds it open: a
+    /// git killed mid-commit (the end of the previous run kills its whole group) left it,
+    /// and every later commit in the worktree would fail on it. Returns what it removed.
+    pub fn clear_stale_index_lock(&self, id: &TaskId) -> Option<super::locks::LockFile> {
+        let path = self
+            .common_dir()
+            .join("worktrees")
+            .join(id.as_str())
+            .join("index.lock");
+        let lock = super::locks::LockFile::inspect(&path);
+        if !lock.present() || !lock.holders.is_empty() {
+            return None;
+        }
+        std::fs::remove_file(&path).ok()?;
+        Some(lock)
+    }
+
     /// Keeps `commit` as the next free `liza/attic/<id>-<n>`; returns the branch's name.
     pub fn keep_in_attic(&self, id: &TaskId, commit: &CommitId) -> Result<String, GitError> {
         let name = (1..)

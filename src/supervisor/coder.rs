@@ -57,6 +57,25 @@ impl Session {
         let Some(t) = state.task(&task).cloned() else {
             return Ok(Observation::Look);
         };
+        // A git the last run's end killed mid-commit left its lock: every commit of this
+        // run would fail on it (specs/git.md *Git's locks*).
+        let id = task.clone();
+        let cleared = self
+            .blocking(move |project| {
+                Ok::<_, OpsError>(
+                    crate::git::Repo::open(&project.root)
+                        .ok()
+                        .and_then(|repo| repo.clear_stale_index_lock(&id)),
+                )
+            })
+            .await?;
+        if let Some(lock) = cleared {
+            self.console.info(&format!(
+                "{}: removed git's stale lock {} before the run",
+                self.agent,
+                lock.describe()
+            ));
+        }
         let workdir = worktree_dir(&self.project.root, &task);
         let mut situation = situation(&state, &t);
         if let Some(undone) = self.memory.task(&task).left_undone.take() {

@@ -315,3 +315,26 @@ fn heartbeats_keep_their_time_while_a_git_operation_blocks_for_seconds() {
     let (code, out) = stop(coder, Signal::SIGTERM);
     assert_eq!(code, Some(143), "{out}");
 }
+
+/// A git killed mid-commit in the worktree leaves `index.lock`; the next run's every
+/// commit would fail on it. The supervisor removes it before the run when no process holds
+/// it, says so, and the task goes on (specs/git.md *Git's locks*).
+#[test]
+fn a_stale_index_lock_left_in_the_worktree_is_removed_before_the_next_run() {
+    let project = AgentProject::new();
+    sandbox_off(&project.repo);
+    add(&project.repo, "t-1", "");
+    project.step(
+        "coder",
+        "t-1.1",
+        "touch \"$(git -C \"$wt\" rev-parse --git-dir)/index.lock\"\nexit 1\n",
+    );
+    project.step("coder", "t-1.2", "work t-1.txt \"the text\"\nsubmit\n");
+    let coder = project.supervisor("coder", "coder-1");
+    project.wait_until("the second run's submission", GUARD, || {
+        task_of(&project.repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    let (_, out) = stop(coder, Signal::SIGTERM);
+    assert!(out.contains("removed git's stale lock"), "{out}");
+    assert!(out.contains("index.lock"), "{out}");
+}
