@@ -146,7 +146,7 @@ pub fn accept_rewind(
             );
         }
     }
-    transition(
+    let done = transition(
         &project.store,
         actor,
         Authority::Caller,
@@ -186,5 +186,12 @@ pub fn accept_rewind(
             }
             Ok((outcome, left.clone()))
         },
-    )
+    );
+    // A refused acceptance leaves the refs as they were: the attic branches go again.
+    if done.is_err() {
+        for branch in kept.values() {
+            let _ = repo.delete_branch(branch);
+        }
+    }
+    done
 }

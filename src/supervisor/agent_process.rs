@@ -273,6 +273,28 @@ mod tests {
 
     struct Quiet;
 
+    fn on_a_runtime(work: impl std::future::Future<Output = ()>) {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(work);
+    }
+
+    /// `sh -c script` as an agent, in a directory of its own (kept alive by the caller).
+    fn spawn_sh(script: &str) -> (tempfile::TempDir, AgentProcess) {
+        let invocation = Invocation {
+            argv: vec!["sh".into(), "-c".into(), script.into()],
+            stdin: None,
+            keep_env: Vec::new(),
+            scrub: Vec::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let process =
+            AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet), None).unwrap();
+        (dir, process)
+    }
+
     impl Console for Quiet {
         fn info(&self, _: &str) {}
         fn agent_output(&self, _: &[u8]) {}
@@ -284,29 +306,13 @@ mod tests {
     /// exited, so the first `wait` is still draining when it is dropped.
     #[test]
     fn a_wait_dropped_while_the_output_drains_loses_no_output() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let invocation = Invocation {
-                argv: vec![
-                    "sh".into(),
-                    "-c".into(),
-                    // The agent exits once its descendant has left the group (so the
-                    // group's SIGKILL cannot take it, however loaded the machine).
-                    "echo first; setsid sh -c 'touch left; sleep 0.3; echo LAST' & \
-                     while [ ! -e left ]; do sleep 0.01; done; exit 0"
-                        .into(),
-                ],
-                stdin: None,
-                keep_env: Vec::new(),
-                scrub: Vec::new(),
-            };
-            let dir = tempfile::tempdir().unwrap();
-            let mut process =
-                AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet), None)
-                    .unwrap();
+        on_a_runtime(async {
+            // The agent exits once its descendant has left the group (so the group's
+            // SIGKILL cannot take it, however loaded the machine).
+            let (_dir, mut process) = spawn_sh(
+                "echo first; setsid sh -c 'touch left; sleep 0.3; echo LAST' & \
+                 while [ ! -e left ]; do sleep 0.01; done; exit 0",
+            );
             let _ = tokio::time::timeout(Duration::from_millis(50), process.wait()).await;
             let status = process.wait().await.unwrap();
             assert!(status.success());
@@ -319,26 +325,10 @@ mod tests {
     /// a secret: what is shown and kept has it redacted whole.
     #[test]
     fn a_secret_split_by_a_pause_longer_than_the_quiet_flush_is_redacted() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async {
-            let invocation = Invocation {
-                argv: vec![
-                    "sh".into(),
-                    "-c".into(),
-                    "printf 'the key sk-h11can'; sleep 0.4; printf 'ary-6212abcdefghijkl done\\n'"
-                        .into(),
-                ],
-                stdin: None,
-                keep_env: Vec::new(),
-                scrub: Vec::new(),
-            };
-            let dir = tempfile::tempdir().unwrap();
-            let mut process =
-                AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet), None)
-                    .unwrap();
+        on_a_runtime(async {
+            let (_dir, mut process) = spawn_sh(
+                "printf 'the key sk-h11can'; sleep 0.4; printf 'ary-6212abcdefghijkl done\\n'",
+            );
             assert!(process.wait().await.unwrap().success());
             let tail = process.output_tail();
             assert!(tail.contains("the key [REDACTED] done"), "{tail:?}");
