@@ -15,6 +15,11 @@ pub struct LockFile {
     pub age: Option<Duration>,
     /// The processes that hold it open now (`pid name`): a live git at work.
     pub holders: Vec<String>,
+    /// The shared remote it is on, when a push there met it.
+    pub remote: Option<String>,
+    /// Whether this host can see the file (a lock on another host's remote cannot be:
+    /// its age and holders are unknown here).
+    pub seen_here: bool,
 }
 
 impl LockFile {
@@ -34,16 +39,47 @@ impl LockFile {
                 Vec::new()
             },
             age,
+            remote: None,
+            seen_here: true,
         }
     }
 
-    /// Whether it is still there.
+    /// The lock at `path` that git on the shared remote `url` reported: seen like a
+    /// local one when the remote is a path on this host, else as git named it.
+    pub fn on_remote(path: &Path, url: &str) -> LockFile {
+        let mut lock = if path.exists() {
+            LockFile::inspect(path)
+        } else {
+            LockFile {
+                path: path.to_path_buf(),
+                age: None,
+                holders: Vec::new(),
+                remote: None,
+                seen_here: false,
+            }
+        };
+        lock.remote = Some(url.to_owned());
+        lock
+    }
+
+    /// Whether it is still there (one on a remote host is taken to be, until a retry
+    /// gets through).
     pub fn present(&self) -> bool {
-        self.age.is_some()
+        self.age.is_some() || !self.seen_here
     }
 
     /// What it is, for a person: `… (3 min old, no process holds it)`.
     pub fn describe(&self) -> String {
+        let place = match &self.remote {
+            Some(url) => format!(" on the shared remote {url}"),
+            None => String::new(),
+        };
+        if !self.seen_here {
+            return format!(
+                "{}{place} (on its host: its age and holders cannot be seen from here)",
+                self.path.display()
+            );
+        }
         let age = match self.age {
             Some(age) => format!("{} s old", age.as_secs()),
             None => "gone now".to_owned(),
@@ -53,11 +89,17 @@ impl LockFile {
         } else {
             format!("held open by {}", self.holders.join(", "))
         };
-        format!("{} ({age}, {held})", self.path.display())
+        format!("{}{place} ({age}, {held})", self.path.display())
     }
 
     /// What to do about it.
     pub fn fix(&self) -> String {
+        if !self.seen_here {
+            return format!(
+                "a git push to that remote that died left it: on the remote's host, remove it (rm '{}') once no push or fetch runs there",
+                self.path.display()
+            );
+        }
         if self.holders.is_empty() {
             format!(
                 "a git process that died left it: remove it (rm '{}') once you are sure no git command runs in this repository",
@@ -88,6 +130,14 @@ pub fn named_by(error: &git2::Error, git_dir: Option<&Path>) -> Option<PathBuf> 
         }
         _ => None,
     }
+}
+
+/// The lock file git's own message names (`Unable to create '…/x.lock': File exists.`),
+/// from a push's or fetch's stderr.
+pub fn named_in_message(message: &str) -> Option<PathBuf> {
+    let (_, after) = message.split_once("Unable to create '")?;
+    let (path, rest) = after.split_once('\'')?;
+    (path.ends_with(".lock") && rest.starts_with(": File exists")).then(|| PathBuf::from(path))
 }
 
 /// The processes of this host that hold `path` open (from `/proc/<pid>/fd`; those of

@@ -4,7 +4,9 @@
 //! moves by. What git prints was observed on git 2.47: `push --porcelain` reports each
 //! ref as `<flag>\t<from>:<to>\t<summary>` with `!` for a refusal — `[rejected] (stale
 //! info)` when the lease failed, `[rejected] (non-fast-forward)` — and exits 1; a fetch of
-//! a ref the remote lacks exits 128 with "couldn't find remote ref".
+//! a ref the remote lacks exits 128 with "couldn't find remote ref". A ref the remote
+//! cannot lock is `[remote rejected] (failed to update ref)`, with git's `Unable to create
+//! '<path>.lock': File exists.` on stderr.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -63,6 +65,23 @@ impl Remote {
             .map_err(|e| self.failed(args, &format!("could not run git: {e}")))
     }
 
+    /// The error for a git run that failed: git's lock named when one was in the way —
+    /// on the remote for a push, in this checkout for a fetch (specs/git.md *Git's locks*).
+    fn failed_on(&self, args: &[&str], stderr: &[u8], on_remote: bool) -> GitError {
+        let err = String::from_utf8_lossy(stderr);
+        match super::locks::named_in_message(&err) {
+            Some(path) => GitError::Locked {
+                action: format!("{} {}", args.first().copied().unwrap_or("git"), self.url),
+                lock: if on_remote {
+                    super::locks::LockFile::on_remote(&path, &self.url)
+                } else {
+                    super::locks::LockFile::inspect(&path)
+                },
+            },
+            None => self.failed(args, &err),
+        }
+    }
+
     fn failed(&self, args: &[&str], detail: &str) -> GitError {
         GitError::Remote {
             url: self.url.clone(),
@@ -82,7 +101,7 @@ impl Remote {
             if err.contains("couldn't find remote ref") {
                 return Ok(None);
             }
-            return Err(self.failed(&args, &err));
+            return Err(self.failed_on(&args, &out.stderr, false));
         }
         let fetched = format!("{FETCHED}/{branch}");
         let repo =
@@ -114,11 +133,16 @@ impl Remote {
             .lines()
             .find(|l| l.starts_with('!') && l.contains(&target))
         {
+            // `[remote rejected] (failed to update ref)`: the remote could not write the
+            // ref — a lock of git's there, not a lease that failed.
+            if line.contains("[remote rejected]") {
+                return Err(self.failed_on(&args, &out.stderr, true));
+            }
             let reason = line.rsplit('\t').next().unwrap_or(line).to_owned();
             return Ok(Pushed::Rejected { reason });
         }
         if !out.status.success() {
-            return Err(self.failed(&args, &String::from_utf8_lossy(&out.stderr)));
+            return Err(self.failed_on(&args, &out.stderr, true));
         }
         Ok(Pushed::Done)
     }

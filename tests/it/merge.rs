@@ -922,6 +922,56 @@ fn a_stale_integration_ref_lock_is_named_waited_for_and_never_a_conflict() {
     assert_eq!(value["status"], "MERGED");
 }
 
+/// A stale ref lock on the shared remote (a push there killed mid-way) is named as
+/// git's lock on that remote — never taken for integration moved by another host — and
+/// the task stays APPROVED until the lock is gone (specs/git.md *Git's locks*).
+#[test]
+fn a_stale_ref_lock_on_the_shared_remote_is_named_and_never_a_moved_branch() {
+    let team = Team::new(None);
+    let remote = tempfile::tempdir().unwrap();
+    let url = remote.path().display().to_string();
+    team.repo.git(&["init", "-q", "--bare", &url]);
+    team.repo.git(&["push", "-q", &url, "main", "integration"]);
+    configure(&team.repo, |c| {
+        c.lock_timeout = Some(1);
+        c.git_remote = Some(url.clone());
+    });
+    team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
+    let lock = remote.path().join("refs/heads/integration.lock");
+    std::fs::write(&lock, "").unwrap();
+    let remote_tip = || {
+        let out = std::process::Command::new("git")
+            .args(["rev-parse", "integration"])
+            .current_dir(remote.path())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    let before = remote_tip();
+    let out = team.repo.liza(&["merge", "t-1"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(said.contains("refs/heads/integration.lock"), "{said}");
+    assert!(said.contains("on the shared remote"), "{said}");
+    assert!(said.contains("rm '"), "{said}");
+    assert!(!said.contains("moved"), "taken for a moved branch: {said}");
+    assert_eq!(team.task("t-1")["status"], "APPROVED");
+    assert_eq!(remote_tip(), before);
+    assert!(
+        !team
+            .repo
+            .log()
+            .iter()
+            .any(|e| e["action"] == "integration_failed"),
+        "failed for a lock"
+    );
+    std::fs::remove_file(&lock).unwrap();
+    let (code, value) = team.merge("t-1");
+    assert_eq!(code, 0, "{value}");
+    assert_eq!(value["status"], "MERGED");
+    assert_ne!(remote_tip(), before, "published on the remote");
+}
+
 /// `gc --apply` that could not remove a worktree says so with a non-zero exit, the work
 /// saved all the same; once the obstacle is gone it removes it. (A tmpfs mounted inside
 /// the worktree is the obstacle: root removes anything else; where mounting is not
