@@ -53,6 +53,10 @@ pub struct LiveRecord {
     /// The sandbox's version, or why there is none and the fix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_note: Option<String>,
+    /// Where `supervisor_pid` and `pgid` are pids: the kernel's boot and the pid
+    /// namespace (see [`PidSpace`]); absent in records of liza before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid_namespace: Option<String>,
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -69,6 +73,7 @@ record!(LiveRecord {
     opt waiting: "waiting",
     opt sandbox: "sandbox",
     opt sandbox_note: "sandbox_note",
+    opt pid_namespace: "pid_namespace",
 });
 
 /// The records of one blackboard, by agent.
@@ -196,19 +201,19 @@ impl LiveRecords {
             .collect()
     }
 
-    /// The agent whose live supervisor, on `host`, is one of `ancestors` (pids).
+    /// The agent whose live supervisor, in pid space `here`, is one of `ancestors`.
     pub fn agent_supervising(
         &self,
         state: &State,
         ancestors: &[i64],
-        host: Option<&str>,
+        here: &PidSpace,
         now: Timestamp,
     ) -> Option<AgentId> {
         self.0
             .iter()
             .filter(|(id, r)| {
                 r.supervisor_pid.is_some_and(|pid| ancestors.contains(&pid))
-                    && r.host.as_deref() == host
+                    && here.holds(r)
                     && r.lease_expires > now
                     && self.current(state, id).is_some_and(|c| c == r)
             })
@@ -216,20 +221,20 @@ impl LiveRecords {
             .next()
     }
 
-    /// Agents whose current record names process group `pgid` on `host` and whose
-    /// lease is live (a process group number means nothing on another host).
+    /// Agents whose current record names process group `pgid` in pid space `here` and
+    /// whose lease is live (a process group number means nothing on another host).
     pub fn agent_with_pgid(
         &self,
         state: &State,
         pgid: i64,
-        host: Option<&str>,
+        here: &PidSpace,
         now: Timestamp,
     ) -> Option<AgentId> {
         self.0
             .iter()
             .filter(|(id, r)| {
                 r.pgid == Some(pgid)
-                    && r.host.as_deref() == host
+                    && here.holds(r)
                     && r.lease_expires > now
                     && self.current(state, id).is_some_and(|c| c == r)
             })
@@ -247,6 +252,54 @@ pub fn host_id() -> Option<String> {
             .ok()
             .and_then(|h| h.into_string().ok()),
     }
+}
+
+/// Where a pid means one process: a host (by [`host_id`]) and, on it, one boot of the
+/// kernel and one pid namespace. Two containers given one hostname, or one host before
+/// and after a reboot, are different spaces: a pid of one says nothing of the other, so
+/// no liveness is judged and no process group signalled across them
+/// (specs/blackboard.md *Leases are observed*).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PidSpace {
+    pub host: Option<String>,
+    /// `<boot id>/<pid namespace inode>`.
+    pub namespace: Option<String>,
+}
+
+impl PidSpace {
+    /// This process's.
+    pub fn here() -> PidSpace {
+        PidSpace {
+            host: host_id(),
+            namespace: pid_namespace(),
+        }
+    }
+
+    /// Whether the pids `record` names are pids here. A record without a namespace
+    /// (written by a liza that did not keep one) is judged by its host alone, as then.
+    pub fn holds(&self, record: &LiveRecord) -> bool {
+        self.host.is_some()
+            && record.host == self.host
+            && match (&record.pid_namespace, &self.namespace) {
+                (None, _) => true,
+                (Some(theirs), Some(ours)) => theirs == ours,
+                (Some(_), None) => false,
+            }
+    }
+}
+
+/// This process's kernel boot and pid namespace, `<boot id>/<inode>` (None where /proc
+/// does not tell).
+pub fn pid_namespace() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    static HERE: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    HERE.get_or_init(|| {
+        let boot = fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        // The link's target is the namespace: its inode names it.
+        let namespace = fs::metadata("/proc/self/ns/pid").ok()?.ino();
+        Some(format!("{}/{namespace}", boot.trim()))
+    })
+    .clone()
 }
 
 /// Folds the records into `state`: each lease and heartbeat becomes the later of the state
@@ -343,6 +396,7 @@ mod tests {
             waiting: None,
             sandbox: None,
             sandbox_note: None,
+            pid_namespace: Some("boot/1".into()),
             extra: Extra::default(),
         }
     }
@@ -365,15 +419,32 @@ mod tests {
         );
         // Folding again changes nothing; an older record never lowers a lease.
         assert!(!fold(&mut state, &records));
+        let space = |host: &str, namespace: &str| PidSpace {
+            host: Some(host.into()),
+            namespace: Some(namespace.into()),
+        };
         assert_eq!(
-            records.agent_with_pgid(&state, 4242, Some("h"), Timestamp::from_unix(10)),
+            records.agent_with_pgid(
+                &state,
+                4242,
+                &space("h", "boot/1"),
+                Timestamp::from_unix(10)
+            ),
             Some(id.clone())
         );
-        // The same process group number on another host is another process.
-        assert_eq!(
-            records.agent_with_pgid(&state, 4242, Some("other"), Timestamp::from_unix(10)),
-            None
-        );
+        // The same process group number on another host is another process, and so
+        // it is in another pid namespace (a container) or boot of the same host name.
+        for elsewhere in [
+            space("other", "boot/1"),
+            space("h", "boot/2"),
+            space("h", "reboot/1"),
+        ] {
+            assert_eq!(
+                records.agent_with_pgid(&state, 4242, &elsewhere, Timestamp::from_unix(10)),
+                None,
+                "{elsewhere:?}"
+            );
+        }
         remove_all(dir.path(), &id).unwrap();
         assert!(read_all(dir.path()).0.is_empty());
     }

@@ -283,6 +283,7 @@ mod tests {
                     waiting: None,
                     sandbox: None,
                     sandbox_note: None,
+                    pid_namespace: None,
                     extra: Default::default(),
                 },
             )])

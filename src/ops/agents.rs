@@ -36,11 +36,9 @@ pub fn register(
     let generation = mint_generation();
     let records = project.store.live_records().unwrap_or_default();
     let state = project.store.snapshot()?.state;
-    let here = hostname();
+    let here = crate::blackboard::liveness::PidSpace::here();
     let previous = records.current(&state, id).cloned();
-    let on_this_host = previous
-        .as_ref()
-        .is_some_and(|r| r.host.is_some() && r.host == here);
+    let on_this_host = previous.as_ref().is_some_and(|r| here.holds(r));
     // The holder's supervisor, by its record on this host: its pid says whether it
     // lives, whatever its lease's timestamp says against this clock.
     let holder_pid = previous
@@ -167,6 +165,7 @@ pub fn heartbeat(
         task_lease_expires: task_lease,
         review_lease_expires: review_lease,
         host: hostname(),
+        pid_namespace: crate::blackboard::liveness::pid_namespace(),
         pgid: facts.pgid,
         usage_limit_until: facts.usage_limit_until,
         supervisor_pid: facts.supervisor_pid,

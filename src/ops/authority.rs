@@ -55,7 +55,7 @@ pub struct CallerFacts {
     /// This process's ancestors' pids, parent first: read from /proc (before any lock)
     /// only when a live record could name one of them.
     ancestors: Vec<i64>,
-    host: Option<String>,
+    here: crate::blackboard::liveness::PidSpace,
     /// The supervisor pid a supervisor put in this process's environment.
     marker: Option<String>,
 }
@@ -72,7 +72,7 @@ impl CallerFacts {
             records,
             pgid: i64::from(nix::unistd::getpgrp().as_raw()),
             ancestors,
-            host: crate::blackboard::liveness::host_id(),
+            here: crate::blackboard::liveness::PidSpace::here(),
             marker: std::env::var(SUPERVISOR_PID_VAR)
                 .ok()
                 .filter(|v| !v.is_empty()),
@@ -84,15 +84,15 @@ impl CallerFacts {
     /// a double fork while the parent lives), or with a supervisor's mark in its
     /// environment.
     fn agent_behind(&self, state: &State, now: Timestamp) -> Option<String> {
-        if let Some(agent) =
-            self.records
-                .agent_with_pgid(state, self.pgid, self.host.as_deref(), now)
+        if let Some(agent) = self
+            .records
+            .agent_with_pgid(state, self.pgid, &self.here, now)
         {
             return Some(format!("it runs inside {agent}'s process group"));
         }
-        if let Some(agent) =
-            self.records
-                .agent_supervising(state, &self.ancestors, self.host.as_deref(), now)
+        if let Some(agent) = self
+            .records
+            .agent_supervising(state, &self.ancestors, &self.here, now)
         {
             return Some(format!("it runs under {agent}'s supervisor"));
         }

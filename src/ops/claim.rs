@@ -253,11 +253,10 @@ fn stop_previous_owner(project: &Project, state: &State, previous: &AgentId) {
     let Some(record) = records.current(state, previous) else {
         return;
     };
-    let (Some(pgid), Some(host)) = (record.pgid, record.host.as_deref()) else {
+    let Some(pgid) = record.pgid else {
         return;
     };
-    let here = crate::blackboard::liveness::host_id();
-    if here.as_deref() != Some(host) || pgid <= 1 {
+    if !crate::blackboard::liveness::PidSpace::here().holds(record) || pgid <= 1 {
         return;
     }
     let Ok(raw) = i32::try_from(pgid) else { return };

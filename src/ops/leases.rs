@@ -18,16 +18,14 @@ const WATCH_STEP: Duration = Duration::from_millis(200);
 /// The holders whose supervisor, by their own liveness record, ran on this host and is
 /// gone: dead without any clock (by id and the generation that died).
 pub fn dead_holders(state: &State, live: &LiveRecords) -> Vec<(AgentId, String)> {
-    let here = liveness::host_id();
+    let here = liveness::PidSpace::here();
     state
         .agents
         .iter()
         .filter_map(|(id, _)| {
             let record = live.current(state, id)?;
-            (record.host.is_some()
-                && record.host == here
-                && record.supervisor_pid.is_some_and(|p| !process_alive(p)))
-            .then(|| (id.clone(), record.generation.clone()))
+            (here.holds(record) && record.supervisor_pid.is_some_and(|p| !process_alive(p)))
+                .then(|| (id.clone(), record.generation.clone()))
         })
         .collect()
 }

@@ -36,21 +36,6 @@ fn liza_at(repo: &Repo, offset: &str, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
-const HANGS: &str = "touch \"$FAKE_AGENT_DIR/started\"\nhang 3600\n";
-
-/// A project with a 3 s lease (1 s heartbeats) and one task t-1, whose coder's agent
-/// starts and hangs.
-fn one_task_short_leases() -> AgentProject {
-    let project = AgentProject::new();
-    configure(&project.repo, |c| {
-        c.lease_duration = Some(3);
-        c.heartbeat_interval = Some(1);
-    });
-    add(&project.repo, "t-1", "");
-    project.step("coder", "default", HANGS);
-    project
-}
-
 #[test]
 fn a_clock_two_hours_ahead_takes_nothing_from_a_live_coder() {
     if !faketime_available() {

@@ -338,3 +338,43 @@ fn a_stale_index_lock_left_in_the_worktree_is_removed_before_the_next_run() {
     assert!(out.contains("removed git's stale lock"), "{out}");
     assert!(out.contains("index.lock"), "{out}");
 }
+
+/// A claimant in another pid namespace under the same host name (a second container on
+/// the machine, here a bubblewrap pid namespace) cannot see coder-1's supervisor: its
+/// pid there is no process, yet coder-1 lives. The lease is judged by watching it, as
+/// across hosts, and nothing is taken (specs/blackboard.md *Leases are observed*).
+#[test]
+fn a_claimant_in_another_pid_namespace_takes_nothing_from_a_live_coder() {
+    if !sandbox_available() {
+        return;
+    }
+    let project = one_task_short_leases();
+    let repo = &project.repo;
+    let _coder = project.supervisor("coder", "coder-1");
+    project.wait_for_agent("coder-1", "started", GUARD);
+    register(repo, "coder-2");
+    let out = repo
+        .command_for("bwrap")
+        .args([
+            "--dev-bind",
+            "/",
+            "/",
+            "--unshare-pid",
+            "--proc",
+            "/proc",
+            "--",
+        ])
+        .arg(LIZA)
+        .args(["claim-task", "t-1", "coder-2"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(said.contains("whose lease is live"), "{said}");
+    assert_eq!(task_of(repo, "t-1")["assigned_to"], "coder-1");
+    assert!(
+        !history_events(repo, "t-1").contains(&"lease_expired_reassigned".to_owned()),
+        "{:?}",
+        history_events(repo, "t-1")
+    );
+}

@@ -315,6 +315,22 @@ impl AgentProject {
     }
 }
 
+/// The fake agent's step for a coder whose agent marks `started` and hangs.
+pub const HANGS: &str = "touch \"$FAKE_AGENT_DIR/started\"\nhang 3600\n";
+
+/// A project with a 3 s lease (1 s heartbeats) and one task t-1, whose coder's agent
+/// starts and hangs.
+pub fn one_task_short_leases() -> AgentProject {
+    let project = AgentProject::new();
+    configure(&project.repo, |c| {
+        c.lease_duration = Some(3);
+        c.heartbeat_interval = Some(1);
+    });
+    add(&project.repo, "t-1", "");
+    project.step("coder", "default", HANGS);
+    project
+}
+
 /// (task id, status) of every task, sorted.
 pub fn statuses(repo: &Repo) -> Vec<(String, String)> {
     let mut statuses: Vec<(String, String)> = model(repo)["tasks"]
