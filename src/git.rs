@@ -4,6 +4,7 @@
 //! worktree, and the repository's exclude file — and [`cli`], the few read-only commands
 //! the built-in agent and the demo run through the `git` binary.
 
+pub mod checkouts;
 pub mod cli;
 mod discover;
 mod integration_worktree;

@@ -912,20 +912,8 @@ impl Store {
                 ))
             }
             Backend::Etcd(e) => {
-                let (text, feed) = if follow {
-                    let (text, feed) = e.follow_log()?;
-                    (text, Some(feed))
-                } else {
-                    (e.log_text()?, None)
-                };
-                let read = crate::blackboard::log::parse_items(&text, 1);
-                for entry in read.entries {
-                    visit(Ok(entry));
-                }
-                for unreadable in read.unreadable {
-                    visit(Err(unreadable));
-                }
-                Ok((read.torn_tail, feed))
+                let (torn, at) = e.stream_log(visit)?;
+                Ok((torn, follow.then(|| e.log_feed_after(at))))
             }
         }
     }

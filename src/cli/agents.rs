@@ -30,7 +30,14 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
         holder_dead: false,
         holder_alive: false,
     };
-    let done = ops::register(&project, &actor, &id, &info)?;
+    let say = |line: &str| eprintln!("{line}");
+    let done = ops::register(
+        &project,
+        &actor,
+        &id,
+        &info,
+        ops::LeaseCheck::WatchNow(&say),
+    )?;
     if out.json {
         // specs/operations.md: `--json` → `result.generation`.
         let result = serde_json::json!({

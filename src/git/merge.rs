@@ -174,40 +174,10 @@ impl Repo {
     /// The checkouts (the main one and any worktree) whose HEAD is on `branch`: moving the
     /// branch under them would change a person's checkout.
     pub fn checkouts_on_branch(&self, branch: &str) -> Vec<PathBuf> {
-        let full = format!("refs/heads/{branch}");
-        let on_branch = |repo: &git2::Repository| {
-            repo.find_reference("HEAD")
-                .ok()
-                .and_then(|h| h.symbolic_target().map(|t| t == full))
-                .unwrap_or(false)
-        };
-        let mut found = Vec::new();
-        if on_branch(&self.inner)
-            && let Some(dir) = self.inner.workdir()
-        {
-            found.push(dir.to_path_buf());
+        match self.inner.workdir() {
+            Some(workdir) => super::checkouts::on_branch_from_root(workdir, branch),
+            None => super::checkouts::on_branch(self.inner.path(), None, branch),
         }
-        if let Ok(names) = self.inner.worktrees() {
-            for name in names.iter().flatten() {
-                let Ok(wt) = self.inner.find_worktree(name) else {
-                    continue;
-                };
-                // A worktree's HEAD is a file an agent may have swapped for a FIFO: read
-                // as a regular file or not at all.
-                let head = self.inner.path().join("worktrees").join(name).join("HEAD");
-                let Some(text) = crate::untrusted::read_regular(&head, 4096) else {
-                    continue;
-                };
-                if String::from_utf8_lossy(&text)
-                    .trim()
-                    .strip_prefix("ref:")
-                    .is_some_and(|t| t.trim() == full)
-                {
-                    found.push(wt.path().to_path_buf());
-                }
-            }
-        }
-        found
     }
 
     /// Merges commit `tip` into the branch checked out at `worktree`. A clean merge is

@@ -5,7 +5,8 @@ use crate::blackboard::model::{Agent, AgentStatus, State, TaskStatus};
 use crate::blackboard::{AgentId, Role, Timestamp};
 
 use super::RuleId;
-use super::context::{Outcome, expired, history, task_mut};
+use super::context::{Outcome, history, task_mut};
+use super::leases::{LeaseKey, Leases};
 use super::refusal::Refusal;
 
 /// Who is registering, for the diagnostic fields of the agent entry.
@@ -16,7 +17,7 @@ pub struct Registration {
     pub cli: Option<String>,
     pub identity: Option<String>,
     /// The registered holder's supervisor process is known to be gone (it ran on this
-    /// host and its pid no longer exists), so its unexpired lease holds nothing.
+    /// host and its pid no longer exists), so its lease holds nothing.
     pub holder_dead: bool,
     /// The registered holder's supervisor is known to run (on this host, its pid exists):
     /// its registration holds whatever its lease's timestamp says against this clock.
@@ -24,14 +25,16 @@ pub struct Registration {
 }
 
 /// Registers `id` as `role` with a freshly minted `generation`: succeeds if the id is
-/// absent or its effective lease expired; a live entry makes it a collision and nothing
-/// changes. A reviewer's stale review claims (from its previous incarnation) are released.
+/// absent, its holder known dead, or its registration seen silent for the lease period
+/// (`leases`, never this clock against the holder's timestamps: specs/blackboard.md
+/// *Leases are observed*); a live entry makes it a collision and nothing changes. A reviewer's stale review claims (from its previous incarnation) are released.
 pub fn register(
     state: &mut State,
     id: &AgentId,
     role: Role,
     generation: &str,
     info: &Registration,
+    leases: &Leases,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     if id.role() != role {
@@ -46,7 +49,8 @@ pub fn register(
         ));
     }
     if let Some(existing) = state.agents.get(id)
-        && (info.holder_alive || (!expired(existing.lease_expires, now) && !info.holder_dead))
+        && (info.holder_alive
+            || (!leases.lapsed(state, &LeaseKey::Agent(id.clone())) && !info.holder_dead))
     {
         return Err(Refusal::new(
             RuleId::Collision,

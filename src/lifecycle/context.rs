@@ -129,11 +129,6 @@ impl Outcome {
     }
 }
 
-/// Whether a lease has run out (a missing lease has).
-pub fn expired(lease: Option<Timestamp>, now: Timestamp) -> bool {
-    lease.is_none_or(|t| t <= now)
-}
-
 /// The task `id`, or a refusal saying it does not exist.
 pub fn task<'s>(state: &'s State, id: &TaskId) -> Result<&'s Task, Refusal> {
     state.task(id).ok_or_else(|| {

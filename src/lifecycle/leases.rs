@@ -225,6 +225,7 @@ mod tests {
             coder.role(),
             "g1",
             &Registration::default(),
+            &Leases::default(),
             at,
         )
         .unwrap();

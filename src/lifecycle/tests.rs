@@ -59,6 +59,7 @@ impl W {
                 a.role(),
                 &format!("g{}", a.as_str().len()),
                 &Registration::default(),
+                &Leases::default(),
                 now,
             )
             .unwrap();

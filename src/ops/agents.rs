@@ -3,12 +3,12 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::leases::process_alive;
+use super::leases::{LeaseCheck, process_alive};
 use super::{Authority, OpsError, Project, Transition, supervisor_only, transition};
 use crate::blackboard::liveness::LiveRecord;
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::{Actor, AgentId, Timestamp};
-use crate::lifecycle::{self, Registration, RuleId};
+use crate::lifecycle::{self, LeaseKey, Registration, RuleId};
 
 /// A fresh fencing token: 16 hex digits from the process, the clock and a counter.
 pub fn mint_generation() -> String {
@@ -25,12 +25,16 @@ pub fn mint_generation() -> String {
     hasher.finalize().to_hex()[..16].to_owned()
 }
 
-/// `register <agent-id>`: returns the generation.
+/// `register <agent-id>`: returns the generation. An id registered before whose holder
+/// is not known dead is taken only once `check` finds its registration silent for the
+/// lease period (a one-shot registration watches it; `--auto-id` passes an empty
+/// observation and moves on to a free id).
 pub fn register(
     project: &Project,
     actor: &Actor,
     id: &AgentId,
     info: &Registration,
+    check: LeaseCheck,
 ) -> Result<Transition<String>, OpsError> {
     supervisor_only(actor, "register")?;
     let generation = mint_generation();
@@ -51,13 +55,20 @@ pub fn register(
         holder_alive: holder_pid.is_some_and(super::leases::liza_process_alive),
         ..info.clone()
     };
+    let key = LeaseKey::Agent(id.clone());
+    let keys = if state.agents.get(id).is_some() && !info.holder_alive && !info.holder_dead {
+        vec![key]
+    } else {
+        Vec::new()
+    };
+    let leases = check.leases(project, &keys)?;
     let done = transition(
         &project.store,
         actor,
         Authority::Supervisor,
         |state, _who, now| {
             Ok((
-                lifecycle::register(state, id, id.role(), &generation, &info, now)?,
+                lifecycle::register(state, id, id.role(), &generation, &info, &leases, now)?,
                 generation.clone(),
             ))
         },

@@ -140,8 +140,10 @@ fn integration_checked_out(liza_dir: &Path, before: &State, after: &State) -> Op
         return None;
     }
     let root = liza_dir.parent()?;
-    let repo = crate::git::Repo::open(root).ok()?;
-    let path = repo.checkouts_on_branch(branch).into_iter().next()?;
+    // HEAD files read as files: this runs under the state lock, where git may not.
+    let path = crate::git::checkouts::on_branch_from_root(root, branch)
+        .into_iter()
+        .next()?;
     Some(format!(
         "config.integration_branch: {branch} is checked out in {}; liza merges approved work into the integration branch and never moves a branch under someone's checkout — choose a branch nobody has checked out",
         path.display()

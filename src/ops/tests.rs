@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::*;
 use crate::blackboard::{Actor, AgentId, StoreError};
-use crate::lifecycle::Registration;
+use crate::lifecycle::{Leases, Registration};
 
 /// A git repository with one commit and a spec, initialised as a liza project.
 fn project() -> (tempfile::TempDir, Project) {
@@ -71,9 +71,15 @@ fn a_refusal_carries_its_rule_and_says_it() {
 fn a_supervisor_writes_while_its_registration_is_the_agents() {
     let (_dir, project) = project();
     let id = coder(1);
-    let generation = register(&project, &Actor::Human, &id, &Registration::default())
-        .unwrap()
-        .value;
+    let generation = register(
+        &project,
+        &Actor::Human,
+        &id,
+        &Registration::default(),
+        LeaseCheck::Observed(&Leases::default()),
+    )
+    .unwrap()
+    .value;
     let actor = supervisor_of(&id, &generation);
     still_current(&project.store, &actor).unwrap();
     log_add(&project, &actor, "test_step", "a step", None).unwrap();
@@ -86,9 +92,15 @@ fn a_supervisor_writes_while_its_registration_is_the_agents() {
 fn a_superseded_supervisor_is_refused_before_and_inside_the_transaction() {
     let (_dir, project) = project();
     let id = coder(1);
-    let old = register(&project, &Actor::Human, &id, &Registration::default())
-        .unwrap()
-        .value;
+    let old = register(
+        &project,
+        &Actor::Human,
+        &id,
+        &Registration::default(),
+        LeaseCheck::Observed(&Leases::default()),
+    )
+    .unwrap()
+    .value;
     unregister(&project, &Actor::Human, &id, None).unwrap();
     let actor = supervisor_of(&id, &old);
     // Unregistered: refused.
@@ -98,7 +110,14 @@ fn a_superseded_supervisor_is_refused_before_and_inside_the_transaction() {
     assert_eq!(refused.rule(), Some(RuleId::Superseded));
     assert_eq!(state_bytes(&project), before);
     // Registered anew: still refused, for the old generation.
-    register(&project, &Actor::Human, &id, &Registration::default()).unwrap();
+    register(
+        &project,
+        &Actor::Human,
+        &id,
+        &Registration::default(),
+        LeaseCheck::Observed(&Leases::default()),
+    )
+    .unwrap();
     let before = state_bytes(&project);
     let refused = still_current(&project.store, &actor).unwrap_err();
     assert_eq!(refused.rule(), Some(RuleId::Superseded));

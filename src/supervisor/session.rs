@@ -145,7 +145,8 @@ impl Session {
             holder_dead: false,
             holder_alive: false,
         };
-        let (agent, generation) = register(&project, role, wanted, &info)?;
+        let (agent, generation) =
+            register(&project, role, wanted, &info, &|line| console.info(line))?;
         // An interrupted merge is finished or dropped when a supervisor starts.
         let actor = Actor::Supervisor {
             id: agent.clone(),
@@ -695,6 +696,7 @@ fn register(
     role: Role,
     wanted: Option<AgentId>,
     info: &Registration,
+    say: &dyn Fn(&str),
 ) -> Result<(AgentId, String), SupervisorError> {
     let ids: Vec<AgentId> = match wanted {
         Some(id) => vec![id],
@@ -704,8 +706,16 @@ fn register(
     };
     let single = ids.len() == 1;
     let mut last = None;
+    // One id asked for: its earlier registration is watched until seen silent. Any id
+    // will do: a free one is taken rather than waiting for one.
+    let nothing_watched = crate::lifecycle::Leases::default();
+    let check = if single {
+        ops::LeaseCheck::WatchNow(say)
+    } else {
+        ops::LeaseCheck::Observed(&nothing_watched)
+    };
     for id in ids {
-        match ops::register(project, &Actor::Human, &id, info) {
+        match ops::register(project, &Actor::Human, &id, info, check) {
             Ok(done) => return Ok((id, done.value)),
             Err(e) if !single && e.rule() == Some(RuleId::Collision) => last = Some(e),
             Err(e) => return Err(SupervisorError::Registration(e)),

@@ -73,6 +73,35 @@ fn a_clock_two_hours_ahead_takes_nothing_from_a_live_coder() {
     assert_eq!(task_of(repo, "t-1")["assigned_to"], "coder-2");
 }
 
+/// Registering an id whose holder runs elsewhere (another host name: its pid cannot be
+/// looked at) by a clock two hours ahead: the holder's lease looks long run out, but it
+/// is watched, seen renewed, and the registration is refused; the holder keeps its
+/// generation and its task (specs/blackboard.md *Leases are observed*).
+#[test]
+fn a_clock_two_hours_ahead_on_another_host_registers_nothing_over_a_live_coder() {
+    if !faketime_available() {
+        return;
+    }
+    let project = one_task_short_leases();
+    let repo = &project.repo;
+    let _coder = project.supervisor("coder", "coder-1");
+    project.wait_for_agent("coder-1", "started", GUARD);
+    let generation = |repo: &Repo| model(repo)["agents"]["coder-1"]["generation"].clone();
+    let before = generation(repo);
+    let out = repo
+        .command_for("faketime")
+        .env("LIZA_HOST_ID", "another-host")
+        .args(["-f", "+2h", LIZA, "register", "coder-1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(said.contains("watching coder-1's registration"), "{said}");
+    assert!(said.contains("COLLISION"), "{said}");
+    assert_eq!(generation(repo), before);
+    assert_eq!(task_of(repo, "t-1")["assigned_to"], "coder-1");
+}
+
 #[test]
 fn a_clock_behind_never_writes_the_log_backwards_and_is_named() {
     if !faketime_available() {

@@ -480,3 +480,51 @@ fn a_transition_over_the_keys_a_txn_may_write_is_refused_and_archiving_goes_in_s
     let snapshot = store.snapshot().unwrap();
     assert_eq!(snapshot.state.archived.as_ref().map_or(0, |a| a.len()), 130);
 }
+
+/// `liza log` on etcd reads the log a page of keys at a time at one etcd revision: a log
+/// of many more keys than a page is printed whole, once each and in key order, and
+/// `--follow` goes on from where the pages ended (specs/operations.md *Log*).
+#[test]
+fn liza_log_on_etcd_pages_through_a_long_log_in_order() {
+    let Some(board) = board() else { return };
+    let client = board.client().unwrap();
+    const KEYS: usize = 700;
+    for n in 0..KEYS {
+        let key = format!("team/project/log/000000000001/x{n:020}-1-000");
+        let line = format!(
+            "- {{timestamp: 2026-11-27T17:00:00Z, agent: human, action: test_step, detail: step-{n:04}}}\n"
+        );
+        client.put(key.as_bytes(), line.as_bytes(), 0).unwrap();
+    }
+    let out = board.repo.liza(&["log"]);
+    assert_success(&out);
+    let steps: Vec<String> = stdout(&out)
+        .lines()
+        .filter_map(|l| l.split_whitespace().last())
+        .filter(|w| w.starts_with("step-"))
+        .map(str::to_owned)
+        .collect();
+    let expected: Vec<String> = (0..KEYS).map(|n| format!("step-{n:04}")).collect();
+    assert_eq!(steps, expected);
+    let mut follow = board
+        .repo
+        .command()
+        .args(["log", "--follow"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(follow.stdout.take().unwrap());
+    let mut line = String::new();
+    use std::io::BufRead;
+    for _ in 0..=KEYS {
+        line.clear();
+        lines.read_line(&mut line).unwrap();
+    }
+    assert!(line.contains("step-0699"), "{line}");
+    assert_success(&board.repo.liza(&["note", "all", "after the pages"]));
+    line.clear();
+    lines.read_line(&mut line).unwrap();
+    let _ = follow.kill();
+    let _ = follow.wait();
+    assert!(line.contains("after the pages"), "{line}");
+}

@@ -265,18 +265,31 @@ impl Client {
         range_end: &[u8],
         revision: i64,
     ) -> Result<(Vec<KeyValue>, i64), EtcdError> {
+        let (kvs, revision, _) = self.range_page(key, range_end, revision, 0)?;
+        Ok((kvs, revision))
+    }
+
+    /// Like [`Client::range`], at most `limit` keys (0: all) in key order: also whether
+    /// more keys follow (read them from the last key's successor, at the same revision).
+    pub fn range_page(
+        &self,
+        key: &[u8],
+        range_end: &[u8],
+        revision: i64,
+        limit: i64,
+    ) -> Result<(Vec<KeyValue>, i64, bool), EtcdError> {
         let response: RangeResponse = self.call(
             "/v3/kv/range",
             &RangeRequest {
                 key: key.to_vec(),
                 range_end: range_end.to_vec(),
-                limit: 0,
+                limit,
                 revision,
                 keys_only: false,
                 min_mod_revision: 0,
             },
         )?;
-        Ok((response.kvs, response.header.revision))
+        Ok((response.kvs, response.header.revision, response.more))
     }
 
     /// Several ranges (`(key, range_end, min_mod_revision)`, as for [`Client::range`];

@@ -759,11 +759,51 @@ impl EtcdStore {
         Ok((super::log_feed::log_text(kvs), revision))
     }
 
+    /// Hands the log to `visit` entry by entry, read a page of keys at a time at one etcd
+    /// revision (memory bounded by a page, whatever the log's size); whether an item was
+    /// torn, and the revision read at.
+    pub fn stream_log(
+        &self,
+        visit: &mut dyn FnMut(crate::blackboard::log::Item),
+    ) -> Result<(bool, i64), StoreError> {
+        /// Keys per page: a key is one revision's entries (a transition's few lines).
+        const PAGE: i64 = 256;
+        let prefix = self.address.key("log/");
+        let end = prefix_end(&prefix);
+        let mut from = prefix;
+        let (mut at, mut line, mut torn) = (0, 1, false);
+        loop {
+            let (kvs, read_at, more) = self.call(|c| c.range_page(&from, &end, at, PAGE))?;
+            at = read_at;
+            let Some(last) = kvs.last() else { break };
+            from = last.key.clone();
+            from.push(0);
+            let text = super::log_feed::log_text(kvs);
+            let read = crate::blackboard::log::parse_items(&text, line);
+            line += text.iter().filter(|b| **b == b'\n').count();
+            torn |= read.torn_tail;
+            for entry in read.entries {
+                visit(Ok(entry));
+            }
+            for unreadable in read.unreadable {
+                visit(Err(unreadable));
+            }
+            if !more {
+                break;
+            }
+        }
+        Ok((torn, at))
+    }
+
+    /// A feed of the log entries written after etcd revision `revision`.
+    pub fn log_feed_after(&self, revision: i64) -> LogFeed {
+        LogFeed::etcd(Arc::clone(&self.client), self.address.key("log/"), revision)
+    }
+
     /// The log, and a feed of the entries written after it.
     pub fn follow_log(&self) -> Result<(Vec<u8>, LogFeed), StoreError> {
         let (text, revision) = self.read_log()?;
-        let feed = LogFeed::etcd(Arc::clone(&self.client), self.address.key("log/"), revision);
-        Ok((text, feed))
+        Ok((text, self.log_feed_after(revision)))
     }
 
     /// The revisions whose state can still be read, oldest first.

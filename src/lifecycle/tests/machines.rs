@@ -8,21 +8,28 @@ use super::*;
 fn registration_collision_and_generations() {
     let mut w = W::new();
     let c1 = agent("coder-1");
-    let rule = w.refused(|s, n| register(s, &c1, Role::Coder, "new", &Registration::default(), n));
-    assert_eq!(rule, "collision");
+    let again = |s: &mut State, l: &Leases, n| {
+        register(s, &c1, Role::Coder, "new", &Registration::default(), l, n)
+    };
+    assert_eq!(w.refused_l(again), "collision");
+    // Its lease's timestamp long past by this clock proves nothing: only its
+    // registration seen silent for the lease period does.
+    w.now = w.now.plus_seconds(7200);
+    assert_eq!(w.refused_l(again), "collision");
     assert_eq!(
-        w.refused(|s, n| register(
+        w.refused_l(|s, l, n| register(
             s,
             &agent("coder-5"),
             Role::Planner,
             "x",
             &Registration::default(),
+            l,
             n
         )),
         "agent-role"
     );
     w.later(121);
-    w.ok(|s, n| register(s, &c1, Role::Coder, "new", &Registration::default(), n));
+    w.ok_l(again);
     assert_eq!(
         w.s.agents.get(&c1).unwrap().generation.as_deref(),
         Some("new")
@@ -48,13 +55,14 @@ fn a_restarted_reviewer_drops_its_stale_review_claims() {
     let mut w = W::new();
     w.in_review("t-1", 1, 1);
     w.later(121);
-    w.ok(|s, n| {
+    w.ok_l(|s, l, n| {
         register(
             s,
             &agent("code-reviewer-1"),
             Role::CodeReviewer,
             "again",
             &Registration::default(),
+            l,
             n,
         )
     });

@@ -133,6 +133,7 @@ fn apply(w: &mut W, op: u8, t: usize, a: usize) -> Result<(), Refusal> {
             Role::Coder,
             &format!("g{t}{a}"),
             &Registration::default(),
+            &l,
             now,
         )
         .map(drop),

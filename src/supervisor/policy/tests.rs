@@ -50,6 +50,7 @@ impl World {
                 a.role(),
                 "g1",
                 &Registration::default(),
+                &crate::lifecycle::Leases::default(),
                 wall,
             )
             .unwrap();
