@@ -143,10 +143,10 @@ mod tests {
                 detached.to_str().unwrap(),
             ],
         );
-        assert_eq!(on_branch_from_root(&root, "main"), [root.clone()]);
-        assert_eq!(on_branch_from_root(&root, "side"), [side.clone()]);
-        assert_eq!(on_branch_from_root(&detached, "main"), [root.clone()]);
-        assert_eq!(on_branch_from_root(&detached, "side"), [side.clone()]);
+        assert_eq!(on_branch_from_root(&root, "main"), vec![root.clone()]);
+        assert_eq!(on_branch_from_root(&root, "side"), vec![side.clone()]);
+        assert_eq!(on_branch_from_root(&detached, "main"), vec![root.clone()]);
+        assert_eq!(on_branch_from_root(&detached, "side"), vec![side.clone()]);
         assert!(on_branch_from_root(&root, "nothing").is_empty());
         // A HEAD swapped for a FIFO is not waited on: it is no checkout of anything.
         let head = root.join(".git/worktrees/side/HEAD");
