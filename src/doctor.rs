@@ -682,11 +682,26 @@ fn clock(project: &Project) -> Check {
     let now = Timestamp::now();
     let tail = project.store.log_tail(RECENT);
     let mut problems = Vec::new();
+    let ahead = |t: Timestamp| t.seconds_since(now) >= crate::blackboard::log::CLOCK_BEHIND_NOTED_S;
     if let Some(last) = tail.iter().rev().find_map(|e| e.timestamp.map(|t| (t, e)))
-        && last.0.seconds_since(now) >= crate::blackboard::log::CLOCK_BEHIND_NOTED_S
+        && ahead(last.0)
     {
+        // Entries after a clock ahead are lifted to its time: the writer to fix is the
+        // one whose entry set it (ahead, and not lifted itself).
+        let set_by = tail
+            .iter()
+            .find(|e| e.timestamp.is_some_and(ahead) && e.extra.get("clock_behind_s").is_none())
+            .map(|e| {
+                format!(
+                    "; the log's time was set ahead by {}'s clock ({} at {}), and later entries are stamped no earlier until this clock passes it",
+                    e.agent.as_deref().unwrap_or("?"),
+                    e.action,
+                    e.timestamp.map(|t| t.to_string()).unwrap_or_default()
+                )
+            })
+            .unwrap_or_default();
         problems.push(format!(
-            "the log's last entry ({} by {}, {}) is {} s ahead of this host's clock",
+            "the log's last entry ({} by {}, {}) is {} s ahead of this host's clock{set_by}",
             last.1.action,
             last.1.agent.as_deref().unwrap_or("?"),
             last.0,

@@ -161,6 +161,48 @@ fn a_clock_behind_never_writes_the_log_backwards_and_is_named() {
     );
 }
 
+/// One writer a year ahead carries the log's time: the next entries, by right clocks,
+/// are stamped at its time and say how far behind they were — and `doctor` names the
+/// entry whose clock set it, the one to fix (specs/blackboard.md *Timestamps*).
+#[test]
+fn a_clock_a_year_ahead_is_named_as_what_set_the_logs_time() {
+    if !faketime_available() {
+        return;
+    }
+    let repo = Repo::initialized();
+    assert_success(&liza_at(
+        &repo,
+        "+8760h",
+        &["note", "all", "from the future"],
+    ));
+    assert_success(&repo.liza(&["note", "all", "on time"]));
+    let log = repo.log();
+    let future = log
+        .iter()
+        .find(|e| e["detail"].as_str().is_some_and(|d| d.contains("future")))
+        .unwrap();
+    let on_time = log
+        .iter()
+        .find(|e| e["detail"].as_str().is_some_and(|d| d.contains("on time")))
+        .unwrap();
+    assert_eq!(
+        on_time["timestamp"], future["timestamp"],
+        "never earlier than the entry before"
+    );
+    assert!(
+        on_time["clock_behind_s"].as_i64().unwrap() > 8700 * 3600,
+        "{on_time}"
+    );
+    assert!(future.get("clock_behind_s").is_none(), "{future}");
+    let clock = doctor_check(&repo, "clock");
+    assert_eq!(clock["status"], "warn", "{clock}");
+    let detail = clock["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("set ahead by human's clock (human_note at"),
+        "{detail}"
+    );
+}
+
 #[test]
 fn no_age_is_negative_when_a_clock_behind_reads_the_blackboard() {
     if !faketime_available() {
