@@ -683,6 +683,8 @@ fn clock(project: &Project) -> Check {
     let tail = project.store.log_tail(RECENT);
     let mut problems = Vec::new();
     let ahead = |t: Timestamp| t.seconds_since(now) >= crate::blackboard::log::CLOCK_BEHIND_NOTED_S;
+    // On the shared store entries keep each host's time (nothing is lifted).
+    let lifted = project.store.address().is_none();
     if let Some(last) = tail.iter().rev().find_map(|e| e.timestamp.map(|t| (t, e)))
         && ahead(last.0)
     {
@@ -690,6 +692,7 @@ fn clock(project: &Project) -> Check {
         // one whose entry set it (ahead, and not lifted itself).
         let set_by = tail
             .iter()
+            .filter(|_| lifted)
             .find(|e| e.timestamp.is_some_and(ahead) && e.extra.get("clock_behind_s").is_none())
             .map(|e| {
                 format!(

@@ -53,7 +53,7 @@ pub use claim::{
 pub use gc::{GcReport, Orphan, gc};
 pub use history::{RevisionInfo, diff, history, revision_text};
 pub use init::{InitOutcome, InitRequest, JoinOutcome, init, initial_state, join};
-pub use leases::LeaseCheck;
+pub use leases::{LeaseCheck, dead_holders};
 pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
 pub use merge_checks::{CheckRun, run_check, run_review_checks};
 pub use merge_recovery::{Recovery, RecoveryAction, recover_merges};

@@ -276,7 +276,8 @@ impl PidSpace {
     }
 
     /// Whether the pids `record` names are pids here. A record without a namespace
-    /// (written by a liza that did not keep one) is judged by its host alone, as then.
+    /// (written by a liza that did not keep one) is judged by its host alone, as then;
+    /// one whose writer could not tell its namespace (`unknown`) is nobody's here.
     pub fn holds(&self, record: &LiveRecord) -> bool {
         self.host.is_some()
             && record.host == self.host

@@ -29,6 +29,7 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
         identity: None,
         holder_dead: false,
         holder_alive: false,
+        supervised: false,
     };
     let say = |line: &str| eprintln!("{line}");
     let done = ops::register(

@@ -12,7 +12,7 @@ use serde_json::json;
 
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
-use crate::blackboard::{Role, State, Timestamp};
+use crate::blackboard::{Role, State};
 use crate::ops::Project;
 use crate::tmux::Tmux;
 
@@ -145,23 +145,21 @@ fn binaries() -> Result<(PathBuf, Vec<String>), CliError> {
     Ok((liza, agent))
 }
 
-/// Agents whose effective lease has not expired.
+/// The ids a pane may not take at once: every registered agent but those whose
+/// supervisor is known dead on this host. (Whether another's lease lapsed is for a
+/// registration to watch, never for this clock to decide: specs/blackboard.md *Leases
+/// are observed*; a pane given such an id would wait for it.)
 fn live_agents(project: &Project, state: &State) -> HashSet<String> {
-    let now = Timestamp::now();
-    let leases = project
-        .store
-        .live_records()
-        .unwrap_or_default()
-        .agent_leases(state);
+    let live = project.store.live_records().unwrap_or_default();
+    let dead: HashSet<String> = crate::ops::dead_holders(state, &live)
+        .into_iter()
+        .map(|(id, _)| id.to_string())
+        .collect();
     state
         .agents
         .iter()
-        .filter(|(id, a)| {
-            a.lease_expires
-                .max(leases.get(*id).copied())
-                .is_some_and(|l| l > now)
-        })
         .map(|(id, _)| id.to_string())
+        .filter(|id| !dead.contains(id))
         .collect()
 }
 

@@ -58,10 +58,19 @@ pub fn on_branch_from_root(root: &Path, branch: &str) -> Vec<PathBuf> {
     let common = read_line(&git_dir.join("commondir"))
         .and_then(|c| git_dir.join(c).canonicalize().ok())
         .unwrap_or_else(|| git_dir.clone());
-    let main_workdir = common.parent().filter(|_| common.ends_with(".git"));
-    let mut found = on_branch(&common, main_workdir, branch);
-    if common != git_dir && head_is(&git_dir.join("HEAD"), &format!("refs/heads/{branch}")) {
+    // The root's own HEAD, whatever its layout (`.git` directory, `--separate-git-dir`,
+    // a submodule's `gitdir:`, a linked worktree); then the main checkout when the root
+    // is a linked worktree of a `.git` directory, and every linked worktree.
+    let mut found = on_branch(&common, None, branch);
+    if head_is(&git_dir.join("HEAD"), &format!("refs/heads/{branch}")) {
         found.push(root.to_path_buf());
+    }
+    if common != git_dir
+        && common.ends_with(".git")
+        && let Some(main) = common.parent()
+        && head_is(&common.join("HEAD"), &format!("refs/heads/{branch}"))
+    {
+        found.push(main.to_path_buf());
     }
     found.sort();
     found.dedup();
@@ -148,6 +157,26 @@ mod tests {
         assert_eq!(on_branch_from_root(&detached, "main"), vec![root.clone()]);
         assert_eq!(on_branch_from_root(&detached, "side"), vec![side.clone()]);
         assert!(on_branch_from_root(&root, "nothing").is_empty());
+        // A checkout whose git directory lives elsewhere (`--separate-git-dir`, as
+        // submodules have) is read through its `gitdir:` file.
+        let separate = dir.path().join("separate");
+        std::fs::create_dir(&separate).unwrap();
+        let store = dir.path().join("store.git");
+        git(
+            &separate,
+            &[
+                "init",
+                "-q",
+                "-b",
+                "trunk",
+                "--separate-git-dir",
+                store.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(
+            on_branch_from_root(&separate, "trunk"),
+            vec![separate.clone()]
+        );
         // A HEAD swapped for a FIFO is not waited on: it is no checkout of anything.
         let head = root.join(".git/worktrees/side/HEAD");
         std::fs::remove_file(&head).unwrap();

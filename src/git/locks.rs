@@ -45,9 +45,10 @@ impl LockFile {
     }
 
     /// The lock at `path` that git on the shared remote `url` reported: seen like a
-    /// local one when the remote is a path on this host, else as git named it.
-    pub fn on_remote(path: &Path, url: &str) -> LockFile {
-        let mut lock = if path.exists() {
+    /// local one when the remote is a directory of this host (`local`), else as git named
+    /// it (a file at that path here would be another file).
+    pub fn on_remote(path: &Path, url: &str, local: bool) -> LockFile {
+        let mut lock = if local {
             LockFile::inspect(path)
         } else {
             LockFile {

@@ -174,10 +174,24 @@ impl Repo {
     /// The checkouts (the main one and any worktree) whose HEAD is on `branch`: moving the
     /// branch under them would change a person's checkout.
     pub fn checkouts_on_branch(&self, branch: &str) -> Vec<PathBuf> {
-        match self.inner.workdir() {
-            Some(workdir) => super::checkouts::on_branch_from_root(workdir, branch),
-            None => super::checkouts::on_branch(self.inner.path(), None, branch),
+        let full = format!("refs/heads/{branch}");
+        let mut found = Vec::new();
+        if let Some(dir) = self.inner.workdir()
+            && self
+                .inner
+                .find_reference("HEAD")
+                .ok()
+                .and_then(|h| h.symbolic_target().map(|t| t == full))
+                .unwrap_or(false)
+        {
+            found.push(dir.to_path_buf());
         }
+        for linked in super::checkouts::on_branch(self.inner.commondir(), None, branch) {
+            if !found.iter().any(|f| same_dir(f, &linked)) {
+                found.push(linked);
+            }
+        }
+        found
     }
 
     /// Merges commit `tip` into the branch checked out at `worktree`. A clean merge is
@@ -300,4 +314,9 @@ fn conflict_paths(index: &git2::Index) -> Result<Vec<String>, GitError> {
     }
     paths.sort();
     Ok(paths)
+}
+
+/// Whether two paths name one directory (libgit2's workdir ends with `/`).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a.components().eq(b.components())
 }

@@ -6,7 +6,8 @@
 //! info)` when the lease failed, `[rejected] (non-fast-forward)` — and exits 1; a fetch of
 //! a ref the remote lacks exits 128 with "couldn't find remote ref". A ref the remote
 //! cannot lock is `[remote rejected] (failed to update ref)`, with git's `Unable to create
-//! '<path>.lock': File exists.` on stderr.
+//! '<path>.lock': File exists.` on stderr; the same line after `cannot lock ref '<ref>': is
+//! at <x> but expected <y>` is a lease lost to a concurrent push.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -61,6 +62,8 @@ impl Remote {
             .args(args)
             .current_dir(&self.root)
             .env("GIT_TERMINAL_PROMPT", "0")
+            // What git prints is read (a lock's `Unable to create …`): untranslated.
+            .env("LC_ALL", "C")
             .output()
             .map_err(|e| self.failed(args, &format!("could not run git: {e}")))
     }
@@ -73,7 +76,9 @@ impl Remote {
             Some(path) => GitError::Locked {
                 action: format!("{} {}", args.first().copied().unwrap_or("git"), self.url),
                 lock: if on_remote {
-                    super::locks::LockFile::on_remote(&path, &self.url)
+                    // Looked at here only when the remote is a directory of this host.
+                    let local = std::path::Path::new(&self.url).is_dir();
+                    super::locks::LockFile::on_remote(&path, &self.url, local)
                 } else {
                     super::locks::LockFile::inspect(&path)
                 },
@@ -133,9 +138,13 @@ impl Remote {
             .lines()
             .find(|l| l.starts_with('!') && l.contains(&target))
         {
-            // `[remote rejected] (failed to update ref)`: the remote could not write the
-            // ref — a lock of git's there, not a lease that failed.
-            if line.contains("[remote rejected]") {
+            // `[remote rejected] (failed to update ref)` with git's `Unable to create
+            // '….lock': File exists`: a lock of git's there, not a lease that failed. (The
+            // same line with `cannot lock ref …: is at X but expected Y` is a lease lost
+            // to a push that landed meanwhile: a rejection like any other.)
+            if line.contains("[remote rejected]")
+                && super::locks::named_in_message(&String::from_utf8_lossy(&out.stderr)).is_some()
+            {
                 return Err(self.failed_on(&args, &out.stderr, true));
             }
             let reason = line.rsplit('\t').next().unwrap_or(line).to_owned();

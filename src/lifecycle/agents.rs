@@ -22,6 +22,9 @@ pub struct Registration {
     /// The registered holder's supervisor is known to run (on this host, its pid exists):
     /// its registration holds whatever its lease's timestamp says against this clock.
     pub holder_alive: bool,
+    /// The registering process is the supervisor that will heartbeat for the agent
+    /// (`liza-agent`), not a one-shot `liza register`: its pid stands for the agent.
+    pub supervised: bool,
 }
 
 /// Registers `id` as `role` with a freshly minted `generation`: succeeds if the id is

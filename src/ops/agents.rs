@@ -48,7 +48,6 @@ pub fn register(
     let holder_pid = previous
         .as_ref()
         .and_then(|r| r.supervisor_pid)
-        .or_else(|| state.agents.get(id).and_then(|a| a.pid))
         .filter(|pid| on_this_host && *pid != i64::from(std::process::id()));
     let info = Registration {
         holder_dead: holder_pid.is_some_and(|pid| !process_alive(pid)),
@@ -85,8 +84,17 @@ pub fn register(
             nix::sys::signal::Signal::SIGKILL,
         );
     }
-    // Records of earlier generations are dead: they never count again.
+    // Records of earlier generations are dead: they never count again. The new one's
+    // record is written at once — where its pids are, so that a registration after it
+    // died before its first heartbeat (or any time later, on this host) sees it dead by
+    // its pid instead of watching its lease.
     project.store.remove_live(id)?;
+    let facts = BeatFacts {
+        supervisor_pid: info.pid.filter(|_| info.supervised),
+        ..BeatFacts::default()
+    };
+    let record = live_record(&state, id, &generation, &facts, Timestamp::now());
+    project.store.write_live(id, &record)?;
     Ok(done)
 }
 
@@ -157,7 +165,25 @@ pub fn heartbeat(
         Some(&registered),
         Some(generation.unwrap_or(&registered)),
     )?;
-    let now = Timestamp::now();
+    let record = live_record(&state, id, &registered, facts, Timestamp::now());
+    project.store.write_live(id, &record)?;
+    Ok(Heartbeat {
+        generation: registered,
+        lease_expires: record.lease_expires.to_string(),
+        task_lease_expires: record.task_lease_expires.map(|l| l.to_string()),
+        review_lease_expires: record.review_lease_expires.map(|l| l.to_string()),
+    })
+}
+
+/// The liveness record of `id`'s `generation` as of `now`: its leases renewed, where its
+/// pids are pids (host and pid namespace), and what `facts` report.
+fn live_record(
+    state: &crate::blackboard::model::State,
+    id: &AgentId,
+    generation: &str,
+    facts: &BeatFacts,
+    now: Timestamp,
+) -> LiveRecord {
     let lease = now.plus_seconds(state.config.lease_duration());
     let task_lease = state
         .tasks
@@ -169,14 +195,17 @@ pub fn heartbeat(
         .iter()
         .any(|t| t.reviewing_by.as_ref() == Some(id) && t.status == TaskStatus::ReadyForReview)
         .then_some(lease);
-    let record = LiveRecord {
-        generation: registered.clone(),
+    LiveRecord {
+        generation: generation.to_owned(),
         heartbeat: now,
         lease_expires: lease,
         task_lease_expires: task_lease,
         review_lease_expires: review_lease,
         host: hostname(),
-        pid_namespace: crate::blackboard::liveness::pid_namespace(),
+        // Written even when /proc does not tell: such a record's pids are nobody's here.
+        pid_namespace: Some(
+            crate::blackboard::liveness::pid_namespace().unwrap_or_else(|| "unknown".into()),
+        ),
         pgid: facts.pgid,
         usage_limit_until: facts.usage_limit_until,
         supervisor_pid: facts.supervisor_pid,
@@ -184,14 +213,7 @@ pub fn heartbeat(
         sandbox: facts.sandbox.clone(),
         sandbox_note: facts.sandbox_note.clone(),
         extra: Default::default(),
-    };
-    project.store.write_live(id, &record)?;
-    Ok(Heartbeat {
-        generation: registered,
-        lease_expires: lease.to_string(),
-        task_lease_expires: task_lease.map(|l| l.to_string()),
-        review_lease_expires: review_lease.map(|l| l.to_string()),
-    })
+    }
 }
 
 /// `unregister <agent-id> [--generation G]`.

@@ -144,6 +144,7 @@ impl Session {
             identity: options.identity.clone(),
             holder_dead: false,
             holder_alive: false,
+            supervised: true,
         };
         let (agent, generation) =
             register(&project, role, wanted, &info, &|line| console.info(line))?;

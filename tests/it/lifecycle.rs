@@ -919,6 +919,8 @@ fn validate_counts_heartbeats_in_effective_leases() {
     edit_state(&repo, "test_expire", |state, now| {
         state.agents.get_mut(&agent).unwrap().lease_expires = Some(now.plus_seconds(-600));
     });
+    // The record its registration wrote is gone too: nothing renews the lease.
+    std::fs::remove_dir_all(repo.liza_dir().join("live")).unwrap();
     let lease_warnings = |repo: &Repo| {
         let out = repo.liza(&["--json", "validate"]);
         json(&out)["result"]["findings"]

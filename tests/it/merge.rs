@@ -899,15 +899,27 @@ fn a_stale_integration_ref_lock_is_named_waited_for_and_never_a_conflict() {
     let lock = team.repo.path().join(".git/refs/heads/integration.lock");
     std::fs::write(&lock, "").unwrap();
     let before = team.integration();
+    refused_for_the_lock_then_merged(
+        &team,
+        &lock,
+        &["refs/heads/integration.lock", "no process holds it open"],
+        || assert_eq!(team.integration(), before),
+    );
+}
+
+/// `merge t-1` refused for git's `lock`: named with its fix (`says`), never taken for a
+/// moved branch nor failed; the task stays APPROVED (`unchanged` checks the rest) and
+/// merges once the lock is gone.
+fn refused_for_the_lock_then_merged(team: &Team, lock: &Path, says: &[&str], unchanged: impl Fn()) {
     let out = team.repo.liza(&["merge", "t-1"]);
     assert!(!out.status.success(), "{}", stdout(&out));
     let said = stderr(&out);
-    assert!(said.contains("refs/heads/integration.lock"), "{said}");
-    assert!(said.contains("no process holds it open"), "{said}");
-    assert!(said.contains("rm '"), "{said}");
+    for part in says.iter().chain(&["rm '"]) {
+        assert!(said.contains(part), "no {part:?} in: {said}");
+    }
     assert!(!said.contains("moved"), "taken for a moved branch: {said}");
     assert_eq!(team.task("t-1")["status"], "APPROVED");
-    assert_eq!(team.integration(), before);
+    unchanged();
     assert!(
         !team
             .repo
@@ -916,7 +928,7 @@ fn a_stale_integration_ref_lock_is_named_waited_for_and_never_a_conflict() {
             .any(|e| e["action"] == "integration_failed"),
         "failed for a lock"
     );
-    std::fs::remove_file(&lock).unwrap();
+    std::fs::remove_file(lock).unwrap();
     let (code, value) = team.merge("t-1");
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["status"], "MERGED");
@@ -948,27 +960,12 @@ fn a_stale_ref_lock_on_the_shared_remote_is_named_and_never_a_moved_branch() {
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
     };
     let before = remote_tip();
-    let out = team.repo.liza(&["merge", "t-1"]);
-    assert!(!out.status.success(), "{}", stdout(&out));
-    let said = stderr(&out);
-    assert!(said.contains("refs/heads/integration.lock"), "{said}");
-    assert!(said.contains("on the shared remote"), "{said}");
-    assert!(said.contains("rm '"), "{said}");
-    assert!(!said.contains("moved"), "taken for a moved branch: {said}");
-    assert_eq!(team.task("t-1")["status"], "APPROVED");
-    assert_eq!(remote_tip(), before);
-    assert!(
-        !team
-            .repo
-            .log()
-            .iter()
-            .any(|e| e["action"] == "integration_failed"),
-        "failed for a lock"
+    refused_for_the_lock_then_merged(
+        &team,
+        &lock,
+        &["refs/heads/integration.lock", "on the shared remote"],
+        || assert_eq!(remote_tip(), before),
     );
-    std::fs::remove_file(&lock).unwrap();
-    let (code, value) = team.merge("t-1");
-    assert_eq!(code, 0, "{value}");
-    assert_eq!(value["status"], "MERGED");
     assert_ne!(remote_tip(), before, "published on the remote");
 }
 

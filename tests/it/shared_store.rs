@@ -483,7 +483,7 @@ fn a_transition_over_the_keys_a_txn_may_write_is_refused_and_archiving_goes_in_s
 
 /// `liza log` on etcd reads the log a page of keys at a time at one etcd revision: a log
 /// of many more keys than a page is printed whole, once each and in key order, and
-/// `--follow` goes on from where the pages ended (specs/operations.md *Log*).
+/// `--follow` goes on from where the pages ended (specs/operations.md *Commands*).
 #[test]
 fn liza_log_on_etcd_pages_through_a_long_log_in_order() {
     let Some(board) = board() else { return };

@@ -773,8 +773,24 @@ impl EtcdStore {
         let mut from = prefix;
         let (mut at, mut line, mut torn) = (0, 1, false);
         loop {
-            let (kvs, read_at, more) = self.call(|c| c.range_page(&from, &end, at, PAGE))?;
-            at = read_at;
+            // Every page at the first page's revision, so that the feed that follows
+            // starts right where the pages end; a page compacted away meanwhile is read
+            // now instead (log keys are only ever added), and the feed starts from there.
+            // (A range's header carries etcd's current revision, not the one asked for.)
+            let (kvs, more) = match self.call(|c| c.range_page(&from, &end, at, PAGE)) {
+                Ok((kvs, now, more)) => {
+                    if at == 0 {
+                        at = now;
+                    }
+                    (kvs, more)
+                }
+                Err(StoreError::Etcd { source, .. }) if at != 0 && source.is_compacted() => {
+                    let (kvs, now, more) = self.call(|c| c.range_page(&from, &end, 0, PAGE))?;
+                    at = now;
+                    (kvs, more)
+                }
+                Err(e) => return Err(e),
+            };
             let Some(last) = kvs.last() else { break };
             from = last.key.clone();
             from.push(0);
