@@ -47,8 +47,9 @@ fn intervals(dir: &Path, sandboxed: bool, runs: usize) -> Vec<Duration> {
         }
         assert!(
             Instant::now() < deadline,
-            "the supervisor stopped running its agent:\n{}",
-            std::fs::read_to_string(dir.join("supervisor.err")).unwrap_or_default()
+            "the supervisor stopped running its agent:\n{}\nits last agent logs:\n{}",
+            std::fs::read_to_string(dir.join("supervisor.err")).unwrap_or_default(),
+            last_agent_logs(dir)
         );
         std::thread::sleep(Duration::from_millis(20));
     };
@@ -61,6 +62,28 @@ fn intervals(dir: &Path, sandboxed: bool, runs: usize) -> Vec<Duration> {
         .windows(2)
         .map(|w| Duration::from_nanos((w[1] - w[0]) as u64))
         .collect()
+}
+
+/// The tails of the last three agent logs, for a run that failed.
+fn last_agent_logs(dir: &Path) -> String {
+    let mut logs: Vec<_> = std::fs::read_dir(dir.join(".liza/agent-logs"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    logs.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    logs.iter()
+        .rev()
+        .take(3)
+        .map(|p| {
+            let text = std::fs::read_to_string(p).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            let tail: Vec<&str> = tail.into_iter().rev().collect();
+            format!("== {}\n{}", p.display(), tail.join("\n"))
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 pub fn rows(samples: usize) -> Vec<Row> {

@@ -228,6 +228,16 @@ impl Supervisor {
     }
 }
 
+/// A supervisor a test let go of while it ran is killed: nothing of a test outlives it.
+impl Drop for Supervisor {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
 impl AgentProject {
     /// Waits for every supervisor, with a generous guard against hangs; returns their
     /// outputs. On a hang, the panic shows what the supervisors and the blackboard were
