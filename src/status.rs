@@ -31,6 +31,64 @@ pub struct Report {
     /// The operational metrics `/metrics` serves (`--json` only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub operations: Option<crate::monitor::metrics::Numbers>,
+    /// Sprint and goal states that wait for a person, each with the command that
+    /// continues (shown at the top).
+    pub attention: Vec<Attention>,
+}
+
+/// A state of the sprint or goal that holds the agents or waits for a person, and what
+/// continues it (specs/operations.md *Status and the live view*).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Attention {
+    pub state: &'static str,
+    pub next: String,
+}
+
+/// What holds the team, from the sprint and goal statuses and the raised control flags.
+pub fn attention(
+    goal: Option<GoalStatus>,
+    sprint: SprintStatus,
+    flags: &crate::blackboard::control::ControlFlags,
+) -> Vec<Attention> {
+    use crate::blackboard::control::Control;
+    let mut found = Vec::new();
+    let mut add = |state: &'static str, next: &str| {
+        found.push(Attention {
+            state,
+            next: next.to_owned(),
+        })
+    };
+    if sprint == SprintStatus::Aborted || flags.is_raised(Control::Abort) {
+        add(
+            "ABORTED",
+            if goal == Some(GoalStatus::Aborted) {
+                "supervisors stop; `liza resume` reopens the sprint and the goal"
+            } else {
+                "supervisors stop; `liza resume` reopens the sprint, `liza sprint next` opens the next one"
+            },
+        );
+    }
+    if sprint == SprintStatus::Checkpoint || flags.is_raised(Control::Checkpoint) {
+        add(
+            "CHECKPOINT",
+            "review .liza/sprint_summary.md, then `liza resume [--decision D]`",
+        );
+    }
+    if flags.is_raised(Control::Pause) {
+        add("PAUSED", "no agent starts a run: `liza resume` lets them");
+    }
+    match (sprint, goal) {
+        (_, Some(GoalStatus::Completed)) => add(
+            "GOAL COMPLETED",
+            "every task is done; `liza retro` reports on the work",
+        ),
+        (SprintStatus::Completed, _) => add(
+            "SPRINT COMPLETED",
+            "`liza sprint next` opens the next sprint, or `liza goal complete` declares the goal met",
+        ),
+        _ => {}
+    }
+    found
 }
 
 #[derive(Debug, Serialize)]
@@ -225,12 +283,22 @@ impl Report {
             builtin: crate::builtin::metrics::collect(state),
             integration_branch: state.config.integration_branch().to_owned(),
             operations: None,
+            attention: attention(state.goal.status, state.sprint.status, &Default::default()),
         }
+    }
+
+    /// With the control flags raised now (PAUSE, CHECKPOINT, ABORT) counted in.
+    pub fn with_controls(mut self, flags: &crate::blackboard::control::ControlFlags) -> Report {
+        self.attention = attention(self.goal.status, self.sprint.status, flags);
+        self
     }
 
     /// The text form, in columns sized to the data.
     pub fn render(&self) -> String {
         let mut s = String::new();
+        for a in &self.attention {
+            let _ = writeln!(s, ">> {} — {}", a.state, a.next);
+        }
         let goal_status = self.goal.status.map_or("-", GoalStatus::as_str);
         let _ = writeln!(
             s,

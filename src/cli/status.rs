@@ -39,7 +39,8 @@ pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
         project.store.paths(),
         Timestamp::now(),
         project.store.recent_alarms(5),
-    );
+    )
+    .with_controls(&project.store.control_flags().unwrap_or_default());
     if out.json {
         // The numbers of `liza watch --metrics-addr` (`/metrics`), from the same tally.
         let activity = ActivityReader::read_all(&project.store);

@@ -32,8 +32,10 @@ pub fn draw(frame: &mut Frame, view: &View, ui: &Ui) {
     } else {
         7
     };
+    // The header, and a line for each sprint state that waits for a person.
+    let header_height = 2 + view.report.attention.len() as u16;
     let [header, tasks, agents, bottom, footer] = Layout::vertical([
-        Constraint::Length(2),
+        Constraint::Length(header_height),
         Constraint::Min(4),
         Constraint::Length(agents_height),
         Constraint::Length(bottom_height),
@@ -108,7 +110,19 @@ fn draw_header(frame: &mut Frame, view: &View, area: Rect) {
         r.sprint.planned,
         counts.join(" · ")
     ));
-    frame.render_widget(Paragraph::new(vec![first, second]), area);
+    let mut lines = vec![first, second];
+    for a in &r.attention {
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{} ", a.state),
+                Style::default()
+                    .fg(Color::Yellow)
+                    .add_modifier(Modifier::BOLD | Modifier::REVERSED),
+            ),
+            Span::raw(format!(" {}", a.next)),
+        ]));
+    }
+    frame.render_widget(Paragraph::new(lines), area);
 }
 
 fn draw_tasks(frame: &mut Frame, view: &View, ui: &Ui, area: Rect) {

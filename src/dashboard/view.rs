@@ -26,14 +26,18 @@ impl View {
     pub fn read(snapshot: &Snapshot, store: &Store, now: Timestamp) -> View {
         let paths = store.paths();
         let entries = store.log_tail(LOG_TAIL);
-        View::new(
+        let mut view = View::new(
             snapshot,
             &store.live_records().unwrap_or_default(),
             paths,
             now,
             entries,
             store.recent_alarms(50),
-        )
+        );
+        view.report = view
+            .report
+            .with_controls(&store.control_flags().unwrap_or_default());
+        view
     }
 
     pub fn new(

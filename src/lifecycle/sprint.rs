@@ -160,6 +160,7 @@ pub fn resume(
     state: &mut State,
     who: &Who,
     decision: Option<&str>,
+    paused: bool,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     human(who, "resume the sprint")?;
@@ -172,17 +173,35 @@ pub fn resume(
             "choose one of the checkpoint decisions",
         ));
     }
+    let mut detail = decision.map(str::to_owned);
     match state.sprint.status {
         SprintStatus::Checkpoint => {
             state.sprint.status = SprintStatus::InProgress;
             timeline_mut(&mut state.sprint).checkpoint_at = None;
         }
         SprintStatus::InProgress => {}
+        // An abort is undone: the sprint (and the goal, if it was aborted with it) runs
+        // again where it stopped.
+        SprintStatus::Aborted => {
+            state.sprint.status = SprintStatus::InProgress;
+            timeline_mut(&mut state.sprint).ended = None;
+            if state.goal.status == Some(GoalStatus::Aborted) {
+                state.goal.status = Some(GoalStatus::InProgress);
+            }
+            detail = Some(detail.map_or("reopened after abort".into(), |d| {
+                format!("{d}; reopened after abort")
+            }));
+        }
+        // A finished sprint has nothing to resume but a pause raised on it.
+        SprintStatus::Completed if paused => {}
         other => {
             return Err(Refusal::new(
                 RuleId::SprintStatus,
-                format!("the sprint is {}", other.as_str()),
-                "a completed or aborted sprint is followed by `liza sprint next`",
+                format!(
+                    "the sprint is {}: there is nothing to resume",
+                    other.as_str()
+                ),
+                "open the next sprint with `liza sprint next`, or the next goal with `liza goal next \"<goal>\"`",
             ));
         }
     }
@@ -190,12 +209,7 @@ pub fn resume(
         record_decision(&mut state.sprint, d, &who.name(), now);
     }
     let mut outcome = Outcome::default();
-    outcome.event(
-        EventKind::Resumed,
-        &who.name(),
-        None,
-        decision.map(str::to_owned),
-    );
+    outcome.event(EventKind::Resumed, &who.name(), None, detail);
     Ok(outcome)
 }
 
@@ -341,11 +355,16 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
 /// sprint's record is kept under `past_sprints`.
 pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outcome, Refusal> {
     planner_or_human(who, "open the next sprint")?;
-    require_sprint(
-        state,
-        SprintStatus::Completed,
-        "the next sprint opens after every planned task is terminal",
-    )?;
+    if !matches!(
+        state.sprint.status,
+        SprintStatus::Completed | SprintStatus::Aborted
+    ) {
+        require_sprint(
+            state,
+            SprintStatus::Completed,
+            "the next sprint opens after every planned task is terminal, or after `liza abort`",
+        )?;
+    }
     if state
         .goal
         .status
@@ -353,8 +372,11 @@ pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outco
     {
         return Err(Refusal::new(
             RuleId::GoalStatus,
-            "the goal is no longer in progress",
-            "start a new goal with a new blackboard",
+            format!(
+                "the goal is {}",
+                state.goal.status.map_or("", |s| s.as_str())
+            ),
+            "start the next goal on this blackboard: `liza goal next \"<goal>\"`",
         ));
     }
     let next_id = next_sprint_id(&state.sprint.id);

@@ -30,6 +30,17 @@ pub fn sprint_next(project: &Project, actor: &Actor) -> Result<Transition<String
         Ok((outcome, (s.sprint.id.clone(), previous)))
     })?;
     let (next, previous) = done.value.clone();
+    // The previous sprint's abort is over with it; a pause carries on, and is said.
+    remove_control(project, Control::Abort)?;
+    if project
+        .store
+        .control_flags()
+        .is_ok_and(|f| f.is_raised(Control::Pause))
+    {
+        done.outcome.warnings.push(format!(
+            "{next} is paused (.liza/PAUSE, raised before): no agent starts a run until `liza resume`"
+        ));
+    }
     // The new sprint is open either way; a failed move only leaves the tasks live.
     match super::archive_terminal(
         project,
@@ -142,17 +153,23 @@ pub fn pause(project: &Project, actor: &Actor) -> Result<Transition<()>, OpsErro
     Ok(done)
 }
 
-/// `resume [--decision D]`: CHECKPOINT → IN_PROGRESS; PAUSE and CHECKPOINT files removed.
+/// `resume [--decision D]`: CHECKPOINT or ABORTED → IN_PROGRESS (an aborted goal with
+/// it); the PAUSE, CHECKPOINT and ABORT flags lowered.
 pub fn resume(
     project: &Project,
     actor: &Actor,
     decision: Option<&str>,
 ) -> Result<Transition<()>, OpsError> {
+    let paused = project
+        .store
+        .control_flags()
+        .is_ok_and(|f| f.is_raised(Control::Pause));
     let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
-        Ok((lifecycle::resume(s, w, decision, n)?, ()))
+        Ok((lifecycle::resume(s, w, decision, paused, n)?, ()))
     })?;
     remove_control(project, Control::Pause)?;
     remove_control(project, Control::Checkpoint)?;
+    remove_control(project, Control::Abort)?;
     Ok(done)
 }
 

@@ -9,6 +9,8 @@ use crate::common::supervision::*;
 use crate::common::team::*;
 use crate::common::*;
 
+const GUARD: Duration = Duration::from_secs(60);
+
 fn summary(repo: &Repo) -> String {
     std::fs::read_to_string(repo.liza_dir().join("sprint_summary.md")).unwrap()
 }
@@ -208,4 +210,92 @@ fn the_watchers_analysis_checkpoints_running_supervisors_and_resume_continues() 
     let _ = watcher.wait();
     let (code, output) = stop(coder, nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, Some(143), "{output}");
+}
+
+/// The states that hold the team, at the top of `liza status` with the command that
+/// continues (`attention` in `--json`).
+fn attention(repo: &Repo) -> Vec<(String, String)> {
+    let out = repo.liza(&["--json", "status"]);
+    assert_success(&out);
+    json(&out)["result"]["attention"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["state"].as_str().unwrap().to_owned(),
+                a["next"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// An abort is seen at the top of `status` and undone by `liza resume`: the flag goes
+/// with it, and supervisors started after it work instead of exiting "the sprint is
+/// over" (specs/lifecycle.md *Sprint and goal*).
+#[test]
+fn an_aborted_sprint_is_resumed_and_agents_work_again() {
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    add(repo, "t-1", "");
+    project.step("coder", "t-1", "work t-1.txt done\nsubmit\n");
+    assert_success(&repo.liza(&["abort"]));
+    let shown = attention(repo);
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert_eq!(shown[0].0, "ABORTED");
+    assert!(shown[0].1.contains("`liza resume`"), "{shown:?}");
+    assert!(stdout(&repo.liza(&["status"])).starts_with(">> ABORTED — "));
+    let resumed = repo.liza(&["resume"]);
+    assert_success(&resumed);
+    assert_eq!(model(repo)["sprint"]["status"], "IN_PROGRESS");
+    assert!(!repo.liza_dir().join("ABORT").exists());
+    assert!(attention(repo).is_empty(), "{:?}", attention(repo));
+    assert!(
+        repo.log()
+            .iter()
+            .any(|e| e["action"] == "resumed" && e["detail"] == "reopened after abort")
+    );
+    let coder = project.supervisor("coder", "coder-1");
+    project.wait_until("t-1 submitted", GUARD, || {
+        task_of(repo, "t-1")["status"] == "READY_FOR_REVIEW"
+    });
+    let (_, _) = stop(coder, nix::sys::signal::Signal::SIGINT);
+}
+
+/// A pause is seen at the top whatever the sprint's state, is lifted by `resume` on a
+/// completed sprint (the dashboard's `p` then `r`), and a pause still raised when the
+/// next sprint opens is said; the next sprint also follows an aborted one, its abort
+/// lowered.
+#[test]
+fn a_pause_is_seen_and_lifted_and_the_next_sprint_follows_an_abort() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    assert_success(&repo.liza(&["abandon", "t-1", "--reason", "not needed"]));
+    assert_eq!(model(&repo)["sprint"]["status"], "COMPLETED");
+    assert_success(&repo.liza(&["pause"]));
+    let states: Vec<String> = attention(&repo).into_iter().map(|a| a.0).collect();
+    assert_eq!(states, ["PAUSED", "SPRINT COMPLETED"]);
+    assert_success(&repo.liza(&["resume"]));
+    assert!(!repo.liza_dir().join("PAUSE").exists());
+    // Nothing left to resume: refused, with what to do instead.
+    let out = repo.liza(&["resume"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("liza sprint next"),
+        "{}",
+        stderr(&out)
+    );
+    // Paused into the next sprint: said.
+    assert_success(&repo.liza(&["pause"]));
+    let next = repo.liza(&["sprint", "next"]);
+    assert_success(&next);
+    assert!(stderr(&next).contains("is paused"), "{}", stderr(&next));
+    assert_success(&repo.liza(&["resume"]));
+    // The next sprint after an aborted one, the abort lowered.
+    assert_success(&repo.liza(&["abort"]));
+    assert_success(&repo.liza(&["sprint", "next"]));
+    assert_eq!(model(&repo)["sprint"]["id"], "sprint-3");
+    assert_eq!(model(&repo)["sprint"]["status"], "IN_PROGRESS");
+    assert!(!repo.liza_dir().join("ABORT").exists());
+    assert!(attention(&repo).is_empty(), "{:?}", attention(&repo));
 }

@@ -112,14 +112,14 @@ fn sprint_controls() {
     w.ok(|s, n| checkpoint(s, &planner(), Some("review the plan"), n));
     assert_eq!(w.s.sprint.status, SprintStatus::Checkpoint);
     assert_eq!(
-        w.refused(|s, n| resume(s, &planner(), None, n)),
+        w.refused(|s, n| resume(s, &planner(), None, false, n)),
         "permission"
     );
     assert_eq!(
-        w.refused(|s, n| resume(s, &Who::Human, Some("MAYBE"), n)),
+        w.refused(|s, n| resume(s, &Who::Human, Some("MAYBE"), false, n)),
         "resume-decision"
     );
-    w.ok(|s, n| resume(s, &Who::Human, Some("REPLAN"), n));
+    w.ok(|s, n| resume(s, &Who::Human, Some("REPLAN"), false, n));
     assert_eq!(w.s.sprint.status, SprintStatus::InProgress);
     assert!(format!("{:?}", w.s.sprint.retrospective).contains("REPLAN"));
     w.ok(|s, n| abort(s, &Who::Human, true, n));
@@ -127,6 +127,34 @@ fn sprint_controls() {
         (w.s.sprint.status, w.s.goal.status),
         (SprintStatus::Aborted, Some(GoalStatus::Aborted))
     );
+}
+
+#[test]
+fn an_abort_is_undone_by_resume_or_followed_by_the_next_sprint() {
+    // Resumed: the sprint and the goal aborted with it run again where they stopped.
+    let mut w = W::new();
+    w.ok(|s, n| abort(s, &Who::Human, true, n));
+    w.ok(|s, n| resume(s, &Who::Human, None, false, n));
+    assert_eq!(
+        (w.s.sprint.status, w.s.goal.status),
+        (SprintStatus::InProgress, Some(GoalStatus::InProgress))
+    );
+    assert_eq!(w.s.sprint.timeline.as_ref().unwrap().ended, None);
+    // Or the next sprint opens after it (the goal still in progress).
+    w.ok(|s, n| abort(s, &Who::Human, false, n));
+    let before = w.s.sprint.id.clone();
+    w.ok(|s, n| sprint_next(s, &planner(), n));
+    assert_ne!(w.s.sprint.id, before);
+    assert_eq!(w.s.sprint.status, SprintStatus::InProgress);
+    // A finished sprint is resumed only out of a pause raised on it.
+    let mut w = W::new();
+    w.s.sprint.status = SprintStatus::Completed;
+    assert_eq!(
+        w.refused(|s, n| resume(s, &Who::Human, None, false, n)),
+        "sprint-status"
+    );
+    w.ok(|s, n| resume(s, &Who::Human, None, true, n));
+    assert_eq!(w.s.sprint.status, SprintStatus::Completed);
 }
 
 // ----- claimability and ordering
