@@ -50,8 +50,8 @@ pub use planning::{Amendment, NewTask, SpecFacts, add_tasks, amend_task, finaliz
 pub use refusal::{Refusal, RuleId};
 pub use run_reports::{RunResult, record_builtin_result, record_run_report};
 pub use sprint::{
-    DECISIONS, abort, checkpoint, checkpoint_at_deadline, complete_if_done, goal_complete, resume,
-    sprint_next,
+    DECISIONS, abort, checkpoint, checkpoint_at_deadline, complete_if_done, goal_complete,
+    goal_next, resume, sprint_next,
 };
 pub use table::{Command, Kind};
 pub use work::{

@@ -63,8 +63,8 @@ pub use project::{Project, actor_from_env, open_store};
 pub use reports::{DiscoveryDecision, anomaly, discover, discovery, log_add};
 pub use shared_git::{fetch_task_worktree, push_task_after_run};
 pub use sprint::{
-    abort, auto_checkpoint, checkpoint, deadline_checkpoint, goal_complete, pause, resume,
-    sprint_next,
+    abort, auto_checkpoint, checkpoint, deadline_checkpoint, goal_complete, goal_next, pause,
+    resume, sprint_next,
 };
 pub use supervision::{
     acknowledge_triggers, record_run_report, release_review_claim, start_run, supervisor_block,

@@ -62,7 +62,7 @@ pub fn attention(
         add(
             "ABORTED",
             if goal == Some(GoalStatus::Aborted) {
-                "supervisors stop; `liza resume` reopens the sprint and the goal"
+                "`liza resume` reopens the sprint and the goal; `liza goal next \"<goal>\"` starts another"
             } else {
                 "supervisors stop; `liza resume` reopens the sprint, `liza sprint next` opens the next one"
             },
@@ -80,7 +80,7 @@ pub fn attention(
     match (sprint, goal) {
         (_, Some(GoalStatus::Completed)) => add(
             "GOAL COMPLETED",
-            "every task is done; `liza retro` reports on the work",
+            "`liza goal next \"<goal>\"` starts the next goal on this blackboard",
         ),
         (SprintStatus::Completed, _) => add(
             "SPRINT COMPLETED",

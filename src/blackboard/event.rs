@@ -60,6 +60,7 @@ events! {
     Finalized => "finalized",
     GoalAborted => "goal_aborted",
     GoalCompleted => "goal_completed",
+    GoalStarted => "goal_started",
     HandEditRejected => "hand_edit_rejected",
     Handoff => "handoff",
     HumanEdit => "human_edit",

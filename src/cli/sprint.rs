@@ -9,6 +9,18 @@ use crate::ops;
 pub enum GoalCommand {
     /// Declare the goal met (every task terminal).
     Complete,
+    /// Start the next goal on this blackboard, once the current one is completed or
+    /// aborted (its first sprint opens with it).
+    Next(GoalNextArgs),
+}
+
+#[derive(clap::Args)]
+pub struct GoalNextArgs {
+    /// The next goal, in one sentence.
+    goal: String,
+    /// Its spec (default: the previous goal's), committed in the repository.
+    #[arg(long)]
+    spec: Option<std::path::PathBuf>,
 }
 
 #[derive(clap::Subcommand)]
@@ -42,8 +54,17 @@ pub fn cmd_goal(command: GoalCommand, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     match command {
         GoalCommand::Complete => show(out, &ops::goal_complete(&project, &actor)?, |_| {
-            "goal completed".into()
+            "goal completed; start the next one with `liza goal next \"<goal>\"`".into()
         }),
+        GoalCommand::Next(args) => {
+            let cwd = super::current_dir()?;
+            let done = ops::goal_next(&project, &actor, &args.goal, args.spec.as_deref(), &cwd)?;
+            show(out, &done, |id| {
+                format!(
+                    "goal {id} started with its first sprint; next: add tasks (liza add-task …) or start agents (liza up)"
+                )
+            })
+        }
     }
 }
 

@@ -1,7 +1,9 @@
 //! The sprint and goal machines (specs/lifecycle.md *Sprint and goal*).
 
 use crate::blackboard::EventKind;
-use crate::blackboard::model::{GoalStatus, Sprint, SprintStatus, State, Timeline};
+use crate::blackboard::model::{
+    AlignmentEvent, Goal, GoalStatus, Sprint, SprintStatus, State, Timeline,
+};
 use crate::blackboard::node::{Entry, Node, Value};
 use crate::blackboard::{TaskId, Timestamp};
 
@@ -283,7 +285,7 @@ pub fn abort(state: &mut State, who: &Who, goal: bool, now: Timestamp) -> Result
             return Err(Refusal::new(
                 RuleId::GoalStatus,
                 "the goal is not IN_PROGRESS",
-                "nothing to abort",
+                "nothing to abort; `liza goal next \"<goal>\"` starts the next goal",
             ));
         }
         state.goal.status = Some(GoalStatus::Aborted);
@@ -414,23 +416,7 @@ pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outco
                 .map_or(Node::new(Value::Null), |t| Node::str(t.to_string())),
         ),
     ]));
-    let past = state.extra.0.iter_mut().find(|e| e.key == "past_sprints");
-    match past {
-        Some(Entry {
-            value: Node {
-                value: Value::Seq(items),
-                ..
-            },
-            ..
-        }) => items.push(summary),
-        _ => {
-            state.extra.0.retain(|e| e.key != "past_sprints");
-            state
-                .extra
-                .0
-                .push(entry("past_sprints", Node::new(Value::Seq(vec![summary]))));
-        }
-    }
+    push_extra(state, "past_sprints", summary);
     let mut outcome = Outcome::default();
     outcome.event(
         EventKind::SprintStarted,
@@ -439,6 +425,105 @@ pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outco
         Some(format!("{next_id} after {}", previous.id)),
     );
     Ok(outcome)
+}
+
+/// `goal next "<description>" [--spec S]` (a person): the next goal on the same
+/// blackboard, once the current one is COMPLETED or ABORTED — the next id (`goal-2`),
+/// IN_PROGRESS, the previous goal summarised under the top-level `past_goals` list — and
+/// the next sprint opened for it as `sprint next` does.
+pub fn goal_next(
+    state: &mut State,
+    who: &Who,
+    description: &str,
+    spec_ref: &str,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    human(who, "start the next goal")?;
+    let description = description.trim();
+    if description.is_empty() {
+        return Err(Refusal::new(
+            RuleId::GoalText,
+            "the goal is empty",
+            "describe the next goal in one sentence: liza goal next \"Add CSV export\"",
+        ));
+    }
+    let ended = state.goal.status;
+    if !matches!(ended, Some(GoalStatus::Completed | GoalStatus::Aborted)) {
+        return Err(Refusal::new(
+            RuleId::GoalStatus,
+            format!(
+                "the goal {} is {}",
+                state.goal.id,
+                ended.map_or("IN_PROGRESS", |s| s.as_str())
+            ),
+            "finish it first: `liza goal complete` (every task terminal) or `liza abort --goal`",
+        ));
+    }
+    let previous = state.goal.clone();
+    let summary = Node::new(Value::Map(vec![
+        entry("id", Node::str(previous.id.clone())),
+        entry("description", Node::str(previous.description.clone())),
+        entry(
+            "status",
+            Node::str(previous.status.map_or("", |s| s.as_str())),
+        ),
+        entry(
+            "spec_ref",
+            previous
+                .spec_ref
+                .as_deref()
+                .map_or(Node::new(Value::Null), Node::str),
+        ),
+    ]));
+    push_extra(state, "past_goals", summary);
+    let id = next_sprint_id(&previous.id);
+    state.goal = Goal {
+        id: id.clone(),
+        description: description.to_owned(),
+        spec_ref: Some(spec_ref.to_owned()),
+        created: Some(now),
+        status: Some(GoalStatus::InProgress),
+        alignment_history: Some(vec![AlignmentEvent {
+            timestamp: now,
+            event: "initialization".into(),
+            summary: Some(format!(
+                "Next goal after {} ({}). No tasks defined yet.",
+                previous.id,
+                previous.status.map_or("", |s| s.as_str())
+            )),
+            extra: Default::default(),
+        }]),
+        extra: Default::default(),
+    };
+    let mut outcome = Outcome::default();
+    outcome.event(
+        EventKind::GoalStarted,
+        &who.name(),
+        None,
+        Some(format!("{id} after {}: {description}", previous.id)),
+    );
+    outcome.merge(sprint_next(state, who, now)?);
+    Ok(outcome)
+}
+
+/// Appends `item` to the top-level list `key` (`past_sprints`, `past_goals`).
+fn push_extra(state: &mut State, key: &str, item: Node) {
+    match state.extra.0.iter_mut().find(|e| e.key == key) {
+        Some(Entry {
+            value: Node {
+                value: Value::Seq(items),
+                ..
+            },
+            ..
+        }) => items.push(item),
+        _ => {
+            state.extra.0.retain(|e| e.key != key);
+            state
+                .extra
+                .0
+                .push(entry(key, Node::new(Value::Seq(vec![item]))));
+        }
+    }
 }
 
 fn next_sprint_id(id: &str) -> String {

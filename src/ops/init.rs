@@ -192,7 +192,11 @@ fn shared_remote(root: &Path, url: &str) -> Result<Remote, OpsError> {
 
 /// The spec must be an existing file inside the project; its path is stored relative to
 /// the project root.
-fn resolve_spec(root: &Path, cwd: &Path, spec: Option<&Path>) -> Result<String, OpsError> {
+pub(super) fn resolve_spec(
+    root: &Path,
+    cwd: &Path,
+    spec: Option<&Path>,
+) -> Result<String, OpsError> {
     let default = Path::new("specs/vision.md");
     let candidates: Vec<PathBuf> = match spec {
         None => vec![root.join(default)],

@@ -24,11 +24,54 @@ pub fn goal_complete(project: &Project, actor: &Actor) -> Result<Transition<()>,
 
 /// `sprint next`; the finished sprint's terminal tasks then move to its archive.
 pub fn sprint_next(project: &Project, actor: &Actor) -> Result<Transition<String>, OpsError> {
-    let mut done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
+    let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
         let previous = s.sprint.id.clone();
         let outcome = lifecycle::sprint_next(s, w, n)?;
         Ok((outcome, (s.sprint.id.clone(), previous)))
     })?;
+    after_next_sprint(project, actor, done)
+}
+
+/// `goal next "<description>" [--spec S]`: the next goal on this blackboard once the
+/// current one ended (its spec by default the previous goal's), and its first sprint —
+/// the previous sprint's terminal tasks archived as `sprint next` does. Returns the new
+/// goal's id.
+pub fn goal_next(
+    project: &Project,
+    actor: &Actor,
+    description: &str,
+    spec: Option<&std::path::Path>,
+    cwd: &std::path::Path,
+) -> Result<Transition<String>, OpsError> {
+    let spec_ref = match spec {
+        Some(path) => Some(super::init::resolve_spec(&project.root, cwd, Some(path))?),
+        None => None,
+    };
+    let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
+        let previous = s.sprint.id.clone();
+        let spec_ref = spec_ref
+            .clone()
+            .or_else(|| s.goal.spec_ref.clone())
+            .unwrap_or_else(|| "specs/vision.md".into());
+        let outcome = lifecycle::goal_next(s, w, description, &spec_ref, n)?;
+        Ok((outcome, (s.sprint.id.clone(), previous)))
+    })?;
+    let goal = project.store.snapshot()?.state.goal.id;
+    let done = after_next_sprint(project, actor, done)?;
+    Ok(Transition {
+        value: goal,
+        outcome: done.outcome,
+        revision: done.revision,
+    })
+}
+
+/// What follows a new sprint's opening: the previous sprint's abort lowered (a pause
+/// carries on, and is said) and its terminal tasks archived.
+fn after_next_sprint(
+    project: &Project,
+    actor: &Actor,
+    mut done: Transition<(String, String)>,
+) -> Result<Transition<String>, OpsError> {
     let (next, previous) = done.value.clone();
     // The previous sprint's abort is over with it; a pause carries on, and is said.
     remove_control(project, Control::Abort)?;

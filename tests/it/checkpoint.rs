@@ -299,3 +299,49 @@ fn a_pause_is_seen_and_lifted_and_the_next_sprint_follows_an_abort() {
     assert!(!repo.liza_dir().join("ABORT").exists());
     assert!(attention(&repo).is_empty(), "{:?}", attention(&repo));
 }
+
+/// A met goal is followed by the next one on the same blackboard: `goal next` refused
+/// (files byte-identical) while the goal runs; after `goal complete` the status says what
+/// continues, and `goal next` starts goal-2 with its first sprint, the finished sprint's
+/// tasks archived and the previous goal kept under `past_goals`.
+#[test]
+fn the_next_goal_starts_on_the_same_blackboard() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    let before = repo.files();
+    let out = repo.liza(&["goal", "next", "Add CSV export"]);
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("liza goal complete"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.files(), before, "a refusal changes nothing");
+    assert_success(&repo.liza(&["abandon", "t-1", "--reason", "not needed"]));
+    assert_success(&repo.liza(&["goal", "complete"]));
+    let shown = attention(&repo);
+    assert_eq!(shown[0].0, "GOAL COMPLETED");
+    assert!(shown[0].1.contains("liza goal next"), "{shown:?}");
+    let out = repo.liza(&["goal", "next", "Add CSV export"]);
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("goal goal-2 started"),
+        "{}",
+        stdout(&out)
+    );
+    let state = model(&repo);
+    assert_eq!(state["goal"]["id"], "goal-2");
+    assert_eq!(state["goal"]["status"], "IN_PROGRESS");
+    assert_eq!(state["goal"]["spec_ref"], "specs/vision.md");
+    assert_eq!(state["sprint"]["id"], "sprint-2");
+    assert_eq!(state["sprint"]["goal_ref"], "goal-2");
+    let text = repo.state_text();
+    let past = &text[text.find("past_goals:").expect("past_goals kept")..];
+    assert!(past.contains("id: goal-1") && past.contains("status: COMPLETED"), "{past}");
+    assert_eq!(state["archived"]["t-1"]["status"], "ABANDONED");
+    assert!(attention(&repo).is_empty(), "{:?}", attention(&repo));
+    assert!(repo.log().iter().any(|e| e["action"] == "goal_started"));
+    assert_success(&repo.liza(&["validate"]));
+    add(&repo, "t-2", "");
+    assert_eq!(task_of(&repo, "t-2")["status"], "UNCLAIMED");
+}

@@ -157,6 +157,38 @@ fn an_abort_is_undone_by_resume_or_followed_by_the_next_sprint() {
     assert_eq!(w.s.sprint.status, SprintStatus::Completed);
 }
 
+#[test]
+fn the_next_goal_follows_a_finished_one_on_the_same_blackboard() {
+    let mut w = W::new();
+    // Refused while the goal runs, and by anyone but a person.
+    assert_eq!(
+        w.refused(|s, n| goal_next(s, &Who::Human, "next", "specs/next.md", n)),
+        "goal-status"
+    );
+    w.ok(|s, n| abort(s, &Who::Human, true, n));
+    assert_eq!(
+        w.refused(|s, n| goal_next(s, &planner(), "next", "specs/next.md", n)),
+        "permission"
+    );
+    assert_eq!(
+        w.refused(|s, n| goal_next(s, &Who::Human, "  ", "specs/next.md", n)),
+        "goal-text"
+    );
+    let sprint = w.s.sprint.id.clone();
+    w.ok(|s, n| goal_next(s, &Who::Human, "Add CSV export", "specs/next.md", n));
+    assert_eq!(w.s.goal.id, "goal-2");
+    assert_eq!(w.s.goal.status, Some(GoalStatus::InProgress));
+    assert_eq!(w.s.goal.spec_ref.as_deref(), Some("specs/next.md"));
+    assert_ne!(w.s.sprint.id, sprint);
+    assert_eq!(w.s.sprint.status, SprintStatus::InProgress);
+    assert_eq!(w.s.sprint.goal_ref.as_deref(), Some("goal-2"));
+    let past = format!("{:?}", w.s.extra);
+    assert!(
+        past.contains("past_goals") && past.contains("goal-1"),
+        "{past}"
+    );
+}
+
 // ----- claimability and ordering
 
 #[test]
