@@ -287,6 +287,10 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Gc(args) => gc::cmd_gc(args, &out),
         Command::Integration(command) => integration::cmd_integration(command, &out),
     };
+    // A hand edit this command's transactions set aside is said, whatever the command.
+    for told in crate::ops::take_set_aside() {
+        eprintln!("warning: {told}");
+    }
     match result {
         Ok(code) => code,
         Err(err) => out.error(&err),

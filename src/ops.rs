@@ -51,6 +51,7 @@ pub use claim::{
     Claimed, ReviewClaim, claim_for, claim_review, claim_task, describe as describe_saved,
 };
 pub use gc::{GcReport, Orphan, gc};
+pub use hand_edits::take_set_aside;
 pub use history::{RevisionInfo, diff, history, revision_text};
 pub use init::{InitOutcome, InitRequest, JoinOutcome, init, initial_state, join};
 pub use leases::{LeaseCheck, dead_holders};

@@ -114,6 +114,12 @@ impl HandEditPolicy for HandEditRules {
                 kept_as,
             } => {
                 let kept = kept_as.as_deref().unwrap_or("(could not be kept)");
+                if let Ok(mut told) = SET_ASIDE.lock() {
+                    told.push(format!(
+                        "your edit of .liza/state.yaml was set aside and revision {revision} restored; your file is kept as {kept}:\n  {}\nfix it there, then copy it back or redo the change with `liza edit`",
+                        why.lines(".liza/state.yaml").join("\n  ")
+                    ));
+                }
                 self.raise(
                     Level::Error,
                     "HAND_EDIT_REJECTED",
@@ -129,6 +135,19 @@ impl HandEditPolicy for HandEditRules {
             tracing::warn!(error = %e, "could not write .liza/alerts.log");
         }
     }
+}
+
+/// The hand edits this process set aside, for the person at its terminal: a command
+/// says so on stderr when it ends ([`take_set_aside`]), a supervisor on its next report
+/// (specs/blackboard.md *Hand edits*). Filled under the state lock, printed outside it.
+static SET_ASIDE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// What [`SET_ASIDE`] holds, emptied.
+pub fn take_set_aside() -> Vec<String> {
+    SET_ASIDE
+        .lock()
+        .map(|mut told| std::mem::take(&mut *told))
+        .unwrap_or_default()
 }
 
 /// A new `config.integration_branch` that a checkout of this repository has checked out:

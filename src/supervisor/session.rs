@@ -283,6 +283,10 @@ impl Session {
     /// leases it holds show, read off the runtime's thread.
     async fn observe(&self) -> Result<(State, Controls, Leases), SupervisorError> {
         let state = self.snapshot_reconciled().await?;
+        // A person's save this supervisor's transactions set aside, said where it runs.
+        for told in ops::take_set_aside() {
+            self.console.info(&told);
+        }
         let live = self
             .blocking(|project| project.store.live_records().map_err(OpsError::from))
             .await?;

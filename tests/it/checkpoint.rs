@@ -337,7 +337,10 @@ fn the_next_goal_starts_on_the_same_blackboard() {
     assert_eq!(state["sprint"]["goal_ref"], "goal-2");
     let text = repo.state_text();
     let past = &text[text.find("past_goals:").expect("past_goals kept")..];
-    assert!(past.contains("id: goal-1") && past.contains("status: COMPLETED"), "{past}");
+    assert!(
+        past.contains("id: goal-1") && past.contains("status: COMPLETED"),
+        "{past}"
+    );
     assert_eq!(state["archived"]["t-1"]["status"], "ABANDONED");
     assert!(attention(&repo).is_empty(), "{:?}", attention(&repo));
     assert!(repo.log().iter().any(|e| e["action"] == "goal_started"));

@@ -172,7 +172,19 @@ fn an_invalid_hand_edit_is_set_aside_and_the_last_good_revision_restored() {
         .state_text()
         .replace("planned: []", "planned: [t-ghost]");
     std::fs::write(repo.state_path(), &bad).unwrap();
-    assert_success(&repo.liza(&["note", "all", "three"]));
+    let out = repo.liza(&["note", "all", "three"]);
+    assert_success(&out);
+    // The command that set it aside says so on its terminal: the file, why, the fix.
+    let said = stderr(&out);
+    assert!(
+        said.contains("your edit of .liza/state.yaml was set aside"),
+        "{said}"
+    );
+    assert!(
+        said.contains("t-ghost") && said.contains(".liza/rejected/"),
+        "{said}"
+    );
+    assert!(said.contains("liza edit"), "{said}");
     let kept = repo.rejected();
     assert_eq!(kept.len(), 2);
     assert!(
