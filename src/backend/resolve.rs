@@ -78,7 +78,7 @@ impl BackendError {
             ),
             BackendError::Missing { executable, .. } => {
                 format!(
-                    "install {executable}, put it on PATH, or choose another backend with --cli"
+                    "install {executable} and put it on PATH, or choose another backend: config.default_cli (`liza edit`) for every agent, `--cli NAME` for one (`builtin` needs no install; `liza doctor` checks them all)"
                 )
             }
             BackendError::NoExecutable { name } => format!(

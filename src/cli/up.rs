@@ -58,6 +58,16 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         return attach(&tmux, &session, args.attach);
     }
     let state = project.store.snapshot()?.state;
+    // Every pane would die at once on a backend that cannot run: said before any starts.
+    let backend = args
+        .cli
+        .clone()
+        .unwrap_or_else(|| state.config.default_cli().to_owned());
+    crate::backend::Backend::resolve(&backend, &state.config, None, &|var| {
+        std::env::var(var).ok()
+    })
+    .and_then(|b| b.check_usable().map(drop))
+    .map_err(|e| CliError::refused(e.to_string()).with_hint(e.hint()))?;
     let live = live_agents(&project, &state);
     let mut agents = vec![(Role::Planner, free_ids(&live, Role::Planner, 1))];
     agents.push((Role::Coder, free_ids(&live, Role::Coder, args.coders)));
@@ -111,6 +121,20 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
             created.push(id.clone());
         }
     }
+    // A pane whose supervisor died at start (a login, a configuration error) is said,
+    // with its last lines, and the command fails: success means agents are running.
+    let died = panes_that_died(&tmux, &session, &created);
+    if !died.is_empty() {
+        return Err(CliError::refused(format!(
+            "tmux session {session} started, but {} of its {} agents stopped at once:\n{}",
+            died.len(),
+            created.len(),
+            died.join("\n")
+        ))
+        .with_hint(format!(
+            "fix what the pane says (`liza doctor` checks the backends), then `liza up --down --session {session}` and `liza up` again"
+        )));
+    }
     out.ok(
         json!({"session": session, "created": true, "agents": created}),
         || {
@@ -121,6 +145,60 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         },
     );
     attach(&tmux, &session, args.attach)
+}
+
+/// How long the agents' panes are watched after their start: a supervisor that cannot
+/// start (no login, a bad configuration) exits within it.
+const START_WATCH: Duration = Duration::from_secs(3);
+
+/// The agents of `ids` whose pane died within [`START_WATCH`] by a failure (a non-zero
+/// status or a signal: a supervisor that finished its sprint exits 0), each with its
+/// last lines.
+fn panes_that_died(tmux: &Tmux, session: &str, ids: &[String]) -> Vec<String> {
+    let failed = |pane: &crate::tmux::Pane| {
+        let how = tmux
+            .run(&[
+                "display-message",
+                "-p",
+                "-t",
+                &pane.id,
+                "#{pane_dead_status}|#{pane_dead_signal}",
+            ])
+            .unwrap_or_default();
+        !matches!(how.trim(), "0|" | "0|0")
+    };
+    let started = Instant::now();
+    let mut dead = Vec::new();
+    while started.elapsed() < START_WATCH {
+        std::thread::sleep(Duration::from_millis(250));
+        let panes = tmux.panes(session).unwrap_or_default();
+        let ours: Vec<_> = panes.iter().filter(|p| ids.contains(&p.title)).collect();
+        dead = ours
+            .iter()
+            .filter(|p| p.dead && failed(p))
+            .map(|p| (*p).clone())
+            .collect();
+        if ours.iter().all(|p| p.dead) {
+            break;
+        }
+    }
+    dead.into_iter()
+        .map(|pane| {
+            let shown = tmux
+                .run(&["capture-pane", "-p", "-t", &pane.id])
+                .unwrap_or_default();
+            let last: Vec<&str> = shown
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .rev()
+                .take(3)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            format!("  {}: {}", pane.title, last.join(" / "))
+        })
+        .collect()
 }
 
 fn role_arg(role: Role) -> &'static str {

@@ -346,3 +346,72 @@ fn up_reuses_a_running_session_allocates_free_ids_and_refuses_without_tmux() {
     );
     let _ = tmux(tmp.path(), &["kill-server"]);
 }
+
+/// `liza up` never reports success while what it started cannot run: a backend that is
+/// not installed is refused before any pane starts (no session left), and agents whose
+/// panes die at start — here a tmux server started earlier, whose environment lacks a
+/// variable the backend needs — are named with their last lines, and the command fails.
+#[test]
+fn up_refuses_a_backend_that_cannot_run_and_reports_panes_that_died() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    configure(repo, |c| c.default_cli = Some("claude-not-here".into()));
+    configure(repo, |c| {
+        let mut tools = c.agent_tools.clone().unwrap();
+        let mut missing = tools.0[0].1.clone();
+        missing.executable = Some("/nonexistent/claude".into());
+        tools.0.push(("claude-not-here".into(), missing));
+        c.agent_tools = Some(tools);
+    });
+    let out = up(&project, tmp.path(), &["--session", "t4"]);
+    assert_exit(&out, 1);
+    let said = stderr(&out);
+    assert!(
+        said.contains("not on PATH") || said.contains("/nonexistent/claude"),
+        "{said}"
+    );
+    assert!(said.contains("config.default_cli"), "{said}");
+    assert!(
+        !tmux(tmp.path(), &["has-session", "-t", "=t4"])
+            .status
+            .success()
+    );
+    // The server runs already, started without LIZA_TEST_TOKEN; `liza up` has it.
+    configure(repo, |c| {
+        c.default_cli = Some("fake".into());
+        let mut tools = c.agent_tools.clone().unwrap();
+        tools.0[0].1.env = Some(liza::blackboard::codec::IdMap(vec![(
+            "TOKEN".to_owned(),
+            "${LIZA_TEST_TOKEN}".to_owned(),
+        )]));
+        c.agent_tools = Some(tools);
+    });
+    assert!(
+        tmux(tmp.path(), &["new-session", "-d", "-s", "earlier"])
+            .status
+            .success()
+    );
+    let out = project
+        .repo
+        .command()
+        .env("TMUX_TMPDIR", tmp.path())
+        .env_remove("TMUX")
+        .env("LIZA_TEST_TOKEN", "secret")
+        .args(["up", "--session", "t5", "--coders", "1", "--reviewers", "0"])
+        .output()
+        .unwrap();
+    assert_exit(&out, 1);
+    let said = stderr(&out);
+    assert!(said.contains("2 of its 2 agents stopped at once"), "{said}");
+    assert!(
+        said.contains("planner-1:") && said.contains("coder-1:"),
+        "{said}"
+    );
+    assert!(said.contains("LIZA_TEST_TOKEN"), "{said}");
+    assert!(said.contains("liza up --down --session t5"), "{said}");
+    let _ = tmux(tmp.path(), &["kill-server"]);
+}
