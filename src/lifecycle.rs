@@ -16,6 +16,7 @@ pub mod archiving;
 pub mod circuit_breaker;
 pub mod claims;
 pub mod context;
+pub mod idle;
 pub mod leases;
 pub mod limits;
 pub mod merging;

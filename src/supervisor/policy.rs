@@ -357,6 +357,23 @@ pub enum Waiting {
 }
 
 impl Waiting {
+    /// What it means, for the supervisor's console.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Waiting::Paused => "paused (.liza/PAUSE): no new run until `liza resume`",
+            Waiting::Checkpoint => {
+                "the sprint is at a checkpoint: waiting for a person (`liza resume`)"
+            }
+            Waiting::UsageLimit => "waiting for the provider's usage limit to reset",
+            Waiting::Backoff => "backing off before the next run",
+            Waiting::Busy => "the task is locked by another process's claim right now",
+            Waiting::Lease => "waiting to see another agent's lease run out",
+            Waiting::ClaimRetry => "retrying a claim that failed",
+            Waiting::PlannerBackoff => "backing off after a trigger the planner did not handle",
+            Waiting::Work => "nothing to do",
+        }
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Waiting::Paused => "paused",

@@ -61,6 +61,9 @@ pub struct Session {
     /// The other agents' leases as this supervisor watches them on its monotonic clock,
     /// and what it last concluded (specs/blackboard.md *Leases are observed*).
     lease_watch: std::sync::Mutex<(LeaseWatch, Leases)>,
+    /// Why there is no work, as of the last look (`lifecycle::idle`), and what the
+    /// console was last told of waiting: said once, and again on change.
+    idle: std::sync::Mutex<(String, Option<String>)>,
 }
 
 impl Session {
@@ -195,6 +198,7 @@ impl Session {
             confinement,
             socket_dir: std::sync::OnceLock::new(),
             lease_watch: std::sync::Mutex::default(),
+            idle: std::sync::Mutex::default(),
         };
         if let crate::sandbox::Confinement::Unconfined {
             state: crate::sandbox::Unconfined::Unavailable,
@@ -260,6 +264,9 @@ impl Session {
             }
             let actions = policy::decide(&view, &mut self.memory, observation, self.clock.now());
             observation = Observation::Look;
+            if let Ok(mut idle) = self.idle.lock() {
+                idle.0 = crate::lifecycle::idle::explain(&state, self.role());
+            }
             for action in actions {
                 match self.execute(action).await? {
                     Executed::Done => {}
@@ -276,6 +283,19 @@ impl Session {
     async fn say_waiting(&self, why: Option<Waiting>) {
         if self.pulse.set_waiting(why) {
             self.heartbeat_now().await;
+        }
+        // Said on the console once, and again when it changes.
+        let said = why.map(|why| match why {
+            Waiting::Work => self.idle.lock().map(|i| i.0.clone()).unwrap_or_default(),
+            other => other.sentence().to_owned(),
+        });
+        if let Ok(mut idle) = self.idle.lock()
+            && idle.1 != said
+        {
+            idle.1.clone_from(&said);
+            if let Some(line) = said.filter(|l| !l.is_empty()) {
+                self.console.info(&format!("{}: {line}", self.agent));
+            }
         }
     }
 

@@ -8,6 +8,8 @@ use crate::common::supervision::*;
 use crate::common::team::*;
 use crate::common::*;
 
+const GUARD: Duration = Duration::from_secs(60);
+
 #[test]
 fn startup_failures_say_what_is_wrong_and_exit_with_the_documented_codes() {
     let project = AgentProject::new();
@@ -260,4 +262,41 @@ fn the_review_prompt_shows_the_spec_change_and_the_on_review_checks() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
+}
+
+/// An idle supervisor says why it has nothing to do — once, and again when it changes —
+/// naming what holds each task (specs/supervisor.md *Main loop*).
+#[test]
+fn an_idle_supervisor_says_what_holds_each_task() {
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    let draft = |id: &str| {
+        assert_success(&repo.liza(&[
+            "add-task",
+            "--id",
+            id,
+            "--desc",
+            "a draft",
+            "--spec",
+            SPEC,
+            "--done",
+            "the draft is approved",
+            "--scope",
+            "x",
+        ]));
+    };
+    draft("t-1");
+    let coder = project.supervisor("coder", "coder-1");
+    let first =
+        "coder-1: no task to work on: t-1 is DRAFT (approve the plan: `liza finalize-task t-1`)\n";
+    project.wait_until("the idle coder says why", GUARD, || {
+        coder.output_so_far().contains(first)
+    });
+    draft("t-2");
+    let second = "t-1 is DRAFT (approve the plan: `liza finalize-task t-1`); t-2 is DRAFT";
+    project.wait_until("and again on change", GUARD, || {
+        coder.output_so_far().contains(second)
+    });
+    let (_, out) = stop(coder, nix::sys::signal::Signal::SIGINT);
+    assert_eq!(out.matches(first).count(), 1, "said once: {out}");
 }

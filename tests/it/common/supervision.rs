@@ -198,6 +198,15 @@ impl Supervisor {
         self.child.try_wait().unwrap().is_none()
     }
 
+    /// What it printed so far (stdout then stderr).
+    pub fn output_so_far(&self) -> String {
+        format!(
+            "{}{}",
+            std::fs::read_to_string(&self.stdout).unwrap_or_default(),
+            std::fs::read_to_string(&self.stderr).unwrap_or_default()
+        )
+    }
+
     /// SIGKILL, then reaps it.
     pub fn kill(&mut self) {
         self.child.kill().unwrap();
