@@ -63,6 +63,16 @@ pub const GUIDES: &[Topic] = &[
         "docs/security.md",
         "What liza defends against, and what it does not"
     ),
+    topic!(
+        "several-machines",
+        "docs/several-machines.md",
+        "Agents on several machines: the blackboard in etcd, a shared git remote"
+    ),
+    topic!(
+        "cli",
+        "docs/cli.md",
+        "The command reference: every command, option and exit code"
+    ),
 ];
 
 /// One page per built-in backend (`--cli <name>`).
@@ -149,15 +159,24 @@ fn command_help(root: clap::Command, words: &[String], out: &Output) -> Result<i
         match cmd.find_subcommand(word) {
             Some(sub) => cmd = sub,
             None if depth == 0 => {
-                return Err(CliError::new(
+                let known = topics().map(|t| t.name.to_owned()).chain(
+                    root.get_subcommands()
+                        .filter(|c| !c.is_hide_set())
+                        .map(|c| c.get_name().to_owned()),
+                );
+                let mut error = CliError::new(
                     ErrorClass::Usage,
                     format!("no help topic or command `{word}`"),
-                )
-                .with_hint(format!(
-                    "topics: {}",
-                    topics().map(|t| t.name).collect::<Vec<_>>().join(", ")
-                ))
-                .with_hint("`liza help` lists the topics and the commands"));
+                );
+                if let Some(near) = closest(word, known) {
+                    error = error.with_hint(format!("did you mean `liza help {near}`?"));
+                }
+                return Err(error
+                    .with_hint(format!(
+                        "topics: {}",
+                        topics().map(|t| t.name).collect::<Vec<_>>().join(", ")
+                    ))
+                    .with_hint("`liza help` lists the topics and the commands"));
             }
             None => {
                 let path = words[..depth].join(" ");
@@ -228,6 +247,41 @@ fn listing() -> String {
     text
 }
 
+/// The name among `known` nearest `word` by edit distance, if near enough to be a slip
+/// (two edits, one for a short word).
+fn closest(word: &str, known: impl Iterator<Item = String>) -> Option<String> {
+    let limit = if word.chars().count() <= 4 { 1 } else { 2 };
+    known
+        .map(|name| (edits(word, &name), name))
+        .filter(|(d, _)| *d <= limit)
+        .min()
+        .map(|(_, name)| name)
+}
+
+/// Levenshtein distance, with a transposition counted as one edit (`statsu`).
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -258,5 +312,21 @@ mod tests {
         for t in BACKENDS {
             assert!(names.contains(&t.name), "{} is not a backend", t.name);
         }
+    }
+
+    #[test]
+    fn a_slip_of_the_keyboard_finds_the_name_meant() {
+        let known = || {
+            ["status", "show", "several-machines", "log"]
+                .map(String::from)
+                .into_iter()
+        };
+        assert_eq!(closest("statsu", known()).as_deref(), Some("status"));
+        assert_eq!(
+            closest("sevral-machines", known()).as_deref(),
+            Some("several-machines")
+        );
+        assert_eq!(closest("lgo", known()).as_deref(), Some("log"));
+        assert_eq!(closest("frobnicate", known()), None);
     }
 }
