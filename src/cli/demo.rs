@@ -59,11 +59,7 @@ pub fn cmd_demo(args: DemoArgs, out: &Output) -> Result<i32, CliError> {
     println!("  cd {d}");
     println!("  git log --oneline --graph integration");
     println!("  liza status          # the board");
-    if crate::blackboard::store::given_address().is_some() {
-        println!("  liza log             # every transition (the blackboard is in etcd)");
-    } else {
-        println!("  less .liza/log.yaml  # every transition");
-    }
+    println!("  liza log             # every transition");
     println!("  ls .liza/runs/ .liza/agent-outputs/   # the built-in agent's run log and prompts");
     Ok(EXIT_OK)
 }

@@ -124,6 +124,14 @@ fn run_editor(file: &Path) -> Result<(), CliError> {
                 format!("cannot run the editor {editor}: {e}"),
             )
         })?;
+    // 127 is the shell's "command not found": no such editor is installed.
+    if status.code() == Some(127) {
+        return Err(CliError::new(
+            ErrorClass::MissingProgram,
+            format!("the editor {editor} was not found; nothing was committed"),
+        )
+        .with_hint("set $VISUAL or $EDITOR to an installed editor (e.g. EDITOR=nano liza edit)"));
+    }
     if !status.success() {
         return Err(CliError::refused(format!(
             "the editor ({editor}) exited with {status}; nothing was committed"

@@ -31,10 +31,15 @@ fn run_demo(home: &std::path::Path, before: &[&str]) -> (std::path::PathBuf, Str
 fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
     let home = tempfile::tempdir().unwrap();
     let (dir, text) = run_demo(home.path(), &[]);
-    assert!(
-        text.contains("sprint complete") && text.contains("git log --oneline --graph integration"),
-        "{text}"
-    );
+    // It ends with where to look, as docs/getting-started.md shows.
+    for shown in [
+        "sprint complete",
+        "git log --oneline --graph integration",
+        "liza status          # the board",
+        "liza log             # every transition",
+    ] {
+        assert!(text.contains(shown), "no {shown:?} in: {text}");
+    }
     let git = |args: &[&str]| {
         let o = Command::new("git")
             .args(args)

@@ -267,3 +267,23 @@ fn a_comment_above_a_task_survives_the_agents_transitions_on_it() {
     let _ = reviewer;
     assert_success(&repo.liza(&["validate"]));
 }
+
+/// An editor that is not installed is a missing program (exit 5, as
+/// docs/troubleshooting.md says) with how to choose one, and nothing changes.
+#[test]
+fn liza_edit_with_no_such_editor_exits_5_and_says_how_to_choose_one() {
+    let repo = Repo::initialized();
+    let before = repo.files();
+    let out = repo
+        .command()
+        .env("VISUAL", "")
+        .env("EDITOR", "/nonexistent/editor")
+        .arg("edit")
+        .output()
+        .unwrap();
+    assert_exit(&out, 5);
+    let said = stderr(&out);
+    assert!(said.contains("/nonexistent/editor was not found"), "{said}");
+    assert!(said.contains("$EDITOR"), "{said}");
+    assert_eq!(repo.files(), before);
+}
