@@ -99,6 +99,11 @@ pub struct Leases {
     dead: HashSet<(AgentId, String)>,
     /// The liveness records the conclusions were drawn from.
     live: LiveRecords,
+    /// A lease whose holder is no longer registered (its supervisor stopped and left,
+    /// `liza-agent --once` done) has lapsed: for a person's one-shot command, which
+    /// nothing of that holder can answer. (A supervisor still waits the lease period,
+    /// so that the same agent restarted resumes its task.)
+    unregistered_lapsed: bool,
 }
 
 impl Leases {
@@ -114,6 +119,9 @@ impl Leases {
         let Some(now) = sign(state, &self.live, key) else {
             return Some(Duration::ZERO);
         };
+        if self.unregistered_lapsed && state.agents.get(&now.holder).is_none() {
+            return Some(Duration::ZERO);
+        }
         if let Some(generation) = &now.generation
             && self
                 .dead
@@ -129,6 +137,13 @@ impl Leases {
     /// process behind them.
     pub fn with_dead(mut self, dead: impl IntoIterator<Item = (AgentId, String)>) -> Leases {
         self.dead.extend(dead);
+        self
+    }
+
+    /// The same conclusions, for a person's one-shot command: a holder no longer
+    /// registered holds nothing.
+    pub fn unregistered_lapsed(mut self) -> Leases {
+        self.unregistered_lapsed = true;
         self
     }
 
@@ -203,6 +218,7 @@ impl LeaseWatch {
             dead: HashSet::new(),
             live: live.clone(),
             renewed: self.renewed.clone(),
+            unregistered_lapsed: false,
         }
     }
 }

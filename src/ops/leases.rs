@@ -67,7 +67,10 @@ pub fn watch(project: &Project, keys: &[LeaseKey], say: &dyn Fn(&str)) -> Result
         let live = project.store.live_records()?;
         let dead = dead_holders(&state, &live);
         let at = started.elapsed();
-        let leases = watch.observe(&state, &live, at).with_dead(dead);
+        let leases = watch
+            .observe(&state, &live, at)
+            .with_dead(dead)
+            .unregistered_lapsed();
         // Still to decide: neither lapsed nor seen to change since the first look (its
         // holder lives).
         let undecided: Vec<&LeaseKey> = keys

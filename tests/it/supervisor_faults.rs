@@ -378,3 +378,28 @@ fn a_claimant_in_another_pid_namespace_takes_nothing_from_a_live_coder() {
         history_events(repo, "t-1")
     );
 }
+
+/// After `liza-agent coder --once` the task stays CLAIMED for the same agent to resume;
+/// its supervisor left, so a person releases the claim without `--force` (nothing of a
+/// holder no longer registered can renew it). A supervisor would still wait the lease
+/// period (specs/blackboard.md *Leases are observed*).
+#[test]
+fn a_claim_left_by_a_once_run_is_released_by_a_person_without_force() {
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    add(repo, "t-1", "");
+    project.step("coder", "default", "work t-1.txt half\n");
+    let out = project.agent_command(&[("LIZA_AGENT_ID", "coder-1")], &["coder", "--once"]);
+    assert_success(&out);
+    assert_eq!(task_of(repo, "t-1")["status"], "CLAIMED");
+    let out = repo.liza(&[
+        "release-claim",
+        "t-1",
+        "--role",
+        "coder",
+        "--reason",
+        "tried once",
+    ]);
+    assert_success(&out);
+    assert_eq!(task_of(repo, "t-1")["status"], "UNCLAIMED");
+}
