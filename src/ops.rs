@@ -100,7 +100,7 @@ pub enum OpsError {
     TaskBusy { task: String },
     #[error("no blackboard: {cwd} is not inside a git repository")]
     NoProject { cwd: String },
-    #[error("LIZA_AGENT_ID is set to an invalid id")]
+    #[error("LIZA_AGENT_ID is set to an invalid id [agent-id]")]
     BadIdentity(#[source] IdError),
     /// The operation had nothing to change (e.g. `clear-stale` with no stale claim); no
     /// transaction was committed.

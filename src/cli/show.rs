@@ -33,8 +33,12 @@ pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
             });
             return Ok(EXIT_OK);
         }
-        return Err(CliError::refused(format!("there is no task {id}"))
-            .with_hint("liza status lists the tasks"));
+        return Err(crate::ops::OpsError::refused(
+            crate::lifecycle::RuleId::TaskExists,
+            format!("there is no task {id}"),
+            "liza status lists the tasks",
+        )
+        .into());
     };
     let mut e = Emitter::default();
     task.emit(&mut e);

@@ -434,3 +434,31 @@ fn liza_log_streams_a_large_log_in_bounded_memory() {
         stderr(&out)
     );
 }
+
+/// Every refusal names its rule, as docs/troubleshooting.md says: in the message
+/// (`[rule]`) and as `error.rule` in `--json` — a task that does not exist, an invalid
+/// `LIZA_AGENT_ID`.
+#[test]
+fn refusals_name_their_rule() {
+    let repo = Repo::initialized();
+    for (env, args, rule) in [
+        (vec![], vec!["show", "nosuch"], "task-exists"),
+        (
+            vec![("LIZA_AGENT_ID", "bogus")],
+            vec!["note", "all", "x"],
+            "agent-id",
+        ),
+    ] {
+        let out = repo.liza_env(&env, &args);
+        assert_exit(&out, 1);
+        assert!(
+            stderr(&out).contains(&format!("[{rule}]")),
+            "{}",
+            stderr(&out)
+        );
+        let mut json_args = vec!["--json"];
+        json_args.extend(&args);
+        let out = repo.liza_env(&env, &json_args);
+        assert_eq!(json(&out)["error"]["rule"], rule, "{args:?}");
+    }
+}
