@@ -95,6 +95,13 @@ pub fn cmd_add_tasks(args: AddTasksArgs, out: &Output) -> Result<i32, CliError> 
 const LIST_HINT: &str =
     "write a YAML list: - {id: t-1, desc: ..., spec: specs/x.md, done: ..., scope: ...}";
 
+/// The piece of a value an unquoted comma cut off, when serde's "unknown field" names
+/// something no field name looks like (spaces, brackets): `3) returns 4`.
+fn split_at_a_comma(error: &str) -> Option<String> {
+    let field = error.strip_prefix("unknown field `")?.split('`').next()?;
+    (!field.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then(|| field.to_owned())
+}
+
 /// Reads `add-tasks --file`: a YAML list of task objects; errors name the file, line and
 /// column.
 fn read_task_list(file: &str, text: &str) -> Result<Vec<NewTask>, CliError> {
@@ -123,13 +130,18 @@ fn read_task_list(file: &str, text: &str) -> Result<Vec<NewTask>, CliError> {
         .enumerate()
         .map(|(i, item)| {
             serde_json::from_value::<NewTask>(item.to_json()).map_err(|e| {
-                CliError::refused(format!(
+                let error = CliError::refused(format!(
                     "{file}:{}:{}: task {}: {e}",
                     item.pos.line,
                     item.pos.column,
                     i + 1
-                ))
-                .with_hint(LIST_HINT)
+                ));
+                match split_at_a_comma(&e.to_string()) {
+                    Some(piece) => error.with_hint(format!(
+                        "in `{{…}}` every comma separates fields, so `{piece}` was read as one: quote a value that holds a comma (done: \"add(1, 3) returns 4\"), or write the task in block style"
+                    )),
+                    None => error.with_hint(LIST_HINT),
+                }
             })
         })
         .collect()

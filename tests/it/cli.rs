@@ -462,3 +462,24 @@ fn refusals_name_their_rule() {
         assert_eq!(json(&out)["error"]["rule"], rule, "{args:?}");
     }
 }
+
+/// An unquoted comma inside a `{…}` task cuts its value in two: the error says so and
+/// how to write it, instead of only naming an unknown field.
+#[test]
+fn add_tasks_says_when_an_unquoted_comma_cut_a_value() {
+    let repo = Repo::initialized();
+    let file = repo.path().join("tasks.yaml");
+    std::fs::write(
+        &file,
+        "- {id: t-9, desc: Add a sum, spec: specs/vision.md, done: add(1, 3) returns 4, scope: x}\n",
+    )
+    .unwrap();
+    let before = repo.files();
+    let out = repo.liza(&["add-tasks", "--file", file.to_str().unwrap()]);
+    assert_exit(&out, 1);
+    let said = stderr(&out);
+    assert!(said.contains("tasks.yaml:1:3"), "{said}");
+    assert!(said.contains("`3) returns 4` was read as one"), "{said}");
+    assert!(said.contains("done: \"add(1, 3) returns 4\""), "{said}");
+    assert_eq!(repo.files(), before);
+}
