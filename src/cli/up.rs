@@ -123,7 +123,20 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
     }
     // A pane whose supervisor died at start (a login, a configuration error) is said,
     // with its last lines, and the command fails: success means agents are running.
-    let died = panes_that_died(&tmux, &session, &created);
+    let sprint_runs = || {
+        project.store.snapshot().is_ok_and(|s| {
+            let state = &s.state;
+            matches!(
+                state.sprint.status,
+                crate::blackboard::model::SprintStatus::InProgress
+                    | crate::blackboard::model::SprintStatus::Checkpoint
+            ) && state
+                .goal
+                .status
+                .is_none_or(|g| g == crate::blackboard::model::GoalStatus::InProgress)
+        })
+    };
+    let died = panes_that_died(&tmux, &session, &created, &sprint_runs);
     if !died.is_empty() {
         return Err(CliError::refused(format!(
             "tmux session {session} started, but {} of its {} agents stopped at once:\n{}",
@@ -154,8 +167,15 @@ const START_WATCH: Duration = Duration::from_secs(3);
 /// The agents of `ids` whose pane died within [`START_WATCH`] by a failure (a non-zero
 /// status or a signal: a supervisor that finished its sprint exits 0), each with its
 /// last lines.
-fn panes_that_died(tmux: &Tmux, session: &str, ids: &[String]) -> Vec<String> {
-    let failed = |pane: &crate::tmux::Pane| {
+fn panes_that_died(
+    tmux: &Tmux,
+    session: &str,
+    ids: &[String],
+    sprint_runs: &dyn Fn() -> bool,
+) -> Vec<String> {
+    // Whether a dead pane's process failed; `None` until tmux has reaped it (it marks a
+    // pane dead at its terminal's end, and learns the status a moment later).
+    let failed = |pane: &crate::tmux::Pane| -> Option<bool> {
         let how = tmux
             .run(&[
                 "display-message",
@@ -164,8 +184,13 @@ fn panes_that_died(tmux: &Tmux, session: &str, ids: &[String]) -> Vec<String> {
                 &pane.id,
                 "#{pane_dead_status}|#{pane_dead_signal}",
             ])
-            .unwrap_or_default();
-        !matches!(how.trim(), "0|" | "0|0")
+            .ok()?;
+        let (status, signal) = how.trim().split_once('|')?;
+        match (status.parse::<i32>().ok(), signal) {
+            (_, signal) if !signal.is_empty() && signal != "0" => Some(true),
+            (Some(status), _) => Some(status != 0),
+            (None, _) => None,
+        }
     };
     let started = Instant::now();
     let mut dead = Vec::new();
@@ -173,12 +198,20 @@ fn panes_that_died(tmux: &Tmux, session: &str, ids: &[String]) -> Vec<String> {
         std::thread::sleep(Duration::from_millis(250));
         let panes = tmux.panes(session).unwrap_or_default();
         let ours: Vec<_> = panes.iter().filter(|p| ids.contains(&p.title)).collect();
-        dead = ours
+        let judged: Vec<(crate::tmux::Pane, Option<bool>)> = ours
             .iter()
-            .filter(|p| p.dead && failed(p))
-            .map(|p| (*p).clone())
+            .filter(|p| p.dead)
+            .map(|p| ((*p).clone(), failed(p)))
             .collect();
-        if ours.iter().all(|p| p.dead) {
+        let settled = judged.len() == ours.len() && judged.iter().all(|(_, f)| f.is_some());
+        // A status tmux never learned (it happens) is judged by the sprint: a supervisor
+        // leaves a running sprint only when it failed.
+        dead = judged
+            .into_iter()
+            .filter(|(_, f)| f.unwrap_or_else(sprint_runs))
+            .map(|(p, _)| p)
+            .collect();
+        if settled {
             break;
         }
     }

@@ -1,9 +1,7 @@
 //! The sprint and goal machines (specs/lifecycle.md *Sprint and goal*).
 
 use crate::blackboard::EventKind;
-use crate::blackboard::model::{
-    AlignmentEvent, Goal, GoalStatus, Sprint, SprintStatus, State, Timeline,
-};
+use crate::blackboard::model::{Goal, GoalStatus, Sprint, SprintStatus, State, Timeline};
 use crate::blackboard::node::{Entry, Node, Value};
 use crate::blackboard::{TaskId, Timestamp};
 
@@ -477,24 +475,17 @@ pub fn goal_next(
     ]));
     push_extra(state, "past_goals", summary);
     let id = next_sprint_id(&previous.id);
-    state.goal = Goal {
-        id: id.clone(),
-        description: description.to_owned(),
-        spec_ref: Some(spec_ref.to_owned()),
-        created: Some(now),
-        status: Some(GoalStatus::InProgress),
-        alignment_history: Some(vec![AlignmentEvent {
-            timestamp: now,
-            event: "initialization".into(),
-            summary: Some(format!(
-                "Next goal after {} ({}). No tasks defined yet.",
-                previous.id,
-                previous.status.map_or("", |s| s.as_str())
-            )),
-            extra: Default::default(),
-        }]),
-        extra: Default::default(),
-    };
+    state.goal = Goal::start(
+        id.clone(),
+        description,
+        spec_ref,
+        format!(
+            "Next goal after {} ({}). No tasks defined yet.",
+            previous.id,
+            previous.status.map_or("", |s| s.as_str())
+        ),
+        now,
+    );
     let mut outcome = Outcome::default();
     outcome.event(
         EventKind::GoalStarted,

@@ -8,7 +8,7 @@ use super::OpsError;
 use crate::blackboard::codec::IdMap;
 use crate::blackboard::etcd::StoreAddress;
 use crate::blackboard::log::LogEntry;
-use crate::blackboard::model::{AlignmentEvent, Config, Goal, GoalStatus, Sprint, State};
+use crate::blackboard::model::{Config, Goal, Sprint, State};
 use crate::blackboard::validate::integration_branch_problem;
 use crate::blackboard::{LizaPaths, Store, StoreError, Timestamp};
 use crate::git::{GitError, Lease, Pushed, Remote, Repo, find_project_root};
@@ -234,20 +234,13 @@ pub fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -
     State {
         version: 1,
         revision: None,
-        goal: Goal {
-            id: "goal-1".into(),
-            description: goal.to_owned(),
-            spec_ref: Some(spec_ref.to_owned()),
-            created: Some(now),
-            status: Some(GoalStatus::InProgress),
-            alignment_history: Some(vec![AlignmentEvent {
-                timestamp: now,
-                event: "initialization".into(),
-                summary: Some("Initial goal. No tasks defined yet.".into()),
-                extra: Default::default(),
-            }]),
-            extra: Default::default(),
-        },
+        goal: Goal::start(
+            "goal-1".into(),
+            goal,
+            spec_ref,
+            "Initial goal. No tasks defined yet.".into(),
+            now,
+        ),
         tasks: Default::default(),
         agents: IdMap::default(),
         discovered: Some(Vec::new()),

@@ -67,19 +67,24 @@ fn a_refusal_carries_its_rule_and_says_it() {
     assert_eq!(OpsError::Nothing.rule(), None);
 }
 
-#[test]
-fn a_supervisor_writes_while_its_registration_is_the_agents() {
-    let (_dir, project) = project();
-    let id = coder(1);
-    let generation = register(
-        &project,
+/// `id` registered by a person, with nothing watched; its generation.
+fn registered(project: &Project, id: &AgentId) -> String {
+    register(
+        project,
         &Actor::Human,
-        &id,
+        id,
         &Registration::default(),
         LeaseCheck::Observed(&Leases::default()),
     )
     .unwrap()
-    .value;
+    .value
+}
+
+#[test]
+fn a_supervisor_writes_while_its_registration_is_the_agents() {
+    let (_dir, project) = project();
+    let id = coder(1);
+    let generation = registered(&project, &id);
     let actor = supervisor_of(&id, &generation);
     still_current(&project.store, &actor).unwrap();
     log_add(&project, &actor, "test_step", "a step", None).unwrap();
@@ -92,15 +97,7 @@ fn a_supervisor_writes_while_its_registration_is_the_agents() {
 fn a_superseded_supervisor_is_refused_before_and_inside_the_transaction() {
     let (_dir, project) = project();
     let id = coder(1);
-    let old = register(
-        &project,
-        &Actor::Human,
-        &id,
-        &Registration::default(),
-        LeaseCheck::Observed(&Leases::default()),
-    )
-    .unwrap()
-    .value;
+    let old = registered(&project, &id);
     unregister(&project, &Actor::Human, &id, None).unwrap();
     let actor = supervisor_of(&id, &old);
     // Unregistered: refused.
@@ -110,14 +107,7 @@ fn a_superseded_supervisor_is_refused_before_and_inside_the_transaction() {
     assert_eq!(refused.rule(), Some(RuleId::Superseded));
     assert_eq!(state_bytes(&project), before);
     // Registered anew: still refused, for the old generation.
-    register(
-        &project,
-        &Actor::Human,
-        &id,
-        &Registration::default(),
-        LeaseCheck::Observed(&Leases::default()),
-    )
-    .unwrap();
+    registered(&project, &id);
     let before = state_bytes(&project);
     let refused = still_current(&project.store, &actor).unwrap_err();
     assert_eq!(refused.rule(), Some(RuleId::Superseded));

@@ -164,6 +164,32 @@ record!(Sprint {
     opt retrospective: "retrospective",
 });
 
+impl Goal {
+    /// A goal IN_PROGRESS from `now`, its alignment history opened with `summary`.
+    pub fn start(
+        id: String,
+        description: &str,
+        spec_ref: &str,
+        summary: String,
+        now: Timestamp,
+    ) -> Goal {
+        Goal {
+            id,
+            description: description.to_owned(),
+            spec_ref: Some(spec_ref.to_owned()),
+            created: Some(now),
+            status: Some(GoalStatus::InProgress),
+            alignment_history: Some(vec![AlignmentEvent {
+                timestamp: now,
+                event: "initialization".into(),
+                summary: Some(summary),
+                extra: Extra::default(),
+            }]),
+            extra: Extra::default(),
+        }
+    }
+}
+
 impl Sprint {
     /// A sprint starting `now` for goal `goal_ref`, with an empty scope.
     pub fn start(id: String, goal_ref: &str, now: Timestamp) -> Sprint {
