@@ -287,9 +287,13 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Gc(args) => gc::cmd_gc(args, &out),
         Command::Integration(command) => integration::cmd_integration(command, &out),
     };
-    // A hand edit this command's transactions set aside is said, whatever the command.
-    for told in crate::ops::take_set_aside() {
-        eprintln!("warning: {told}");
+    // A hand edit this command's transactions set aside is said, whatever the command —
+    // to a person: an agent's command never hears how to edit the blackboard by hand.
+    let told = crate::ops::take_set_aside();
+    if std::env::var_os("LIZA_AGENT_ID").is_none_or(|id| id.is_empty()) {
+        for told in told {
+            eprintln!("warning: {told}");
+        }
     }
     match result {
         Ok(code) => code,

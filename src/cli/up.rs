@@ -58,6 +58,23 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         return attach(&tmux, &session, args.attach);
     }
     let state = project.store.snapshot()?.state;
+    // Agents started on a sprint that does not run would exit at once: said first, with
+    // what continues it.
+    let holding: Vec<_> = crate::status::attention(
+        state.goal.status,
+        state.sprint.status,
+        &project.store.control_flags().unwrap_or_default(),
+    )
+    .into_iter()
+    .filter(|a| a.state != "PAUSED" && a.state != "CHECKPOINT")
+    .collect();
+    if let Some(first) = holding.first() {
+        return Err(CliError::refused(format!(
+            "the sprint does not run ({}): agents started now would exit at once",
+            first.state
+        ))
+        .with_hint(first.next.clone()));
+    }
     // Every pane would die at once on a backend that cannot run: said before any starts.
     let backend = args
         .cli
@@ -105,6 +122,7 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         tmux.run(&["set-option", "-w", "-t", &status, option[0], option[1]])?;
     }
     let mut created = Vec::new();
+    let mut pane_ids: Vec<(String, String)> = Vec::new();
     for (role, ids) in &agents {
         for id in ids {
             let mut argv = agent.clone();
@@ -119,6 +137,7 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
             let pane = tmux.split_before(&status, &project.root, &env, &argv)?;
             tmux.run(&["select-pane", "-t", &pane, "-T", id])?;
             created.push(id.clone());
+            pane_ids.push((pane, id.clone()));
         }
     }
     // A pane whose supervisor died at start (a login, a configuration error) is said,
@@ -136,7 +155,7 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
                 .is_none_or(|g| g == crate::blackboard::model::GoalStatus::InProgress)
         })
     };
-    let died = panes_that_died(&tmux, &session, &created, &sprint_runs);
+    let died = panes_that_died(&tmux, &session, &pane_ids, &sprint_runs);
     if !died.is_empty() {
         return Err(CliError::refused(format!(
             "tmux session {session} started, but {} of its {} agents stopped at once:\n{}",
@@ -170,7 +189,7 @@ const START_WATCH: Duration = Duration::from_secs(3);
 fn panes_that_died(
     tmux: &Tmux,
     session: &str,
-    ids: &[String],
+    started_panes: &[(String, String)],
     sprint_runs: &dyn Fn() -> bool,
 ) -> Vec<String> {
     // Whether a dead pane's process failed; `None` until tmux has reaped it (it marks a
@@ -196,8 +215,32 @@ fn panes_that_died(
     let mut dead = Vec::new();
     while started.elapsed() < START_WATCH {
         std::thread::sleep(Duration::from_millis(250));
-        let panes = tmux.panes(session).unwrap_or_default();
-        let ours: Vec<_> = panes.iter().filter(|p| ids.contains(&p.title)).collect();
+        // By the ids tmux gave the panes (an agent may retitle its pane); a pane gone
+        // from the list is as dead as one marked so.
+        let Ok(panes) = tmux.panes(session) else {
+            continue;
+        };
+        let ours: Vec<crate::tmux::Pane> = started_panes
+            .iter()
+            .map(|(id, agent)| {
+                panes
+                    .iter()
+                    .find(|p| &p.id == id)
+                    .cloned()
+                    .unwrap_or(crate::tmux::Pane {
+                        id: id.clone(),
+                        pid: 0,
+                        dead: true,
+                        title: agent.clone(),
+                    })
+            })
+            .map(|mut p| {
+                if let Some((_, agent)) = started_panes.iter().find(|(id, _)| *id == p.id) {
+                    p.title = agent.clone();
+                }
+                p
+            })
+            .collect();
         let judged: Vec<(crate::tmux::Pane, Option<bool>)> = ours
             .iter()
             .filter(|p| p.dead)

@@ -182,7 +182,12 @@ pub fn resume(
         SprintStatus::InProgress => {}
         // An abort is undone: the sprint (and the goal, if it was aborted with it) runs
         // again where it stopped.
-        SprintStatus::Aborted => {
+        SprintStatus::Aborted
+            if matches!(
+                state.goal.status,
+                None | Some(GoalStatus::InProgress | GoalStatus::Aborted)
+            ) =>
+        {
             state.sprint.status = SprintStatus::InProgress;
             timeline_mut(&mut state.sprint).ended = None;
             if state.goal.status == Some(GoalStatus::Aborted) {
@@ -355,6 +360,11 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
 /// sprint's record is kept under `past_sprints`.
 pub fn sprint_next(state: &mut State, who: &Who, now: Timestamp) -> Result<Outcome, Refusal> {
     planner_or_human(who, "open the next sprint")?;
+    // An abort is a person's: only a person moves on from it (a planner mid-turn
+    // would undo it).
+    if state.sprint.status == SprintStatus::Aborted {
+        human(who, "open the next sprint after an abort")?;
+    }
     if !matches!(
         state.sprint.status,
         SprintStatus::Completed | SprintStatus::Aborted
@@ -455,6 +465,23 @@ pub fn goal_next(
                 ended.map_or("IN_PROGRESS", |s| s.as_str())
             ),
             "finish it first: `liza goal complete` (every task terminal) or `liza abort --goal`",
+        ));
+    }
+    let open: Vec<&str> = state
+        .tasks
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .map(|t| t.id.as_str())
+        .collect();
+    if !open.is_empty() {
+        return Err(Refusal::new(
+            RuleId::GoalOpenTasks,
+            format!(
+                "tasks of {} are still open: {}",
+                state.goal.id,
+                open.join(", ")
+            ),
+            "abandon them (`liza abandon <task> --reason …`) or finish them first: the next goal starts with no task of the last",
         ));
     }
     let previous = state.goal.clone();

@@ -116,7 +116,7 @@ impl HandEditPolicy for HandEditRules {
                 let kept = kept_as.as_deref().unwrap_or("(could not be kept)");
                 if let Ok(mut told) = SET_ASIDE.lock() {
                     told.push(format!(
-                        "your edit of .liza/state.yaml was set aside and revision {revision} restored; your file is kept as {kept}:\n  {}\nfix it there, then copy it back or redo the change with `liza edit`",
+                        "a hand edit of .liza/state.yaml was set aside and revision {revision} restored; the edited file is kept as {kept}:\n  {}\nfix it there, then copy it back or redo the change with `liza edit`",
                         why.lines(".liza/state.yaml").join("\n  ")
                     ));
                 }

@@ -177,7 +177,7 @@ fn an_invalid_hand_edit_is_set_aside_and_the_last_good_revision_restored() {
     // The command that set it aside says so on its terminal: the file, why, the fix.
     let said = stderr(&out);
     assert!(
-        said.contains("your edit of .liza/state.yaml was set aside"),
+        said.contains("a hand edit of .liza/state.yaml was set aside"),
         "{said}"
     );
     assert!(

@@ -202,23 +202,31 @@ fn up_runs_a_sprint_and_down_leaves_nothing_behind(project: AgentProject) {
             stdout(&out)
         );
     }
-    // No supervisor or fake agent of this project is left.
+    // No supervisor or fake agent of this project is left (tmux's server exits on its
+    // own once its last session is gone: it is given the moment it takes).
     let project_dir = repo.path().display().to_string();
-    let leftovers: Vec<String> = std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| alive(*pid))
-        .filter_map(|pid| {
-            let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
-            cwd.starts_with(&project_dir).then(|| {
-                std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
-                    .unwrap_or_default()
-                    .replace('\0', " ")
+    let leftovers = || -> Vec<String> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| alive(*pid))
+            .filter_map(|pid| {
+                let cwd = std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?;
+                cwd.starts_with(&project_dir).then(|| {
+                    std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                        .unwrap_or_default()
+                        .replace('\0', " ")
+                })
             })
-        })
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
+            .collect()
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !leftovers().is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let left = leftovers();
+    assert!(left.is_empty(), "{left:?}");
     assert!(
         model(repo)["agents"]
             .as_object()
@@ -359,6 +367,17 @@ fn up_refuses_a_backend_that_cannot_run_and_reports_panes_that_died() {
     let tmp = tempfile::tempdir().unwrap();
     let project = AgentProject::new();
     let repo = &project.repo;
+    // A sprint that does not run: agents would exit at once; refused with what continues.
+    assert_success(&repo.liza(&["abort"]));
+    let out = up(&project, tmp.path(), &["--session", "t3"]);
+    assert_exit(&out, 1);
+    assert!(stderr(&out).contains("liza resume"), "{}", stderr(&out));
+    assert!(
+        !tmux(tmp.path(), &["has-session", "-t", "=t3"])
+            .status
+            .success()
+    );
+    assert_success(&repo.liza(&["resume"]));
     configure(repo, |c| c.default_cli = Some("claude-not-here".into()));
     configure(repo, |c| {
         let mut tools = c.agent_tools.clone().unwrap();

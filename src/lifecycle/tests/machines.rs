@@ -143,9 +143,21 @@ fn an_abort_is_undone_by_resume_or_followed_by_the_next_sprint() {
     // Or the next sprint opens after it (the goal still in progress).
     w.ok(|s, n| abort(s, &Who::Human, false, n));
     let before = w.s.sprint.id.clone();
-    w.ok(|s, n| sprint_next(s, &planner(), n));
+    w.ok(|s, n| sprint_next(s, &Who::Human, n));
     assert_ne!(w.s.sprint.id, before);
     assert_eq!(w.s.sprint.status, SprintStatus::InProgress);
+    // Only a person moves on from an abort (a planner mid-turn would undo it).
+    w.ok(|s, n| abort(s, &Who::Human, false, n));
+    assert_eq!(
+        w.refused(|s, n| sprint_next(s, &planner(), n)),
+        "permission"
+    );
+    // An aborted sprint under a goal since completed is not reopened.
+    w.s.goal.status = Some(GoalStatus::Completed);
+    assert_eq!(
+        w.refused(|s, n| resume(s, &Who::Human, None, false, n)),
+        "sprint-status"
+    );
     // A finished sprint is resumed only out of a pause raised on it.
     let mut w = W::new();
     w.s.sprint.status = SprintStatus::Completed;
@@ -174,6 +186,19 @@ fn the_next_goal_follows_a_finished_one_on_the_same_blackboard() {
         w.refused(|s, n| goal_next(s, &Who::Human, "  ", "specs/next.md", n)),
         "goal-text"
     );
+    // The last goal's open tasks are abandoned or finished first.
+    w.s.tasks.push(
+        crate::blackboard::model::Task::new(
+            id("t-9"),
+            crate::blackboard::model::TaskStatus::Unclaimed,
+        )
+        .into(),
+    );
+    assert_eq!(
+        w.refused(|s, n| goal_next(s, &Who::Human, "Add CSV export", "specs/next.md", n)),
+        "goal-open-tasks"
+    );
+    w.s.tasks.retain(|t| t.id.as_str() != "t-9");
     let sprint = w.s.sprint.id.clone();
     w.ok(|s, n| goal_next(s, &Who::Human, "Add CSV export", "specs/next.md", n));
     assert_eq!(w.s.goal.id, "goal-2");
