@@ -124,13 +124,15 @@ fn run_editor(file: &Path) -> Result<(), CliError> {
                 format!("cannot run the editor {editor}: {e}"),
             )
         })?;
-    // 127 is the shell's "command not found": no such editor is installed.
-    if status.code() == Some(127) {
+    // 127 is the shell's "command not found", 126 "found but not executable": no
+    // usable editor is installed under that name.
+    if matches!(status.code(), Some(126 | 127)) {
         return Err(CliError::new(
             ErrorClass::MissingProgram,
-            format!("the editor {editor} was not found; nothing was committed"),
+            format!("the editor {editor} was not found (or cannot be run); nothing was committed"),
         )
-        .with_hint("set $VISUAL or $EDITOR to an installed editor (e.g. EDITOR=nano liza edit)"));
+        .with_hint("set $VISUAL or $EDITOR to an installed editor (e.g. EDITOR=nano liza edit)")
+        .with_hint(format!("the copy it was to open is {}", file.display())));
     }
     if !status.success() {
         return Err(CliError::refused(format!(

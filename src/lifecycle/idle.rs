@@ -55,14 +55,17 @@ fn what_holds(state: &State, task: &Task) -> String {
     match task.status {
         TaskStatus::Draft => format!("{id} is DRAFT (approve the plan: `liza finalize-task {id}`)"),
         TaskStatus::Unclaimed => {
+            // The claim rule's own test of a dependency (a superseded one counts by its
+            // replacements; an archived or unknown one never merges).
             let waiting: Vec<String> = task
                 .depends_on()
                 .iter()
-                .filter_map(|dep| match state.task(dep) {
-                    Some(d) if d.status != TaskStatus::Merged => {
-                        Some(format!("{dep} ({})", d.status.as_str()))
-                    }
-                    _ => None,
+                .filter(|dep| !state.dependency_satisfied(dep))
+                .map(|dep| match state.task(dep) {
+                    Some(d) => format!("{dep} ({})", d.status.as_str()),
+                    None => format!(
+                        "{dep} (not a live task: fix depends_on with `liza amend-task {id}`)"
+                    ),
                 })
                 .collect();
             if waiting.is_empty() {
@@ -82,13 +85,15 @@ fn what_holds(state: &State, task: &Task) -> String {
         TaskStatus::Blocked => {
             format!("{id} is BLOCKED (the planner or a person answers: `liza unblock {id}`)")
         }
-        TaskStatus::Rejected | TaskStatus::IntegrationFailed => format!(
-            "{id} is {} and stays {}'s",
-            task.status.as_str(),
+        TaskStatus::Rejected => format!(
+            "{id} is REJECTED and stays {}'s",
             task.assigned_to
                 .as_ref()
                 .map_or("its coder".into(), ToString::to_string)
         ),
+        TaskStatus::IntegrationFailed => {
+            format!("{id} failed to integrate (any coder may claim it for the fix)")
+        }
         other => format!("{id} is {}", other.as_str()),
     }
 }
