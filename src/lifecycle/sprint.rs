@@ -325,19 +325,7 @@ pub fn goal_complete(state: &mut State, who: &Who, now: Timestamp) -> Result<Out
             "only a goal in progress is completed",
         ));
     }
-    let open: Vec<&str> = state
-        .tasks
-        .iter()
-        .filter(|t| !t.status.is_terminal())
-        .map(|t| t.id.as_str())
-        .collect();
-    if !open.is_empty() {
-        return Err(Refusal::new(
-            RuleId::GoalOpenTasks,
-            format!("tasks are still open: {}", open.join(", ")),
-            "finish, rescope or abandon them first",
-        ));
-    }
+    no_open_task(state, "finish, rescope or abandon them first")?;
     state.goal.status = Some(GoalStatus::Completed);
     if matches!(
         state.sprint.status,
@@ -467,23 +455,10 @@ pub fn goal_next(
             "finish it first: `liza goal complete` (every task terminal) or `liza abort --goal`",
         ));
     }
-    let open: Vec<&str> = state
-        .tasks
-        .iter()
-        .filter(|t| !t.status.is_terminal())
-        .map(|t| t.id.as_str())
-        .collect();
-    if !open.is_empty() {
-        return Err(Refusal::new(
-            RuleId::GoalOpenTasks,
-            format!(
-                "tasks of {} are still open: {}",
-                state.goal.id,
-                open.join(", ")
-            ),
-            "abandon them (`liza abandon <task> --reason …`) or finish them first: the next goal starts with no task of the last",
-        ));
-    }
+    no_open_task(
+        state,
+        "abandon them (`liza abandon <task> --reason …`) or finish them first: the next goal starts with no task of the last",
+    )?;
     let previous = state.goal.clone();
     let summary = Node::new(Value::Map(vec![
         entry("id", Node::str(previous.id.clone())),
@@ -542,6 +517,28 @@ fn push_extra(state: &mut State, key: &str, item: Node) {
                 .push(entry(key, Node::new(Value::Seq(vec![item]))));
         }
     }
+}
+
+/// Refuses (`goal-open-tasks`, naming them) while any task of the goal is not terminal.
+fn no_open_task(state: &State, hint: &str) -> Result<(), Refusal> {
+    let open: Vec<&str> = state
+        .tasks
+        .iter()
+        .filter(|t| !t.status.is_terminal())
+        .map(|t| t.id.as_str())
+        .collect();
+    if open.is_empty() {
+        return Ok(());
+    }
+    Err(Refusal::new(
+        RuleId::GoalOpenTasks,
+        format!(
+            "tasks of {} are still open: {}",
+            state.goal.id,
+            open.join(", ")
+        ),
+        hint,
+    ))
 }
 
 fn next_sprint_id(id: &str) -> String {
