@@ -15,6 +15,7 @@ pub mod artifacts;
 pub mod ask;
 pub mod coder;
 pub mod context;
+pub mod dry_run;
 pub mod edits;
 pub mod identities;
 pub mod metrics;

@@ -192,6 +192,7 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     checks.push(blackboard(&project, &state));
     checks.extend(shared_store(&project));
     checks.push(clock(&project));
+    checks.extend(specs_committed(&project, &state));
     if let Some(check) = integration_kept(&project, &state) {
         checks.push(check);
     }
@@ -742,6 +743,69 @@ fn clock(project: &Project) -> Check {
             "run NTP (chrony, systemd-timesyncd) on every machine that runs liza: leases are watched, not compared, but the log's times are what people read",
         )
     }
+}
+
+/// The goal's spec and each open task's are on the integration branch, as this checkout
+/// has them (specs/lifecycle.md *Plan approval and spec currency*): worktrees start there.
+fn specs_committed(project: &Project, state: &State) -> Vec<Check> {
+    use crate::ops::spec_committed::{SpecAt, spec_at};
+    let branch = state.config.integration_branch();
+    let Ok(repo) = crate::git::Repo::open(&project.root) else {
+        return Vec::new();
+    };
+    let Ok(Some(tip)) = repo.branch_tip(branch) else {
+        return Vec::new();
+    };
+    let mut refs: Vec<&str> = state.goal.spec_ref.as_deref().into_iter().collect();
+    for task in state.tasks.iter().filter(|t| !t.status.is_terminal()) {
+        if let Some(spec_ref) = task.spec_ref.as_deref() {
+            refs.push(spec_ref);
+        }
+    }
+    let mut files: Vec<&str> = refs.into_iter().map(crate::lifecycle::spec_file).collect();
+    files.sort_unstable();
+    files.dedup();
+    let (mut absent, mut differs) = (Vec::new(), Vec::new());
+    for file in files {
+        match spec_at(&repo, &project.root, &tip, file) {
+            SpecAt::Same => {}
+            SpecAt::Differs => differs.push(file),
+            SpecAt::Absent => absent.push(file),
+        }
+    }
+    let mut checks = Vec::new();
+    if !absent.is_empty() {
+        checks.push(Check::problem(
+            Status::Fail,
+            "spec",
+            format!(
+                "{} not committed on {branch}, where every task's worktree starts",
+                absent.join(", ")
+            ),
+            format!(
+                "commit it (git add {} && git commit), then bring it to {branch}: git fetch . HEAD:{branch}",
+                absent.join(" ")
+            ),
+        ));
+    }
+    if !differs.is_empty() {
+        checks.push(Check::problem(
+            Status::Warn,
+            "spec",
+            format!(
+                "{} in this checkout differs from {branch}'s; agents read {branch}'s",
+                differs.join(", ")
+            ),
+            format!("commit the change and bring it to {branch}: git fetch . HEAD:{branch}"),
+        ));
+    }
+    if checks.is_empty() {
+        checks.push(Check::ok(
+            "spec",
+            format!("the goal's and open tasks' specs are on {branch} as here"),
+        ));
+    }
+    checks
 }
 
 /// Each MERGED task's work is on the integration branch (specs/git.md *Integration keeps

@@ -28,6 +28,7 @@ mod note;
 mod project;
 mod reports;
 mod shared_git;
+pub mod spec_committed;
 mod sprint;
 mod sprint_summary;
 mod supervision;

@@ -165,7 +165,7 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
         }
     };
     let system = ctx.system(RULES);
-    let dry_run_answer = dry_run_answer(task);
+    let dry_run_answer = super::dry_run::edits(task, &state.config.test_paths());
     let mut feedback: Option<String> = None;
     let mut failures: BTreeMap<String, u32> = BTreeMap::new();
     for draft in 0..=MAX_RETRIES {
@@ -687,18 +687,6 @@ fn grep_files(worktree: &Path, task: &Task) -> Vec<String> {
         }
     }
     found
-}
-
-/// A deterministic dry-run answer: a note file inside the task's scope.
-fn dry_run_answer(task: &Task) -> String {
-    let dir = task
-        .paths
-        .iter()
-        .flatten()
-        .map(|p| p.trim().trim_start_matches("./"))
-        .find(|p| p.ends_with('/'))
-        .unwrap_or("");
-    json!({"edits": [{"path": format!("{dir}dry-run-{}.md", task.id), "content": format!("Dry run of task {}.\n", task.id)}]}).to_string()
 }
 
 #[cfg(test)]

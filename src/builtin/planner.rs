@@ -212,7 +212,7 @@ pub async fn run(ctx: &RunContext) -> Status {
             format!("{}\n\n{PLAN_ANSWER}", planning_prompt(ctx, &state)),
             Expect::Object,
             &read_plan,
-            json!({"plan_id": "plan_0001", "tasks": []}).to_string(),
+            super::dry_run::plan(&ctx.project.root, &state),
         )
     } else {
         (
@@ -222,7 +222,7 @@ pub async fn run(ctx: &RunContext) -> Status {
             ),
             Expect::List(&["decisions"]),
             &read_decisions,
-            "[]".to_owned(),
+            super::dry_run::decisions(&triggers),
         )
     };
     let asked = ask::ask(

@@ -16,6 +16,16 @@ use crate::blackboard::{Role, State};
 use crate::ops::Project;
 use crate::tmux::Tmux;
 
+/// The variables of this terminal each agent pane gets: the built-in agent's dry run and
+/// endpoint, the scripted agent's scenario (specs/operations.md *tmux*).
+const PASSED_TO_AGENTS: &[&str] = &[
+    "DRY_RUN",
+    "LIZA_LLM_BASE_URL",
+    "LIZA_LLM_MODEL",
+    "LIZA_LLM_TIMEOUT",
+    "FAKE_AGENT_DIR",
+];
+
 #[derive(clap::Args)]
 pub struct UpArgs {
     /// Coder panes.
@@ -121,6 +131,13 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
     ] {
         tmux.run(&["set-option", "-w", "-t", &status, option[0], option[1]])?;
     }
+    // What this terminal chose for the agents reaches them, whatever environment an
+    // already running tmux server holds (secrets are not passed: they would show in
+    // tmux's arguments).
+    let passed: Vec<(&str, String)> = PASSED_TO_AGENTS
+        .iter()
+        .filter_map(|name| std::env::var(name).ok().map(|v| (*name, v)))
+        .collect();
     let mut created = Vec::new();
     let mut pane_ids: Vec<(String, String)> = Vec::new();
     for (role, ids) in &agents {
@@ -130,10 +147,11 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
             if let Some(cli) = &args.cli {
                 argv.extend(["--cli".into(), cli.clone()]);
             }
-            let env = [
+            let mut env = vec![
                 ("LIZA_AGENT_ID", id.as_str()),
                 ("LIZA_STORE", store.as_str()),
             ];
+            env.extend(passed.iter().map(|(k, v)| (*k, v.as_str())));
             let pane = tmux.split_before(&status, &project.root, &env, &argv)?;
             tmux.run(&["select-pane", "-t", &pane, "-T", id])?;
             created.push(id.clone());

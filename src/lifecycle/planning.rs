@@ -58,6 +58,19 @@ pub struct SpecFacts {
     pub exists: bool,
     /// Its git blob id, when it exists.
     pub blob: Option<String>,
+    /// The integration branch's tip holds the file (worktrees start there).
+    pub committed: bool,
+}
+
+impl SpecFacts {
+    /// A spec file that is not there.
+    pub fn missing() -> SpecFacts {
+        SpecFacts {
+            exists: false,
+            blob: None,
+            committed: false,
+        }
+    }
 }
 
 fn parse_id(text: &str, what: &str) -> Result<TaskId, Refusal> {
@@ -389,6 +402,21 @@ pub fn finalize(
             format!("its spec file {} does not exist", spec_file(spec_ref)),
             "write the spec, or amend --spec to an existing file (relative to the project root)",
         );
+    }
+    if !spec.committed {
+        let file = spec_file(spec_ref);
+        let branch = state.config.integration_branch();
+        return Err(Refusal::new(
+            RuleId::SpecCommitted,
+            format!(
+                "task {id} cannot be finalized: its spec file {file} is not committed on {branch}, \
+                 where its worktree starts"
+            ),
+            format!(
+                "commit it (git add {file} && git commit), then bring it to {branch}: \
+                 git fetch . HEAD:{branch} (a fast-forward), or merge it there"
+            ),
+        ));
     }
     let Some(done) = current.done_when.as_deref() else {
         return gate(

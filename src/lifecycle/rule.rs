@@ -108,6 +108,7 @@ rules! {
     ReviewLeaseLive => "review-lease-live",
     RunClaimed => "run-claimed",
     SandboxRequired => "sandbox-required",
+    SpecCommitted => "spec-committed",
     SpecPath => "spec-path",
     SprintDeadline => "sprint-deadline",
     SprintStatus => "sprint-status",

@@ -242,6 +242,7 @@ fn spec() -> SpecFacts {
     SpecFacts {
         exists: true,
         blob: Some("abc123".into()),
+        committed: true,
     }
 }
 

@@ -3,8 +3,20 @@
 
 /// Whether `path` (relative, `/`-separated) matches `pattern`: `**` matches any run of
 /// path segments (including none), `*` anything within one segment, `?` one character.
+/// As in git, a pattern that matches a directory (`src/report`, `src/report/`) covers
+/// everything in it.
 pub fn glob_match(pattern: &str, path: &str) -> bool {
-    matches(pattern.as_bytes(), path.as_bytes())
+    let pattern = pattern.as_bytes();
+    let path = path.as_bytes();
+    if matches(pattern, path) {
+        return true;
+    }
+    let directory = pattern.strip_suffix(b"/").unwrap_or(pattern);
+    !directory.is_empty()
+        && path
+            .iter()
+            .enumerate()
+            .any(|(i, &b)| b == b'/' && matches(directory, &path[..i]))
 }
 
 fn matches(p: &[u8], s: &[u8]) -> bool {
@@ -149,6 +161,12 @@ mod tests {
         assert!(glob_match("src/?.rs", "src/a.rs"));
         assert!(!glob_match("src/?.rs", "src/ab.rs"));
         assert!(glob_match("**", "anything/at/all"));
+        // A pattern naming a directory covers what is in it, as in git.
+        assert!(glob_match("liza-dry-run/", "liza-dry-run/note.md"));
+        assert!(glob_match("src/report", "src/report/a/b.rs"));
+        assert!(!glob_match("src/report", "src/reporter.rs"));
+        assert!(!glob_match("src/report/", "src/report"));
+        assert!(!glob_match("src/report/", "src/reporter/a.rs"));
     }
 
     #[test]

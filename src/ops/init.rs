@@ -5,6 +5,7 @@ use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
 
 use super::OpsError;
+use super::spec_committed::{SpecAt, not_committed, spec_at};
 use crate::blackboard::codec::IdMap;
 use crate::blackboard::etcd::StoreAddress;
 use crate::blackboard::log::LogEntry;
@@ -94,6 +95,17 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
         Some(remote) => remote.fetch(&branch)?,
         None => None,
     };
+    // Where integration starts: the shared remote's branch, this repository's, or the base.
+    let local = repo.branch_tip(&branch)?;
+    let start = match (&on_remote, &local) {
+        (Some(tip), _) | (None, Some(tip)) => tip.clone(),
+        (None, None) => repo.resolve_commit(req.base.as_deref().unwrap_or("HEAD"))?,
+    };
+    // Worktrees start at the integration tip: a spec only in this checkout is one agents
+    // are pointed at and do not have.
+    if spec_at(&repo, &root, &start, &spec_ref) == SpecAt::Absent {
+        return Err(not_committed(&spec_ref, &branch, &start));
+    }
     if let Some(tip) = &on_remote {
         repo.set_branch(
             &branch,
@@ -101,15 +113,11 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
             "liza init: the shared remote's branch",
         )?;
     }
-    let existing = repo.branch_tip(&branch)?;
-    let (tip, created) = match existing {
-        Some(tip) => (tip, false),
-        None => {
-            let base = repo.resolve_commit(req.base.as_deref().unwrap_or("HEAD"))?;
-            repo.create_branch(&branch, &base)?;
-            (base, true)
-        }
-    };
+    let created = local.is_none() && on_remote.is_none();
+    if created {
+        repo.create_branch(&branch, &start)?;
+    }
+    let tip = start;
 
     if let Some(remote) = &remote
         && on_remote.is_none()

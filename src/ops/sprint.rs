@@ -2,6 +2,7 @@
 //! `checkpoint`, with their control files (`.liza/PAUSE`, `ABORT`, `CHECKPOINT`; presence
 //! is what counts), written after the transaction commits.
 
+use super::spec_committed::{SpecAt, not_committed, spec_at};
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::EventKind;
 use crate::blackboard::control::Control;
@@ -47,6 +48,21 @@ pub fn goal_next(
         Some(path) => Some(super::init::resolve_spec(&project.root, cwd, Some(path))?),
         None => None,
     };
+    if let Some(spec_ref) = &spec_ref {
+        let branch = project
+            .store
+            .snapshot()?
+            .state
+            .config
+            .integration_branch()
+            .to_owned();
+        let repo = crate::git::Repo::open(&project.root)?;
+        if let Some(tip) = repo.branch_tip(&branch)?
+            && spec_at(&repo, &project.root, &tip, spec_ref) == SpecAt::Absent
+        {
+            return Err(not_committed(spec_ref, &branch, &tip));
+        }
+    }
     let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {
         let previous = s.sprint.id.clone();
         let spec_ref = spec_ref

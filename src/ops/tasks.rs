@@ -3,35 +3,29 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+use super::spec_committed::{SpecAt, spec_at};
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::store::Document;
 use crate::blackboard::{Actor, TaskId};
-use crate::git::blob_id;
+use crate::git::{Repo, blob_id};
 use crate::lifecycle::{self, Amendment, NewTask, Outcome, RuleId, SpecFacts, spec_file};
 
 /// What finalizing needs to know about a spec reference, read from the project root.
 pub fn spec_facts(root: &Path, spec_ref: Option<&str>) -> SpecFacts {
     let Some(spec_ref) = spec_ref else {
-        return SpecFacts {
-            exists: false,
-            blob: None,
-        };
+        return SpecFacts::missing();
     };
     // A spec that leads outside the repository (absolute, `..`, a symbolic link out)
     // does not exist for liza: it is never read, hashed or copied.
     let path = match crate::confine::inside(root, spec_file(spec_ref)) {
         Ok(path) if path.is_file() => path,
-        _ => {
-            return SpecFacts {
-                exists: false,
-                blob: None,
-            };
-        }
+        _ => return SpecFacts::missing(),
     };
     SpecFacts {
         exists: true,
         blob: blob_id(&path).ok(),
+        committed: false,
     }
 }
 
@@ -72,12 +66,29 @@ fn keep_spec_texts(project: &Project, specs: &HashMap<String, SpecFacts>) {
     }
 }
 
+/// The facts of each spec, and whether the integration branch's tip holds it.
 fn facts_for<'a>(
     project: &Project,
     refs: impl Iterator<Item = &'a str>,
-) -> HashMap<String, SpecFacts> {
-    refs.map(|r| (r.to_owned(), spec_facts(&project.root, Some(r))))
-        .collect()
+) -> Result<HashMap<String, SpecFacts>, OpsError> {
+    let branch = project
+        .store
+        .snapshot()?
+        .state
+        .config
+        .integration_branch()
+        .to_owned();
+    let repo = Repo::open(&project.root)?;
+    let tip = repo.branch_tip(&branch)?;
+    Ok(refs
+        .map(|r| {
+            let mut facts = spec_facts(&project.root, Some(r));
+            facts.committed = tip
+                .as_ref()
+                .is_some_and(|tip| spec_at(&repo, &project.root, tip, r) != SpecAt::Absent);
+            (r.to_owned(), facts)
+        })
+        .collect())
 }
 
 /// `add-task` / `add-tasks`: all or nothing; items with `finalize` are finalized in the
@@ -96,7 +107,7 @@ pub fn add_tasks(
             .iter()
             .filter(|t| t.finalize)
             .filter_map(|t| t.spec_ref.as_deref()),
-    );
+    )?;
     let done = transition(
         &project.store,
         actor,
@@ -114,10 +125,7 @@ pub fn add_tasks(
                         .as_deref()
                         .and_then(|r| specs.get(r))
                         .cloned()
-                        .unwrap_or(SpecFacts {
-                            exists: false,
-                            blob: None,
-                        });
+                        .unwrap_or_else(SpecFacts::missing);
                     outcome.merge(lifecycle::finalize(state, who, &id, &facts, now)?);
                 }
                 ids.push(id);
@@ -179,7 +187,7 @@ pub fn finalize_tasks(
             .iter()
             .filter_map(|id| snapshot.state.task(id))
             .filter_map(|t| t.spec_ref.as_deref()),
-    );
+    )?;
     let done = transition(
         &project.store,
         actor,
@@ -193,10 +201,7 @@ pub fn finalize_tasks(
                     .as_deref()
                     .and_then(|r| specs.get(r))
                     .cloned()
-                    .unwrap_or(SpecFacts {
-                        exists: false,
-                        blob: None,
-                    });
+                    .unwrap_or_else(SpecFacts::missing);
                 outcome.merge(lifecycle::finalize(state, who, id, &facts, now)?);
             }
             Ok((outcome, chosen.clone()))

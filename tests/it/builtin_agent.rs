@@ -658,3 +658,48 @@ fn an_edit_outside_the_task_and_its_tests_is_refused_with_the_way_to_widen_it() 
     assert!(worktree.join("tests/greeting_test.sh").exists());
     assert!(!worktree.join("docs/notes.md").exists());
 }
+
+/// `DRY_RUN=1` is the offline way to try liza's agents on one's own project
+/// (specs/builtin-agent.md *DRY_RUN*): a plan of real tasks from the spec's items, each
+/// coded inside its own paths, reviewed, merged, and the goal completed — no model, no
+/// alarm, nothing written outside the tasks' paths.
+#[test]
+fn a_dry_run_sprint_plans_codes_reviews_and_merges_within_the_tasks_paths() {
+    use crate::common::supervision::AgentProject;
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    std::fs::write(
+        repo.path().join("specs/vision.md"),
+        "# Vision\n\n- `report --json` prints JSON\n- `report --csv` prints CSV\n",
+    )
+    .unwrap();
+    repo.git(&["commit", "-qam", "the spec's items"]);
+    repo.git(&["fetch", "-q", ".", "HEAD:integration"]);
+    configure(repo, |c| c.default_cli = Some("builtin".into()));
+    let dry = [("DRY_RUN", "1")];
+    let team = vec![
+        project.supervisor_env("planner", "planner-1", &dry),
+        project.supervisor_env("coder", "coder-1", &dry),
+        project.supervisor_env("code-reviewer", "code-reviewer-1", &dry),
+    ];
+    project.wait_all(team, std::time::Duration::from_secs(120));
+    let state = crate::common::team::model(repo);
+    assert_eq!(state["goal"]["status"], "COMPLETED", "{}", project.diagnostics());
+    let tasks = state["tasks"].as_array().unwrap();
+    let titles: Vec<&str> = tasks
+        .iter()
+        .map(|t| t["description"].as_str().unwrap().lines().next().unwrap())
+        .collect();
+    assert_eq!(titles, ["`report --json` prints JSON", "`report --csv` prints CSV"]);
+    for task in tasks {
+        assert_eq!(task["status"], "MERGED", "{task:#}");
+        assert_eq!(task["paths"], json!(["liza-dry-run/"]), "{task:#}");
+    }
+    let merged = repo.git(&["diff", "--name-only", "main", "integration"]);
+    assert_eq!(
+        merged.lines().collect::<Vec<_>>(),
+        ["liza-dry-run/dry-run-t-1.md", "liza-dry-run/dry-run-t-2.md"]
+    );
+    let alerts = std::fs::read_to_string(repo.liza_dir().join("alerts.log")).unwrap_or_default();
+    assert!(alerts.is_empty(), "{alerts}");
+}

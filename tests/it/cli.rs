@@ -1,7 +1,7 @@
 //! The CLI end to end: init, note, status, show, log, validate in real repositories; exit
 //! codes, the JSON envelope, and refusals that leave every file byte-identical.
 
-use crate::common::{Repo, assert_exit, assert_success, json, stderr, stdout};
+use crate::common::{Repo, assert_exit, assert_success, doctor_check, json, stderr, stdout};
 
 #[test]
 fn init_creates_the_blackboard_branch_and_excludes() {
@@ -482,4 +482,88 @@ fn add_tasks_says_when_an_unquoted_comma_cut_a_value() {
     assert!(said.contains("`3) returns 4` was read as one"), "{said}");
     assert!(said.contains("done: \"add(1, 3) returns 4\""), "{said}");
     assert_eq!(repo.files(), before);
+}
+
+#[test]
+fn the_spec_must_be_committed_where_worktrees_start() {
+    // init: a spec written but never committed is refused, and nothing is created.
+    let repo = Repo::new();
+    std::fs::write(repo.path().join("specs/draft.md"), "# Draft\n").unwrap();
+    let before = repo.files();
+    let out = repo.liza(&["init", "Goal", "--spec", "specs/draft.md"]);
+    assert_exit(&out, 1);
+    let err = stderr(&out);
+    assert!(err.contains("[spec-committed]"), "{err}");
+    assert!(
+        err.contains("specs/draft.md is not committed on integration"),
+        "{err}"
+    );
+    assert!(err.contains("git add specs/draft.md"), "{err}");
+    assert!(!repo.liza_dir().exists());
+    assert_eq!(repo.files(), before);
+
+    // finalize: a spec committed on main after init is not on integration yet.
+    let repo = Repo::initialized();
+    std::fs::write(repo.path().join("specs/later.md"), "# Later\n").unwrap();
+    repo.git(&["add", "specs/later.md"]);
+    repo.git(&["commit", "-q", "-m", "a later spec"]);
+    let add = |id: &str| {
+        repo.liza(&[
+            "add-task",
+            "--id",
+            id,
+            "--desc",
+            "d",
+            "--spec",
+            "specs/later.md",
+            "--done",
+            "report --json prints JSON",
+            "--scope",
+            "s",
+            "--finalize",
+        ])
+    };
+    let before = repo.files();
+    let out = add("t-1");
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("[spec-committed]"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("git fetch . HEAD:integration"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.files(), before);
+    assert_eq!(doctor_check(&repo, "spec")["status"], "ok");
+    // The hint works: integration fast-forwards to the commit, and the task is finalized.
+    repo.git(&["fetch", "-q", ".", "HEAD:integration"]);
+    assert_success(&add("t-1"));
+    assert_eq!(doctor_check(&repo, "spec")["status"], "ok");
+
+    // doctor: an uncommitted change to the goal's spec is said; a missing one fails.
+    std::fs::write(repo.path().join("specs/vision.md"), "# Vision, changed\n").unwrap();
+    let check = doctor_check(&repo, "spec");
+    assert_eq!(check["status"], "warn", "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("agents read integration's"),
+        "{check}"
+    );
+    repo.git(&["rm", "-q", "specs/later.md"]);
+    repo.git(&["commit", "-q", "-m", "spec gone"]);
+    repo.git(&["fetch", "-q", ".", "HEAD:integration"]);
+    let check = doctor_check(&repo, "spec");
+    assert_eq!(check["status"], "fail", "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("specs/later.md not committed"),
+        "{check}"
+    );
 }

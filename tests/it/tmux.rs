@@ -434,3 +434,47 @@ fn up_refuses_a_backend_that_cannot_run_and_reports_panes_that_died() {
     assert!(said.contains("liza up --down --session t5"), "{said}");
     let _ = tmux(tmp.path(), &["kill-server"]);
 }
+
+/// What this terminal chose for the built-in agent (`DRY_RUN`, the endpoint) reaches
+/// every pane, though the tmux server was started without it: the offline way to try
+/// liza on one's own project runs a whole sprint in tmux.
+#[test]
+fn up_gives_its_panes_the_dry_run_this_terminal_chose() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    assert!(
+        tmux(tmp.path(), &["new-session", "-d", "-s", "earlier"])
+            .status
+            .success()
+    );
+    let out = project
+        .repo
+        .command()
+        .env("TMUX_TMPDIR", tmp.path())
+        .env_remove("TMUX")
+        .env("DRY_RUN", "1")
+        .args(["up", "--session", "dry", "--cli", "builtin"])
+        .args(["--coders", "1", "--reviewers", "1"])
+        .output()
+        .unwrap();
+    assert_success(&out);
+    project.wait_until("the dry-run goal completed", Duration::from_secs(120), || {
+        model(repo)["goal"]["status"] == "COMPLETED"
+    });
+    let merged = repo.git(&["diff", "--name-only", "main", "integration"]);
+    assert!(merged.contains("liza-dry-run/dry-run-t-1.md"), "{merged}");
+    let down = project
+        .repo
+        .command()
+        .env("TMUX_TMPDIR", tmp.path())
+        .env_remove("TMUX")
+        .args(["up", "--down", "--session", "dry"])
+        .output()
+        .unwrap();
+    assert_success(&down);
+    let _ = tmux(tmp.path(), &["kill-server"]);
+}

@@ -138,13 +138,19 @@ fn finalize_keeps_the_spec_blob() {
 fn finalize_gates() {
     let mut w = W::new();
     w.add("t-1", &[]);
-    let missing = SpecFacts {
-        exists: false,
-        blob: None,
-    };
+    let missing = SpecFacts::missing();
     assert_eq!(
         w.refused(|s, n| finalize(s, &planner(), &id("t-1"), &missing, n)),
         "finalize-gates"
+    );
+    // In the main checkout but not on the integration branch, where worktrees start.
+    let uncommitted = SpecFacts {
+        committed: false,
+        ..spec()
+    };
+    assert_eq!(
+        w.refused(|s, n| finalize(s, &planner(), &id("t-1"), &uncommitted, n)),
+        "spec-committed"
     );
     let vague = Amendment {
         done_when: Some("it works".into()),

@@ -117,6 +117,7 @@ impl World {
         let spec = SpecFacts {
             exists: true,
             blob: Some("abc".into()),
+            committed: true,
         };
         lifecycle::finalize(&mut self.state, &planner, &id(t), &spec, now).unwrap();
     }
