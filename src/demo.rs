@@ -42,7 +42,35 @@ pub struct DemoReport {
 /// executable; `show` receives the progress lines.
 pub fn run(dir: &Path, liza: &Path, mut show: impl FnMut(&str)) -> Result<DemoReport, String> {
     let started = Instant::now();
-    create_project(dir, liza)?;
+    preflight(Some(dir)).map_err(|(why, hint)| format!("{why}: {hint}"))?;
+    let existed = dir.exists();
+    if let Err(why) = create_project(dir, liza) {
+        // Nothing half-made is left behind: the folder was new or empty.
+        let removed = if existed {
+            std::fs::read_dir(dir).map_or(Ok(()), |entries| {
+                entries.flatten().try_for_each(|e| {
+                    let path = e.path();
+                    if path.is_dir() && !path.is_symlink() {
+                        std::fs::remove_dir_all(path)
+                    } else {
+                        std::fs::remove_file(path)
+                    }
+                })
+            })
+        } else {
+            std::fs::remove_dir_all(dir)
+        };
+        return Err(match removed {
+            Ok(()) => format!(
+                "{why}\n(the demo's repository in {} was removed)",
+                dir.display()
+            ),
+            Err(e) => format!(
+                "{why}\n(the demo's repository is left in {}: {e})",
+                dir.display()
+            ),
+        });
+    }
     show(&format!("project created in {}", dir.display()));
     let (server, base_url) = match std::env::var("LIZA_LLM_BASE_URL")
         .ok()
@@ -140,13 +168,46 @@ pub fn script() -> Script {
     }
 }
 
-fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
-    if dir.exists() && std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_some()) {
-        return Err(format!(
-            "{} exists and is not empty: give --dir a new or empty folder",
-            dir.display()
+/// The demo's `--dir` is new or empty, and the etcd of `--store` (when given) answers:
+/// checked before anything is created, so a refusal leaves nothing behind.
+pub fn preflight(dir: Option<&Path>) -> Result<(), (String, String)> {
+    if let Some(dir) = dir
+        && dir.exists()
+        && std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_some())
+    {
+        return Err((
+            format!("{} exists and is not empty", dir.display()),
+            "give --dir a new or empty folder".into(),
         ));
     }
+    let Some(text) = crate::blackboard::store::given_address() else {
+        return Ok(());
+    };
+    let address: crate::blackboard::etcd::StoreAddress =
+        text.trim()
+            .parse()
+            .map_err(|e: crate::blackboard::etcd::AddressError| {
+                (
+                    e.to_string(),
+                    "write it as etcd://HOST:PORT[,HOST:PORT…]/PREFIX".into(),
+                )
+            })?;
+    let answers = |endpoint: &String| {
+        use std::net::ToSocketAddrs;
+        endpoint.to_socket_addrs().is_ok_and(|mut addrs| {
+            addrs.any(|a| std::net::TcpStream::connect_timeout(&a, Duration::from_secs(2)).is_ok())
+        })
+    };
+    if address.endpoints.iter().any(answers) {
+        return Ok(());
+    }
+    Err((
+        format!("no etcd answers at {text} (--store): the demo's blackboard would be there"),
+        "start etcd there (e.g. `etcd --data-dir /tmp/etcd-demo`), or run `liza demo` without --store".into(),
+    ))
+}
+
+fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
     let write = |rel: &str, text: &str| -> Result<(), String> {
         let path = dir.join(rel);
         std::fs::create_dir_all(path.parent().unwrap_or(dir))
@@ -186,9 +247,10 @@ fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
         .output()
         .map_err(|e| format!("could not run liza init: {e}"))?;
     if !out.status.success() {
+        let said = String::from_utf8_lossy(&out.stderr);
         return Err(format!(
             "liza init failed: {}",
-            String::from_utf8_lossy(&out.stderr)
+            said.trim().trim_start_matches("error: ")
         ));
     }
     let store = crate::ops::open_store(dir).map_err(|e| e.to_string())?;

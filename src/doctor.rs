@@ -207,7 +207,7 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     }
     checks.extend(backends(&state));
     checks.push(sandbox(&project, &state));
-    if let Some(check) = endpoint(&state, env) {
+    if let Some(check) = endpoint(&project, &state, env) {
         checks.push(check);
     }
     checks.extend(worktrees(&project, &state));
@@ -440,7 +440,7 @@ fn installed_cli(backend: &Backend, path: &Path, severity: Status) -> Vec<Check>
 
 /// The built-in agent's endpoint answers, when the built-in agent is in use or an
 /// endpoint is configured.
-fn endpoint(state: &State, env: &dyn Env) -> Option<Check> {
+fn endpoint(project: &Project, state: &State, env: &dyn Env) -> Option<Check> {
     let in_use = crate::backend::BackendKind::of(state.config.default_cli())
         == crate::backend::BackendKind::Builtin
         || state
@@ -450,6 +450,27 @@ fn endpoint(state: &State, env: &dyn Env) -> Option<Check> {
         || env.var("LIZA_LLM_BASE_URL").is_some();
     if !in_use {
         return None;
+    }
+    if env.var("DRY_RUN").is_some_and(|v| v.trim() == "1") {
+        return Some(Check::ok(
+            "model endpoint",
+            "DRY_RUN=1: the built-in agent asks no model",
+        ));
+    }
+    // `liza demo`'s project ran against a scripted server on loopback, gone with the demo:
+    // said, rather than probing a hosted endpoint nobody configured.
+    if env.var("LIZA_LLM_BASE_URL").is_none()
+        && crate::blackboard::LizaPaths::new(&project.root)
+            .dir
+            .join("demo")
+            .is_dir()
+    {
+        return Some(Check::problem(
+            Status::Warn,
+            "model endpoint",
+            "this is `liza demo`'s project: its model was a scripted server on loopback, gone with the demo",
+            "`liza demo` runs it again; to run agents here, set LIZA_LLM_BASE_URL (and LIZA_LLM_API_KEY), or DRY_RUN=1 for no model",
+        ));
     }
     let config = state.config.builtin.clone().unwrap_or_default();
     let endpoint = match Endpoint::resolve(env, &config, crate::blackboard::Role::Coder) {

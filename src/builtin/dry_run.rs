@@ -55,7 +55,10 @@ pub fn plan(root: &Path, state: &State) -> String {
 /// The planner's decisions: the goal completed once its sprint is (so a dry run ends),
 /// nothing else decided.
 pub fn decisions(triggers: &[Trigger]) -> String {
-    if triggers.iter().any(|t| t.kind == TriggerKind::SprintComplete) {
+    if triggers
+        .iter()
+        .any(|t| t.kind == TriggerKind::SprintComplete)
+    {
         json!([{"decision": "goal_complete", "reason": "DRY_RUN=1: every planned task is merged"}])
             .to_string()
     } else {
@@ -125,7 +128,10 @@ mod tests {
 
     #[test]
     fn a_note_goes_to_a_directory_the_paths_name_else_to_a_test_path() {
-        assert_eq!(directory_of("src/report/**").as_deref(), Some("src/report/"));
+        assert_eq!(
+            directory_of("src/report/**").as_deref(),
+            Some("src/report/")
+        );
         assert_eq!(directory_of("./docs/").as_deref(), Some("docs/"));
         assert_eq!(directory_of("src/**/*.rs"), None);
         assert_eq!(directory_of("src/cli.rs"), None);
@@ -138,7 +144,9 @@ mod tests {
 
     #[test]
     fn the_spec_items_become_the_plan() {
-        let items = spec_items("# Vision\n\n- `sh greet.sh NAME` prints hello\n  - nested\n## Shout\ntext\n");
+        let items = spec_items(
+            "# Vision\n\n- `sh greet.sh NAME` prints hello\n  - nested\n## Shout\ntext\n",
+        );
         assert_eq!(items, ["`sh greet.sh NAME` prints hello", "Shout"]);
     }
 }

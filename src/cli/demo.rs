@@ -15,6 +15,9 @@ pub struct DemoArgs {
 }
 
 pub fn cmd_demo(args: DemoArgs, out: &Output) -> Result<i32, CliError> {
+    // Before any folder is made: a refusal leaves nothing behind.
+    crate::demo::preflight(args.dir.as_deref())
+        .map_err(|(why, hint)| CliError::refused(why).with_hint(hint))?;
     let dir = match args.dir {
         Some(d) => d,
         None => tempfile::Builder::new()

@@ -56,7 +56,11 @@ impl CliError {
         let mut out = CliError::new(err.class(), err.to_string());
         let mut source = err.source();
         while let Some(s) = source {
-            out.detail.causes.push(s.to_string());
+            // A cause the headline already says in full is not said twice.
+            let cause = s.to_string();
+            if !out.message.contains(&cause) {
+                out.detail.causes.push(cause);
+            }
             source = s.source();
         }
         out.hints = err.hints();

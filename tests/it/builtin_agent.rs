@@ -684,13 +684,21 @@ fn a_dry_run_sprint_plans_codes_reviews_and_merges_within_the_tasks_paths() {
     ];
     project.wait_all(team, std::time::Duration::from_secs(120));
     let state = crate::common::team::model(repo);
-    assert_eq!(state["goal"]["status"], "COMPLETED", "{}", project.diagnostics());
+    assert_eq!(
+        state["goal"]["status"],
+        "COMPLETED",
+        "{}",
+        project.diagnostics()
+    );
     let tasks = state["tasks"].as_array().unwrap();
     let titles: Vec<&str> = tasks
         .iter()
         .map(|t| t["description"].as_str().unwrap().lines().next().unwrap())
         .collect();
-    assert_eq!(titles, ["`report --json` prints JSON", "`report --csv` prints CSV"]);
+    assert_eq!(
+        titles,
+        ["`report --json` prints JSON", "`report --csv` prints CSV"]
+    );
     for task in tasks {
         assert_eq!(task["status"], "MERGED", "{task:#}");
         assert_eq!(task["paths"], json!(["liza-dry-run/"]), "{task:#}");

@@ -133,6 +133,69 @@ fn the_demo_completes_a_sprint_with_a_real_rejection_and_rework() {
         metrics["agents"]["code-reviewer-1"]["runs"], 3,
         "{metrics:#}"
     );
+    // doctor right after: green, or explains — the demo's model server is gone with it,
+    // and no hosted endpoint is probed.
+    let doctor = Command::new(LIZA)
+        .args(["--json", "doctor"])
+        .current_dir(&dir)
+        .env_remove("LIZA_LLM_BASE_URL")
+        .env_remove("DRY_RUN")
+        .output()
+        .unwrap();
+    let report: serde_json::Value = serde_json::from_slice(&doctor.stdout).unwrap();
+    assert!(doctor.status.success(), "{report:#}");
+    let endpoint = report["result"]["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "model endpoint")
+        .cloned()
+        .unwrap();
+    assert_eq!(endpoint["status"], "warn", "{endpoint}");
+    assert!(
+        endpoint["detail"].as_str().unwrap().contains("liza demo"),
+        "{endpoint}"
+    );
+}
+
+/// `liza demo --store` with no etcd there fails at once with the fix, and leaves no
+/// repository behind (specs/operations.md *Demo*).
+#[test]
+fn the_demo_without_its_etcd_fails_fast_and_leaves_nothing() {
+    let home = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let store = format!("etcd://127.0.0.1:{port}/demo");
+    for dir in [Some(home.path().join("demo")), None] {
+        let mut cmd = Command::new(LIZA);
+        cmd.args(["--store", &store, "demo"]);
+        if let Some(dir) = &dir {
+            cmd.arg("--dir").arg(dir);
+        }
+        let out = cmd
+            .env("HOME", home.path())
+            .env("TMPDIR", home.path())
+            .env_remove("LIZA_STORE")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(&format!("no etcd answers at etcd://127.0.0.1:{port}/demo")),
+            "{err}"
+        );
+        assert!(err.contains("hint: start etcd there"), "{err}");
+        assert_eq!(err.matches("127.0.0.1").count(), 1, "said once: {err}");
+        let left: Vec<_> = std::fs::read_dir(home.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
+    }
 }
 
 #[test]

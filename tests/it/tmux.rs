@@ -462,9 +462,11 @@ fn up_gives_its_panes_the_dry_run_this_terminal_chose() {
         .output()
         .unwrap();
     assert_success(&out);
-    project.wait_until("the dry-run goal completed", Duration::from_secs(120), || {
-        model(repo)["goal"]["status"] == "COMPLETED"
-    });
+    project.wait_until(
+        "the dry-run goal completed",
+        Duration::from_secs(120),
+        || model(repo)["goal"]["status"] == "COMPLETED",
+    );
     let merged = repo.git(&["diff", "--name-only", "main", "integration"]);
     assert!(merged.contains("liza-dry-run/dry-run-t-1.md"), "{merged}");
     let down = project
