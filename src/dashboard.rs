@@ -1,9 +1,11 @@
 //! `liza status --watch`: a full-screen dashboard (ratatui) of the tasks, agents, log tail
 //! and alarms, redrawn when `.liza/` changes (file watch) and every second (lease
-//! countdowns). Keys: ↑/↓ select a task, Enter opens its record, p pauses, r resumes, e
+//! countdowns). Keys: ↑/↓ select a task, Enter opens its record (↑/↓, PgUp/PgDn,
+//! Home/End scroll it), p pauses, r resumes, e
 //! opens `liza edit` (the terminal is handed over and taken back), q quits. The terminal
 //! is restored on exit, on error and on panic (`ratatui::init` installs the hook).
 
+pub mod columns;
 pub mod render;
 pub mod view;
 
@@ -77,16 +79,37 @@ fn serve(
             continue;
         }
         let tasks = view.report.tasks.len();
+        // The open record scrolls; its last row is as far as it goes.
+        let size = terminal.size()?;
+        let limit = render::detail_scroll_limit(
+            &view,
+            &ui,
+            ratatui::layout::Rect::new(0, 0, size.width, size.height),
+        );
+        let page = (size.height as usize).saturating_sub(5).max(1);
         match key.code {
             KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return Ok(()),
             KeyCode::Char('q') => return Ok(()),
             KeyCode::Esc if ui.detail => ui.detail = false,
             KeyCode::Esc => return Ok(()),
+            KeyCode::Up | KeyCode::Char('k') if ui.detail => {
+                ui.scroll = ui.scroll.min(limit).saturating_sub(1);
+            }
+            KeyCode::Down | KeyCode::Char('j') if ui.detail => {
+                ui.scroll = (ui.scroll + 1).min(limit);
+            }
+            KeyCode::PageUp if ui.detail => ui.scroll = ui.scroll.min(limit).saturating_sub(page),
+            KeyCode::PageDown if ui.detail => ui.scroll = (ui.scroll + page).min(limit),
+            KeyCode::Home if ui.detail => ui.scroll = 0,
+            KeyCode::End if ui.detail => ui.scroll = limit,
             KeyCode::Up | KeyCode::Char('k') => ui.selected = ui.selected.saturating_sub(1),
             KeyCode::Down | KeyCode::Char('j') => {
                 ui.selected = (ui.selected + 1).min(tasks.saturating_sub(1));
             }
-            KeyCode::Enter => ui.detail = !ui.detail && tasks > 0,
+            KeyCode::Enter => {
+                ui.detail = !ui.detail && tasks > 0;
+                ui.scroll = 0;
+            }
             KeyCode::Char('p') => {
                 ui.message = Some(outcome(ops::pause(project, actor), "paused"));
                 changed.store(true, Ordering::SeqCst);

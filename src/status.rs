@@ -24,7 +24,10 @@ pub struct Report {
     pub plan_waiting: usize,
     pub agents: Vec<AgentLine>,
     pub tasks: Vec<TaskLine>,
+    /// The last alarms whose cause is still there (at most [`ALARMS_SHOWN`]).
     pub alarms: Vec<String>,
+    /// Alarms among those read whose cause is gone (ops::alarms::still_current).
+    pub alarms_cleared: usize,
     pub integration_branch: String,
     /// The built-in agent's metrics, per agent and in total.
     pub builtin: crate::builtin::metrics::Metrics,
@@ -211,6 +214,12 @@ impl TaskLine {
     }
 }
 
+/// How many open alarms `liza status` shows (the newest).
+pub const ALARMS_SHOWN: usize = 5;
+
+/// How many of the newest alarm lines are read to find the open ones.
+pub const ALARMS_READ: usize = 200;
+
 impl Report {
     pub fn new(
         snapshot: &Snapshot,
@@ -220,6 +229,11 @@ impl Report {
         alarms: Vec<String>,
     ) -> Report {
         let state = &snapshot.state;
+        let (mut alarms, cleared): (Vec<String>, Vec<String>) = alarms
+            .into_iter()
+            .partition(|line| crate::ops::alarms::still_current(line, state));
+        alarms.drain(..alarms.len().saturating_sub(ALARMS_SHOWN));
+        let alarms_cleared = cleared.len();
         Report {
             revision: state.revision(),
             pending_hand_edit: snapshot.pending_hand_edit,
@@ -279,6 +293,7 @@ impl Report {
                     depends_on: t.depends_on().iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
+            alarms_cleared,
             alarms,
             builtin: crate::builtin::metrics::collect(state),
             integration_branch: state.config.integration_branch().to_owned(),
@@ -371,10 +386,17 @@ impl Report {
 
         let _ = writeln!(s, "\nAlarms");
         if self.alarms.is_empty() {
-            let _ = writeln!(s, "  none recorded");
+            let _ = writeln!(s, "  none open");
         }
         for alarm in &self.alarms {
             let _ = writeln!(s, "  {alarm}");
+        }
+        if self.alarms_cleared > 0 {
+            let _ = writeln!(
+                s,
+                "  ({} cleared: their cause is gone; .liza/alerts.log keeps every alarm)",
+                self.alarms_cleared
+            );
         }
         s
     }

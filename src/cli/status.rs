@@ -38,7 +38,7 @@ pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
         &live,
         project.store.paths(),
         Timestamp::now(),
-        project.store.recent_alarms(5),
+        project.store.recent_alarms(crate::status::ALARMS_READ),
     )
     .with_controls(&project.store.control_flags().unwrap_or_default());
     if out.json {

@@ -17,6 +17,8 @@ pub struct View {
     pub report: Report,
     /// `HH:MM:SS agent action task detail`, oldest first.
     pub log: Vec<String>,
+    /// The alarms whose cause is still there, oldest first (`report.alarms_cleared` counts
+    /// the others).
     pub alarms: Vec<String>,
     /// Each task's YAML, in the order of `report.tasks`.
     pub task_yaml: Vec<String>,
@@ -32,7 +34,7 @@ impl View {
             paths,
             now,
             entries,
-            store.recent_alarms(50),
+            store.recent_alarms(crate::status::ALARMS_READ),
         );
         view.report = view
             .report
@@ -58,18 +60,19 @@ impl View {
                 shown(e.finish())
             })
             .collect();
+        let report = Report::new(snapshot, live, paths, now, alarms.clone());
+        let open = alarms
+            .into_iter()
+            .filter(|line| crate::ops::alarms::still_current(line, &snapshot.state))
+            .map(shown)
+            .collect();
         View {
-            report: Report::new(snapshot, live, paths, now, last(&alarms, 5)),
+            report,
             log: log.iter().map(|e| shown(log_line(e))).collect(),
-            alarms: alarms.into_iter().map(shown).collect(),
+            alarms: open,
             task_yaml,
         }
     }
-}
-
-/// The last `n` of `lines`.
-fn last(lines: &[String], n: usize) -> Vec<String> {
-    lines[lines.len().saturating_sub(n)..].to_vec()
 }
 
 /// Blackboard text with its control characters shown (the rendered buffer is cleaned

@@ -140,3 +140,81 @@ fn one_line(text: &str) -> String {
         .map(|c| if c.is_control() { ' ' } else { c })
         .collect()
 }
+
+/// Whether the cause of an alarm line (`… [key]`) is still there in `state`
+/// (specs/operations.md *Watch and alarms*): an alarm about a task clears once the task
+/// has left the status it was raised for, or is gone; a loop or limit about a task, once
+/// the task ended. Every other alarm stays: alerts.log keeps them all.
+pub fn still_current(line: &str, state: &crate::blackboard::model::State) -> bool {
+    use crate::blackboard::model::TaskStatus as S;
+    let Some((_, key)) = line.trim_end().rsplit_once(" [") else {
+        return true;
+    };
+    let mut parts = key.trim_end_matches(']').splitn(3, ':');
+    let (Some(rule), Some(task)) = (parts.next(), parts.next()) else {
+        return true;
+    };
+    let raised_in: Option<&[S]> = match rule {
+        "blocked" => Some(&[S::Blocked]),
+        "integration-failed" => Some(&[S::IntegrationFailed]),
+        "orphaned-rejected" => Some(&[S::Rejected]),
+        "stale-draft" => Some(&[S::Draft]),
+        "task-lease" => Some(&[S::Claimed]),
+        "review-lease" => Some(&[S::ReadyForReview]),
+        "hypothesis" | "review-loop" | "iterations" | "repeated-rejection" => None,
+        _ => return true,
+    };
+    let Ok(id) = crate::blackboard::TaskId::parse(task) else {
+        return true;
+    };
+    let occurrence = parts.next();
+    state.task(&id).is_some_and(|t| match raised_in {
+        // Raised when the task entered that status: a later stay there is another
+        // occurrence, with an alarm of its own.
+        Some(statuses) => {
+            let entered = t.status_changed_at.or(t.created).map(|at| at.to_string());
+            statuses.contains(&t.status)
+                && (!matches!(
+                    rule,
+                    "blocked" | "integration-failed" | "orphaned-rejected" | "stale-draft"
+                ) || occurrence.is_none_or(|o| entered.as_deref().is_none_or(|e| e == o)))
+        }
+        None => !t.status.is_terminal(),
+    })
+}
+
+#[cfg(test)]
+mod current_tests {
+    use super::still_current;
+
+    #[test]
+    fn an_alarm_about_a_task_clears_when_its_cause_is_gone() {
+        let (snapshot, _, _) = crate::status::mid_sprint_fixture();
+        let s = &snapshot.state;
+        let line = |key: &str| format!("2026-03-01T12:00:00Z WARN X a message [{key}]");
+        assert!(still_current(
+            &line("blocked:t-blocked:2026-03-01T09:11:00Z"),
+            s
+        ));
+        // An earlier stay in BLOCKED: that occurrence is over.
+        assert!(!still_current(
+            &line("blocked:t-blocked:2026-03-01T08:00:00Z"),
+            s
+        ));
+        assert!(!still_current(
+            &line("blocked:t-merged:2026-03-01T10:00:00Z"),
+            s
+        ));
+        assert!(!still_current(
+            &line("blocked:t-gone:2026-03-01T10:00:00Z"),
+            s
+        ));
+        assert!(still_current(&line("review-loop:t-rejected:3:warn"), s));
+        assert!(!still_current(&line("review-loop:t-merged:3:warn"), s));
+        assert!(still_current(
+            &line("crash-loop:coder-1:-:2026-03-01T10:00:00Z"),
+            s
+        ));
+        assert!(still_current("a line without a key", s));
+    }
+}

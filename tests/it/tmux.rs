@@ -480,3 +480,102 @@ fn up_gives_its_panes_the_dry_run_this_terminal_chose() {
     assert_success(&down);
     let _ = tmux(tmp.path(), &["kill-server"]);
 }
+
+/// The dashboard in a real tmux pane, 80×24 then 200×50 (specs/operations.md *Status and
+/// the live view*): what does not fit is counted ("+N more"), an alarm whose cause is gone
+/// is cleared (counted, not listed), and a task's record scrolls to the end of its history.
+#[test]
+fn the_dashboard_in_a_tmux_pane_counts_what_it_cannot_show() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = Repo::initialized();
+    for i in 1..=12 {
+        add(&repo, &format!("t-{i:02}"), "");
+    }
+    // Two tasks blocked, the alarms raised by `liza watch`; then one unblocked.
+    for (task, agent) in [("t-01", "coder-1"), ("t-02", "coder-2")] {
+        let generation = register(&repo, agent);
+        let coder = as_agent(agent, &generation);
+        assert_success(&repo.liza(&["claim-task", task, agent]));
+        assert_success(&repo.liza_env(
+            &coder,
+            &[
+                "block",
+                task,
+                "--reason",
+                "the format is unspecified",
+                "--question",
+                "JSON or CSV?",
+            ],
+        ));
+    }
+    assert_success(&repo.liza(&["watch", "--cycles", "1", "--interval", "0.1"]));
+    assert_success(&repo.liza(&["unblock", "t-01", "--reason", "JSON, see specs/vision.md"]));
+    let liza = env!("CARGO_BIN_EXE_liza");
+    assert!(
+        tmux(
+            tmp.path(),
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                "dash",
+                "-x",
+                "80",
+                "-y",
+                "24",
+                "-c",
+                repo.path().to_str().unwrap(),
+                "-e",
+                &format!("HOME={}", repo.home.path().display()),
+                liza,
+                "status",
+                "--watch",
+            ],
+        )
+        .status
+        .success()
+    );
+    let screen = || {
+        String::from_utf8_lossy(&tmux(tmp.path(), &["capture-pane", "-p", "-t", "dash:"]).stdout)
+            .into_owned()
+    };
+    let wait_for = |what: &str| {
+        let until = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let text = screen();
+            if text.contains(what) {
+                return text;
+            }
+            assert!(std::time::Instant::now() < until, "no {what:?} in:\n{text}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let small = wait_for("Tasks (12)");
+    assert!(small.contains("1–8 shown, +4 more below"), "{small}");
+    assert!(
+        small.contains("1 open") && small.contains("1 cleared"),
+        "{small}"
+    );
+    assert!(small.contains("t-02 is BLOCKED"), "{small}");
+    assert!(!small.contains("t-01 is BLOCKED"), "{small}");
+    // The record of t-01 opens, and End shows the end of its history: the unblocking.
+    tmux(tmp.path(), &["send-keys", "-t", "dash:", "Enter"]);
+    wait_for("Esc closes");
+    tmux(tmp.path(), &["send-keys", "-t", "dash:", "End"]);
+    let record = wait_for("JSON, see specs/vision.md");
+    assert!(record.contains("rows "), "{record}");
+    tmux(tmp.path(), &["send-keys", "-t", "dash:", "Escape"]);
+    // Larger: every task, no count of hidden ones.
+    tmux(
+        tmp.path(),
+        &["resize-window", "-t", "dash:", "-x", "200", "-y", "50"],
+    );
+    let large = wait_for("t-12");
+    assert!(!large.contains("more below"), "{large}");
+    assert!(large.contains("Alarms (1 open, 1 cleared)"), "{large}");
+    tmux(tmp.path(), &["send-keys", "-t", "dash:", "q"]);
+    let _ = tmux(tmp.path(), &["kill-server"]);
+}
