@@ -14,6 +14,7 @@ pub mod webhook;
 
 use crate::blackboard::control::Control;
 use crate::blackboard::store::changes::Topic;
+use std::collections::HashSet;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,6 +47,11 @@ pub struct Monitor {
     raised_here: Receiver<Fired>,
     reader: Arc<Mutex<ActivityReader>>,
     outlets: Outlets,
+    /// The keys of the alarm log's lines this watcher has seen: any other line is an alarm
+    /// raised since, by it or by another process.
+    seen: HashSet<String>,
+    /// The keys of the alarms this watcher fired (delivered when fired).
+    own: HashSet<String>,
 }
 
 impl Monitor {
@@ -54,11 +60,20 @@ impl Monitor {
         let (project, raised_here) = Project::discover_forwarding_alarms(dir)?;
         let reader = ActivityReader::new(&project.store);
         let outlets = Outlets::new(&project.root, echo);
+        let seen = project
+            .store
+            .alarm_lines()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|l| alarms::key_of(l).map(str::to_owned))
+            .collect();
         Ok(Monitor {
             project: Arc::new(project),
             raised_here,
             reader: Arc::new(Mutex::new(reader)),
             outlets,
+            seen,
+            own: HashSet::new(),
         })
     }
 
@@ -79,12 +94,43 @@ impl Monitor {
         )
     }
 
-    /// One evaluation.
+    /// One evaluation, then the alarms other processes raised since the last one
+    /// delivered like this watcher's own (specs/operations.md *Watch and alarms*).
     pub fn cycle(&mut self) -> Cycle {
+        let cycle = self.evaluate();
+        self.own
+            .extend(cycle.fired.iter().map(|f| f.alarm.key.clone()));
+        self.deliver_raised_elsewhere();
+        cycle
+    }
+
+    /// Delivers the alarm lines that appeared since the last look and that this watcher
+    /// did not fire: a supervisor's, an agent's, a command's that set a hand edit aside.
+    fn deliver_raised_elsewhere(&mut self) {
+        let Ok(lines) = self.project.store.alarm_lines() else {
+            return;
+        };
+        let others: Vec<Fired> = lines
+            .iter()
+            .filter_map(|l| alarms::parse_line(l))
+            .filter(|f| self.seen.insert(f.alarm.key.clone()) && !self.own.contains(&f.alarm.key))
+            .collect();
+        self.deliver(&others);
+    }
+
+    /// Delivers `fired`; notify-send and the webhook only by the one watcher that claims
+    /// each alarm (the store's claim, across processes and hosts).
+    fn deliver(&self, fired: &[Fired]) {
+        let store = &self.project.store;
+        self.outlets
+            .deliver(fired, |key| store.claim_delivery(key).unwrap_or(false));
+    }
+
+    fn evaluate(&mut self) -> Cycle {
         let paths = self.project.store.paths();
         let read = read_state(&self.project);
         let mut fired: Vec<Fired> = self.raised_here.try_iter().collect();
-        self.outlets.deliver(&fired);
+        self.deliver(&fired);
         let state = match read {
             Ok(state) => state,
             Err(e) => {
@@ -153,7 +199,7 @@ impl Monitor {
     fn fire(&self, alarms: Vec<Alarm>) -> Vec<Fired> {
         match alarms::fire(&self.project.store, alarms) {
             Ok(fired) => {
-                self.outlets.deliver(&fired);
+                self.deliver(&fired);
                 fired
             }
             Err(e) => {
@@ -172,7 +218,7 @@ impl Monitor {
         stop: &AtomicBool,
     ) -> (u64, Vec<String>) {
         let mut changes = self.project.store.changes(
-            &[Topic::State, Topic::Log, Topic::Control],
+            &[Topic::State, Topic::Log, Topic::Control, Topic::Alerts],
             Duration::from_millis(50),
         );
         let mut ran = 0u64;
@@ -183,7 +229,14 @@ impl Monitor {
             if cycles.is_some_and(|c| ran >= c) || stop.load(Ordering::SeqCst) {
                 break;
             }
-            changes.wait(interval);
+            // In slices, so a stop is seen within a fraction of a second.
+            let until = std::time::Instant::now() + interval;
+            while !stop.load(Ordering::SeqCst) {
+                let left = until.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() || changes.wait(left.min(Duration::from_millis(200))) {
+                    break;
+                }
+            }
             if stop.load(Ordering::SeqCst) {
                 break;
             }

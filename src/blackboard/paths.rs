@@ -78,6 +78,11 @@ impl LizaPaths {
         self.dir.join("alerts.log")
     }
 
+    /// The keys of the alarms a watcher delivered to notify-send and the webhook.
+    pub fn alerts_delivered(&self) -> PathBuf {
+        self.dir.join("alerts.delivered")
+    }
+
     /// Path relative to the project root, for messages (`.liza/state.yaml`).
     pub fn display(&self, path: &Path) -> String {
         path.strip_prefix(&self.root)

@@ -974,6 +974,25 @@ impl Store {
         }
     }
 
+    /// Claims the delivery of the alarm `key` to notify-send and the webhook: true for the
+    /// one watcher, of all processes and hosts, that gets to deliver it.
+    pub fn claim_delivery(&self, key: &str) -> Result<bool, StoreError> {
+        match &self.backend {
+            Backend::File(f) => {
+                let path = f.paths().alerts_delivered();
+                let line = (key.to_owned(), format!("[{key}]").replacen('[', " [", 1));
+                alarm_log::append_new(&path, &[line])
+                    .map(|added| added.first() == Some(&true))
+                    .map_err(|source| StoreError::Io {
+                        action: "write",
+                        path: f.paths().display(&path),
+                        source,
+                    })
+            }
+            Backend::Etcd(e) => e.claim_delivery(key),
+        }
+    }
+
     /// Every alarm line raised, oldest first.
     pub fn alarm_lines(&self) -> Result<Vec<String>, StoreError> {
         match &self.backend {

@@ -51,8 +51,37 @@ pub fn cmd_watch(args: WatchArgs, out: &Output) -> Result<i32, CliError> {
             args.interval
         );
     }
-    let stop = AtomicBool::new(false);
+    // Ctrl-C or SIGTERM ends the watcher after its cycle, so the webhook's queue is
+    // delivered (a few seconds at most) rather than dropped.
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    stop_on_signal(stop.clone());
     let (cycles, fired) = monitor.run(interval, args.cycles, &stop);
     out.ok(json!({ "cycles": cycles, "fired": fired }), String::new);
     Ok(EXIT_OK)
+}
+
+/// Sets `stop` on SIGINT or SIGTERM (a thread of its own).
+fn stop_on_signal(stop: std::sync::Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        else {
+            return;
+        };
+        runtime.block_on(async {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return;
+            };
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        });
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
 }

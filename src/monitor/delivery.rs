@@ -56,9 +56,15 @@ impl Outlets {
         }
     }
 
-    pub fn deliver(&self, fired: &[Fired]) {
+    /// Delivers each alarm: its line to this watcher's person, and — when `claim` says
+    /// this watcher is the one, of all that see it, to deliver it — to notify-send and
+    /// the webhook.
+    pub fn deliver(&self, fired: &[Fired], claim: impl Fn(&str) -> bool) {
         for f in fired {
             (self.echo)(&f.line);
+            if self.notify_send.is_none() && self.webhook.is_none() || !claim(&f.alarm.key) {
+                continue;
+            }
             if let Some(program) = &self.notify_send {
                 notify(program, f);
             }

@@ -120,6 +120,35 @@ fn keep_raised(candidates: Vec<Fired>, raised: Vec<bool>) -> Vec<Fired> {
         .collect()
 }
 
+/// An alarm line of the log (`<ts> <LEVEL> <CATEGORY> <message> [key]`) as the alarm it
+/// records: what a watcher delivers of the alarms other processes raised.
+pub fn parse_line(line: &str) -> Option<Fired> {
+    let (head, key) = line.trim_end().rsplit_once(" [")?;
+    let key = key.strip_suffix(']')?;
+    let mut parts = head.splitn(4, ' ');
+    let ts = Timestamp::parse(parts.next()?).ok()?;
+    let level = match parts.next()? {
+        "WARN" => Level::Warn,
+        "ERROR" => Level::Error,
+        _ => return None,
+    };
+    let category = parts.next()?.to_owned();
+    let message = parts.next().unwrap_or("").to_owned();
+    Some(Fired {
+        alarm: Alarm {
+            level,
+            category,
+            message,
+            task: None,
+            agent: None,
+            revision: None,
+            key: key.to_owned(),
+        },
+        ts,
+        line: line.trim_end().to_owned(),
+    })
+}
+
 /// The key of an alarm line.
 pub use crate::blackboard::store::alarm_log::key_of;
 

@@ -67,6 +67,12 @@ pub fn alarm_key(address: &StoreAddress, key: &str) -> Vec<u8> {
     address.key(&format!("alarm/{}", hex(key)))
 }
 
+/// Where a watcher claims the delivery of an alarm to notify-send and the webhook: the
+/// first to create it delivers (specs/operations.md *Watch and alarms*).
+pub fn delivered_key(address: &StoreAddress, key: &str) -> Vec<u8> {
+    address.key(&format!("delivered/{}", hex(key)))
+}
+
 fn hex(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
 }

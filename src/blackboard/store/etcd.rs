@@ -990,7 +990,14 @@ impl EtcdStore {
                     let rest = std::str::from_utf8(key.strip_prefix(prefix.as_slice())?).ok()?;
                     let known = rest == "head"
                         || [
-                            "task/", "note/", "log/", "live/", "control/", "doc/", "alarm/",
+                            "task/",
+                            "note/",
+                            "log/",
+                            "live/",
+                            "control/",
+                            "doc/",
+                            "alarm/",
+                            "delivered/",
                         ]
                         .iter()
                         .any(|p| rest.starts_with(p));

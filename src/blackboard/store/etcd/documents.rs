@@ -249,6 +249,25 @@ impl EtcdStore {
         Ok(added)
     }
 
+    /// Claims the delivery of the alarm `key` (`delivered/<key, hex>`): true for the one
+    /// caller that created the claim.
+    pub fn claim_delivery(&self, key: &str) -> Result<bool, StoreError> {
+        let claim = layout::delivered_key(&self.address, key);
+        let guard = [Condition::ModRevision(claim.clone(), 0)];
+        let put = [Change::Put {
+            key: claim,
+            value: Vec::new(),
+            lease: 0,
+        }];
+        match self.patiently(|c| c.txn(&guard, &put)) {
+            Ok(TxnOutcome::Applied { .. }) => Ok(true),
+            Ok(TxnOutcome::Conflict { .. }) => Ok(false),
+            // Unknown whether it was created: not delivering twice beats delivering.
+            Err(EtcdError::Indeterminate { .. }) => Ok(false),
+            Err(e) => Err(self.fail(e)),
+        }
+    }
+
     /// Every alarm line, oldest first (lines begin with their time).
     pub fn alarm_lines(&self) -> Result<Vec<String>, StoreError> {
         let prefix = self.address.key("alarm/");
