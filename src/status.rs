@@ -19,6 +19,9 @@ pub struct Report {
     pub revision: u64,
     /// state.yaml was changed outside liza since the last commit.
     pub pending_hand_edit: bool,
+    /// Why that changed file does not read, when it does not (`file:line:column: what`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_hand_edit_problem: Option<String>,
     pub goal: GoalLine,
     pub sprint: SprintLine,
     pub plan_waiting: usize,
@@ -237,6 +240,7 @@ impl Report {
         Report {
             revision: state.revision(),
             pending_hand_edit: snapshot.pending_hand_edit,
+            pending_hand_edit_problem: None,
             goal: GoalLine {
                 id: state.goal.id.clone(),
                 status: state.goal.status,
@@ -302,6 +306,19 @@ impl Report {
         }
     }
 
+    /// With why a pending hand edit of `state_file` does not read, when it does not.
+    pub fn with_hand_edit_checked(mut self, state_file: &std::path::Path) -> Report {
+        if self.pending_hand_edit
+            && let Ok(bytes) = std::fs::read(state_file)
+            && let Err(findings) = crate::blackboard::document::decode(&bytes)
+        {
+            self.pending_hand_edit_problem = findings
+                .first()
+                .map(|f| format!("state.yaml:{}:{}: {}", f.line, f.column, f.message));
+        }
+        self
+    }
+
     /// With the control flags raised now (PAUSE, CHECKPOINT, ABORT) counted in.
     pub fn with_controls(mut self, flags: &crate::blackboard::control::ControlFlags) -> Report {
         self.attention = attention(self.goal.status, self.sprint.status, flags);
@@ -350,12 +367,23 @@ impl Report {
                 self.plan_waiting
             );
         }
-        if self.pending_hand_edit {
-            let _ = writeln!(
-                s,
-                "Note: state.yaml was changed outside liza since revision {}; the next transaction records (or refuses) the edit",
-                self.revision
-            );
+        match (&self.pending_hand_edit_problem, self.pending_hand_edit) {
+            (Some(problem), _) => {
+                let _ = writeln!(
+                    s,
+                    "Note: state.yaml was changed outside liza since revision {} and does not read ({problem}); \
+                     the next transaction sets it aside under .liza/rejected/ — fix it now (`liza validate` lists every problem)",
+                    self.revision
+                );
+            }
+            (None, true) => {
+                let _ = writeln!(
+                    s,
+                    "Note: state.yaml was changed outside liza since revision {}; the next transaction records (or refuses) the edit",
+                    self.revision
+                );
+            }
+            (None, false) => {}
         }
 
         let _ = writeln!(s, "\nAgents ({})", self.agents.len());
@@ -519,5 +547,41 @@ mod tests {
         insta::assert_snapshot!(
             Report::new(&snapshot, &Default::default(), &paths, now, Vec::new()).render()
         );
+    }
+}
+
+#[cfg(test)]
+mod alarm_tests {
+    use crate::ops::alarms::still_current;
+
+    #[test]
+    fn an_alarm_about_a_task_clears_when_its_cause_is_gone() {
+        let (snapshot, _, _) = super::mid_sprint_fixture();
+        let s = &snapshot.state;
+        let line = |key: &str| format!("2026-03-01T12:00:00Z WARN X a message [{key}]");
+        assert!(still_current(
+            &line("blocked:t-blocked:2026-03-01T09:11:00Z"),
+            s
+        ));
+        // An earlier stay in BLOCKED: that occurrence is over.
+        assert!(!still_current(
+            &line("blocked:t-blocked:2026-03-01T08:00:00Z"),
+            s
+        ));
+        assert!(!still_current(
+            &line("blocked:t-merged:2026-03-01T10:00:00Z"),
+            s
+        ));
+        assert!(!still_current(
+            &line("blocked:t-gone:2026-03-01T10:00:00Z"),
+            s
+        ));
+        assert!(still_current(&line("review-loop:t-rejected:3:warn"), s));
+        assert!(!still_current(&line("review-loop:t-merged:3:warn"), s));
+        assert!(still_current(
+            &line("crash-loop:coder-1:-:2026-03-01T10:00:00Z"),
+            s
+        ));
+        assert!(still_current("a line without a key", s));
     }
 }

@@ -65,26 +65,43 @@ pub fn cmd_edit(_args: EditArgs, out: &Output) -> Result<i32, CliError> {
             write(&copy, &shown)?;
             continue;
         }
-        match project.store.submit_edit(&body, &choices)? {
+        // Submitted again, without reopening the editor, once the conflicts are decided.
+        let submitted = loop {
+            match project.store.submit_edit(&body, &choices)? {
+                Err(Rejection::Conflicts { conflicts, .. }) => {
+                    if !ask(&conflicts, &mut choices)? {
+                        let lines: Vec<String> =
+                            conflicts.iter().map(|c| format!("  {c}")).collect();
+                        return Err(CliError::refused(format!(
+                            "the blackboard changed the same fields meanwhile:\n{}",
+                            lines.join("\n")
+                        ))
+                        .with_hint(format!(
+                            "your text is kept at {}; run `liza edit` again and redo the change on the latest revision",
+                            copy.display()
+                        )));
+                    }
+                }
+                other => break other,
+            }
+        };
+        match submitted {
             Ok(revision) => {
                 let _ = std::fs::remove_file(&copy);
-                out.ok(serde_json::json!({"revision": revision}), || {
-                    format!("committed as revision {revision}\n")
-                });
+                let layout = layout_note(&project, &body);
+                let merged = if choices.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        ", merged with what changed meanwhile ({} conflict(s) decided)",
+                        choices.len()
+                    )
+                };
+                out.ok(
+                    serde_json::json!({"revision": revision, "conflicts_decided": choices.len()}),
+                    || format!("committed as revision {revision}{merged}\n{layout}"),
+                );
                 return Ok(EXIT_OK);
-            }
-            Err(Rejection::Conflicts { conflicts, .. }) => {
-                if !ask(&conflicts, &mut choices)? {
-                    let lines: Vec<String> = conflicts.iter().map(|c| format!("  {c}")).collect();
-                    return Err(CliError::refused(format!(
-                        "the blackboard changed the same fields meanwhile:\n{}",
-                        lines.join("\n")
-                    ))
-                    .with_hint(format!(
-                        "your text is kept at {}; run `liza edit` again and redo the change on the latest revision",
-                        copy.display()
-                    )));
-                }
             }
             Err(Rejection::BaseGone { .. }) => {
                 return Err(CliError::refused(
@@ -210,6 +227,13 @@ fn ask(conflicts: &[Conflict], choices: &mut Choices) -> Result<bool, CliError> 
     }
     let mut stderr = std::io::stderr();
     let stdin = std::io::stdin();
+    let _ = writeln!(
+        stderr,
+        "The blackboard changed while you edited; {} field(s) changed on both sides. \
+         For each, keep your value or the blackboard's; everything else is merged, and the \
+         result is committed without opening the editor again.",
+        conflicts.len()
+    );
     for c in conflicts {
         let _ = writeln!(
             stderr,
@@ -239,4 +263,28 @@ fn ask(conflicts: &[Conflict], choices: &mut Choices) -> Result<bool, CliError> 
         }
     }
     Ok(true)
+}
+
+/// What to say when the committed text is not the person's layout: a state.yaml without a
+/// comment is written in liza's own layout (specs/blackboard.md *Hand edits*).
+fn layout_note(project: &Project, saved: &[u8]) -> String {
+    if saved.contains(&b'#') {
+        return String::new();
+    }
+    let Ok(written) = project.store.text() else {
+        return String::new();
+    };
+    let without_revision = |text: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(text)
+            .lines()
+            .filter(|l| !l.starts_with("revision:"))
+            .map(str::to_owned)
+            .collect()
+    };
+    if without_revision(&written) == without_revision(saved) {
+        return String::new();
+    }
+    "note: liza wrote it in its own layout (block style, its key order): a state.yaml without \
+     any comment is not kept as written; add a comment (# …) anywhere to keep your layout\n"
+        .into()
 }

@@ -40,7 +40,8 @@ pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
         Timestamp::now(),
         project.store.recent_alarms(crate::status::ALARMS_READ),
     )
-    .with_controls(&project.store.control_flags().unwrap_or_default());
+    .with_controls(&project.store.control_flags().unwrap_or_default())
+    .with_hand_edit_checked(&project.store.paths().state());
     if out.json {
         // The numbers of `liza watch --metrics-addr` (`/metrics`), from the same tally.
         let activity = ActivityReader::read_all(&project.store);

@@ -211,39 +211,3 @@ pub fn still_current(line: &str, state: &crate::blackboard::model::State) -> boo
         None => !t.status.is_terminal(),
     })
 }
-
-#[cfg(test)]
-mod current_tests {
-    use super::still_current;
-
-    #[test]
-    fn an_alarm_about_a_task_clears_when_its_cause_is_gone() {
-        let (snapshot, _, _) = crate::status::mid_sprint_fixture();
-        let s = &snapshot.state;
-        let line = |key: &str| format!("2026-03-01T12:00:00Z WARN X a message [{key}]");
-        assert!(still_current(
-            &line("blocked:t-blocked:2026-03-01T09:11:00Z"),
-            s
-        ));
-        // An earlier stay in BLOCKED: that occurrence is over.
-        assert!(!still_current(
-            &line("blocked:t-blocked:2026-03-01T08:00:00Z"),
-            s
-        ));
-        assert!(!still_current(
-            &line("blocked:t-merged:2026-03-01T10:00:00Z"),
-            s
-        ));
-        assert!(!still_current(
-            &line("blocked:t-gone:2026-03-01T10:00:00Z"),
-            s
-        ));
-        assert!(still_current(&line("review-loop:t-rejected:3:warn"), s));
-        assert!(!still_current(&line("review-loop:t-merged:3:warn"), s));
-        assert!(still_current(
-            &line("crash-loop:coder-1:-:2026-03-01T10:00:00Z"),
-            s
-        ));
-        assert!(still_current("a line without a key", s));
-    }
-}

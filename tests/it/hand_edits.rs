@@ -287,3 +287,93 @@ fn liza_edit_with_no_such_editor_exits_5_and_says_how_to_choose_one() {
     assert!(said.contains("$EDITOR"), "{said}");
     assert_eq!(repo.files(), before);
 }
+
+/// On a terminal (a real pty from util-linux `script`), a conflict is explained, asked
+/// about, and the merge committed at once — the editor is not opened again.
+#[test]
+fn a_conflict_answered_on_the_terminal_is_committed_without_reopening_the_editor() {
+    if !crate::common::tool_available("script", "--version", "util-linux") {
+        return;
+    }
+    let repo = Repo::initialized();
+    add_draft(&repo, "t-1");
+    let liza = env!("CARGO_BIN_EXE_liza");
+    let script = editor(
+        &repo,
+        &format!(
+            "cd '{root}' && '{liza}' amend-task t-1 --priority 2 >/dev/null\n\
+             sed -i 's/priority: 3/priority: 5/' \"$1\"\n",
+            root = repo.path().display()
+        ),
+    );
+    let mut child = repo
+        .command_for("script")
+        .args(["-qec", &format!("'{liza}' edit"), "/dev/null"])
+        .env("EDITOR", &script)
+        .env("VISUAL", "")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("changed on both sides"), "{said}");
+    assert!(
+        said.contains("merged with what changed meanwhile"),
+        "{said}"
+    );
+    assert_eq!(runs(&repo), 1, "the editor opened again: {said}");
+    assert!(repo.state_text().contains("priority: 5"));
+}
+
+/// A copy saved without comments in a layout of its own is written in liza's layout, and
+/// `liza edit` says so; a status of a file that does not read says it does not.
+#[test]
+fn liza_edit_says_when_it_did_not_keep_the_layout_and_status_when_a_save_does_not_read() {
+    let repo = Repo::initialized();
+    let script = editor(
+        &repo,
+        "sed -i 's/^config:$/config:\\n  checks: [{name: unit, run: \"true\"}]/' \"$1\"\n",
+    );
+    let out = edit(&repo, &script);
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("liza wrote it in its own layout"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("add a comment"), "{}", stdout(&out));
+    // With a comment, the layout is kept and nothing is said.
+    let script = editor(
+        &repo,
+        "sed -i 's/^config:$/config:  # kept as written/' \"$1\"\nsed -i 's/^  checks:$/  checks: [{name: unit, run: \"true\"}]/' \"$1\"\nsed -i '/^    - name: unit$/d; /^      run: \"true\"$/d' \"$1\"\n",
+    );
+    let out = edit(&repo, &script);
+    assert_success(&out);
+    assert!(!stdout(&out).contains("its own layout"), "{}", stdout(&out));
+    assert!(
+        repo.state_text()
+            .contains("checks: [{name: unit, run: \"true\"}]"),
+        "{}",
+        repo.state_text()
+    );
+    // A save that does not read: status says so, with where.
+    let mut text = repo.state_text();
+    text.push_str("tasks: [\n");
+    std::fs::write(repo.state_path(), text).unwrap();
+    let out = repo.liza(&["status"]);
+    assert_success(&out);
+    assert!(
+        stdout(&out).contains("does not read (state.yaml:"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("unclosed bracket"),
+        "{}",
+        stdout(&out)
+    );
+}
