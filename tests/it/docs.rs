@@ -191,7 +191,7 @@ fn every_relative_link_resolves() {
 }
 
 /// A shell line split into words, quotes removed, stopping at a comment or `\`.
-fn shell_words(line: &str) -> Vec<String> {
+pub(crate) fn shell_words(line: &str) -> Vec<String> {
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;

@@ -20,6 +20,7 @@ mod contention;
 mod crash;
 mod demo;
 mod docs;
+mod docs_commands;
 mod doctor;
 mod etcd_client;
 mod full_disk;
