@@ -205,6 +205,7 @@ pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     if let Some(check) = hand_edit(&project) {
         checks.push(check);
     }
+    checks.push(project_checks(&state));
     checks.extend(backends(&state));
     checks.push(sandbox(&project, &state));
     if let Some(check) = endpoint(&project, &state, env) {
@@ -350,6 +351,31 @@ fn backends(state: &State) -> Vec<Check> {
             }
         })
         .collect()
+}
+
+/// The project's own checks (`config.checks`): none means reviews and merges run no
+/// test of the project — said, as a new user expects liza to run their tests.
+fn project_checks(state: &State) -> Check {
+    let checks = state.config.checks.as_deref().unwrap_or(&[]);
+    if checks.is_empty() {
+        return Check::problem(
+            Status::Warn,
+            "checks",
+            "config.checks is empty: no test of the project runs before a review or a merge",
+            "add the project's tests with `liza edit`, e.g. config.checks: [{name: tests, run: \"pytest -q\", on_review: true, on_merge: true}]",
+        );
+    }
+    let gates = checks
+        .iter()
+        .filter(|c| c.on_review == Some(true) || c.on_merge == Some(true))
+        .count();
+    Check::ok(
+        "checks",
+        format!(
+            "{} check(s), {gates} gating reviews or merges",
+            checks.len()
+        ),
+    )
 }
 
 /// A built-in CLI as installed: its version against the release range liza's arguments

@@ -104,7 +104,12 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     // Worktrees start at the integration tip: a spec only in this checkout is one agents
     // are pointed at and do not have.
     if spec_at(&repo, &root, &start, &spec_ref) == SpecAt::Absent {
-        return Err(not_committed(&spec_ref, &branch, &start));
+        return Err(not_committed(
+            &spec_ref,
+            &branch,
+            &start,
+            local.is_none() && on_remote.is_none(),
+        ));
     }
     if let Some(tip) = &on_remote {
         repo.set_branch(

@@ -39,15 +39,29 @@ pub fn spec_at(repo: &Repo, root: &Path, commit: &str, spec_ref: &str) -> SpecAt
     }
 }
 
-/// The refusal for a spec file `branch` does not hold at `tip`.
-pub fn not_committed(spec_ref: &str, branch: &str, tip: &CommitId) -> OpsError {
+/// The refusal for a spec file `branch` does not hold at `tip`; `new_branch` when `init`
+/// is about to create the branch there (committing is then all it takes).
+pub fn not_committed(spec_ref: &str, branch: &str, tip: &CommitId, new_branch: bool) -> OpsError {
     let file = spec_file(spec_ref);
+    let short = &tip[..tip.len().min(8)];
+    if new_branch {
+        return OpsError::refused(
+            RuleId::SpecCommitted,
+            format!(
+                "spec file {file} is not committed (commit {short}, where {branch} would start, \
+                 does not have it): every task's worktree starts there, so agents would be \
+                 pointed at a file they do not have"
+            ),
+            format!(
+                "commit it (git add {file} && git commit -m \"the goal's spec\"), then run `liza init` again"
+            ),
+        );
+    }
     OpsError::refused(
         RuleId::SpecCommitted,
         format!(
-            "spec file {file} is not committed on {branch} (at {}): every task's worktree \
-             starts there, so agents would be pointed at a file they do not have",
-            &tip[..tip.len().min(8)]
+            "spec file {file} is not committed on {branch} (at {short}): every task's worktree \
+             starts there, so agents would be pointed at a file they do not have"
         ),
         format!(
             "commit it (git add {file} && git commit -m \"the goal's spec\"), then bring it to \

@@ -60,7 +60,7 @@ pub fn goal_next(
         if let Some(tip) = repo.branch_tip(&branch)?
             && spec_at(&repo, &project.root, &tip, spec_ref) == SpecAt::Absent
         {
-            return Err(not_committed(spec_ref, &branch, &tip));
+            return Err(not_committed(spec_ref, &branch, &tip, false));
         }
     }
     let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {

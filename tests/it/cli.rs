@@ -495,9 +495,10 @@ fn the_spec_must_be_committed_where_worktrees_start() {
     let err = stderr(&out);
     assert!(err.contains("[spec-committed]"), "{err}");
     assert!(
-        err.contains("specs/draft.md is not committed on integration"),
+        err.contains("specs/draft.md is not committed (commit"),
         "{err}"
     );
+    assert!(err.contains("then run `liza init` again"), "{err}");
     assert!(err.contains("git add specs/draft.md"), "{err}");
     assert!(!repo.liza_dir().exists());
     assert_eq!(repo.files(), before);

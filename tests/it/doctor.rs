@@ -39,6 +39,15 @@ fn healthy() -> Repo {
             },
         )]));
         c.default_cli = Some("fake".into());
+        // A healthy project runs its tests before a merge.
+        c.checks = Some(vec![liza::blackboard::model::Check {
+            name: "tests".into(),
+            run: liza::blackboard::model::CommandSpec::Shell("true".into()),
+            timeout: None,
+            on_review: None,
+            on_merge: Some(true),
+            extra: Default::default(),
+        }]);
     });
     repo
 }
@@ -52,6 +61,7 @@ fn a_healthy_project_passes_and_the_text_says_so() {
         "git",
         "blackboard",
         "backend fake",
+        "checks",
         "worktrees",
         "state lock",
         "agents",
@@ -410,5 +420,34 @@ fn a_cli_that_hangs_on_version_is_reported_not_waited_for() {
             .unwrap()
             .contains("did not answer within 10 s"),
         "{version}"
+    );
+}
+
+/// A project whose reviews and merges would run none of its tests is told so (a warning:
+/// it may be meant), and how to add them.
+#[test]
+fn a_project_without_checks_is_warned_that_no_test_runs() {
+    let repo = Repo::initialized();
+    let check = doctor_check(&repo, "checks");
+    assert_eq!(check["status"], "warn", "{check}");
+    assert!(
+        check["hint"].as_str().unwrap().contains("liza edit"),
+        "{check}"
+    );
+    crate::common::team::configure(&repo, |c| {
+        c.checks = Some(vec![liza::blackboard::model::Check {
+            name: "tests".into(),
+            run: liza::blackboard::model::CommandSpec::Shell("true".into()),
+            timeout: None,
+            on_review: Some(true),
+            on_merge: None,
+            extra: Default::default(),
+        }]);
+    });
+    let check = doctor_check(&repo, "checks");
+    assert_eq!(check["status"], "ok", "{check}");
+    assert!(
+        check["detail"].as_str().unwrap().contains("1 gating"),
+        "{check}"
     );
 }
