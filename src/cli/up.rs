@@ -48,6 +48,9 @@ pub struct UpArgs {
     down: bool,
 }
 
+/// The pane option naming the agent a pane runs.
+const AGENT_OPTION: &str = "@liza-agent";
+
 /// How long `--down` waits for the agents to stop before it sends SIGTERM.
 const GRACE: Duration = Duration::from_secs(30);
 
@@ -62,39 +65,10 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         return down(&tmux, &session, out);
     }
     if tmux.has_session(&session) {
-        out.ok(json!({"session": session, "created": false}), || {
-            format!("tmux session {session} is already running; `liza up --down --session {session}` stops it")
-        });
-        return attach(&tmux, &session, args.attach);
+        return existing_session(&project, &tmux, &session, &args, out);
     }
     let state = project.store.snapshot()?.state;
-    // Agents started on a sprint that does not run would exit at once: said first, with
-    // what continues it.
-    let holding: Vec<_> = crate::status::attention(
-        state.goal.status,
-        state.sprint.status,
-        &project.store.control_flags().unwrap_or_default(),
-    )
-    .into_iter()
-    .filter(|a| a.state != "PAUSED" && a.state != "CHECKPOINT")
-    .collect();
-    if let Some(first) = holding.first() {
-        return Err(CliError::refused(format!(
-            "the sprint does not run ({}): agents started now would exit at once",
-            first.state
-        ))
-        .with_hint(first.next.clone()));
-    }
-    // Every pane would die at once on a backend that cannot run: said before any starts.
-    let backend = args
-        .cli
-        .clone()
-        .unwrap_or_else(|| state.config.default_cli().to_owned());
-    crate::backend::Backend::resolve(&backend, &state.config, None, &|var| {
-        std::env::var(var).ok()
-    })
-    .and_then(|b| b.check_usable().map(drop))
-    .map_err(|e| CliError::refused(e.to_string()).with_hint(e.hint()))?;
+    ready_to_start(&project, &state, &args)?;
     let live = live_agents(&project, &state);
     let mut agents = vec![(Role::Planner, free_ids(&live, Role::Planner, 1))];
     agents.push((Role::Coder, free_ids(&live, Role::Coder, args.coders)));
@@ -134,19 +108,12 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
     // What this terminal chose for the agents reaches them, whatever environment an
     // already running tmux server holds (secrets are not passed: they would show in
     // tmux's arguments).
-    let passed: Vec<(&str, String)> = PASSED_TO_AGENTS
-        .iter()
-        .filter_map(|name| std::env::var(name).ok().map(|v| (*name, v)))
-        .collect();
+    let passed = passed_to_agents();
     let mut created = Vec::new();
     let mut pane_ids: Vec<(String, String)> = Vec::new();
     for (role, ids) in &agents {
         for id in ids {
-            let mut argv = agent.clone();
-            argv.push(role_arg(*role).into());
-            if let Some(cli) = &args.cli {
-                argv.extend(["--cli".into(), cli.clone()]);
-            }
+            let argv = agent_argv(&agent, *role, args.cli.as_ref());
             let mut env = vec![
                 ("LIZA_AGENT_ID", id.as_str()),
                 ("LIZA_STORE", store.as_str()),
@@ -154,25 +121,16 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
             env.extend(passed.iter().map(|(k, v)| (*k, v.as_str())));
             let pane = tmux.split_before(&status, &project.root, &env, &argv)?;
             tmux.run(&["select-pane", "-t", &pane, "-T", id])?;
+            // The agent of the pane, kept where the programs in it cannot change it (they
+            // may retitle the pane): `liza up` on the running session reads it.
+            tmux.run(&["set-option", "-p", "-t", &pane, AGENT_OPTION, id])?;
             created.push(id.clone());
             pane_ids.push((pane, id.clone()));
         }
     }
     // A pane whose supervisor died at start (a login, a configuration error) is said,
     // with its last lines, and the command fails: success means agents are running.
-    let sprint_runs = || {
-        project.store.snapshot().is_ok_and(|s| {
-            let state = &s.state;
-            matches!(
-                state.sprint.status,
-                crate::blackboard::model::SprintStatus::InProgress
-                    | crate::blackboard::model::SprintStatus::Checkpoint
-            ) && state
-                .goal
-                .status
-                .is_none_or(|g| g == crate::blackboard::model::GoalStatus::InProgress)
-        })
-    };
+    let sprint_runs = || sprint_runs(&project);
     let died = panes_that_died(&tmux, &session, &pane_ids, &sprint_runs);
     if !died.is_empty() {
         return Err(CliError::refused(format!(
@@ -195,6 +153,169 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         },
     );
     attach(&tmux, &session, args.attach)
+}
+
+/// Refuses to start agents that would exit at once: on a sprint that does not run (with
+/// what continues it), or on a backend that cannot run (as `liza doctor` checks it).
+fn ready_to_start(project: &Project, state: &State, args: &UpArgs) -> Result<(), CliError> {
+    // Agents started on a sprint that does not run would exit at once: said first, with
+    // what continues it.
+    let holding: Vec<_> = crate::status::attention(
+        state.goal.status,
+        state.sprint.status,
+        &project.store.control_flags().unwrap_or_default(),
+    )
+    .into_iter()
+    .filter(|a| a.state != "PAUSED" && a.state != "CHECKPOINT")
+    .collect();
+    if let Some(first) = holding.first() {
+        return Err(CliError::refused(format!(
+            "the sprint does not run ({}): agents started now would exit at once",
+            first.state
+        ))
+        .with_hint(first.next.clone()));
+    }
+    // Every pane would die at once on a backend that cannot run: said before any starts.
+    let backend = args
+        .cli
+        .clone()
+        .unwrap_or_else(|| state.config.default_cli().to_owned());
+    crate::backend::Backend::resolve(&backend, &state.config, None, &|var| {
+        std::env::var(var).ok()
+    })
+    .and_then(|b| b.check_usable().map(drop))
+    .map_err(|e| CliError::refused(e.to_string()).with_hint(e.hint()))?;
+    Ok(())
+}
+
+/// The argv of an agent pane: the `liza-agent` beside this `liza`, the role, the backend.
+fn agent_argv(agent: &[String], role: Role, cli: Option<&String>) -> Vec<String> {
+    let mut argv = agent.to_vec();
+    argv.push(role_arg(role).into());
+    if let Some(cli) = cli {
+        argv.extend(["--cli".into(), cli.clone()]);
+    }
+    argv
+}
+
+/// The variables of this terminal the agents get (see [`PASSED_TO_AGENTS`]).
+fn passed_to_agents() -> Vec<(&'static str, String)> {
+    PASSED_TO_AGENTS
+        .iter()
+        .filter_map(|name| std::env::var(name).ok().map(|v| (*name, v)))
+        .collect()
+}
+
+/// `liza up` on a session that runs already: the agent panes whose supervisor exited (a
+/// sprint that ended, a crash) are started again in place, as `liza up` starts them;
+/// with none, it says the session runs.
+fn existing_session(
+    project: &Project,
+    tmux: &Tmux,
+    session: &str,
+    args: &UpArgs,
+    out: &Output,
+) -> Result<i32, CliError> {
+    let listed = tmux.run(&[
+        "list-panes",
+        "-s",
+        "-t",
+        &format!("={session}"),
+        "-F",
+        &format!("#{{pane_id}}|#{{pane_dead}}|#{{{AGENT_OPTION}}}"),
+    ])?;
+    let dead: Vec<(String, crate::blackboard::AgentId)> = listed
+        .lines()
+        .filter_map(|line| {
+            let mut f = line.splitn(3, '|');
+            let (pane, dead, agent) = (f.next()?, f.next()?, f.next()?);
+            let agent = crate::blackboard::AgentId::parse(agent).ok()?;
+            (dead == "1").then(|| (pane.to_owned(), agent))
+        })
+        .collect();
+    if dead.is_empty() {
+        out.ok(json!({"session": session, "created": false, "respawned": []}), || {
+            format!("tmux session {session} is already running; `liza up --down --session {session}` stops it")
+        });
+        return attach(tmux, session, args.attach);
+    }
+    let state = project.store.snapshot()?.state;
+    ready_to_start(project, &state, args)?;
+    let (_, agent) = binaries()?;
+    let store = project
+        .store
+        .address()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let passed = passed_to_agents();
+    let mut respawned = Vec::new();
+    for (pane, id) in &dead {
+        let argv = agent_argv(&agent, id.role(), args.cli.as_ref());
+        let mut command: Vec<String> = ["respawn-pane", "-k", "-t", pane.as_str(), "-c"]
+            .map(str::to_owned)
+            .to_vec();
+        command.push(project.root.display().to_string());
+        let mut env = vec![
+            ("LIZA_AGENT_ID".to_owned(), id.to_string()),
+            ("LIZA_STORE".to_owned(), store.clone()),
+        ];
+        env.extend(passed.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+        for (k, v) in env {
+            command.push("-e".into());
+            command.push(format!("{k}={v}"));
+        }
+        command.push("--".into());
+        command.extend(argv);
+        let refs: Vec<&str> = command.iter().map(String::as_str).collect();
+        tmux.run(&refs)?;
+        respawned.push(id.to_string());
+    }
+    let sprint_runs = || sprint_runs(project);
+    let died = panes_that_died(
+        tmux,
+        session,
+        &dead
+            .iter()
+            .map(|(p, id)| (p.clone(), id.to_string()))
+            .collect::<Vec<_>>(),
+        &sprint_runs,
+    );
+    if !died.is_empty() {
+        return Err(CliError::refused(format!(
+            "{} of the {} agents started again in {session} stopped at once:\n{}",
+            died.len(),
+            respawned.len(),
+            died.join("\n")
+        ))
+        .with_hint(
+            "fix what the pane says (`liza doctor` checks the backends), then `liza up` again",
+        ));
+    }
+    out.ok(
+        json!({"session": session, "created": false, "respawned": respawned}),
+        || {
+            format!(
+                "tmux session {session}: started again {} (their supervisors had exited)\nattach: tmux attach -t {session} · stop: liza up --down --session {session}",
+                respawned.join(", ")
+            )
+        },
+    );
+    attach(tmux, session, args.attach)
+}
+
+/// Whether the sprint runs, so a supervisor that exits leaves it only when it failed.
+fn sprint_runs(project: &Project) -> bool {
+    project.store.snapshot().is_ok_and(|s| {
+        let state = &s.state;
+        matches!(
+            state.sprint.status,
+            crate::blackboard::model::SprintStatus::InProgress
+                | crate::blackboard::model::SprintStatus::Checkpoint
+        ) && state
+            .goal
+            .status
+            .is_none_or(|g| g == crate::blackboard::model::GoalStatus::InProgress)
+    })
 }
 
 /// How long the agents' panes are watched after their start: a supervisor that cannot

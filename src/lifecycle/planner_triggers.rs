@@ -109,7 +109,10 @@ pub fn planner_triggers(state: &State, planner: &AgentId) -> Vec<Trigger> {
     {
         return found;
     }
-    let no_tasks = state.tasks.is_empty() && state.archived.as_ref().is_none_or(|a| a.is_empty());
+    // Nothing to work on and nothing planned for this sprint: a new blackboard, or the
+    // sprint `sprint next` or `goal next` opened (the last one's tasks archived). A sprint
+    // whose planned tasks were archived while it ran is not planned anew.
+    let no_tasks = state.tasks.is_empty() && state.sprint.planned().is_empty();
     if no_tasks {
         found.push(Trigger::of(TriggerKind::InitialPlanning));
     }

@@ -469,6 +469,34 @@ fn up_gives_its_panes_the_dry_run_this_terminal_chose() {
     );
     let merged = repo.git(&["diff", "--name-only", "main", "integration"]);
     assert!(merged.contains("liza-dry-run/dry-run-t-1.md"), "{merged}");
+    // The next goal; `liza up` again starts the agents whose panes ended with the last.
+    assert_success(&repo.liza(&["goal", "next", "A second goal"]));
+    let again = project
+        .repo
+        .command()
+        .env("TMUX_TMPDIR", tmp.path())
+        .env_remove("TMUX")
+        .env("DRY_RUN", "1")
+        .args(["--json", "up", "--session", "dry", "--cli", "builtin"])
+        .output()
+        .unwrap();
+    assert_success(&again);
+    let mut respawned: Vec<String> = json(&again)["result"]["respawned"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_owned())
+        .collect();
+    respawned.sort();
+    assert_eq!(respawned, ["code-reviewer-1", "coder-1", "planner-1"]);
+    project.wait_until(
+        "the second goal completed",
+        Duration::from_secs(120),
+        || {
+            let state = model(repo);
+            state["goal"]["id"] == "goal-2" && state["goal"]["status"] == "COMPLETED"
+        },
+    );
     let down = project
         .repo
         .command()

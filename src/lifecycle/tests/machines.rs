@@ -214,6 +214,47 @@ fn the_next_goal_follows_a_finished_one_on_the_same_blackboard() {
     );
 }
 
+/// INITIAL_PLANNING holds on a new blackboard and on the sprint `goal next` (or `sprint
+/// next`) opened with the last one's tasks archived — not on a sprint whose planned tasks
+/// were archived while it ran.
+#[test]
+fn the_planner_plans_a_new_blackboard_and_the_sprint_a_next_goal_opened() {
+    let initial = |s: &State| {
+        let me = crate::blackboard::AgentId::parse("planner-1").unwrap();
+        crate::lifecycle::planner_triggers(s, &me)
+            .iter()
+            .any(|t| t.kind == crate::lifecycle::TriggerKind::InitialPlanning)
+    };
+    let mut w = W::new();
+    assert!(initial(&w.s));
+    w.add("t-1", &[]);
+    assert!(!initial(&w.s));
+    // t-1 archived while its sprint runs: the sprint keeps its plan.
+    let archive = |s: &mut State| {
+        let task = s
+            .tasks
+            .iter()
+            .find(|t| t.id.as_str() == "t-1")
+            .cloned()
+            .unwrap();
+        s.tasks.retain(|t| t.id.as_str() != "t-1");
+        s.archived.get_or_insert_with(Default::default).0.push((
+            task.id.clone(),
+            crate::blackboard::model::ArchivedTask {
+                status: crate::blackboard::model::TaskStatus::Abandoned,
+                sprint: s.sprint.id.clone().into(),
+                extra: Default::default(),
+            },
+        ));
+    };
+    archive(&mut w.s);
+    assert!(!initial(&w.s));
+    // The next goal's sprint has nothing planned: the planner plans it.
+    w.ok(|s, n| abort(s, &Who::Human, true, n));
+    w.ok(|s, n| goal_next(s, &Who::Human, "Add CSV export", "specs/next.md", n));
+    assert!(initial(&w.s));
+}
+
 // ----- claimability and ordering
 
 #[test]
