@@ -800,9 +800,14 @@ fn specs_committed(project: &Project, state: &State) -> Vec<Check> {
     let Ok(repo) = crate::git::Repo::open(&project.root) else {
         return Vec::new();
     };
-    let Ok(Some(tip)) = repo.branch_tip(branch) else {
+    let Ok(Some(tip)) = crate::ops::spec_committed::start_tip(&project.root, &state.config) else {
         return Vec::new();
     };
+    let start = state.config.git_remote.as_deref().map_or(
+        crate::ops::spec_committed::Start::Local,
+        crate::ops::spec_committed::Start::Remote,
+    );
+    let bring = crate::ops::spec_committed::bring_it(branch, start);
     let mut refs: Vec<&str> = state.goal.spec_ref.as_deref().into_iter().collect();
     for task in state.tasks.iter().filter(|t| !t.status.is_terminal()) {
         if let Some(spec_ref) = task.spec_ref.as_deref() {
@@ -830,7 +835,7 @@ fn specs_committed(project: &Project, state: &State) -> Vec<Check> {
                 absent.join(", ")
             ),
             format!(
-                "commit it (git add {} && git commit), then bring it to {branch}: git fetch . HEAD:{branch}",
+                "commit it (git add {} && git commit), then {bring}",
                 absent.join(" ")
             ),
         ));
@@ -843,7 +848,7 @@ fn specs_committed(project: &Project, state: &State) -> Vec<Check> {
                 "{} in this checkout differs from {branch}'s; agents read {branch}'s",
                 differs.join(", ")
             ),
-            format!("commit the change and bring it to {branch}: git fetch . HEAD:{branch}"),
+            format!("commit the change, then {bring}"),
         ));
     }
     if checks.is_empty() {

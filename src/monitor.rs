@@ -129,6 +129,12 @@ impl Monitor {
     fn evaluate(&mut self) -> Cycle {
         let paths = self.project.store.paths();
         let read = read_state(&self.project);
+        // The webhook of the state just read, before anything is delivered (a readable
+        // state; else the last one's).
+        if let Ok(state) = &read {
+            self.outlets
+                .set_webhook(state.config.escalation_webhook.as_deref());
+        }
         let mut fired: Vec<Fired> = self.raised_here.try_iter().collect();
         self.deliver(&fired);
         let state = match read {
@@ -142,8 +148,6 @@ impl Monitor {
                 };
             }
         };
-        self.outlets
-            .set_webhook(state.config.escalation_webhook.as_deref());
         let now = Timestamp::now();
         let facts = facts(&self.project);
         let (alarms, matches) = {

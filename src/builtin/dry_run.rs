@@ -96,7 +96,16 @@ fn directory_of(pattern: &str) -> Option<String> {
 
 /// The spec's top-level items: second-level headings and unindented bullets.
 fn spec_items(text: &str) -> Vec<String> {
+    let mut fenced = false;
     text.lines()
+        .filter(|line| {
+            // Lines of a fenced code block are code, not items.
+            if line.starts_with("```") || line.starts_with("~~~") {
+                fenced = !fenced;
+                return false;
+            }
+            !fenced
+        })
         .filter_map(|line| {
             ["## ", "- ", "* "]
                 .iter()

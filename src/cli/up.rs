@@ -16,8 +16,9 @@ use crate::blackboard::{Role, State};
 use crate::ops::Project;
 use crate::tmux::Tmux;
 
-/// The variables of this terminal each agent pane gets: the built-in agent's dry run and
-/// endpoint, the scripted agent's scenario (specs/operations.md *tmux*).
+/// The variables of this terminal each agent pane gets — and does not get from the tmux
+/// server when this terminal has them unset: the built-in agent's dry run and endpoint,
+/// the scripted agent's scenario (specs/operations.md *tmux*).
 const PASSED_TO_AGENTS: &[&str] = &[
     "DRY_RUN",
     "LIZA_LLM_BASE_URL",
@@ -188,9 +189,23 @@ fn ready_to_start(project: &Project, state: &State, args: &UpArgs) -> Result<(),
     Ok(())
 }
 
-/// The argv of an agent pane: the `liza-agent` beside this `liza`, the role, the backend.
+/// The argv of an agent pane: the `liza-agent` beside this `liza`, the role, the backend —
+/// behind `env -u` for each variable of [`PASSED_TO_AGENTS`] this terminal does not set, so
+/// a tmux server started with one (a `DRY_RUN=1` of another day) does not hand it on.
 fn agent_argv(agent: &[String], role: Role, cli: Option<&String>) -> Vec<String> {
-    let mut argv = agent.to_vec();
+    let mut argv: Vec<String> = Vec::new();
+    let unset: Vec<&str> = PASSED_TO_AGENTS
+        .iter()
+        .copied()
+        .filter(|name| std::env::var_os(name).is_none())
+        .collect();
+    if !unset.is_empty() {
+        argv.push("env".into());
+        for name in unset {
+            argv.extend(["-u".into(), name.to_owned()]);
+        }
+    }
+    argv.extend(agent.iter().cloned());
     argv.push(role_arg(role).into());
     if let Some(cli) = cli {
         argv.extend(["--cli".into(), cli.clone()]);

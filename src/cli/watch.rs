@@ -60,7 +60,8 @@ pub fn cmd_watch(args: WatchArgs, out: &Output) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
-/// Sets `stop` on SIGINT or SIGTERM (a thread of its own).
+/// Sets `stop` on SIGINT or SIGTERM, and exits at once on a second one (a thread of its
+/// own).
 fn stop_on_signal(stop: std::sync::Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
@@ -81,7 +82,15 @@ fn stop_on_signal(stop: std::sync::Arc<AtomicBool>) {
                 _ = int.recv() => {}
                 _ = term.recv() => {}
             }
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            // A second signal while the last cycle or the webhook's queue runs (an etcd
+            // that does not answer): the person means now.
+            let code = tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            };
+            eprintln!("liza watch: stopped at once; undelivered alarms stay in .liza/alerts.log");
+            std::process::exit(code);
         });
-        stop.store(true, std::sync::atomic::Ordering::SeqCst);
     });
 }

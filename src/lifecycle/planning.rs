@@ -406,16 +406,19 @@ pub fn finalize(
     if !spec.committed {
         let file = spec_file(spec_ref);
         let branch = state.config.integration_branch();
+        let bring = match &state.config.git_remote {
+            Some(url) => format!("push it to the shared {branch}: git push {url} HEAD:{branch}"),
+            None => format!(
+                "bring it to {branch}: git fetch . HEAD:{branch} (a fast-forward), or merge it there"
+            ),
+        };
         return Err(Refusal::new(
             RuleId::SpecCommitted,
             format!(
                 "task {id} cannot be finalized: its spec file {file} is not committed on {branch}, \
                  where its worktree starts"
             ),
-            format!(
-                "commit it (git add {file} && git commit), then bring it to {branch}: \
-                 git fetch . HEAD:{branch} (a fast-forward), or merge it there"
-            ),
+            format!("commit it (git add {file} && git commit), then {bring}"),
         ));
     }
     let Some(done) = current.done_when.as_deref() else {

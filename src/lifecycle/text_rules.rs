@@ -3,8 +3,9 @@
 
 /// Whether `path` (relative, `/`-separated) matches `pattern`: `**` matches any run of
 /// path segments (including none), `*` anything within one segment, `?` one character.
-/// As in git, a pattern that matches a directory (`src/report`, `src/report/`) covers
-/// everything in it.
+/// As in git, a pattern naming a directory (`src/report`, `src/report/`, `src/*/gen/`)
+/// covers everything in it — when its last segment is a name, not a wildcard: `*` or
+/// `*.md` never stand for a directory and what is inside it.
 pub fn glob_match(pattern: &str, path: &str) -> bool {
     let pattern = pattern.as_bytes();
     let path = path.as_bytes();
@@ -12,7 +13,9 @@ pub fn glob_match(pattern: &str, path: &str) -> bool {
         return true;
     }
     let directory = pattern.strip_suffix(b"/").unwrap_or(pattern);
-    !directory.is_empty()
+    let last = directory.rsplit(|b| *b == b'/').next().unwrap_or(directory);
+    !last.is_empty()
+        && !last.iter().any(|b| matches!(b, b'*' | b'?' | b'['))
         && path
             .iter()
             .enumerate()
@@ -167,6 +170,11 @@ mod tests {
         assert!(!glob_match("src/report", "src/reporter.rs"));
         assert!(!glob_match("src/report/", "src/report"));
         assert!(!glob_match("src/report/", "src/reporter/a.rs"));
+        // A wildcard never stands for a directory and its contents.
+        assert!(!glob_match("*", ".liza/state.yaml"));
+        assert!(!glob_match("*.md", "notes.md/evil.rs"));
+        assert!(!glob_match("**/test_*.*", "src/test_x.d/prod.rs"));
+        assert!(glob_match("src/*/gen/", "src/a/gen/x.rs"));
     }
 
     #[test]

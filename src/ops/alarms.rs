@@ -183,18 +183,30 @@ pub fn still_current(line: &str, state: &crate::blackboard::model::State) -> boo
     let (Some(rule), Some(task)) = (parts.next(), parts.next()) else {
         return true;
     };
+    let Ok(id) = crate::blackboard::TaskId::parse(task) else {
+        return true;
+    };
+    // A lease alarm names the lease that lapsed: renewed (or released) since, it is over.
+    if rule == "task-lease" || rule == "review-lease" {
+        let occurrence = parts.next().unwrap_or("");
+        return state.task(&id).is_some_and(|t| {
+            let lease = if rule == "task-lease" {
+                (t.status == S::Claimed)
+                    .then_some(t.lease_expires)
+                    .flatten()
+            } else {
+                t.reviewing_by.as_ref().and(t.review_lease_expires)
+            };
+            lease.is_some_and(|l| l.to_string() == occurrence)
+        });
+    }
     let raised_in: Option<&[S]> = match rule {
         "blocked" => Some(&[S::Blocked]),
         "integration-failed" => Some(&[S::IntegrationFailed]),
         "orphaned-rejected" => Some(&[S::Rejected]),
         "stale-draft" => Some(&[S::Draft]),
-        "task-lease" => Some(&[S::Claimed]),
-        "review-lease" => Some(&[S::ReadyForReview]),
         "hypothesis" | "review-loop" | "iterations" | "repeated-rejection" => None,
         _ => return true,
-    };
-    let Ok(id) = crate::blackboard::TaskId::parse(task) else {
-        return true;
     };
     let occurrence = parts.next();
     state.task(&id).is_some_and(|t| match raised_in {

@@ -5,7 +5,7 @@ use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
 
 use super::OpsError;
-use super::spec_committed::{SpecAt, not_committed, spec_at};
+use super::spec_committed::{SpecAt, Start, not_committed, spec_at};
 use crate::blackboard::codec::IdMap;
 use crate::blackboard::etcd::StoreAddress;
 use crate::blackboard::log::LogEntry;
@@ -104,12 +104,12 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     // Worktrees start at the integration tip: a spec only in this checkout is one agents
     // are pointed at and do not have.
     if spec_at(&repo, &root, &start, &spec_ref) == SpecAt::Absent {
-        return Err(not_committed(
-            &spec_ref,
-            &branch,
-            &start,
-            local.is_none() && on_remote.is_none(),
-        ));
+        let at = match (&req.git_remote, local.is_none() && on_remote.is_none()) {
+            (_, true) => Start::NewBranch,
+            (Some(url), false) => Start::Remote(url),
+            (None, false) => Start::Local,
+        };
+        return Err(not_committed(&spec_ref, &branch, &start, at));
     }
     if let Some(tip) = &on_remote {
         repo.set_branch(

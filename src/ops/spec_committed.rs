@@ -6,7 +6,8 @@ use std::path::Path;
 
 use super::OpsError;
 use crate::blackboard::model::CommitId;
-use crate::git::Repo;
+use crate::blackboard::model::Config;
+use crate::git::{Remote, Repo};
 use crate::lifecycle::{RuleId, spec_file};
 
 /// A spec file at a commit, against the main checkout's copy.
@@ -23,10 +24,14 @@ pub enum SpecAt {
 
 /// Where `spec_ref`'s file stands in `commit` (a `#section` suffix is ignored).
 pub fn spec_at(repo: &Repo, root: &Path, commit: &str, spec_ref: &str) -> SpecAt {
-    let file = spec_file(spec_ref);
-    match repo.file_at(commit, file) {
+    // The path as git names it (`./specs/a.md`, `specs//a.md` are `specs/a.md`).
+    let Ok(file) = crate::confine::relative(spec_file(spec_ref)) else {
+        return SpecAt::Absent;
+    };
+    let file = file.to_string_lossy();
+    match repo.file_at(commit, &file) {
         Ok(Some(committed)) => {
-            let checkout = crate::confine::inside(root, file)
+            let checkout = crate::confine::inside(root, &file)
                 .ok()
                 .and_then(|path| std::fs::read(path).ok());
             if checkout.as_deref() == Some(committed.as_slice()) {
@@ -39,12 +44,45 @@ pub fn spec_at(repo: &Repo, root: &Path, commit: &str, spec_ref: &str) -> SpecAt
     }
 }
 
-/// The refusal for a spec file `branch` does not hold at `tip`; `new_branch` when `init`
-/// is about to create the branch there (committing is then all it takes).
-pub fn not_committed(spec_ref: &str, branch: &str, tip: &CommitId, new_branch: bool) -> OpsError {
+/// Where every task's worktree starts: the shared remote's integration tip when there is
+/// one (this repository's branch may lag or lead it; the supervisors sync to the
+/// remote's), else this repository's branch.
+pub fn start_tip(root: &Path, config: &Config) -> Result<Option<CommitId>, OpsError> {
+    let branch = config.integration_branch();
+    match &config.git_remote {
+        Some(url) => Ok(Remote::new(root, url).fetch(branch)?),
+        None => Ok(Repo::open(root)?.branch_tip(branch)?),
+    }
+}
+
+/// Where the integration branch a spec must be on is.
+#[derive(Debug, Clone, Copy)]
+pub enum Start<'a> {
+    /// `init` is about to create it at this commit.
+    NewBranch,
+    /// This repository's branch.
+    Local,
+    /// The shared remote's branch, at this URL.
+    Remote(&'a str),
+}
+
+/// The way to bring a commit to the integration branch `start` names.
+pub fn bring_it(branch: &str, start: Start<'_>) -> String {
+    match start {
+        Start::Remote(url) => {
+            format!("push it to the shared {branch}: git push {url} HEAD:{branch} (a fast-forward)")
+        }
+        _ => format!(
+            "bring it to {branch}: git fetch . HEAD:{branch} (a fast-forward), or merge it there"
+        ),
+    }
+}
+
+/// The refusal for a spec file `branch` does not hold at `tip`.
+pub fn not_committed(spec_ref: &str, branch: &str, tip: &CommitId, start: Start<'_>) -> OpsError {
     let file = spec_file(spec_ref);
     let short = &tip[..tip.len().min(8)];
-    if new_branch {
+    if let Start::NewBranch = start {
         return OpsError::refused(
             RuleId::SpecCommitted,
             format!(
@@ -64,8 +102,8 @@ pub fn not_committed(spec_ref: &str, branch: &str, tip: &CommitId, new_branch: b
              starts there, so agents would be pointed at a file they do not have"
         ),
         format!(
-            "commit it (git add {file} && git commit -m \"the goal's spec\"), then bring it to \
-             {branch}: git fetch . HEAD:{branch} (a fast-forward), or merge it there"
+            "commit it (git add {file} && git commit -m \"the goal's spec\"), then {}",
+            bring_it(branch, start)
         ),
     )
 }

@@ -2,7 +2,7 @@
 //! `checkpoint`, with their control files (`.liza/PAUSE`, `ABORT`, `CHECKPOINT`; presence
 //! is what counts), written after the transaction commits.
 
-use super::spec_committed::{SpecAt, not_committed, spec_at};
+use super::spec_committed::{SpecAt, Start, not_committed, spec_at, start_tip};
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::EventKind;
 use crate::blackboard::control::Control;
@@ -49,18 +49,21 @@ pub fn goal_next(
         None => None,
     };
     if let Some(spec_ref) = &spec_ref {
-        let branch = project
-            .store
-            .snapshot()?
-            .state
-            .config
-            .integration_branch()
-            .to_owned();
+        let config = project.store.snapshot()?.state.config;
         let repo = crate::git::Repo::open(&project.root)?;
-        if let Some(tip) = repo.branch_tip(&branch)?
+        if let Some(tip) = start_tip(&project.root, &config)?
             && spec_at(&repo, &project.root, &tip, spec_ref) == SpecAt::Absent
         {
-            return Err(not_committed(spec_ref, &branch, &tip, false));
+            let start = config
+                .git_remote
+                .as_deref()
+                .map_or(Start::Local, Start::Remote);
+            return Err(not_committed(
+                spec_ref,
+                config.integration_branch(),
+                &tip,
+                start,
+            ));
         }
     }
     let done = transition(&project.store, actor, Authority::Caller, |s, w, n| {

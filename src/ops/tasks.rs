@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use super::spec_committed::{SpecAt, spec_at};
+use super::spec_committed::{SpecAt, spec_at, start_tip};
 use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::model::TaskStatus;
 use crate::blackboard::store::Document;
@@ -71,15 +71,9 @@ fn facts_for<'a>(
     project: &Project,
     refs: impl Iterator<Item = &'a str>,
 ) -> Result<HashMap<String, SpecFacts>, OpsError> {
-    let branch = project
-        .store
-        .snapshot()?
-        .state
-        .config
-        .integration_branch()
-        .to_owned();
+    let config = project.store.snapshot()?.state.config;
     let repo = Repo::open(&project.root)?;
-    let tip = repo.branch_tip(&branch)?;
+    let tip = start_tip(&project.root, &config)?;
     Ok(refs
         .map(|r| {
             let mut facts = spec_facts(&project.root, Some(r));

@@ -568,3 +568,53 @@ fn the_spec_must_be_committed_where_worktrees_start() {
         "{check}"
     );
 }
+
+/// With a shared remote, worktrees start at the remote's integration tip: a spec only on
+/// this repository's branch is refused, with the push that brings it there; a path
+/// written another way (`./specs/…`) names the same committed file.
+#[test]
+fn with_a_shared_remote_the_spec_must_be_on_the_remotes_integration() {
+    let repo = Repo::new();
+    let bare = tempfile::tempdir().unwrap();
+    let url = bare.path().display().to_string();
+    std::process::Command::new("git")
+        .args(["init", "-q", "--bare", &url])
+        .output()
+        .unwrap();
+    assert_success(&repo.liza(&["init", "Goal", "--git-remote", &url]));
+    std::fs::write(repo.path().join("specs/new.md"), "# New\n").unwrap();
+    repo.git(&["add", "specs/new.md"]);
+    repo.git(&["commit", "-q", "-m", "a new spec"]);
+    repo.git(&["fetch", "-q", ".", "HEAD:integration"]);
+    let add = |id: &str, spec: &str| {
+        repo.liza(&[
+            "add-task",
+            "--id",
+            id,
+            "--desc",
+            "d",
+            "--spec",
+            spec,
+            "--done",
+            "report --json prints JSON",
+            "--scope",
+            "s",
+            "--finalize",
+        ])
+    };
+    let out = add("t-1", "specs/new.md");
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("[spec-committed]"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains(&format!("git push {url} HEAD:integration")),
+        "{}",
+        stderr(&out)
+    );
+    repo.git(&["push", "-q", &url, "HEAD:integration"]);
+    assert_success(&add("t-1", "./specs/new.md"));
+    assert_eq!(doctor_check(&repo, "spec")["status"], "ok");
+}

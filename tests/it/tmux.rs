@@ -607,3 +607,42 @@ fn the_dashboard_in_a_tmux_pane_counts_what_it_cannot_show() {
     tmux(tmp.path(), &["send-keys", "-t", "dash:", "q"]);
     let _ = tmux(tmp.path(), &["kill-server"]);
 }
+
+/// A tmux server started with `DRY_RUN=1` (another day's trial) does not hand it to the
+/// agents of a `liza up` run without it: they ask their model, and plan nothing here.
+#[test]
+fn up_does_not_hand_on_a_dry_run_the_tmux_server_holds() {
+    if !tmux_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let project = AgentProject::new();
+    let repo = &project.repo;
+    let started = Command::new("tmux")
+        .env("TMUX_TMPDIR", tmp.path())
+        .env_remove("TMUX")
+        .env("DRY_RUN", "1")
+        .args(["new-session", "-d", "-s", "earlier"])
+        .status()
+        .unwrap();
+    assert!(started.success());
+    // A model endpoint nobody answers: the planner can make no plan.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let _ = project
+        .repo
+        .command()
+        .env("TMUX_TMPDIR", tmp.path())
+        .env_remove("TMUX")
+        .env_remove("DRY_RUN")
+        .env("LIZA_LLM_BASE_URL", format!("http://{closed}/v1"))
+        .args(["up", "--session", "real", "--cli", "builtin"])
+        .args(["--coders", "1", "--reviewers", "0"])
+        .output()
+        .unwrap();
+    let tasks = model(repo)["tasks"].clone();
+    assert!(tasks.as_array().is_none_or(|t| t.is_empty()), "{tasks:#}");
+    let _ = tmux(tmp.path(), &["kill-server"]);
+}

@@ -833,3 +833,32 @@ fn alarms_raised_elsewhere_reach_every_watcher_and_the_webhook_once() {
         .collect();
     assert_eq!(posts.len(), 1, "one POST for one alarm: {posts:?}");
 }
+
+/// A hand edit set aside by a watcher's first cycle reaches the webhook of the state it
+/// restored (the webhook is known before anything is delivered).
+#[test]
+fn the_first_cycles_alarm_reaches_the_webhook() {
+    use liza::llm::scripted_server::{Script, ScriptedServer, Step};
+    let receiver = ScriptedServer::start(Script {
+        steps: vec![Step {
+            status: Some(200),
+            body: Some(String::new()),
+            times: Some(0),
+            ..Step::default()
+        }],
+    })
+    .unwrap();
+    let team = blocked_team();
+    let repo = &team.repo;
+    let url = format!("{}/hooks/liza", receiver.base_url());
+    configure(repo, |c| c.escalation_webhook = Some(url.clone()));
+    let mut text = repo.state_text();
+    text.push_str("tasks: [\n");
+    std::fs::write(repo.state_path(), text).unwrap();
+    watch(repo, 1);
+    let posts = receiver.requests();
+    assert!(
+        posts.iter().any(|r| r.body.contains("HAND_EDIT_REJECTED")),
+        "{posts:?}"
+    );
+}
