@@ -78,13 +78,7 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
         free_ids(&live, Role::CodeReviewer, args.reviewers),
     ));
     let (liza, agent) = binaries()?;
-    // The store this command found (`--store`, `LIZA_STORE` or `.liza/store`) is every
-    // pane's, whatever the tmux server's environment holds.
-    let store = project
-        .store
-        .address()
-        .map(ToString::to_string)
-        .unwrap_or_default();
+    let store = store_address(&project);
     // The status pane first, so the window's options (a pane whose agent exited keeps its
     // output; titles on the borders) hold before any agent starts; agents go before it.
     let status = tmux.new_session(
@@ -109,17 +103,14 @@ pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
     // What this terminal chose for the agents reaches them, whatever environment an
     // already running tmux server holds (secrets are not passed: they would show in
     // tmux's arguments).
-    let passed = passed_to_agents();
     let mut created = Vec::new();
     let mut pane_ids: Vec<(String, String)> = Vec::new();
     for (role, ids) in &agents {
         for id in ids {
             let argv = agent_argv(&agent, *role, args.cli.as_ref());
-            let mut env = vec![
-                ("LIZA_AGENT_ID", id.as_str()),
-                ("LIZA_STORE", store.as_str()),
-            ];
-            env.extend(passed.iter().map(|(k, v)| (*k, v.as_str())));
+            let env = agent_env(id, &store);
+            let env: Vec<(&str, &str)> =
+                env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
             let pane = tmux.split_before(&status, &project.root, &env, &argv)?;
             tmux.run(&["select-pane", "-t", &pane, "-T", id])?;
             // The agent of the pane, kept where the programs in it cannot change it (they
@@ -213,12 +204,29 @@ fn agent_argv(agent: &[String], role: Role, cli: Option<&String>) -> Vec<String>
     argv
 }
 
-/// The variables of this terminal the agents get (see [`PASSED_TO_AGENTS`]).
-fn passed_to_agents() -> Vec<(&'static str, String)> {
-    PASSED_TO_AGENTS
-        .iter()
-        .filter_map(|name| std::env::var(name).ok().map(|v| (*name, v)))
-        .collect()
+/// The store this command found (`--store`, `LIZA_STORE` or `.liza/store`): every
+/// pane's, whatever the tmux server's environment holds.
+fn store_address(project: &Project) -> String {
+    project
+        .store
+        .address()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}
+
+/// The environment an agent pane is started with: its id, the store, and the variables
+/// of [`PASSED_TO_AGENTS`] this terminal sets.
+fn agent_env(id: &str, store: &str) -> Vec<(String, String)> {
+    let mut env = vec![
+        ("LIZA_AGENT_ID".to_owned(), id.to_owned()),
+        ("LIZA_STORE".to_owned(), store.to_owned()),
+    ];
+    env.extend(
+        PASSED_TO_AGENTS
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| ((*name).to_owned(), v))),
+    );
+    env
 }
 
 /// `liza up` on a session that runs already: the agent panes whose supervisor exited (a
@@ -257,12 +265,7 @@ fn existing_session(
     let state = project.store.snapshot()?.state;
     ready_to_start(project, &state, args)?;
     let (_, agent) = binaries()?;
-    let store = project
-        .store
-        .address()
-        .map(ToString::to_string)
-        .unwrap_or_default();
-    let passed = passed_to_agents();
+    let store = store_address(project);
     let mut respawned = Vec::new();
     for (pane, id) in &dead {
         let argv = agent_argv(&agent, id.role(), args.cli.as_ref());
@@ -270,12 +273,7 @@ fn existing_session(
             .map(str::to_owned)
             .to_vec();
         command.push(project.root.display().to_string());
-        let mut env = vec![
-            ("LIZA_AGENT_ID".to_owned(), id.to_string()),
-            ("LIZA_STORE".to_owned(), store.clone()),
-        ];
-        env.extend(passed.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
-        for (k, v) in env {
+        for (k, v) in agent_env(id.as_str(), &store) {
             command.push("-e".into());
             command.push(format!("{k}={v}"));
         }

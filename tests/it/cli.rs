@@ -508,22 +508,7 @@ fn the_spec_must_be_committed_where_worktrees_start() {
     std::fs::write(repo.path().join("specs/later.md"), "# Later\n").unwrap();
     repo.git(&["add", "specs/later.md"]);
     repo.git(&["commit", "-q", "-m", "a later spec"]);
-    let add = |id: &str| {
-        repo.liza(&[
-            "add-task",
-            "--id",
-            id,
-            "--desc",
-            "d",
-            "--spec",
-            "specs/later.md",
-            "--done",
-            "report --json prints JSON",
-            "--scope",
-            "s",
-            "--finalize",
-        ])
-    };
+    let add = |id: &str| add_finalized(&repo, id, "specs/later.md");
     let before = repo.files();
     let out = add("t-1");
     assert_exit(&out, 1);
@@ -586,22 +571,7 @@ fn with_a_shared_remote_the_spec_must_be_on_the_remotes_integration() {
     repo.git(&["add", "specs/new.md"]);
     repo.git(&["commit", "-q", "-m", "a new spec"]);
     repo.git(&["fetch", "-q", ".", "HEAD:integration"]);
-    let add = |id: &str, spec: &str| {
-        repo.liza(&[
-            "add-task",
-            "--id",
-            id,
-            "--desc",
-            "d",
-            "--spec",
-            spec,
-            "--done",
-            "report --json prints JSON",
-            "--scope",
-            "s",
-            "--finalize",
-        ])
-    };
+    let add = |id: &str, spec: &str| add_finalized(&repo, id, spec);
     let out = add("t-1", "specs/new.md");
     assert_exit(&out, 1);
     assert!(
@@ -617,4 +587,22 @@ fn with_a_shared_remote_the_spec_must_be_on_the_remotes_integration() {
     repo.git(&["push", "-q", &url, "HEAD:integration"]);
     assert_success(&add("t-1", "./specs/new.md"));
     assert_eq!(doctor_check(&repo, "spec")["status"], "ok");
+}
+
+/// `liza add-task <id> … --spec <spec> --finalize`.
+fn add_finalized(repo: &Repo, id: &str, spec: &str) -> std::process::Output {
+    repo.liza(&[
+        "add-task",
+        "--id",
+        id,
+        "--desc",
+        "d",
+        "--spec",
+        spec,
+        "--done",
+        "report --json prints JSON",
+        "--scope",
+        "s",
+        "--finalize",
+    ])
 }

@@ -40,6 +40,13 @@ fn up(project: &AgentProject, tmp: &Path, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `liza` in the project, on the private tmux server of `tmp`.
+fn liza_on(project: &AgentProject, tmp: &Path) -> Command {
+    let mut command = project.repo.command();
+    command.env("TMUX_TMPDIR", tmp).env_remove("TMUX");
+    command
+}
+
 fn alive(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(')')
@@ -414,11 +421,7 @@ fn up_refuses_a_backend_that_cannot_run_and_reports_panes_that_died() {
             .status
             .success()
     );
-    let out = project
-        .repo
-        .command()
-        .env("TMUX_TMPDIR", tmp.path())
-        .env_remove("TMUX")
+    let out = liza_on(&project, tmp.path())
         .env("LIZA_TEST_TOKEN", "secret")
         .args(["up", "--session", "t5", "--coders", "1", "--reviewers", "0"])
         .output()
@@ -451,11 +454,7 @@ fn up_gives_its_panes_the_dry_run_this_terminal_chose() {
             .status
             .success()
     );
-    let out = project
-        .repo
-        .command()
-        .env("TMUX_TMPDIR", tmp.path())
-        .env_remove("TMUX")
+    let out = liza_on(&project, tmp.path())
         .env("DRY_RUN", "1")
         .args(["up", "--session", "dry", "--cli", "builtin"])
         .args(["--coders", "1", "--reviewers", "1"])
@@ -471,11 +470,7 @@ fn up_gives_its_panes_the_dry_run_this_terminal_chose() {
     assert!(merged.contains("liza-dry-run/dry-run-t-1.md"), "{merged}");
     // The next goal; `liza up` again starts the agents whose panes ended with the last.
     assert_success(&repo.liza(&["goal", "next", "A second goal"]));
-    let again = project
-        .repo
-        .command()
-        .env("TMUX_TMPDIR", tmp.path())
-        .env_remove("TMUX")
+    let again = liza_on(&project, tmp.path())
         .env("DRY_RUN", "1")
         .args(["--json", "up", "--session", "dry", "--cli", "builtin"])
         .output()
@@ -497,11 +492,7 @@ fn up_gives_its_panes_the_dry_run_this_terminal_chose() {
             state["goal"]["id"] == "goal-2" && state["goal"]["status"] == "COMPLETED"
         },
     );
-    let down = project
-        .repo
-        .command()
-        .env("TMUX_TMPDIR", tmp.path())
-        .env_remove("TMUX")
+    let down = liza_on(&project, tmp.path())
         .args(["up", "--down", "--session", "dry"])
         .output()
         .unwrap();
@@ -631,11 +622,7 @@ fn up_does_not_hand_on_a_dry_run_the_tmux_server_holds() {
         .unwrap()
         .local_addr()
         .unwrap();
-    let _ = project
-        .repo
-        .command()
-        .env("TMUX_TMPDIR", tmp.path())
-        .env_remove("TMUX")
+    let _ = liza_on(&project, tmp.path())
         .env_remove("DRY_RUN")
         .env("LIZA_LLM_BASE_URL", format!("http://{closed}/v1"))
         .args(["up", "--session", "real", "--cli", "builtin"])

@@ -575,16 +575,7 @@ fn blocked_team() -> Team {
 
 #[test]
 fn alarms_reach_the_webhook_as_documented_json() {
-    use liza::llm::scripted_server::{Script, ScriptedServer, Step};
-    let receiver = ScriptedServer::start(Script {
-        steps: vec![Step {
-            status: Some(200),
-            body: Some(String::new()),
-            times: Some(0),
-            ..Step::default()
-        }],
-    })
-    .unwrap();
+    let receiver = webhook_receiver();
     let team = blocked_team();
     let repo = &team.repo;
     let url = format!("{}/hooks/liza", receiver.base_url());
@@ -745,15 +736,7 @@ fn the_planners_supervisor_runs_the_watcher() {
 fn alarms_raised_elsewhere_reach_every_watcher_and_the_webhook_once() {
     use liza::llm::scripted_server::{Script, ScriptedServer, Step};
     use std::io::Read;
-    let receiver = ScriptedServer::start(Script {
-        steps: vec![Step {
-            status: Some(200),
-            body: Some(String::new()),
-            times: Some(0),
-            ..Step::default()
-        }],
-    })
-    .unwrap();
+    let receiver = webhook_receiver();
     let repo = Repo::initialized();
     let url = format!("{}/hooks/liza", receiver.base_url());
     configure(&repo, |c| c.escalation_webhook = Some(url.clone()));
@@ -838,16 +821,7 @@ fn alarms_raised_elsewhere_reach_every_watcher_and_the_webhook_once() {
 /// restored (the webhook is known before anything is delivered).
 #[test]
 fn the_first_cycles_alarm_reaches_the_webhook() {
-    use liza::llm::scripted_server::{Script, ScriptedServer, Step};
-    let receiver = ScriptedServer::start(Script {
-        steps: vec![Step {
-            status: Some(200),
-            body: Some(String::new()),
-            times: Some(0),
-            ..Step::default()
-        }],
-    })
-    .unwrap();
+    let receiver = webhook_receiver();
     let team = blocked_team();
     let repo = &team.repo;
     let url = format!("{}/hooks/liza", receiver.base_url());
@@ -861,4 +835,18 @@ fn the_first_cycles_alarm_reaches_the_webhook() {
         posts.iter().any(|r| r.body.contains("HAND_EDIT_REJECTED")),
         "{posts:?}"
     );
+}
+
+/// A webhook receiver on loopback that takes every POST (200, empty body).
+fn webhook_receiver() -> liza::llm::scripted_server::ScriptedServer {
+    use liza::llm::scripted_server::{Script, ScriptedServer, Step};
+    ScriptedServer::start(Script {
+        steps: vec![Step {
+            status: Some(200),
+            body: Some(String::new()),
+            times: Some(0),
+            ..Step::default()
+        }],
+    })
+    .unwrap()
 }
