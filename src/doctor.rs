@@ -477,6 +477,19 @@ fn endpoint(project: &Project, state: &State, env: &dyn Env) -> Option<Check> {
     if !in_use {
         return None;
     }
+    endpoint_check(project, state, env)
+}
+
+/// Why agents of the built-in backend could not ask their model now — `liza doctor`'s
+/// `model endpoint` check, failing — with the fix; `liza up` asks before it starts them.
+pub fn model_endpoint_fails(project: &Project, state: &State) -> Option<(String, String)> {
+    endpoint_check(project, state, &crate::llm::endpoint::ProcessEnv)
+        .filter(|c| c.status == Status::Fail)
+        .map(|c| (c.detail, c.hint.unwrap_or_default()))
+}
+
+/// The `model endpoint` check, whether or not the built-in agent is in use.
+fn endpoint_check(project: &Project, state: &State, env: &dyn Env) -> Option<Check> {
     if env.var("DRY_RUN").is_some_and(|v| v.trim() == "1") {
         return Some(Check::ok(
             "model endpoint",

@@ -177,6 +177,16 @@ fn ready_to_start(project: &Project, state: &State, args: &UpArgs) -> Result<(),
     })
     .and_then(|b| b.check_usable().map(drop))
     .map_err(|e| CliError::refused(e.to_string()).with_hint(e.hint()))?;
+    // The built-in agent's model must answer, as `liza doctor` asks it: every run would
+    // fail to reach it otherwise.
+    if crate::backend::BackendKind::of(&backend) == crate::backend::BackendKind::Builtin
+        && let Some((why, hint)) = crate::doctor::model_endpoint_fails(project, state)
+    {
+        return Err(CliError::refused(format!(
+            "the built-in agent's model endpoint does not answer: {why}"
+        ))
+        .with_hint(format!("{hint}; or DRY_RUN=1 to try liza with no model")));
+    }
     Ok(())
 }
 

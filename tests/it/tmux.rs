@@ -600,9 +600,11 @@ fn the_dashboard_in_a_tmux_pane_counts_what_it_cannot_show() {
 }
 
 /// A tmux server started with `DRY_RUN=1` (another day's trial) does not hand it to the
-/// agents of a `liza up` run without it: they ask their model, and plan nothing here.
+/// agents of a `liza up` run without it: they ask their model, and plan nothing here. And
+/// a model endpoint that does not answer is refused before any agent starts.
 #[test]
 fn up_does_not_hand_on_a_dry_run_the_tmux_server_holds() {
+    use liza::llm::scripted_server::{Script, ScriptedServer, Step};
     if !tmux_available() {
         return;
     }
@@ -617,18 +619,52 @@ fn up_does_not_hand_on_a_dry_run_the_tmux_server_holds() {
         .status()
         .unwrap();
     assert!(started.success());
-    // A model endpoint nobody answers: the planner can make no plan.
+    let up_builtin = |base_url: &str| {
+        liza_on(&project, tmp.path())
+            .env_remove("DRY_RUN")
+            .env("LIZA_LLM_BASE_URL", base_url)
+            .args(["up", "--session", "real", "--cli", "builtin"])
+            .args(["--coders", "1", "--reviewers", "0"])
+            .output()
+            .unwrap()
+    };
+    // Nobody answers there: refused, no session.
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap();
-    let _ = liza_on(&project, tmp.path())
-        .env_remove("DRY_RUN")
-        .env("LIZA_LLM_BASE_URL", format!("http://{closed}/v1"))
-        .args(["up", "--session", "real", "--cli", "builtin"])
-        .args(["--coders", "1", "--reviewers", "0"])
-        .output()
-        .unwrap();
+    let out = up_builtin(&format!("http://{closed}/v1"));
+    assert_exit(&out, 1);
+    assert!(
+        stderr(&out).contains("model endpoint does not answer"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("DRY_RUN=1"), "{}", stderr(&out));
+    assert!(
+        !tmux(tmp.path(), &["has-session", "-t", "=real"])
+            .status
+            .success()
+    );
+    // A model that cannot plan: the planner asks it (no dry run), and nothing is planned.
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step {
+            times: Some(0),
+            ..Step::answer(r#"{"status": "error", "reason": "not today"}"#)
+        }],
+    })
+    .unwrap();
+    assert_success(&up_builtin(&server.base_url()));
+    project.wait_until(
+        "the planner asked the model",
+        Duration::from_secs(60),
+        || {
+            server
+                .requests()
+                .iter()
+                .any(|r| r.path.ends_with("/chat/completions"))
+        },
+    );
     let tasks = model(repo)["tasks"].clone();
     assert!(tasks.as_array().is_none_or(|t| t.is_empty()), "{tasks:#}");
     let _ = tmux(tmp.path(), &["kill-server"]);
