@@ -173,7 +173,7 @@ impl Monitor {
                 let reader = self.reader.lock().unwrap_or_else(|p| p.into_inner());
                 reader.activity.run_ends.clone()
             };
-            match ops::analyze_with(&self.project, &Actor::Human, &run_ends) {
+            match ops::analyze_with(&self.project, &Actor::Liza, &run_ends) {
                 Ok(analysis) => {
                     if let Some(pattern) = analysis.checkpointed_by {
                         checkpointed = Some(format!("circuit breaker: {pattern}"));
@@ -185,7 +185,7 @@ impl Monitor {
         if let Some(after) = state.config.archive_after.filter(|a| *a > 0) {
             let archived = ops::archive_terminal(
                 &self.project,
-                &Actor::Human,
+                &Actor::Liza,
                 ops::Authority::Supervisor,
                 &state.sprint.id,
                 ops::ArchiveSelect::OlderThan(after),

@@ -210,10 +210,14 @@ string_id_traits!(TaskId);
 string_id_traits!(AgentId);
 
 /// Who performs a transaction: a person (no agent identity), an agent presenting its id
-/// and generation, or the supervisor of a registration.
+/// and generation, the supervisor of a registration, or liza itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Actor {
     Human,
+    /// liza's own automatic acts — a checkpoint at the deadline or by the circuit
+    /// breaker, the breaker's analysis, archiving — with a supervisor's authority, logged
+    /// as `liza`, never as a person.
+    Liza,
     Agent {
         id: AgentId,
         generation: Option<String>,
@@ -232,6 +236,7 @@ impl Actor {
     pub fn name(&self) -> &str {
         match self {
             Actor::Human => "human",
+            Actor::Liza => "liza",
             Actor::Agent { id, .. } | Actor::Supervisor { id, .. } => id.as_str(),
         }
     }

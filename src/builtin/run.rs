@@ -30,7 +30,7 @@ pub fn context(inv: &Invocation) -> Result<RunContext, String> {
     let actor = ops::actor_from_env().map_err(|e| e.to_string())?;
     let agent = match &actor {
         Actor::Agent { id, .. } => id.to_string(),
-        Actor::Human | Actor::Supervisor { .. } => return Err("LIZA_AGENT_ID is not set: `liza builtin` is run by the supervisor (liza-agent --cli builtin)".into()),
+        Actor::Human | Actor::Liza | Actor::Supervisor { .. } => return Err("LIZA_AGENT_ID is not set: `liza builtin` is run by the supervisor (liza-agent --cli builtin)".into()),
     };
     let state = project.store.snapshot().map_err(|e| e.to_string())?.state;
     let task = match &inv.task {

@@ -309,7 +309,7 @@ pub fn authorize(
         }
         // Fenced by the store inside every transaction, and by `still_current` before
         // slow work (a dry run, a claim's git work, a merge's publication).
-        Actor::Supervisor { .. } => Ok(Who::Supervisor),
+        Actor::Supervisor { .. } | Actor::Liza => Ok(Who::Supervisor),
         Actor::Human => {
             if let Some(why) = facts.agent_behind(state, now) {
                 return Err(Refusal::new(

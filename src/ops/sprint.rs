@@ -137,14 +137,14 @@ pub fn checkpoint(
 /// The checkpoint liza takes itself when the circuit breaker found a pattern that needs a
 /// person.
 pub fn auto_checkpoint(project: &Project, message: &str) -> Result<Transition<()>, OpsError> {
-    checkpoint_as(project, &Actor::Human, Authority::Supervisor, Some(message))
+    checkpoint_as(project, &Actor::Liza, Authority::Supervisor, Some(message))
 }
 
 /// The checkpoint at the sprint deadline (once per deadline; refused when not due).
 pub fn deadline_checkpoint(project: &Project) -> Result<Transition<()>, OpsError> {
     let done = transition(
         &project.store,
-        &Actor::Human,
+        &Actor::Liza,
         Authority::Supervisor,
         |s, w, n| Ok((lifecycle::checkpoint_at_deadline(s, w, n)?, ())),
     )?;

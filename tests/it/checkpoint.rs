@@ -177,6 +177,13 @@ fn the_watchers_analysis_checkpoints_running_supervisors_and_resume_continues() 
     );
     assert!(repo.liza_dir().join("circuit_breaker_report.md").exists());
     assert!(summary(repo).contains("circuit breaker: retry_cluster"));
+    // The analysis is liza's own act, logged as liza, never as a person.
+    let analysis = repo
+        .log()
+        .into_iter()
+        .find(|e| e["action"] == "circuit_breaker_check")
+        .unwrap();
+    assert_eq!(analysis["agent"], "liza", "{analysis}");
 
     // A coder started now registers and waits: no run while the sprint is at checkpoint.
     let coder = project.supervisor("coder", "coder-1");
