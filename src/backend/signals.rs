@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use chrono::{DateTime, Datelike, NaiveTime, TimeZone, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveTime, TimeZone, Utc};
 use regex::Regex;
 
 use super::catalog::CliSpec;
@@ -79,8 +79,13 @@ fn error_context() -> &'static Regex {
 }
 
 /// The usage limit the end of `output` reports, if any. `cli` adds the phrases of that
-/// CLI's own messages; `now` anchors clock times such as "resets 3pm".
-pub fn usage_limit(cli: Option<&CliSpec>, output: &str, now: DateTime<Utc>) -> Option<UsageLimit> {
+/// CLI's own messages; `now` — in the machine's zone as the supervisor's clock read it —
+/// anchors clock times such as "resets 3pm".
+pub fn usage_limit(
+    cli: Option<&CliSpec>,
+    output: &str,
+    now: DateTime<FixedOffset>,
+) -> Option<UsageLimit> {
     let tail = tail(output);
     let lines: Vec<&str> = tail.lines().collect();
     let own = cli.map_or(&[][..], |c| c.limit_messages);
@@ -120,17 +125,22 @@ fn tail(output: &str) -> &str {
 /// form found in this order wins: a Unix time after `|`, an RFC 3339 time, an HTTP
 /// `Retry-After`, a clock time ("resets 3pm (Europe/Paris)"), a delay ("try again in
 /// 2h 13m", "retry in 36.2s").
-pub fn reset_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub fn reset_time(text: &str, now: DateTime<FixedOffset>) -> Option<DateTime<Utc>> {
     reset_time_in(text, now, &ZoneDirs::system())
 }
 
 /// [`reset_time`], with named zones read from `zones`.
-fn reset_time_in(text: &str, now: DateTime<Utc>, zones: &ZoneDirs) -> Option<DateTime<Utc>> {
+fn reset_time_in(
+    text: &str,
+    now: DateTime<FixedOffset>,
+    zones: &ZoneDirs,
+) -> Option<DateTime<Utc>> {
+    let utc = now.with_timezone(&Utc);
     unix_after_bar(text)
         .or_else(|| rfc3339(text))
-        .or_else(|| retry_after(text, now))
+        .or_else(|| retry_after(text, utc))
         .or_else(|| clock_time(text, now, zones))
-        .or_else(|| delay(text).map(|d| now + d))
+        .or_else(|| delay(text).map(|d| utc + d))
 }
 
 fn regex(cell: &'static OnceLock<Regex>, pattern: &str) -> &'static Regex {
@@ -177,7 +187,9 @@ fn retry_after(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 /// `resets 3pm (Europe/Paris)`, `resets at 3:30 PM (America/New_York)`, `resets 15:00`:
 /// the next such time after `now` in the named zone (the machine's own without one, or
 /// when the machine's tz database does not have it: the CLI named the zone it runs in).
-fn clock_time(text: &str, now: DateTime<Utc>, zones: &ZoneDirs) -> Option<DateTime<Utc>> {
+/// A clock time; one without a zone is in the machine's, as `now` carries it.
+fn clock_time(text: &str, local: DateTime<FixedOffset>, zones: &ZoneDirs) -> Option<DateTime<Utc>> {
+    let now = local.with_timezone(&Utc);
     static RE: OnceLock<Regex> = OnceLock::new();
     let caps = regex(
         &RE,
@@ -206,10 +218,10 @@ fn clock_time(text: &str, now: DateTime<Utc>, zones: &ZoneDirs) -> Option<DateTi
                     zone = name,
                     "zone not in the tz database; using the local zone"
                 );
-                next_at(&chrono::Local, time, now)
+                next_at(local.offset(), time, now)
             }
         },
-        None => next_at(&chrono::Local, time, now),
+        None => next_at(local.offset(), time, now),
     }
 }
 
@@ -268,6 +280,11 @@ mod tests {
         Utc.with_ymd_and_hms(2027, 1, 15, 10, 0, 0).unwrap()
     }
 
+    /// [`now`] as the supervisor's clock hands it: in the machine's zone, here UTC.
+    fn here() -> DateTime<FixedOffset> {
+        now().fixed_offset()
+    }
+
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("tests/fixtures/clis")
@@ -289,14 +306,14 @@ mod tests {
             ("gemini", "gemini-0.61.0-quota.txt"),
         ] {
             let text = fixture(file);
-            let limit = usage_limit(catalog::find(cli), &text, now());
+            let limit = usage_limit(catalog::find(cli), &text, here());
             assert!(limit.is_some(), "{file}:\n{text}");
         }
         // aider wraps the message; the delay is on the next line.
         let aider = usage_limit(
             catalog::find("aider"),
             &fixture("aider-0.86.2-rate-limit.txt"),
-            now(),
+            here(),
         )
         .unwrap();
         assert_eq!(
@@ -318,7 +335,7 @@ mod tests {
             "Rate limit reached for gpt-5 in organization org-x on tokens. Please try again in 20s.",
             "stream error: 429 Too Many Requests",
         ] {
-            assert!(usage_limit(None, message, now()).is_some(), "{message}");
+            assert!(usage_limit(None, message, here()).is_some(), "{message}");
         }
     }
 
@@ -330,14 +347,14 @@ mod tests {
             "Added a usage limit section to the README.",
             "All 42 tests passed.\n",
         ] {
-            assert_eq!(usage_limit(None, text, now()), None, "{text}");
+            assert_eq!(usage_limit(None, text, here()), None, "{text}");
         }
         // Only the end of the output counts.
         let old = format!(
             "Error: rate limit reached, retrying\n{}done\n",
             "x\n".repeat(TAIL_LINES + 5)
         );
-        assert_eq!(usage_limit(None, &old, now()), None);
+        assert_eq!(usage_limit(None, &old, here()), None);
     }
 
     #[test]
@@ -391,9 +408,9 @@ mod tests {
             &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zoneinfo"),
         );
         for (text, expected) in cases {
-            assert!(usage_limit(None, text, now()).is_some(), "{text}");
+            assert!(usage_limit(None, text, here()).is_some(), "{text}");
             assert_eq!(
-                reset_time_in(text, now(), &zones),
+                reset_time_in(text, here(), &zones),
                 Some(*expected),
                 "{text}"
             );
@@ -402,15 +419,21 @@ mod tests {
 
     #[test]
     fn a_zone_the_machine_does_not_have_is_read_as_the_local_one() {
+        // The local zone is the one the supervisor's clock read (here UTC+3: now is 13:00
+        // there), never the zone of the machine running the test.
         let nowhere = ZoneDirs::only(std::path::Path::new("/nonexistent"));
-        let text = "You've hit your session limit · resets 3pm (Europe/Paris)";
-        let local = next_at(
-            &chrono::Local,
-            NaiveTime::from_hms_opt(15, 0, 0).unwrap(),
-            now(),
-        );
-        assert!(local.is_some());
-        assert_eq!(reset_time_in(text, now(), &nowhere), local);
+        let plus_three = FixedOffset::east_opt(3 * 3600).unwrap();
+        let local_now = now().with_timezone(&plus_three);
+        for text in [
+            "You've hit your session limit · resets 3pm (Europe/Paris)",
+            "You've hit your session limit · resets 3pm",
+        ] {
+            assert_eq!(
+                reset_time_in(text, local_now, &nowhere),
+                Some(Utc.with_ymd_and_hms(2027, 1, 15, 12, 0, 0).unwrap()),
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -43,12 +43,39 @@ impl std::ops::Add<Duration> for Moment {
 pub struct Now {
     pub at: Moment,
     pub wall: Timestamp,
+    /// The machine's offset from UTC at `wall`, in seconds — the one place its time zone is
+    /// read (a manual clock sets it), for the clock times providers announce without a
+    /// zone and the times shown to a person.
+    pub utc_offset_s: i32,
 }
 
 impl Now {
     /// The wall time, for the reset times providers announce.
     pub fn utc(self) -> chrono::DateTime<chrono::Utc> {
         chrono::DateTime::from_timestamp(self.wall.unix(), 0).unwrap_or_default()
+    }
+
+    /// The wall time in the machine's zone as the clock read it.
+    pub fn local(self) -> chrono::DateTime<chrono::FixedOffset> {
+        self.utc().with_timezone(&self.offset())
+    }
+
+    fn offset(self) -> chrono::FixedOffset {
+        chrono::FixedOffset::east_opt(self.utc_offset_s)
+            .unwrap_or_else(|| chrono::FixedOffset::east_opt(0).expect("UTC is an offset"))
+    }
+
+    /// `at` as a person here reads it: `15:00` today, `Nov 26 15:00` another day.
+    pub fn clock_text(self, at: Timestamp) -> String {
+        let Some(at_utc) = chrono::DateTime::from_timestamp(at.unix(), 0) else {
+            return at.to_string();
+        };
+        let at_local = at_utc.with_timezone(&self.offset());
+        if at_local.date_naive() == self.local().date_naive() {
+            at_local.format("%H:%M").to_string()
+        } else {
+            at_local.format("%b %d %H:%M").to_string()
+        }
     }
 }
 
@@ -78,9 +105,16 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Now {
+        use chrono::{Offset, TimeZone};
+        let wall = Timestamp::now();
+        let utc = chrono::DateTime::from_timestamp(wall.unix(), 0).unwrap_or_default();
         Now {
             at: Moment(self.start.elapsed()),
-            wall: Timestamp::now(),
+            wall,
+            utc_offset_s: chrono::Local
+                .offset_from_utc_datetime(&utc.naive_utc())
+                .fix()
+                .local_minus_utc(),
         }
     }
 }
@@ -89,15 +123,23 @@ impl Clock for SystemClock {
 pub struct ManualClock {
     start: Timestamp,
     at: Mutex<Moment>,
+    utc_offset_s: i32,
 }
 
 impl ManualClock {
-    /// Starts at moment zero and wall time `start`.
+    /// Starts at moment zero and wall time `start`, in UTC.
     pub fn starting_at(start: Timestamp) -> ManualClock {
         ManualClock {
             start,
             at: Mutex::new(Moment::ZERO),
+            utc_offset_s: 0,
         }
+    }
+
+    /// The same clock in a zone `seconds` east of UTC.
+    pub fn in_zone(mut self, seconds: i32) -> ManualClock {
+        self.utc_offset_s = seconds;
+        self
     }
 
     /// Moves both time lines forward by `d` (the wall clock in whole seconds).
@@ -113,6 +155,7 @@ impl Clock for ManualClock {
         Now {
             at,
             wall: self.start.plus_seconds(at.since_start().as_secs() as i64),
+            utc_offset_s: self.utc_offset_s,
         }
     }
 }
@@ -120,6 +163,16 @@ impl Clock for ManualClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn times_are_shown_in_the_zone_the_clock_read() {
+        let noon = Timestamp::parse("2027-01-15T12:00:00Z").unwrap();
+        let clock = ManualClock::starting_at(noon).in_zone(3600);
+        let now = clock.now();
+        assert_eq!(now.clock_text(noon.plus_seconds(1800)), "13:30");
+        assert_eq!(now.clock_text(noon.plus_seconds(12 * 3600)), "Jan 16 01:00");
+        assert_eq!(now.local().to_rfc3339(), "2027-01-15T13:00:00+01:00");
+    }
 
     #[test]
     fn the_manual_clock_moves_both_time_lines_only_when_advanced() {

@@ -509,7 +509,7 @@ impl Session {
                     // A CLI retrying against a usage limit (gemini, aider) for minutes
                     // gains nothing: stopped once the limit has been its only news for
                     // LIMIT_PATIENCE.
-                    match crate::backend::signals::usage_limit(spec, &tail, chrono::Utc::now()) {
+                    match crate::backend::signals::usage_limit(spec, &tail, self.clock.now().local()) {
                         Some(limit) => {
                             let since = *limited_since.get_or_insert(Instant::now());
                             if since.elapsed() > LIMIT_PATIENCE && progress_at < since {

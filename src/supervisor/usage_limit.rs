@@ -10,25 +10,17 @@ use crate::blackboard::Timestamp;
 impl Session {
     /// The usage limit the last run's output reports, if any.
     pub(super) fn usage_limit(&self) -> Option<UsageLimit> {
-        signals::usage_limit(self.backend.spec, &self.last_output, chrono::Utc::now())
+        signals::usage_limit(
+            self.backend.spec,
+            &self.last_output,
+            self.clock.now().local(),
+        )
     }
 }
 
-/// `15:00` today, `Nov 26 15:00` another day, in the machine's time zone.
+/// `15:00` today, `Nov 26 15:00` another day, in the machine's time zone (for a person:
+/// `liza status`).
 pub fn local_clock(at: Timestamp) -> String {
-    local_clock_on(at, Timestamp::now())
-}
-
-/// [`local_clock`] as seen at `now` (the policies pass their own time).
-pub fn local_clock_on(at: Timestamp, now: Timestamp) -> String {
-    use chrono::TimeZone;
-    let local = |t: Timestamp| chrono::Local.timestamp_opt(t.unix(), 0).single();
-    let (Some(at_local), Some(now_local)) = (local(at), local(now)) else {
-        return at.to_string();
-    };
-    if at_local.date_naive() == now_local.date_naive() {
-        at_local.format("%H:%M").to_string()
-    } else {
-        at_local.format("%b %d %H:%M").to_string()
-    }
+    use super::clock::Clock;
+    super::clock::SystemClock::new().now().clock_text(at)
 }

@@ -38,7 +38,7 @@ pub fn hit(
     actions.push(Action::UsageLimit {
         until: Some((until, wall_until)),
     });
-    let when = crate::supervisor::usage_limit::local_clock_on(wall_until, now.wall);
+    let when = now.clock_text(wall_until);
     let source = if limit.resets_at.is_some() {
         "the announced reset"
     } else {
