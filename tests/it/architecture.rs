@@ -60,6 +60,8 @@ fn dependencies(known: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<M
     .unwrap();
     let group = regex::Regex::new(r"use (crate|(?:super::)+)(?:::)?\{([^}]*)\}").unwrap();
     let name = regex::Regex::new(r"[a-z_][a-z0-9_]*(?:::[a-z_][a-z0-9_]*)*").unwrap();
+    let children =
+        regex::Regex::new(r"(?m)^\s*(?:pub(?:\([a-z]+\))? )?mod ([a-z_][a-z0-9_]*);").unwrap();
     let mut edges = BTreeMap::new();
     for (module, code) in known {
         let base = |anchor: &str| -> Module {
@@ -87,6 +89,20 @@ fn dependencies(known: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<M
         for c in group.captures_iter(code) {
             for n in name.find_iter(&c[2]) {
                 add(&c[1], n.as_str());
+            }
+        }
+        // A child module used by its relative path (`usage::wait(…)`, `use self::usage`,
+        // `use usage::X`): the parent depends on it — an edge the `crate::`/`super::`
+        // paths do not show, through which a circle can close.
+        for child in children.captures_iter(code) {
+            let child = &child[1];
+            let used = regex::Regex::new(&format!(r"(?:^|[^:\w])(?:self::)?{child}::"))
+                .unwrap()
+                .is_match(code);
+            let mut target = module.clone();
+            target.push(child.to_owned());
+            if used && known.contains_key(&target) {
+                targets.insert(target);
             }
         }
         edges.insert(module.clone(), targets);
@@ -176,4 +192,13 @@ fn the_cycle_check_finds_a_cycle() {
     let edges = dependencies(&known);
     assert_eq!(cycles(&edges).len(), 1);
     assert_eq!(edges[&vec!["d".to_owned()]].len(), 2);
+    // A circle closed through a parent that uses its child by its relative path:
+    // s → p (crate path), p → p/u (`mod u;` and `u::f()`), p/u → l, l → s.
+    let mut known = BTreeMap::new();
+    let m = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    known.insert(m(&["s"]), "fn f() { crate::p::run() }".to_owned());
+    known.insert(m(&["p"]), "mod u;\nfn run() { u::wait() }".to_owned());
+    known.insert(m(&["p", "u"]), "fn wait() { crate::l::text() }".to_owned());
+    known.insert(m(&["l"]), "use crate::s::Session;".to_owned());
+    assert_eq!(cycles(&dependencies(&known)).len(), 1);
 }
