@@ -5,7 +5,10 @@
 //! (the blackboard in a local etcd), `LIZA_BENCH_ONLY=sandbox` only the S row (the
 //! sandbox's cost).
 
-#![expect(clippy::unwrap_used, reason = "a benchmark's setup that fails is a failed run, with its line")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a benchmark's setup that fails is a failed run, with its line"
+)]
 
 use std::path::Path;
 use std::process::Command;

@@ -5,7 +5,10 @@
 //! tests. Run with `cargo bench --bench supervisors`; `LIZA_BENCH_QUICK=1` takes fewer
 //! samples and a 30 s idle window (`LIZA_BENCH_IDLE_SECS` sets it; specs/quality.md says 600).
 
-#![expect(clippy::unwrap_used, reason = "a benchmark's setup that fails is a failed run, with its line")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "a benchmark's setup that fails is a failed run, with its line"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

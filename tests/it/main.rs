@@ -2,7 +2,10 @@
 //! do): each module is one area, driving the real `liza` and `liza-agent` binaries on
 //! real git repositories. Run one area with `cargo test --test it <module>::`.
 
-#![expect(clippy::unwrap_used, reason = "tests and their helpers may unwrap: a failed unwrap is a failed test with its line")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "tests and their helpers may unwrap: a failed unwrap is a failed test with its line"
+)]
 
 mod common;
 
