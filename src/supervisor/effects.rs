@@ -67,7 +67,7 @@ impl Session {
                 category,
                 message,
                 key,
-            } => self.alarm(level, &category, &message, &key),
+            } => self.alarm(level, &category, &message, &key).await,
             Action::UsageLimit { until } => {
                 self.pulse.set_usage_limit(until.map(|(_, wall)| wall));
                 self.heartbeat_now().await;

@@ -214,10 +214,14 @@ impl Session {
             t.base_commit.as_ref().map(|c| c.to_string()),
             t.review_commit.as_ref().map(|c| c.to_string()),
         );
-        let changed = match (Repo::open(&self.project.root), &base, &head) {
-            (Ok(repo), Some(b), Some(h)) => repo.changed_files(b, h).unwrap_or_default(),
-            _ => Vec::new(),
-        };
+        // git on the blocking pool, never on the runtime.
+        let (b, h) = (base.clone(), head.clone());
+        let changed = self
+            .blocking(move |project| match (Repo::open(&project.root), &b, &h) {
+                (Ok(repo), Some(b), Some(h)) => repo.changed_files(b, h).unwrap_or_default(),
+                _ => Vec::new(),
+            })
+            .await;
         let tests: Vec<&String> = changed
             .iter()
             .filter(|f| any_match(&state.config.test_paths(), f))

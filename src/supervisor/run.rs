@@ -170,7 +170,8 @@ impl Session {
             "AGENT_AUTH",
             &message,
             &format!("agent-auth:{}:{}", self.agent, self.generation),
-        );
+        )
+        .await;
         SupervisorError::AuthRequired {
             name: self.backend.name.clone(),
             message: line.to_owned(),
@@ -254,7 +255,8 @@ impl Session {
         if let Err(e) = logged {
             tracing::warn!(error = %e, "could not log the role-boundary violation");
         }
-        self.alarm(Level::Error, "ROLE_BOUNDARY", message, key);
+        self.alarm(Level::Error, "ROLE_BOUNDARY", message, key)
+            .await;
     }
 
     /// With `config.codex_report` and a backend that reports: the schema written to
@@ -521,7 +523,12 @@ impl Session {
                     }
                 }
                 _ = tick.tick() => {
-                    if self.project.store.control_flags().is_ok_and(|f| f.is_raised(Control::Abort)) {
+                    let aborted = self
+                        .blocking(|project| {
+                            project.store.control_flags().is_ok_and(|f| f.is_raised(Control::Abort))
+                        })
+                        .await;
+                    if aborted {
                         let _ = process.stop(grace).await;
                         break RunEnd::Aborted;
                     }

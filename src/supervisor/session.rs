@@ -205,12 +205,14 @@ impl Session {
             ..
         } = &session.confinement
         {
-            session.alarm(
-                ops::alarms::Level::Warn,
-                "SANDBOX_UNAVAILABLE",
-                &confinement_line(&session.agent, &session.confinement),
-                &format!("sandbox:{}:{}", session.agent, session.generation),
-            );
+            session
+                .alarm(
+                    ops::alarms::Level::Warn,
+                    "SANDBOX_UNAVAILABLE",
+                    &confinement_line(&session.agent, &session.confinement),
+                    &format!("sandbox:{}:{}", session.agent, session.generation),
+                )
+                .await;
         }
         if role == Role::Planner {
             session.start_monitor();
@@ -588,15 +590,20 @@ impl Session {
         }
     }
 
-    /// Raises an alarm once per key, and shows it.
-    pub(super) fn alarm(
+    /// Raises an alarm once per key (a file lock, or a request to etcd: on the blocking
+    /// pool), and shows it.
+    pub(super) async fn alarm(
         &self,
         level: ops::alarms::Level,
         category: &str,
         message: &str,
         key: &str,
     ) {
-        match ops::alarms::raise(&self.project, level, category, message, key) {
+        let (category, message, key) = (category.to_owned(), message.to_owned(), key.to_owned());
+        let raised = self
+            .blocking(move |project| ops::alarms::raise(project, level, &category, &message, &key))
+            .await;
+        match raised {
             Ok(Some(line)) => self.console.info(&line),
             Ok(None) => {}
             Err(e) => tracing::warn!(error = %e, "could not raise the alarm"),
