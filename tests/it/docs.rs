@@ -705,3 +705,43 @@ fn commands_are_read_from_docs_lines_as_a_shell_would() {
         assert_eq!(argv(line).as_deref(), expected, "{line}");
     }
 }
+
+/// Every source file AGENTS.md and ARCHITECTURE.md name (`table.rs`, `llm/scrub.rs`,
+/// `tests/it/docs.rs`) is there: the map names no file that moved.
+#[test]
+fn the_map_names_files_that_exist() {
+    let file = Regex::new(r"[A-Za-z0-9_/.-]*[A-Za-z0-9_]\.rs\b").unwrap();
+    let mut sources: Vec<String> = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        let mut stack = vec![root().join(dir)];
+        while let Some(d) = stack.pop() {
+            for entry in std::fs::read_dir(&d).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    sources.push(shown(&path));
+                }
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for page in ["AGENTS.md", "ARCHITECTURE.md"] {
+        let text = read(&root().join(page));
+        for (n, line) in text.lines().enumerate() {
+            for named in file.find_iter(line) {
+                let named = named.as_str().trim_start_matches("./");
+                let found = sources
+                    .iter()
+                    .any(|s| s == named || s.ends_with(&format!("/{named}")));
+                if !found {
+                    problems.push(format!(
+                        "{page}:{}: `{named}` is no file of src/, tests/ or benches/",
+                        n + 1
+                    ));
+                }
+            }
+        }
+    }
+    report("files the map names that are not there", &problems);
+}
