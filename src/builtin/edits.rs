@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use crate::confine::Escape;
 use crate::lifecycle::task_scope::TaskScope;
-use std::process::{Command, Stdio};
 
 use crate::sandbox::Jail;
 
@@ -163,35 +162,15 @@ pub fn apply_diff(
     }
 }
 
+/// The diff applied in the task's sandbox, through the git wrapper.
 fn git_apply(worktree: &Path, diff: &str, jail: &Jail) -> Result<(), String> {
-    use std::io::Write;
-    let argv =
-        jail.argv(&["git", "apply", "--whitespace=nowarn", "--recount", "-"].map(String::from))?;
-    let (program, args) = argv.split_first().ok_or("no git apply command")?;
-    let mut child = Command::new(program)
-        .args(args)
-        .current_dir(worktree)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("could not run git apply: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(diff.as_bytes());
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("git apply: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
-    }
+    crate::git::cli::apply_patch(worktree, diff, |argv| jail.argv(argv))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn worktree() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

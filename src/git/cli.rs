@@ -80,3 +80,36 @@ pub fn unreadable_object(dir: &Path, tip: &str, base: Option<&str>) -> Option<St
     // Judged by the exit status alone: git also writes warnings and traces on stderr.
     (!status.success()).then(|| stderr.trim().to_owned())
 }
+
+/// `git apply --whitespace=nowarn --recount -` of `patch` in the worktree `dir`, its argv
+/// passed through `confine` first (the sandbox a task's edits are applied in); git's
+/// complaint when it refuses the patch.
+pub fn apply_patch(
+    dir: &Path,
+    patch: &str,
+    confine: impl FnOnce(&[String]) -> Result<Vec<String>, String>,
+) -> Result<(), String> {
+    use std::io::Write;
+    let argv =
+        confine(&["git", "apply", "--whitespace=nowarn", "--recount", "-"].map(String::from))?;
+    let (program, args) = argv.split_first().ok_or("no git apply command")?;
+    let mut child = Command::new(program)
+        .args(args)
+        .current_dir(dir)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("could not run git apply: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(patch.as_bytes());
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("git apply: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+    }
+}

@@ -202,3 +202,17 @@ fn the_cycle_check_finds_a_cycle() {
     known.insert(m(&["l"]), "use crate::s::Session;".to_owned());
     assert_eq!(cycles(&dependencies(&known)).len(), 1);
 }
+
+/// git runs only through the git wrapper (`src/git/`): every other module asks it, so a
+/// git command line is written, confined and explained in one place.
+#[test]
+fn git_runs_only_through_the_git_wrapper() {
+    let spawn = regex::Regex::new(r#"Command::new\(\s*"git"\s*\)|\[\s*"git"\s*,"#).unwrap();
+    let outside: Vec<String> = modules()
+        .into_iter()
+        .filter(|(module, _)| module.first().is_none_or(|m| m != "git"))
+        .filter(|(_, code)| spawn.is_match(code))
+        .map(|(module, _)| module.join("/"))
+        .collect();
+    assert!(outside.is_empty(), "git run outside src/git/: {outside:?}");
+}
