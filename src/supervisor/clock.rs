@@ -87,12 +87,33 @@ pub trait Clock: Send + Sync {
 /// The machine's clocks.
 pub struct SystemClock {
     start: Instant,
+    /// The machine's UTC offset and when it was read: read again after a minute (a zone
+    /// change, daylight saving), not on every `now`.
+    offset: Mutex<Option<(Instant, i32)>>,
 }
 
 impl SystemClock {
     pub fn new() -> SystemClock {
         SystemClock {
             start: Instant::now(),
+            offset: Mutex::new(None),
+        }
+    }
+
+    fn utc_offset_s(&self, wall: Timestamp) -> i32 {
+        use chrono::{Offset, TimeZone};
+        let mut cached = self.offset.lock().unwrap_or_else(|p| p.into_inner());
+        match *cached {
+            Some((read, offset)) if read.elapsed() < Duration::from_secs(60) => offset,
+            _ => {
+                let utc = chrono::DateTime::from_timestamp(wall.unix(), 0).unwrap_or_default();
+                let offset = chrono::Local
+                    .offset_from_utc_datetime(&utc.naive_utc())
+                    .fix()
+                    .local_minus_utc();
+                *cached = Some((Instant::now(), offset));
+                offset
+            }
         }
     }
 }
@@ -105,16 +126,11 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Now {
-        use chrono::{Offset, TimeZone};
         let wall = Timestamp::now();
-        let utc = chrono::DateTime::from_timestamp(wall.unix(), 0).unwrap_or_default();
         Now {
             at: Moment(self.start.elapsed()),
             wall,
-            utc_offset_s: chrono::Local
-                .offset_from_utc_datetime(&utc.naive_utc())
-                .fix()
-                .local_minus_utc(),
+            utc_offset_s: self.utc_offset_s(wall),
         }
     }
 }
