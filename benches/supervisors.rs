@@ -67,8 +67,22 @@ impl Bench {
         run(p, LIZA, &["init", "Benchmark goal"]);
         let store = liza::ops::open_store(p).unwrap();
         let agent = fake_agent().display().to_string();
+        // The fake agent stamps its turns in the scenario directory: the one place outside
+        // its worktree a sandboxed run may write; the fakes themselves are shown read-only.
+        let scenario = tempfile::tempdir().unwrap();
+        let sandbox = liza::blackboard::model::SandboxConfig {
+            writable: Some(vec![scenario.path().display().to_string()]),
+            read_only: Some(vec![
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("tests")
+                    .display()
+                    .to_string(),
+            ]),
+            ..Default::default()
+        };
         store
             .transact(&Actor::Human, |tx| {
+                tx.state.config.sandbox = Some(sandbox.clone());
                 let tool = AgentTool {
                     executable: Some(agent.clone()),
                     prompt: Some(PromptMode::Stdin),
@@ -83,7 +97,7 @@ impl Bench {
             .unwrap();
         Bench {
             dir,
-            scenario: tempfile::tempdir().unwrap(),
+            scenario,
             store,
         }
     }
