@@ -572,8 +572,26 @@ fn with_a_shared_remote_the_spec_must_be_on_the_remotes_integration() {
     repo.git(&["commit", "-q", "-m", "a new spec"]);
     repo.git(&["fetch", "-q", ".", "HEAD:integration"]);
     let add = |id: &str, spec: &str| add_finalized(&repo, id, spec);
+    // Refused, nothing changed — but liza's record of what it last read from the remote
+    // (`refs/liza/remote/…`, which every sync writes), since the check reads the remote.
+    let without_fetched = |mut files: std::collections::BTreeMap<String, Vec<u8>>| {
+        let refs = String::from_utf8(files.remove("refs").unwrap()).unwrap();
+        let kept: String = refs
+            .lines()
+            .filter(|l| !l.starts_with("refs/liza/remote/"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        files.insert("refs".into(), kept.into_bytes());
+        files
+    };
+    let before = without_fetched(repo.files());
     let out = add("t-1", "specs/new.md");
     assert_exit(&out, 1);
+    assert_eq!(
+        without_fetched(repo.files()),
+        before,
+        "a refusal changes nothing"
+    );
     assert!(
         stderr(&out).contains("[spec-committed]"),
         "{}",

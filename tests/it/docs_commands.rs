@@ -116,40 +116,31 @@ const EXPECTED: &[(&str, &str, i32, &str)] = &[
 /// state its commands are about.
 fn prelude(page: &str) -> Vec<Vec<&'static str>> {
     match page {
-        "docs/troubleshooting.md" => vec![
+        "docs/troubleshooting.md" => {
+            let task = |id: &'static str| {
+                vec![
+                    "liza",
+                    "add-task",
+                    "--id",
+                    id,
+                    "--desc",
+                    "d",
+                    "--spec",
+                    "specs/vision.md",
+                    "--done",
+                    "report --json prints a totals key",
+                    "--scope",
+                    "s",
+                    "--finalize",
+                ]
+            };
             vec![
-                "liza",
-                "add-task",
-                "--id",
-                "t-1",
-                "--desc",
-                "d",
-                "--spec",
-                "specs/vision.md",
-                "--done",
-                "report --json prints a totals key",
-                "--scope",
-                "s",
-                "--finalize",
-            ],
-            vec![
-                "liza",
-                "add-task",
-                "--id",
-                "t-2",
-                "--desc",
-                "d",
-                "--spec",
-                "specs/vision.md",
-                "--done",
-                "report --json prints a totals key",
-                "--scope",
-                "s",
-                "--finalize",
-            ],
-            vec!["liza", "register", "coder-1"],
-            vec!["liza", "claim-task", "t-1", "coder-1"],
-        ],
+                task("t-1"),
+                task("t-2"),
+                vec!["liza", "register", "coder-1"],
+                vec!["liza", "claim-task", "t-1", "coder-1"],
+            ]
+        }
         // Revisions to look at.
         "docs/hand-editing.md" => (0..4)
             .map(|_| vec!["liza", "note", "all", "a fixture note"])
