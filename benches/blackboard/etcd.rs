@@ -338,7 +338,7 @@ fn contention(p: &Path) -> Row {
             let client =
                 liza::blackboard::etcd::Client::new(&a.endpoints, Duration::from_secs(5)).ok()?;
             client
-                .get(&liza::blackboard::etcd::layout::head_key(a))
+                .get(&liza::blackboard::store::etcd::layout::head_key(a))
                 .ok()?
         })
         .map_or(0, |kv| kv.value.len());

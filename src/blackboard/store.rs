@@ -131,7 +131,7 @@ pub enum StoreError {
     Layout {
         address: String,
         #[source]
-        source: crate::blackboard::etcd::layout::LayoutError,
+        source: crate::blackboard::store::etcd::layout::LayoutError,
     },
     /// A task history in the parse cache did not decode (see `model/history.rs`).
     #[error("the parse cache {path} was damaged: a task history in it does not decode")]

@@ -1,16 +1,36 @@
-//! The layering of ARCHITECTURE.md, checked: no two modules of `src/` depend on each other
-//! (directly or through others). A cycle means two modules that cannot be understood, or
-//! changed, one without the other — the design says to split what they share out.
+//! The layering of ARCHITECTURE.md, checked: the crates depend on each other only in the
+//! order the crate table declares (read from `cargo metadata`), and no two modules of a
+//! crate depend on each other (directly or through others). A cycle means two modules that
+//! cannot be understood, or changed, one without the other — the design says to split what
+//! they share out.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 type Module = Vec<String>;
 
-/// Every module file of the library: its path (`["ops", "merge"]`) and its code without
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The source directory of every crate of the workspace: `src/` and `crates/*/src/`.
+fn crate_sources() -> Vec<PathBuf> {
+    let mut found = vec![workspace().join("src")];
+    for entry in std::fs::read_dir(workspace().join("crates"))
+        .unwrap()
+        .flatten()
+    {
+        if entry.path().join("Cargo.toml").is_file() {
+            found.push(entry.path().join("src"));
+        }
+    }
+    found
+}
+
+/// Every module file of one crate: its path (`["ops", "merge"]`) and its code without
 /// comments and unit tests.
-fn modules() -> BTreeMap<Module, String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+fn modules(src: &Path) -> BTreeMap<Module, String> {
+    let src = src.to_path_buf();
     let mut found = BTreeMap::new();
     let mut dirs = vec![src.clone()];
     while let Some(dir) = dirs.pop() {
@@ -169,14 +189,24 @@ fn cycles(edges: &BTreeMap<Module, BTreeSet<Module>>) -> Vec<Vec<Module>> {
 
 #[test]
 fn no_module_depends_on_a_module_that_depends_on_it() {
-    let known = modules();
-    assert!(known.len() > 100, "the source tree was found");
-    let edges = dependencies(&known);
-    let found: Vec<Vec<String>> = cycles(&edges)
-        .into_iter()
-        .map(|c| c.iter().map(|m| m.join("/")).collect())
-        .collect();
-    assert!(found.is_empty(), "import cycles: {found:#?}");
+    let sources = crate_sources();
+    assert!(sources.len() > 2, "the crates were found: {sources:?}");
+    let mut modules_seen = 0;
+    for src in sources {
+        let known = modules(&src);
+        modules_seen += known.len();
+        let edges = dependencies(&known);
+        let found: Vec<Vec<String>> = cycles(&edges)
+            .into_iter()
+            .map(|c| c.iter().map(|m| m.join("/")).collect())
+            .collect();
+        assert!(
+            found.is_empty(),
+            "import cycles in {}: {found:#?}",
+            src.display()
+        );
+    }
+    assert!(modules_seen > 100, "the source tree was found");
 }
 
 #[test]
@@ -208,11 +238,139 @@ fn the_cycle_check_finds_a_cycle() {
 #[test]
 fn git_runs_only_through_the_git_wrapper() {
     let spawn = regex::Regex::new(r#"Command::new\(\s*"git"\s*\)|\[\s*"git"\s*,"#).unwrap();
-    let outside: Vec<String> = modules()
+    let root = workspace().join("src");
+    let outside: Vec<String> = crate_sources()
         .into_iter()
-        .filter(|(module, _)| module.first().is_none_or(|m| m != "git"))
+        .flat_map(|src| {
+            let in_root = src == root;
+            modules(&src)
+                .into_iter()
+                .filter(move |(module, _)| !in_root || module.first().is_none_or(|m| m != "git"))
+                .map(move |(module, code)| {
+                    (format!("{}: {}", src.display(), module.join("/")), code)
+                })
+        })
         .filter(|(_, code)| spawn.is_match(code))
-        .map(|(module, _)| module.join("/"))
+        .map(|(module, _)| module)
         .collect();
     assert!(outside.is_empty(), "git run outside src/git/: {outside:?}");
+}
+
+/// The crates in the order ARCHITECTURE.md's crate table declares them, bottom up.
+fn declared_crates() -> Vec<String> {
+    let map = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let table = map
+        .split("\n## Crates\n")
+        .nth(1)
+        .expect("ARCHITECTURE.md has a section `## Crates`")
+        .split("\n## ")
+        .next()
+        .unwrap_or("");
+    let row = regex::Regex::new(r"(?m)^\| `([a-z0-9-]+)` \|").unwrap();
+    row.captures_iter(table).map(|c| c[1].to_owned()).collect()
+}
+
+/// Each workspace crate's dependencies on other workspace crates, as `cargo metadata`
+/// reports them: (crate, dependency, whether only for its tests).
+fn crate_graph() -> Vec<(String, String, bool)> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = std::process::Command::new(cargo)
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(workspace())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    let members: BTreeSet<&str> = packages.iter().filter_map(|p| p["name"].as_str()).collect();
+    let mut graph = Vec::new();
+    for package in packages {
+        let name = package["name"].as_str().unwrap();
+        for dep in package["dependencies"].as_array().unwrap() {
+            let dep_name = dep["name"].as_str().unwrap();
+            if members.contains(dep_name) {
+                let dev_only = dep["kind"].as_str() == Some("dev");
+                graph.push((name.to_owned(), dep_name.to_owned(), dev_only));
+            }
+        }
+    }
+    for member in members {
+        graph.push((member.to_owned(), member.to_owned(), true));
+    }
+    graph
+}
+
+/// What breaks the declared order: a crate not declared, a crate declared that does not
+/// exist, a dependency on a crate declared above (or on itself, but for its own tests).
+fn order_violations(declared: &[String], graph: &[(String, String, bool)]) -> Vec<String> {
+    let rank = |name: &str| declared.iter().position(|d| d == name);
+    let mut found = Vec::new();
+    let crates: BTreeSet<&str> = graph.iter().map(|(c, _, _)| c.as_str()).collect();
+    for name in &crates {
+        if rank(name).is_none() {
+            found.push(format!("{name} is not in the crate table"));
+        }
+    }
+    for name in declared {
+        if !crates.contains(name.as_str()) {
+            found.push(format!(
+                "{name} is in the crate table but not in the workspace"
+            ));
+        }
+    }
+    for (name, dep, dev_only) in graph {
+        let (Some(at), Some(dep_at)) = (rank(name), rank(dep)) else {
+            continue;
+        };
+        if dep_at > at || (dep_at == at && !dev_only) {
+            found.push(format!("{name} depends on {dep}, declared above it"));
+        }
+    }
+    found
+}
+
+#[test]
+fn crates_depend_only_on_the_crates_declared_below_them() {
+    let declared = declared_crates();
+    assert!(declared.len() > 2, "the crate table was read: {declared:?}");
+    let violations = order_violations(&declared, &crate_graph());
+    assert!(
+        violations.is_empty(),
+        "ARCHITECTURE.md's crate order broken: {violations:#?}"
+    );
+}
+
+#[test]
+fn the_order_check_finds_an_upward_dependency() {
+    let declared: Vec<String> = ["low", "high"].map(str::to_owned).to_vec();
+    let edge = |a: &str, b: &str, dev: bool| (a.to_owned(), b.to_owned(), dev);
+    let with = |extra: (String, String, bool)| {
+        let mut graph = vec![edge("low", "low", true), edge("high", "high", true)];
+        graph.push(extra);
+        order_violations(&declared, &graph)
+    };
+    assert!(with(edge("high", "low", false)).is_empty());
+    assert_eq!(with(edge("low", "high", false)).len(), 1);
+    assert_eq!(with(edge("low", "high", true)).len(), 1);
+    assert_eq!(with(edge("high", "high", false)).len(), 1);
+    assert_eq!(with(edge("other", "low", false)).len(), 1);
+    let with_ghost: Vec<String> = ["low", "high", "ghost"].map(str::to_owned).to_vec();
+    assert_eq!(
+        order_violations(
+            &with_ghost,
+            &[edge("low", "low", true), edge("high", "high", true)]
+        )
+        .len(),
+        1
+    );
 }

@@ -490,7 +490,7 @@ fn spec_citations_name_headings_and_nothing_points_at_the_old_spec() {
     let more = Regex::new(r"\*([^*\n]+)\*").unwrap();
     let mut problems = Vec::new();
     let mut cited = 0;
-    for dir in ["src", "tests", "benches"] {
+    for dir in ["src", "tests", "benches", "crates"] {
         for file in files_under(&root().join(dir), &["rs"]) {
             let text = read(&file);
             for c in CITATION.captures_iter(&text) {
@@ -712,7 +712,7 @@ fn commands_are_read_from_docs_lines_as_a_shell_would() {
 fn the_map_names_files_that_exist() {
     let file = Regex::new(r"[A-Za-z0-9_/.-]*[A-Za-z0-9_]\.rs\b").unwrap();
     let mut sources: Vec<String> = Vec::new();
-    for dir in ["src", "tests", "benches"] {
+    for dir in ["src", "tests", "benches", "crates"] {
         let mut stack = vec![root().join(dir)];
         while let Some(d) = stack.pop() {
             for entry in std::fs::read_dir(&d).unwrap().flatten() {
@@ -736,7 +736,7 @@ fn the_map_names_files_that_exist() {
                     .any(|s| s == named || s.ends_with(&format!("/{named}")));
                 if !found {
                     problems.push(format!(
-                        "{page}:{}: `{named}` is no file of src/, tests/ or benches/",
+                        "{page}:{}: `{named}` is no file of src/, crates/, tests/ or benches/",
                         n + 1
                     ));
                 }

@@ -21,10 +21,10 @@ use group_commit::{Known, Outcome, Sealed, Settled};
 
 mod documents;
 mod group_commit;
+pub mod layout;
 use crate::blackboard::control::{Control, ControlFlags, Raised};
 use crate::blackboard::document;
 use crate::blackboard::etcd::address::FLOORS;
-use crate::blackboard::etcd::layout::{self, LayoutError};
 use crate::blackboard::etcd::{
     Change, Client, Condition, EtcdError, KeyValue, StoreAddress, TxnOutcome, prefix_end,
 };
@@ -37,6 +37,7 @@ use crate::blackboard::metrics;
 use crate::blackboard::model::State;
 use crate::blackboard::paths::LizaPaths;
 use crate::blackboard::timestamp::Timestamp;
+use layout::LayoutError;
 
 /// etcd refuses a request over 1.5 MiB; a transition stays under it with room for the
 /// JSON gateway's base64 (4/3) and the txn's framing.

@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EtcdStore, group_commit, prefix_end};
-use crate::blackboard::etcd::layout;
 use crate::blackboard::etcd::{Change, Condition, EtcdError, TxnOutcome};
+use crate::blackboard::store::etcd::layout;
 use crate::blackboard::store::{Document, StoreError};
 
 /// A chunk's size: a chunk and its framing (base64 on the JSON gateway) stay well under

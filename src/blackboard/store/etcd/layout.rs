@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::address::StoreAddress;
-use super::client::Change;
-use super::wire::KeyValue;
 use crate::blackboard::TaskId;
 use crate::blackboard::model::{HumanNote, State, Task, TaskList};
+use liza_etcd::Change;
+use liza_etcd::KeyValue;
+use liza_etcd::StoreAddress;
 
 /// The head key's value: the tasks' order (state.yaml's list order, which people choose)
 /// and the rest of the state.

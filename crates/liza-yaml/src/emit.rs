@@ -4,14 +4,14 @@
 //!
 //! It writes straight into a `String` without an intermediate tree, because serialising
 //! the blackboard is on every transaction's path (P2/P3). Its output is read back by
-//! [`super::parse`] to the same values; the round-trip tests and property tests below
+//! [`crate::parse()`] to the same values; the round-trip tests and property tests below
 //! guard that.
 
 use std::collections::HashMap;
 use std::ops::Range;
 
 use super::scalar::{is_flow_plain_safe, is_plain_safe, needs_escape};
-use crate::blackboard::node::{Entry, Node, Value};
+use crate::node::{Entry, Node, Value};
 
 /// The text of list items from an earlier emission of the same document, keyed by
 /// item, so unchanged items are copied instead of written again.
@@ -506,8 +506,8 @@ fn itoa_buf(value: i64) -> IntBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackboard::node::Pos;
-    use crate::blackboard::yaml::parse;
+    use crate::node::Pos;
+    use crate::parse;
     use proptest::prelude::*;
 
     fn emit(node: &Node) -> String {

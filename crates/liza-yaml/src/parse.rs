@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use serde_saphyr::granit_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
 use super::scalar::{resolve_float, resolve_int, resolve_plain};
-use crate::blackboard::node::{Entry, Node, Pos, Value};
+use crate::node::{Entry, Node, Pos, Value};
 
 /// Deepest nesting accepted; deeper documents are refused rather than risking the stack
 /// in the recursive decoder, emitter and drop.

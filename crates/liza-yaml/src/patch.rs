@@ -10,10 +10,9 @@ use std::str::FromStr;
 
 use yaml_edit::{Document, Mapping, Sequence, YamlNode};
 
-use super::Emitter;
-use crate::blackboard::codec::Emit;
-use crate::blackboard::keyed::{field, keyed, record, record_id};
-use crate::blackboard::node::{Entry, Node, Pos, Value};
+use crate::Emitter;
+use crate::keyed::{field, keyed, record, record_id};
+use crate::node::{Entry, Node, Pos, Value};
 
 /// `text` (whose tree is `old`) edited into `new`; `None` when that cannot be done
 /// faithfully (the caller then writes the new document in full).
@@ -25,7 +24,7 @@ pub fn patch(text: &str, old: &Node, new: &Node) -> Option<String> {
     };
     patch_mapping(&root, old_entries, new_entries)?;
     let patched = doc.to_string();
-    let reread = super::parse(&patched).ok()?.root?;
+    let reread = crate::parse(&patched).ok()?.root?;
     same_content(&reread, new).then_some(patched)
 }
 
@@ -146,7 +145,7 @@ fn as_yaml(value: &Node) -> Option<YamlNode> {
         value: value.clone(),
     }]));
     let mut emitter = Emitter::with_capacity(256);
-    holder.emit(&mut emitter);
+    emitter.node(&holder);
     let doc = Document::from_str(&emitter.finish()).ok()?;
     doc.as_mapping()?.get("v")
 }
@@ -156,7 +155,7 @@ mod tests {
     use super::*;
 
     fn tree(text: &str) -> Node {
-        super::super::parse(text).unwrap().root.unwrap()
+        crate::parse(text).unwrap().root.unwrap()
     }
 
     const COMMENTED: &str = "version: 1\nrevision: 3\n# the plan\ntasks:\n  # t-1 is the hard one: ask Ann\n  - id: t-1\n    status: UNCLAIMED\n    priority: 3\n    history:\n      - time: 1\n        event: created\n  - id: t-2\n    status: DRAFT\nhuman_notes: []\n";

@@ -1,0 +1,14 @@
+//! A blocking client of etcd v3's JSON gateway and the gateway's wire forms: generic keys
+//! and values, no liza types. The shared store (the `liza` crate's `blackboard::store::etcd`,
+//! specs/shared-store.md) lays a blackboard out in keys on top of it.
+
+pub mod address;
+pub mod client;
+pub mod wire;
+
+pub use address::{AddressError, StoreAddress};
+
+pub use client::{
+    Change, Client, Condition, EtcdError, Event, TxnOutcome, Watch, WatchItem, prefix_end,
+};
+pub use wire::KeyValue;
