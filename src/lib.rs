@@ -74,7 +74,6 @@ pub mod bench;
 pub mod blackboard;
 pub(crate) mod builtin;
 pub mod cli;
-pub(crate) mod confine;
 pub(crate) mod dashboard;
 pub(crate) mod demo;
 pub(crate) mod doctor;
@@ -89,7 +88,8 @@ pub(crate) mod retro;
 pub mod sandbox;
 pub mod status;
 pub mod supervisor;
-pub(crate) mod terminal_text;
 pub(crate) mod tmux;
-pub(crate) mod untrusted;
 pub(crate) mod watch;
+
+// The base layer is a crate of its own (ARCHITECTURE.md *Crates*).
+pub(crate) use liza_base::{confine, terminal_text, untrusted};

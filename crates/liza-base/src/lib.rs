@@ -1,0 +1,9 @@
+//! The base layer: what every other part of liza needs to touch what agents and people
+//! wrote safely — files read without following a link or waiting on a FIFO
+//! ([`untrusted`]), paths from the blackboard kept inside the repository ([`confine`]),
+//! and agent text made safe for a terminal ([`terminal_text`]). It knows nothing of the
+//! blackboard.
+
+pub mod confine;
+pub mod terminal_text;
+pub mod untrusted;
