@@ -12,7 +12,6 @@ use crate::blackboard::model::{
     Handoff, HistoryEvent, HumanNote, State, Task, TaskStatus, Urgency,
 };
 use crate::blackboard::node::{Entry, Node, Pos, Value};
-use crate::ops::initial_state;
 
 /// Spec files the generated tasks refer to (relative to the project root).
 pub fn spec_files() -> Vec<String> {
@@ -184,7 +183,7 @@ pub fn generate_state(tasks: usize, bytes_per_task: usize, now: Timestamp) -> St
             },
         );
     }
-    let mut state = initial_state(
+    let mut state = State::initial(
         "Add a --json flag to the report CLI",
         "specs/area-0.md",
         "integration",

@@ -6,26 +6,18 @@
 //! - [`node`], [`yaml`], [`codec`]: the YAML tree, its parser and writer, and the mapping
 //!   to the model.
 
-pub mod codec;
-pub mod control;
-pub mod document;
-pub mod event;
-pub mod finding;
-pub mod ids;
 pub mod liveness;
 pub mod log;
 pub mod log_tally;
-pub mod metrics;
-pub mod model;
-pub mod paths;
 pub mod store;
-pub mod summary;
-pub mod timestamp;
-pub mod validate;
 
-// The YAML document engine and the etcd client are crates of their own (the layer table in
-// ARCHITECTURE.md); their modules keep the paths they had here.
+// The model, the YAML document engine and the etcd client are crates of their own (the
+// crate table in ARCHITECTURE.md); their modules keep the paths they had here.
 pub use liza_etcd as etcd;
+pub use liza_model::{
+    codec, control, document, event, finding, ids, metrics, model, paths, summary, timestamp,
+    validate,
+};
 pub use liza_yaml as yaml;
 pub use liza_yaml::{keyed, merge3, node, tree_diff};
 

@@ -78,8 +78,8 @@ pub(crate) mod dashboard;
 pub(crate) mod demo;
 pub(crate) mod doctor;
 pub(crate) mod error;
+pub mod failpoint;
 pub(crate) mod git;
-pub(crate) mod lifecycle;
 pub mod llm;
 pub mod monitor;
 pub mod ops;
@@ -93,3 +93,4 @@ pub(crate) mod watch;
 
 // The base layer is a crate of its own (ARCHITECTURE.md *Crates*).
 pub(crate) use liza_base::{confine, terminal_text, untrusted};
+pub(crate) use liza_model::lifecycle;

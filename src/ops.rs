@@ -54,7 +54,7 @@ pub use claim::{
 pub use gc::{GcReport, Orphan, gc};
 pub use hand_edits::take_set_aside;
 pub use history::{RevisionInfo, diff, history, revision_text};
-pub use init::{InitOutcome, InitRequest, JoinOutcome, init, initial_state, join};
+pub use init::{InitOutcome, InitRequest, JoinOutcome, init, join};
 pub use leases::{LeaseCheck, dead_holders};
 pub use merge::{MergeReport, MergeResult, PUBLISH_RETRIES, merge};
 pub use merge_checks::{CheckRun, run_check, run_review_checks};

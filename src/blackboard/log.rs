@@ -16,9 +16,9 @@ use super::codec::{Decode, Decoder, Number, record};
 use super::event::EventKind;
 use super::finding::Finding;
 use super::node::{Extra, Node, Value};
-use super::store::failpoint;
 use super::timestamp::Timestamp;
 use super::yaml::{self, is_flow_plain_safe};
+use crate::failpoint;
 
 /// One log entry: `{timestamp, agent, action, task?, detail?}` plus liza's `revision` and
 /// lock timings, plus anything else an entry carries.
@@ -382,13 +382,7 @@ fn parse_item(item: &str) -> Result<Option<LogEntry>, String> {
         _ => Err(d
             .findings
             .first()
-            .map_or_else(|| "unreadable entry".to_owned(), Finding::to_string_short)),
-    }
-}
-
-impl Finding {
-    fn to_string_short(&self) -> String {
-        format!("{}: {}", self.path, self.message)
+            .map_or_else(|| "unreadable entry".to_owned(), Finding::path_and_message)),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use super::event::EventKind;
+use super::event::{EventKind, RunEnded};
 use super::log::{LogEntry, parse_items};
 use super::node::{Node, Value};
 use super::store::Store;
@@ -59,25 +59,6 @@ impl Histogram {
                 (bound, total)
             })
             .collect()
-    }
-}
-
-/// How an agent run ended, as logged by its supervisor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunEnded {
-    pub ts: Timestamp,
-    pub agent: String,
-    pub role: String,
-    pub task: Option<String>,
-    /// `ok`, `graceful_abort`, `crash`, `usage_limit`, `soft_fail`, `hard_fail`,
-    /// `stalled`, `timed_out`, `not_started`, `aborted`, `signalled`.
-    pub exit_class: String,
-    pub revision: Option<u64>,
-}
-
-impl RunEnded {
-    pub fn is_crash(&self) -> bool {
-        self.exit_class == "crash"
     }
 }
 

@@ -14,7 +14,6 @@ pub mod cache;
 pub mod changes;
 pub mod commented;
 pub mod etcd;
-pub mod failpoint;
 mod file;
 pub mod hand_edit;
 pub mod hash;

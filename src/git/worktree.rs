@@ -547,7 +547,7 @@ pub fn head_of(worktree: &Path) -> Result<CommitId, GitError> {
 /// Staged, unstaged and untracked non-ignored files of the checkout at `worktree`.
 pub fn dirty_files(worktree: &Path) -> Result<Vec<String>, GitError> {
     // `git status` of a large worktree can take seconds: the tests make it that slow here.
-    crate::blackboard::store::failpoint::hit("git-status");
+    crate::failpoint::hit("git-status");
     let repo = open_checkout(worktree).map_err(|_| GitError::NotARepository {
         path: worktree.to_path_buf(),
     })?;

@@ -9,7 +9,8 @@
 use crate::blackboard::EventKind;
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::blackboard::log_tally::{Activity, ClockSkew, RunEnded};
+use crate::blackboard::event::RunEnded;
+use crate::blackboard::log_tally::{Activity, ClockSkew};
 use crate::blackboard::model::{SprintStatus, Task, TaskStatus, Urgency};
 use crate::blackboard::{State, Timestamp};
 use crate::lifecycle::iteration_limit;

@@ -40,7 +40,7 @@ pub fn register(
     let generation = mint_generation();
     let records = project.store.live_records().unwrap_or_default();
     let state = project.store.snapshot()?.state;
-    let here = crate::blackboard::liveness::PidSpace::here();
+    let here = crate::blackboard::liveness::pid_space_here();
     let previous = records.current(&state, id).cloned();
     let on_this_host = previous.as_ref().is_some_and(|r| here.holds(r));
     // The holder's supervisor, by its record on this host: its pid says whether it

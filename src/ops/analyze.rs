@@ -7,7 +7,8 @@ use crate::blackboard::EventKind;
 use std::path::PathBuf;
 
 use super::{OpsError, Project};
-use crate::blackboard::log_tally::{ActivityReader, RunEnded};
+use crate::blackboard::event::RunEnded;
+use crate::blackboard::log_tally::ActivityReader;
 use crate::blackboard::model::{CircuitBreaker, CircuitBreakerStatus, SprintStatus};
 use crate::blackboard::node::{Entry, Node, Pos, Value};
 use crate::blackboard::{Actor, State, Timestamp};

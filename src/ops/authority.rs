@@ -72,7 +72,7 @@ impl CallerFacts {
             records,
             pgid: i64::from(nix::unistd::getpgrp().as_raw()),
             ancestors,
-            here: crate::blackboard::liveness::PidSpace::here(),
+            here: crate::blackboard::liveness::pid_space_here(),
             marker: std::env::var(SUPERVISOR_PID_VAR)
                 .ok()
                 .filter(|v| !v.is_empty()),

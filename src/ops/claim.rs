@@ -256,7 +256,7 @@ fn stop_previous_owner(project: &Project, state: &State, previous: &AgentId) {
     let Some(pgid) = record.pgid else {
         return;
     };
-    if !crate::blackboard::liveness::PidSpace::here().holds(record) || pgid <= 1 {
+    if !crate::blackboard::liveness::pid_space_here().holds(record) || pgid <= 1 {
         return;
     }
     let Ok(raw) = i32::try_from(pgid) else { return };

@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 
 use super::OpsError;
 use super::spec_committed::{SpecAt, Start, not_committed, spec_at};
-use crate::blackboard::codec::IdMap;
 use crate::blackboard::etcd::StoreAddress;
 use crate::blackboard::log::LogEntry;
-use crate::blackboard::model::{Config, Goal, Sprint, State};
+use crate::blackboard::model::State;
 use crate::blackboard::validate::integration_branch_problem;
 use crate::blackboard::{LizaPaths, Store, StoreError, Timestamp};
 use crate::git::{GitError, Lease, Pushed, Remote, Repo, find_project_root};
@@ -135,7 +134,7 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
         ));
     }
     let now = Timestamp::now();
-    let mut state = initial_state(goal, &spec_ref, &branch, now);
+    let mut state = State::initial(goal, &spec_ref, &branch, now);
     state.config.git_remote = req.git_remote.clone();
     let mut entry = LogEntry::new(now, "human", EventKind::Init);
     entry.detail = Some(goal.to_owned());
@@ -240,34 +239,4 @@ pub(super) fn resolve_spec(
         )
     })?;
     Ok(relative.to_string_lossy().into_owned())
-}
-
-/// The state `liza init` writes: the goal, an empty first sprint, the integration branch.
-pub fn initial_state(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -> State {
-    State {
-        version: 1,
-        revision: None,
-        goal: Goal::start(
-            "goal-1".into(),
-            goal,
-            spec_ref,
-            "Initial goal. No tasks defined yet.".into(),
-            now,
-        ),
-        tasks: Default::default(),
-        agents: IdMap::default(),
-        discovered: Some(Vec::new()),
-        handoff: Some(Default::default()),
-        human_notes: Some(Vec::new()),
-        anomalies: Some(Vec::new()),
-        spec_changes: Some(Vec::new()),
-        sprint: Sprint::start("sprint-1".into(), "goal-1", now),
-        circuit_breaker: None,
-        archived: None,
-        config: Config {
-            integration_branch: Some(branch.to_owned()),
-            ..Default::default()
-        },
-        extra: Default::default(),
-    }
 }

@@ -18,7 +18,7 @@ const WATCH_STEP: Duration = Duration::from_millis(200);
 /// The holders whose supervisor, by their own liveness record, ran on this host and is
 /// gone: dead without any clock (by id and the generation that died).
 pub fn dead_holders(state: &State, live: &LiveRecords) -> Vec<(AgentId, String)> {
-    let here = liveness::PidSpace::here();
+    let here = liveness::pid_space_here();
     state
         .agents
         .iter()

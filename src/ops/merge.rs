@@ -16,8 +16,8 @@ use super::{
     Authority, OpsError, Project, Transition, dry_run, still_current, supervisor_only, transition,
 };
 use crate::blackboard::model::{CommitId, FailureKind};
-use crate::blackboard::store::failpoint;
 use crate::blackboard::{Actor, TaskId};
+use crate::failpoint;
 use std::time::Duration;
 
 use crate::git::{

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::common::{Lcg, Repo, assert_success};
-use liza::blackboard::store::failpoint::STEPS;
+use liza::failpoint::STEPS;
 
 struct Invariants {
     last_revision: u64,

@@ -696,7 +696,7 @@ fn with_cached_history(text: &str, id: &str, history: serde_json::Value) -> Stri
     out
 }
 
-/// Task histories come from the parse cache undecoded (src/blackboard/model/history.rs):
+/// Task histories come from the parse cache undecoded (crates/liza-model/src/model/history.rs):
 /// a transaction decodes only those it reads, and one that does not decode is never
 /// written back from what was read of it.
 #[test]

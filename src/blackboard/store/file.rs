@@ -17,8 +17,8 @@ use std::time::Duration;
 use super::atomic;
 use super::cache::{Loaded, ParseCache, TaskTexts};
 use super::commented::Commented;
-use super::failpoint;
 use super::hand_edit::HandEditPolicy;
+use crate::failpoint;
 
 mod saves;
 use super::hash::ContentHash;

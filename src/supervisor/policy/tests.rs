@@ -35,7 +35,8 @@ struct World {
 impl World {
     fn new(me: &str) -> World {
         let wall = Timestamp::from_unix(T0);
-        let mut state = crate::ops::initial_state("goal", "specs/vision.md", "integration", wall);
+        let mut state =
+            crate::blackboard::State::initial("goal", "specs/vision.md", "integration", wall);
         for a in [
             "coder-1",
             "coder-2",
@@ -113,7 +114,7 @@ impl World {
         };
         let planner = Who::Agent(agent("planner-1"));
         let now = self.clock.now().wall;
-        lifecycle::add_task(&mut self.state, &planner, &new, now).unwrap();
+        lifecycle::add_tasks(&mut self.state, &planner, std::slice::from_ref(&new), now).unwrap();
         let spec = SpecFacts {
             exists: true,
             blob: Some("abc".into()),

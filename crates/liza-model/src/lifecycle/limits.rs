@@ -1,0 +1,88 @@
+//! Limits and counters (specs/lifecycle.md *Limits and counters*): `iteration` counts the agent
+//! runs on a task by its current coder; reaching the limit without approval blocks the
+//! task instead of launching another run.
+
+use crate::EventKind;
+use crate::model::{State, TaskStatus, Usage};
+use crate::{AgentId, TaskId, Timestamp};
+
+use super::RuleId;
+use super::context::{Outcome, Who, task, task_mut};
+use super::refusal::Refusal;
+use super::work_done::{BlockCause, block};
+
+/// The iteration limit of a task: its own `max_iterations`, else `max_coder_iterations`.
+pub fn iteration_limit(state: &State, id: &TaskId) -> i64 {
+    state
+        .task(id)
+        .and_then(|t| t.max_iterations)
+        .filter(|m| *m > 0)
+        .unwrap_or_else(|| state.config.max_coder_iterations())
+}
+
+/// What the supervisor may do before launching its agent on a task.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunStart {
+    /// Launch run number `iteration`.
+    Launch { iteration: i64 },
+    /// The limit was reached: the task is now BLOCKED (the coder joins `failed_by`).
+    LimitReached { limit: i64 },
+}
+
+/// Counts an agent run about to start: `iteration` +1 (and the task's and agent's run
+/// totals), or — when `iteration` already reached the limit — CLAIMED → BLOCKED with
+/// `Max iterations (N) reached without approval`.
+pub fn start_run(
+    state: &mut State,
+    id: &TaskId,
+    agent: &AgentId,
+    now: Timestamp,
+) -> Result<(Outcome, RunStart), Refusal> {
+    let t = task(state, id)?;
+    if t.status != TaskStatus::Claimed || t.assigned_to.as_ref() != Some(agent) {
+        return Err(Refusal::new(
+            RuleId::RunClaimed,
+            format!("task {id} is not CLAIMED by {agent}"),
+            "claim it before running the agent on it",
+        ));
+    }
+    let limit = iteration_limit(state, id);
+    let done = t.iteration.unwrap_or(0);
+    if done >= limit {
+        let reason = format!("Max iterations ({limit}) reached without approval");
+        let questions = [format!(
+            "{agent} ran {done} times without an approval: should the task be split or clarified?"
+        )];
+        let outcome = block(
+            state,
+            &Who::Supervisor,
+            id,
+            &reason,
+            &questions,
+            &[],
+            BlockCause::CoderFailure,
+            now,
+        )?;
+        return Ok((outcome, RunStart::LimitReached { limit }));
+    }
+    let t = task_mut(state, id);
+    t.iteration = Some(done + 1);
+    let usage = t.usage.get_or_insert_with(Usage::default);
+    usage.agent_runs = Some(usage.agent_runs.unwrap_or(0) + 1);
+    if let Some(a) = state.agents.get_mut(agent) {
+        a.iterations_total = Some(a.iterations_total.unwrap_or(0) + 1);
+    }
+    let mut outcome = Outcome::default();
+    outcome.event(
+        EventKind::AgentRun,
+        agent.as_str(),
+        Some(id),
+        Some(format!("iteration {} of {limit}", done + 1)),
+    );
+    Ok((
+        outcome,
+        RunStart::Launch {
+            iteration: done + 1,
+        },
+    ))
+}

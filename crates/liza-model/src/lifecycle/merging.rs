@@ -1,0 +1,297 @@
+//! The merge rows (specs/git.md *Merge*, specs/lifecycle.md APPROVED → MERGED /
+//! INTEGRATION_FAILED) and the `merge_intent` that makes a merge recoverable: recorded
+//! before the git work, updated when the candidate is known, cleared when the merge ends
+//! either way.
+
+use crate::EventKind;
+use crate::model::{CommitId, FailureKind, IntegrationFailure, MergeIntent, State, TaskStatus};
+use crate::node::Node;
+use crate::{AgentId, TaskId, Timestamp};
+
+use super::RuleId;
+use super::context::{
+    Field, Outcome, history, release_agent, set_status, task, task_mut, text, text_list,
+};
+use super::refusal::Refusal;
+use super::table::{Command, Kind, row};
+use super::work_done::same_commit;
+
+/// What the merge needs to know about the task, read when its intent is recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeStart {
+    pub review_commit: CommitId,
+    pub base_commit: Option<CommitId>,
+    pub description: String,
+    pub allow_protected: Vec<String>,
+}
+
+/// How a merge ended well, for the task's history and the log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeRecord {
+    pub commit: CommitId,
+    /// `fast-forward`, `merge-commit` or `already-merged`.
+    pub merge_type: String,
+    /// Integration commits since the task's base_commit.
+    pub drift_commits: u64,
+    /// The compare-and-swap found integration moved this many times.
+    pub retries: u32,
+}
+
+/// Records `merge_intent` on an APPROVED task before the merge's git work: `approved` is
+/// its review_commit as git resolved it (full SHA), `tip` the integration tip.
+pub fn begin_merge(
+    state: &mut State,
+    id: &TaskId,
+    approved: &CommitId,
+    tip: &CommitId,
+    now: Timestamp,
+) -> Result<(Outcome, MergeStart), Refusal> {
+    let t = task(state, id)?;
+    row(Command::Merge, Some(t.status), Kind::Supervisor)?;
+    let Some(review_commit) = t.review_commit.clone() else {
+        return Err(Refusal::new(
+            RuleId::ReviewCommit,
+            format!("task {id} is APPROVED but has no review_commit to merge"),
+            "a reviewer approves a specific commit; reassign the task or set review_commit by hand",
+        ));
+    };
+    if !same_commit(review_commit.as_str(), approved.as_str()) {
+        return Err(Refusal::new(
+            RuleId::ReviewCommit,
+            format!("task {id} was approved at {review_commit}, not {approved}"),
+            "run `liza merge` again",
+        ));
+    }
+    let start = MergeStart {
+        review_commit: review_commit.clone(),
+        base_commit: t.base_commit.clone(),
+        description: t.description.clone().unwrap_or_default(),
+        allow_protected: t.allow_protected.clone().unwrap_or_default(),
+    };
+    let outcome = record_intent(state, id, EventKind::MergeStarted, approved, tip, now);
+    Ok((outcome, start))
+}
+
+/// Records the candidate about to be published (a merge commit is known only after it
+/// was built), so recovery after a crash can tell whether it was published.
+pub fn set_merge_candidate(
+    state: &mut State,
+    id: &TaskId,
+    candidate: &CommitId,
+    tip: &CommitId,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    row(Command::Merge, Some(t.status), Kind::Supervisor)?;
+    if t.merge_intent.is_none() {
+        return Err(no_intent(id));
+    }
+    Ok(record_intent(
+        state,
+        id,
+        EventKind::MergeCandidate,
+        candidate,
+        tip,
+        now,
+    ))
+}
+
+fn record_intent(
+    state: &mut State,
+    id: &TaskId,
+    event: EventKind,
+    candidate: &CommitId,
+    tip: &CommitId,
+    now: Timestamp,
+) -> Outcome {
+    task_mut(state, id).merge_intent = Some(MergeIntent {
+        candidate: candidate.clone(),
+        integration_tip: tip.clone(),
+        at: Some(now),
+        extra: Default::default(),
+    });
+    let mut outcome = Outcome::default();
+    outcome.event(
+        event,
+        "liza",
+        Some(id),
+        Some(format!("{candidate} onto {tip}")),
+    );
+    outcome
+}
+
+/// Clears an interrupted or refused merge's intent; the task stays APPROVED and the next
+/// merge starts over.
+pub fn drop_merge_intent(
+    state: &mut State,
+    id: &TaskId,
+    reason: &str,
+    _now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    if t.merge_intent.is_none() {
+        return Err(no_intent(id));
+    }
+    task_mut(state, id).merge_intent = None;
+    let mut outcome = Outcome::default();
+    outcome.event(
+        EventKind::MergeIntentDropped,
+        "liza",
+        Some(id),
+        Some(reason.to_owned()),
+    );
+    Ok(outcome)
+}
+
+fn no_intent(id: &TaskId) -> Refusal {
+    Refusal::new(
+        RuleId::MergeIntent,
+        format!("task {id} has no merge in progress"),
+        "run `liza merge` again",
+    )
+}
+
+/// APPROVED → MERGED (the merge pipeline's last step).
+pub fn merged(
+    state: &mut State,
+    id: &TaskId,
+    merge: &MergeRecord,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    let row = row(Command::Merge, Some(t.status), Kind::Supervisor)?;
+    let coder = t.assigned_to.clone();
+    let reviewer = t.approved_by.clone();
+    let drift = i64::try_from(merge.drift_commits).unwrap_or(i64::MAX);
+    let t = task_mut(state, id);
+    t.merge_commit = Some(merge.commit.clone());
+    t.worktree = None;
+    t.merge_intent = None;
+    t.lease_expires = None;
+    t.integration_fix = None;
+    set_status(t, TaskStatus::Merged, now);
+    history(
+        t,
+        now,
+        row.event,
+        "liza",
+        &[
+            ("merge_commit", text(merge.commit.to_string())),
+            ("merge_type", text(merge.merge_type.clone())),
+            ("drift_commits", Field::Int(drift).value()),
+        ],
+    );
+    release_agent(state, coder.as_ref(), id);
+    release_agent(state, reviewer.as_ref(), id);
+    let mut outcome = Outcome::default();
+    outcome.event(
+        row.event,
+        reviewer.as_ref().map_or("liza", AgentId::as_str),
+        Some(id),
+        Some(format!("{} {}", merge.merge_type, merge.commit)),
+    );
+    outcome.field("merge_commit", Field::Text(merge.commit.to_string()));
+    outcome.field("merge_type", Field::Text(merge.merge_type.clone()));
+    outcome.field("drift_commits", Field::Int(drift));
+    if merge.retries > 0 {
+        outcome.field("publish_retries", Field::Int(i64::from(merge.retries)));
+    }
+    Ok(outcome)
+}
+
+/// Why a merge failed, as `integration_failure` records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MergeFailure {
+    pub kind: FailureKind,
+    /// Conflicting paths (conflicts).
+    pub paths: Vec<String>,
+    /// The check log, relative to the project root (failing checks).
+    pub log: Option<String>,
+    /// One line a person reads first: which check failed, or why publishing gave up.
+    pub reason: String,
+}
+
+/// APPROVED → INTEGRATION_FAILED: a conflict or failing integration checks.
+/// APPROVED → BLOCKED: merging the task would change no file of integration — its
+/// changes are there already, or an integration fix resolved them all away — so it is
+/// not recorded as merged (specs/git.md *Merge*): the planner decides (supersede it, or
+/// unblock it to redo the change).
+pub fn nothing_to_merge(
+    state: &mut State,
+    id: &TaskId,
+    integration: &str,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    let row = row(Command::NothingToMerge, Some(t.status), Kind::Supervisor)?;
+    let reason = format!(
+        "nothing of this task reaches {integration}: merging its approved commit would change no file there (its change is on {integration} already, or an integration fix resolved it away)"
+    );
+    let coder = t.assigned_to.clone();
+    let t = task_mut(state, id);
+    t.blocked_reason = Some(reason.clone());
+    t.blocked_questions = Some(vec![
+        "supersede it (its work is done or no longer wanted), or unblock it to redo the change?"
+            .to_owned(),
+    ]);
+    t.merge_intent = None;
+    t.approved_by = None;
+    set_status(t, TaskStatus::Blocked, now);
+    history(
+        t,
+        now,
+        row.event,
+        "liza",
+        &[("reason", text(reason.clone()))],
+    );
+    release_agent(state, coder.as_ref(), id);
+    let mut outcome = Outcome::default();
+    outcome.event(row.event, "liza", Some(id), Some(reason));
+    Ok(outcome)
+}
+
+pub fn integration_failed(
+    state: &mut State,
+    id: &TaskId,
+    failure: &MergeFailure,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    let row = row(Command::IntegrationFailed, Some(t.status), Kind::Supervisor)?;
+    let t = task_mut(state, id);
+    let mut record = IntegrationFailure {
+        kind: failure.kind,
+        paths: (!failure.paths.is_empty()).then(|| failure.paths.clone()),
+        log: failure.log.clone(),
+        at: Some(now),
+        extra: Default::default(),
+    };
+    if !failure.reason.is_empty() {
+        record
+            .extra
+            .insert("reason", Node::new(text(failure.reason.clone())));
+    }
+    t.integration_failure = Some(record);
+    t.merge_intent = None;
+    set_status(t, TaskStatus::IntegrationFailed, now);
+    let mut fields = vec![("kind", text(failure.kind.as_str()))];
+    if !failure.paths.is_empty() {
+        fields.push(("paths", text_list(&failure.paths)));
+    }
+    if let Some(log) = &failure.log {
+        fields.push(("log", text(log.clone())));
+    }
+    history(t, now, row.event, "liza", &fields);
+    let mut outcome = Outcome::default();
+    let detail = match (failure.paths.is_empty(), failure.reason.is_empty()) {
+        (false, _) => format!("{}: {}", failure.kind.as_str(), failure.paths.join(", ")),
+        (true, false) => format!("{}: {}", failure.kind.as_str(), failure.reason),
+        (true, true) => failure.kind.as_str().to_owned(),
+    };
+    outcome.event(row.event, "liza", Some(id), Some(detail));
+    outcome.field("kind", Field::Text(failure.kind.as_str().to_owned()));
+    if let Some(log) = &failure.log {
+        outcome.field("log", Field::Text(log.clone()));
+    }
+    Ok(outcome)
+}

@@ -1,0 +1,456 @@
+//! Rows of reviewing, blocking, handing off, limits and merge outcomes.
+
+use super::*;
+
+// ----- claim review, verdicts
+
+#[test]
+fn claim_review_guards() {
+    let mut w = W::new();
+    w.in_review("t-1", 1, 1);
+    assert_eq!(w.task("t-1").reviewing_by, Some(agent("code-reviewer-1")));
+    assert_eq!(
+        w.refused_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), l, n)),
+        "review-lease-live"
+    );
+    assert_eq!(
+        w.refused_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-7"), l, n)),
+        "registered"
+    );
+    assert_eq!(
+        w.refused_l(|s, l, n| claim_review(s, &id("t-1"), &agent("coder-1"), l, n)),
+        "claim-reviewer"
+    );
+    w.submitted("t-2", 2);
+    assert_eq!(
+        w.refused_l(|s, l, n| claim_review(s, &id("t-2"), &agent("code-reviewer-1"), l, n)),
+        "one-review-per-reviewer"
+    );
+    w.later(121);
+    w.ok_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-2"), l, n));
+    assert!(w.events("t-1").contains(&"review_lease_expired".to_owned()));
+    w.claimed("t-3", 3);
+    assert_eq!(
+        w.refused_l(|s, l, n| claim_review(s, &id("t-3"), &agent("code-reviewer-1"), l, n)),
+        "no-such-transition"
+    );
+}
+
+#[test]
+fn approve_by_the_claiming_reviewer_for_the_submitted_commit() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.approved_by.clone(), t.reviewing_by.clone()),
+        (S::Approved, Some(agent("code-reviewer-1")), None)
+    );
+}
+
+#[test]
+fn verdict_guards() {
+    let mut w = W::new();
+    w.in_review("t-1", 1, 1);
+    let t1 = id("t-1");
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(2), &t1, &Verdict::Approve, HEAD, n)),
+        "verdict-claim"
+    );
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &Who::Human, &t1, &Verdict::Approve, HEAD, n)),
+        "permission"
+    );
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &t1, &Verdict::Approve, BASE, n)),
+        "verdict-commit"
+    );
+    let vague = Verdict::Reject {
+        reason: "the tests fail".into(),
+    };
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &t1, &vague, HEAD, n)),
+        "rejection-cites"
+    );
+    w.claimed("t-2", 2);
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &id("t-2"), &Verdict::Approve, HEAD, n)),
+        "forbidden-transition"
+    );
+}
+
+#[test]
+fn reject_counts_cycles_and_wakes_the_coder() {
+    let mut w = W::new();
+    w.rejected("t-1");
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.review_cycles_current, t.review_cycles_total),
+        (S::Rejected, Some(1), Some(1))
+    );
+    assert!(
+        t.rejection_reason
+            .as_deref()
+            .unwrap()
+            .contains("src/report.rs:42")
+    );
+    assert_eq!(
+        w.refused(|s, n| verdict(s, &reviewer(1), &id("t-1"), &Verdict::Approve, HEAD, n)),
+        "forbidden-transition"
+    );
+}
+
+#[test]
+fn the_last_allowed_rejection_blocks_the_task_as_a_review_deadlock() {
+    let mut w = W::new();
+    w.s.config.max_review_cycles = Some(2);
+    w.rejected("t-1");
+    w.claim("t-1", 1);
+    w.ok(|s, n| submit(s, &coder(1), &id("t-1"), None, &facts(), n));
+    w.ok_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), l, n));
+    w.ok(|s, n| verdict(s, &reviewer(1), &id("t-1"), &reject(), HEAD, n));
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.blocked_reason.as_deref()),
+        (S::Blocked, Some("review_deadlock"))
+    );
+    assert_eq!(t.failed_by.as_deref(), Some(&[agent("coder-1")][..]));
+    assert!(!t.blocked_questions.as_ref().unwrap().is_empty());
+    assert_eq!(
+        w.s.anomalies().last().unwrap().kind,
+        AnomalyType::ReviewDeadlock
+    );
+}
+
+#[test]
+fn a_verdict_from_a_broken_boundary_is_voided() {
+    let mut w = W::new();
+    w.approved("t-1");
+    w.ok(|s, n| void_verdict(s, &id("t-1"), "reviewer changed the worktree", n));
+    assert_eq!(w.task("t-1").status, S::ReadyForReview);
+    w.s.task_mut(&id("t-1")).unwrap().reviewing_by = None;
+    w.ok_l(|s, l, n| claim_review(s, &id("t-1"), &agent("code-reviewer-1"), l, n));
+    w.ok(|s, n| verdict(s, &reviewer(1), &id("t-1"), &reject(), HEAD, n));
+    w.ok(|s, n| void_verdict(s, &id("t-1"), "again", n));
+    assert_eq!(w.task("t-1").review_cycles_current, Some(0));
+    w.claimed("t-2", 2);
+    assert_eq!(
+        w.refused(|s, n| void_verdict(s, &id("t-2"), "x", n)),
+        "no-such-transition"
+    );
+}
+
+// ----- block, handoff
+
+#[test]
+fn block_by_the_coder_and_by_the_supervisor() {
+    let mut w = W::new();
+    w.blocked("t-1");
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, t.failed_by.as_ref().map(Vec::len)),
+        (S::Blocked, Some(0)),
+        "a coder's own block blames nobody"
+    );
+    assert_eq!(
+        w.s.agents.get(&agent("coder-1")).unwrap().status,
+        AgentStatus::Idle
+    );
+    w.claimed("t-2", 2);
+    w.ok(|s, n| {
+        block(
+            s,
+            &Who::Supervisor,
+            &id("t-2"),
+            "Max iterations (10) reached without approval",
+            &["split it?".into()],
+            &[],
+            BlockCause::CoderFailure,
+            n,
+        )
+    });
+    assert_eq!(
+        w.task("t-2").failed_by.as_deref(),
+        Some(&[agent("coder-2")][..])
+    );
+    w.claimed("t-3", 3);
+    w.ok(|s, n| {
+        block(
+            s,
+            &Who::Supervisor,
+            &id("t-3"),
+            "usage limit",
+            &["wait?".into()],
+            &[],
+            BlockCause::Environment,
+            n,
+        )
+    });
+    assert_eq!(w.task("t-3").failed_by.as_ref().map(Vec::len), Some(0));
+}
+
+#[test]
+fn block_guards() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    let t1 = id("t-1");
+    assert_eq!(
+        w.refused(|s, n| block(s, &coder(1), &t1, "x", &[], &[], BlockCause::Agent, n)),
+        "block-questions"
+    );
+    let four: Vec<String> = (0..4).map(|i| format!("q{i}")).collect();
+    assert_eq!(
+        w.refused(|s, n| block(s, &coder(1), &t1, "x", &four, &[], BlockCause::Agent, n)),
+        "block-questions"
+    );
+    assert_eq!(
+        w.refused(|s, n| block(
+            s,
+            &coder(2),
+            &t1,
+            "x",
+            &["q".into()],
+            &[],
+            BlockCause::Agent,
+            n
+        )),
+        "block-assignee"
+    );
+    assert_eq!(
+        w.refused(|s, n| block(
+            s,
+            &Who::Human,
+            &t1,
+            "x",
+            &["q".into()],
+            &[],
+            BlockCause::Agent,
+            n
+        )),
+        "permission"
+    );
+    assert_eq!(
+        w.refused(|s, n| block(
+            s,
+            &coder(1),
+            &t1,
+            "x",
+            &["q".into()],
+            &[],
+            BlockCause::CoderFailure,
+            n
+        )),
+        "block-cause"
+    );
+}
+
+#[test]
+fn handoff_marks_the_task_and_the_agent() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    assert_eq!(
+        w.refused(|s, n| handoff(s, &coder(2), &id("t-1"), "did x", "do y", n)),
+        "handoff-assignee"
+    );
+    w.ok(|s, n| handoff(s, &coder(1), &id("t-1"), "did x", "do y", n));
+    assert_eq!(w.task("t-1").handoff_pending, Some(true));
+    assert_eq!(
+        w.s.agents.get(&agent("coder-1")).unwrap().status,
+        AgentStatus::Handoff
+    );
+    let work = coder_work(&w.s, &agent("coder-1"), &w.l());
+    assert_eq!(work[0].class, WorkClass::Handoff);
+}
+
+// ----- limits
+
+#[test]
+fn runs_count_iterations_until_the_limit_blocks_the_task() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    w.s.task_mut(&id("t-1")).unwrap().max_iterations = Some(2);
+    let c1 = agent("coder-1");
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::Launch { iteration: 1 }
+    );
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::Launch { iteration: 2 }
+    );
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        RunStart::LimitReached { limit: 2 }
+    );
+    let t = w.task("t-1");
+    assert_eq!(t.status, S::Blocked);
+    assert_eq!(
+        t.blocked_reason.as_deref(),
+        Some("Max iterations (2) reached without approval")
+    );
+    assert_eq!(t.failed_by.as_deref(), Some(&[c1.clone()][..]));
+    assert_eq!(t.usage.as_ref().and_then(|u| u.agent_runs), Some(2));
+    assert_eq!(w.s.agents.get(&c1).unwrap().iterations_total, Some(2));
+    assert_eq!(
+        w.refused(|s, n| start_run(s, &id("t-1"), &c1, n)),
+        "run-claimed"
+    );
+    w.s.config.max_coder_iterations = Some(7);
+    w.claimed("t-2", 2);
+    assert_eq!(iteration_limit(&w.s, &id("t-2")), 7);
+}
+
+#[test]
+fn a_run_report_is_recorded_in_the_history_without_changing_the_task() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    let before = w.task("t-1").clone();
+    let c1 = agent("coder-1");
+    let report: crate::node::Node = serde_json::from_value(
+        serde_json::json!({"implementation_summary": "did\nit", "notes": ""}),
+    )
+    .unwrap();
+    let errors = ["`commit_message` is missing".to_owned()];
+    let outcome = w.ok(|s, n| record_run_report(s, &id("t-1"), &c1, report.clone(), &errors, n));
+    assert_eq!(outcome.events[0].action, "run_report");
+    assert_eq!(outcome.events[0].detail.as_deref(), Some("did it"));
+    let t = w.task("t-1");
+    assert_eq!(
+        (t.status, &t.assigned_to, t.iteration),
+        (before.status, &before.assigned_to, before.iteration)
+    );
+    let event = t.history().last().unwrap();
+    assert_eq!(event.event, "run_report");
+    assert_eq!(event.agent.as_deref(), Some("coder-1"));
+    assert_eq!(event.extra.get("report"), Some(&report));
+    assert!(event.extra.get("validation_errors").is_some());
+    assert_eq!(
+        w.refused(|s, n| record_run_report(s, &id("t-9"), &c1, report.clone(), &[], n)),
+        "task-exists"
+    );
+}
+
+// ----- merge outcomes
+
+#[test]
+fn merged_and_integration_failed() {
+    let mut w = W::new();
+    w.merged("t-1");
+    let t = w.task("t-1");
+    assert_eq!((t.status, t.worktree.clone()), (S::Merged, None));
+    w.failed_integration("t-2");
+    let failure = w.task("t-2").integration_failure.clone().unwrap();
+    assert_eq!(failure.paths, Some(vec!["a.txt".to_owned()]));
+    w.claimed("t-3", 3);
+    assert_eq!(
+        w.refused(|s, n| merged(s, &id("t-3"), &merge_record(), n)),
+        "forbidden-transition"
+    );
+}
+
+#[test]
+fn merged_records_the_merge_type_and_drift_in_history_and_log() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let outcome = w.ok(|s, n| merged(s, &id("t-1"), &merge_record(), n));
+    let event = &outcome.events[0];
+    assert_eq!(event.action, "merged");
+    assert_eq!(event.fields["drift_commits"], Field::Int(2));
+    assert_eq!(
+        event.fields["merge_type"],
+        Field::Text("fast-forward".into())
+    );
+    let last = w.task("t-1").history().last().unwrap().clone();
+    assert_eq!(last.event, "merged");
+    assert!(last.extra.get("drift_commits").is_some());
+    assert!(w.task("t-1").merge_intent.is_none());
+}
+
+#[test]
+fn merge_intent_is_recorded_updated_and_dropped_on_approved_tasks_only() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let tip = CommitId::parse(&"b".repeat(40)).unwrap();
+    let mut start = None;
+    w.ok(|s, n| {
+        let approved = s.task(&id("t-1")).unwrap().review_commit.clone().unwrap();
+        let (outcome, facts) = begin_merge(s, &id("t-1"), &approved, &tip, n)?;
+        start = Some(facts);
+        Ok(outcome)
+    });
+    let start = start.unwrap();
+    let intent = w.task("t-1").merge_intent.clone().unwrap();
+    assert_eq!(intent.candidate, start.review_commit);
+    assert_eq!(intent.integration_tip, tip);
+    assert_eq!(w.task("t-1").status, S::Approved);
+
+    let candidate = CommitId::parse(&"c".repeat(40)).unwrap();
+    w.ok(|s, n| set_merge_candidate(s, &id("t-1"), &candidate, &tip, n));
+    assert_eq!(
+        w.task("t-1").merge_intent.clone().unwrap().candidate,
+        candidate
+    );
+    w.ok(|s, n| drop_merge_intent(s, &id("t-1"), "interrupted", n));
+    assert!(w.task("t-1").merge_intent.is_none());
+    assert_eq!(
+        w.refused(|s, n| drop_merge_intent(s, &id("t-1"), "again", n)),
+        "merge-intent"
+    );
+    assert_eq!(
+        w.refused(|s, n| set_merge_candidate(s, &id("t-1"), &candidate, &tip, n)),
+        "merge-intent"
+    );
+
+    w.claimed("t-2", 2);
+    assert_eq!(
+        w.refused(|s, n| begin_merge(s, &id("t-2"), &tip, &tip, n).map(|(o, _)| o)),
+        "forbidden-transition"
+    );
+    w.approved("t-3");
+    assert_eq!(
+        w.refused(|s, n| begin_merge(s, &id("t-3"), &tip, &tip, n).map(|(o, _)| o)),
+        "review-commit",
+        "only the approved commit is merged"
+    );
+}
+
+#[test]
+fn integration_failure_records_kind_paths_log_and_reason() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let failure = MergeFailure {
+        kind: FailureKind::Tests,
+        paths: Vec::new(),
+        log: Some(".liza/integration-test-t-1-x.log".into()),
+        reason: "scripts/integration-test.sh exited with status 1".into(),
+    };
+    w.ok(|s, n| integration_failed(s, &id("t-1"), &failure, n));
+    let t = w.task("t-1");
+    let record = t.integration_failure.clone().unwrap();
+    assert_eq!(record.kind, FailureKind::Tests);
+    assert_eq!(record.log.as_deref(), failure.log.as_deref());
+    assert!(record.extra.get("reason").is_some());
+    assert_eq!(t.status, S::IntegrationFailed);
+    assert!(t.worktree.is_some(), "the worktree is kept for the fix");
+}
+
+#[test]
+fn an_approved_task_whose_merge_would_change_nothing_is_blocked_for_the_planner() {
+    let mut w = W::new();
+    w.approved("t-1");
+    w.ok(|s, n| nothing_to_merge(s, &id("t-1"), "integration", n));
+    let t = w.task("t-1");
+    assert_eq!(t.status, S::Blocked);
+    assert!(
+        t.blocked_reason
+            .as_deref()
+            .unwrap()
+            .contains("nothing of this task reaches integration")
+    );
+    assert!(t.merge_intent.is_none() && t.approved_by.is_none());
+    assert_eq!(w.events("t-1").last().unwrap(), "blocked");
+    w.unclaimed("t-2", &[]);
+    assert_eq!(
+        w.refused(|s, n| nothing_to_merge(s, &id("t-2"), "integration", n)),
+        "no-such-transition"
+    );
+}

@@ -1,0 +1,193 @@
+//! The whole blackboard: the top level of state.yaml.
+
+use serde::{Deserialize, Serialize};
+
+use crate::codec::{IdMap, record};
+use crate::ids::{AgentId, TaskId};
+use crate::node::Extra;
+use crate::timestamp::Timestamp;
+
+use super::{
+    Agent, Anomaly, ArchivedTask, CircuitBreaker, Config, Discovery, Goal, Handoffs, HumanNote,
+    SpecChange, Sprint, Task, TaskList, TaskStatus,
+};
+
+/// state.yaml, typed. Unknown top-level keys are kept in `extra`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct State {
+    pub version: i64,
+    /// Absent in files written by the original tooling (read as 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<i64>,
+    pub goal: Goal,
+    pub tasks: TaskList,
+    pub agents: IdMap<AgentId, Agent>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discovered: Option<Vec<Discovery>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<Handoffs>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human_notes: Option<Vec<HumanNote>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub anomalies: Option<Vec<Anomaly>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_changes: Option<Vec<SpecChange>>,
+    pub sprint: Sprint,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circuit_breaker: Option<CircuitBreaker>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub archived: Option<IdMap<TaskId, ArchivedTask>>,
+    pub config: Config,
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(State missing = (Some(1), "top-level-key") {
+    req version: "version",
+    opt revision: "revision",
+    req goal: "goal",
+    req tasks: "tasks",
+    req agents: "agents",
+    opt discovered: "discovered",
+    opt handoff: "handoff",
+    opt human_notes: "human_notes",
+    opt anomalies: "anomalies",
+    opt spec_changes: "spec_changes",
+    req sprint: "sprint",
+    opt circuit_breaker: "circuit_breaker",
+    opt archived: "archived",
+    req config: "config",
+});
+
+impl State {
+    /// The state `liza init` writes: the goal, an empty first sprint, the integration branch.
+    pub fn initial(goal: &str, spec_ref: &str, branch: &str, now: Timestamp) -> State {
+        State {
+            version: 1,
+            revision: None,
+            goal: Goal::start(
+                "goal-1".into(),
+                goal,
+                spec_ref,
+                "Initial goal. No tasks defined yet.".into(),
+                now,
+            ),
+            tasks: Default::default(),
+            agents: IdMap::default(),
+            discovered: Some(Vec::new()),
+            handoff: Some(Default::default()),
+            human_notes: Some(Vec::new()),
+            anomalies: Some(Vec::new()),
+            spec_changes: Some(Vec::new()),
+            sprint: Sprint::start("sprint-1".into(), "goal-1", now),
+            circuit_breaker: None,
+            archived: None,
+            config: Config {
+                integration_branch: Some(branch.to_owned()),
+                ..Default::default()
+            },
+            extra: Default::default(),
+        }
+    }
+
+    /// The revision, 0 for a file written without one.
+    pub fn revision(&self) -> u64 {
+        self.revision.filter(|r| *r >= 0).unwrap_or(0) as u64
+    }
+
+    pub fn task(&self, id: &TaskId) -> Option<&Task> {
+        self.tasks.iter().find(|t| &t.id == id).map(|t| &**t)
+    }
+
+    /// Mutable access to a task (cloned first if shared, see [`TaskList`]).
+    pub fn task_mut(&mut self, id: &TaskId) -> Option<&mut Task> {
+        let index = self.tasks.iter().position(|t| &t.id == id)?;
+        self.tasks.get_mut(index)
+    }
+
+    /// Whether `id` names a live or an archived task.
+    pub fn task_exists(&self, id: &TaskId) -> bool {
+        self.task(id).is_some() || self.archived.as_ref().is_some_and(|a| a.contains_key(id))
+    }
+
+    pub fn human_notes(&self) -> &[HumanNote] {
+        self.human_notes.as_deref().unwrap_or(&[])
+    }
+
+    /// The id the next note gets: `note-N` after the highest N in use.
+    pub fn next_note_id(&self) -> String {
+        let highest = self
+            .human_notes()
+            .iter()
+            .filter_map(|n| n.id.as_deref()?.strip_prefix("note-")?.parse::<u64>().ok())
+            .max()
+            .unwrap_or(0);
+        format!("note-{}", highest + 1)
+    }
+
+    /// Gives Liza v0.1 notes (written without ids) their `note-N`, in list order, after
+    /// the ids in use; nothing else about them changes. Returns whether any was given.
+    pub fn assign_note_ids(&mut self) -> bool {
+        if self.human_notes().iter().all(|n| n.id.is_some()) {
+            return false;
+        }
+        for i in 0..self.human_notes().len() {
+            if self.human_notes()[i].id.is_none() {
+                let id = self.next_note_id();
+                if let Some(notes) = self.human_notes.as_mut() {
+                    notes[i].id = Some(id);
+                }
+            }
+        }
+        true
+    }
+
+    pub fn anomalies(&self) -> &[Anomaly] {
+        self.anomalies.as_deref().unwrap_or(&[])
+    }
+
+    pub fn discovered(&self) -> &[Discovery] {
+        self.discovered.as_deref().unwrap_or(&[])
+    }
+
+    /// Whether a dependency on `id` is satisfied (specs/lifecycle.md): the task is MERGED, or
+    /// SUPERSEDED and every task in its `superseded_by` is satisfied. An archived task
+    /// counts with its archived status; an archived SUPERSEDED task is satisfied by its
+    /// live replacements (tasks whose `supersedes` names it), if any remain.
+    pub fn dependency_satisfied(&self, id: &TaskId) -> bool {
+        self.satisfied_within(id, 0)
+    }
+
+    fn satisfied_within(&self, id: &TaskId, depth: usize) -> bool {
+        // Replacement chains are short; a cycle of replacements is never satisfied.
+        if depth > 64 {
+            return false;
+        }
+        if let Some(task) = self.task(id) {
+            return match task.status {
+                TaskStatus::Merged => true,
+                TaskStatus::Superseded => task.superseded_by.as_deref().is_some_and(|by| {
+                    !by.is_empty() && by.iter().all(|r| self.satisfied_within(r, depth + 1))
+                }),
+                _ => false,
+            };
+        }
+        match self
+            .archived
+            .as_ref()
+            .and_then(|a| a.get(id))
+            .map(|a| a.status)
+        {
+            Some(TaskStatus::Merged) => true,
+            Some(TaskStatus::Superseded) => self
+                .tasks
+                .iter()
+                .filter(|t| {
+                    t.supersedes
+                        .as_ref()
+                        .is_some_and(|s| s.as_slice().contains(id))
+                })
+                .all(|t| self.satisfied_within(&t.id, depth + 1)),
+            _ => false,
+        }
+    }
+}
