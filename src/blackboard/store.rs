@@ -10,6 +10,7 @@
 
 pub mod alarm_log;
 pub mod atomic;
+mod backend;
 pub mod cache;
 pub mod changes;
 pub mod commented;
@@ -28,18 +29,19 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use self::backend::Backend;
 use self::etcd::{EtcdAttempt, EtcdStore};
 pub use self::file::write_revision_files;
 use self::file::{FileAttempt, FileStore};
 use self::hand_edit::HandEditPolicy;
 use self::hash::ContentHash;
-use super::control::{Control, ControlFlags, Raised};
+use super::control::{Control, ControlFlags};
 use super::document;
 use super::etcd::StoreAddress;
 use super::event::EventKind;
 use super::finding::Finding;
 use super::ids::{Actor, AgentId};
-use super::liveness::{self, LiveRecord, LiveRecords};
+use super::liveness::{LiveRecord, LiveRecords};
 use super::log::LogEntry;
 use super::merge3;
 use super::model::{State, Task};
@@ -343,7 +345,7 @@ pub struct Snapshot {
 
 /// The blackboard of one project, in whichever store holds it.
 pub struct Store {
-    backend: Backend,
+    backend: Box<dyn Backend>,
 }
 
 /// A file liza keeps beside the blackboard: under `.liza/` on files, under the project's
@@ -371,13 +373,6 @@ impl Document<'_> {
             Document::SpecText { blob } => format!("doc/spec/{blob}"),
         }
     }
-}
-
-// A process holds one or two stores: the variants' sizes do not matter.
-#[allow(clippy::large_enum_variant)]
-enum Backend {
-    File(FileStore),
-    Etcd(EtcdStore),
 }
 
 /// What a store does to run a transaction; [`run`] holds what is common.
@@ -473,10 +468,10 @@ impl Transactional for EtcdStore {
 /// One transaction on `store`: read, fence, change, validate, commit — again from the
 /// read when another writer committed first. A commit whose outcome is unknown is
 /// settled on the next read before the change runs again: it is never applied twice.
-fn run<S: Transactional, R, E>(
+fn run<S: Transactional, R, E, F: FnMut(&mut Tx) -> Result<R, E> + ?Sized>(
     store: &S,
     actor: &Actor,
-    change: &mut impl FnMut(&mut Tx) -> Result<R, E>,
+    change: &mut F,
 ) -> Result<Committed<R>, TxError<E>> {
     // Commits sent with no answer back, each with what its change returned: at most one
     // of them can land (each was guarded by a head read after the one before it).
@@ -547,9 +542,9 @@ impl Store {
     /// make, where alarms go). `ops::open_store` opens it with the lifecycle's rules.
     pub fn open(root: &Path, policy: Arc<dyn HandEditPolicy>) -> Result<Store, StoreError> {
         let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-        let backend = match locate(&root)? {
-            Some(address) => Backend::Etcd(EtcdStore::connect(&root, address, policy)?),
-            None => Backend::File(FileStore::open(&root, policy)?),
+        let backend: Box<dyn Backend> = match locate(&root)? {
+            Some(address) => Box::new(EtcdStore::connect(&root, address, policy)?),
+            None => Box::new(FileStore::open(&root, policy)?),
         };
         Ok(Store { backend })
     }
@@ -565,7 +560,7 @@ impl Store {
     ) -> Result<Store, StoreError> {
         let Some(address) = address else {
             return Ok(Store {
-                backend: Backend::File(FileStore::initialize(root, state, entry, policy)?),
+                backend: Box::new(FileStore::initialize(root, state, entry, policy)?),
             });
         };
         let paths = LizaPaths::new(root);
@@ -580,7 +575,7 @@ impl Store {
         // The checkout's mirror shows revision 1 from the start.
         store.snapshot()?;
         Ok(Store {
-            backend: Backend::Etcd(store),
+            backend: Box::new(store),
         })
     }
 
@@ -602,42 +597,30 @@ impl Store {
         remember_address(&paths, &address)?;
         store.snapshot()?;
         Ok(Store {
-            backend: Backend::Etcd(store),
+            backend: Box::new(store),
         })
     }
 
     /// What `liza doctor` checks of a blackboard in etcd (`None` on files).
     pub fn inspect_shared(&self) -> Option<etcd::Inspection> {
-        match &self.backend {
-            Backend::File(_) => None,
-            Backend::Etcd(e) => Some(e.inspect()),
-        }
+        self.backend.inspect_shared()
     }
 
     /// The etcd address of the blackboard, when it is in etcd.
     pub fn address(&self) -> Option<&StoreAddress> {
-        match &self.backend {
-            Backend::File(_) => None,
-            Backend::Etcd(e) => Some(e.address()),
-        }
+        self.backend.address()
     }
 
     /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
     pub fn with_lock_timeout(self, timeout: Duration) -> Store {
-        let backend = match self.backend {
-            Backend::File(f) => Backend::File(f.with_lock_timeout(timeout)),
-            // No lock: the wait is for an etcd that does not answer.
-            Backend::Etcd(e) => Backend::Etcd(e.with_wait(timeout)),
-        };
-        Store { backend }
+        Store {
+            backend: self.backend.with_wait(timeout),
+        }
     }
 
     /// The checkout's `.liza/` files.
     pub fn paths(&self) -> &LizaPaths {
-        match &self.backend {
-            Backend::File(f) => f.paths(),
-            Backend::Etcd(e) => e.paths(),
-        }
+        self.backend.paths()
     }
 
     /// Runs `change` as one transaction (see the module docs). `change` must be pure and
@@ -648,91 +631,87 @@ impl Store {
         actor: &Actor,
         mut change: impl FnMut(&mut Tx) -> Result<R, E>,
     ) -> Result<Committed<R>, TxError<E>> {
-        match &self.backend {
-            Backend::File(f) => run(f, actor, &mut change),
-            Backend::Etcd(e) => run(e, actor, &mut change),
+        // The backend sees the change without its types: each attempt's value is kept
+        // here and the backend answers which attempt committed.
+        let mut values: Vec<Option<R>> = Vec::new();
+        let mut refusal: Option<E> = None;
+        let mut erased = |tx: &mut Tx| match change(tx) {
+            Ok(value) => {
+                values.push(Some(value));
+                Ok(values.len() - 1)
+            }
+            Err(e) => {
+                refusal = Some(e);
+                Err(())
+            }
+        };
+        let outcome = self.backend.transact(actor, &mut erased);
+        match outcome {
+            Ok(committed) => Ok(Committed {
+                value: values[committed.value]
+                    .take()
+                    .expect("the attempt that committed returned a value"),
+                revision: committed.revision,
+                entries: committed.entries,
+            }),
+            Err(TxError::Store(e)) => Err(TxError::Store(e)),
+            Err(TxError::Refused(())) => Err(TxError::Refused(
+                refusal.expect("a refused change returned its refusal"),
+            )),
         }
     }
 
     /// Reads the published state without the lock (display, decisions re-checked later).
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.snapshot(),
-            Backend::Etcd(e) => e.snapshot(),
-        }
+        self.backend.snapshot()
     }
 
     /// Refuses `tasks` read from the text hashing to `hash` if one of their histories
-    /// could not be given back by the parse cache (see [`FileStore::refuse_damaged`]).
+    /// could not be given back by the parse cache (see `FileStore::refuse_damaged`).
     pub fn refuse_damaged<'t>(
         &self,
         hash: ContentHash,
         tasks: impl IntoIterator<Item = &'t Task>,
     ) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.refuse_damaged(hash, tasks),
-            // No parse cache: every history is read whole.
-            Backend::Etcd(_) => Ok(()),
-        }
+        let tasks: Vec<&Task> = tasks.into_iter().collect();
+        self.backend.refuse_damaged(hash, &tasks)
     }
 
     /// Appends entries that record no state change (a supervisor's wake-ups and agent
     /// run ends) to the log.
     pub fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.append_log(entries),
-            Backend::Etcd(e) => e.append_log(entries),
-        }
+        self.backend.append_log(entries)
     }
 
     /// Who holds the state lock right now (`None`: free), without waiting.
     pub fn lock_holder(&self) -> Result<Option<String>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.lock_holder(),
-            Backend::Etcd(_) => Ok(None),
-        }
+        self.backend.lock_holder()
     }
 
     /// The revisions whose text can still be read, oldest first.
     pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.revisions(),
-            Backend::Etcd(e) => e.revisions(),
-        }
+        self.backend.revisions()
     }
 
     /// The kept revisions whose journal entry is not whole (its size is not the one its
     /// name says): a write that failed before liza wrote entries under a temporary name.
     pub fn damaged_revisions(&self) -> Result<Vec<u64>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.damaged_revisions(),
-            Backend::Etcd(_) => Ok(Vec::new()),
-        }
+        self.backend.damaged_revisions()
     }
 
     /// The state.yaml text of `revision` as committed, if it is still kept.
     pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.revision_text(revision),
-            Backend::Etcd(e) => e.revision_text(revision),
-        }
+        self.backend.revision_text(revision)
     }
 
     /// Reconciles a hand edit now, with no change of its own.
     pub fn reconcile(&self) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.reconcile(),
-            // Nothing to reconcile: people change it with `liza edit`.
-            Backend::Etcd(_) => Ok(()),
-        }
+        self.backend.reconcile()
     }
 
     /// The last committed revision's state, whatever a person's unreconciled edit says.
     pub fn committed_state(&self) -> Option<State> {
-        match &self.backend {
-            Backend::File(f) => f.committed_state(),
-            Backend::Etcd(e) => e.snapshot().ok().map(|s| s.state),
-        }
+        self.backend.committed_state()
     }
 
     /// What the next transaction would make of a pending hand edit (`None`: there is
@@ -740,135 +719,51 @@ impl Store {
     pub fn pending_hand_edit(
         &self,
     ) -> Result<Option<Result<(), hand_edit::Rejection>>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.pending_hand_edit(),
-            Backend::Etcd(_) => Ok(None),
-        }
+        self.backend.pending_hand_edit()
     }
 
     /// The agents' liveness records (specs/blackboard.md *Liveness*).
     pub fn live_records(&self) -> Result<LiveRecords, StoreError> {
-        match &self.backend {
-            Backend::File(f) => Ok(liveness::read_all(&f.paths().live())),
-            Backend::Etcd(e) => e.live_records(),
-        }
+        self.backend.live_records()
     }
 
     /// Writes `agent`'s liveness record (a heartbeat). In etcd it lives as long as its
     /// longest lease, then vanishes by itself if no heartbeat renewed it.
     pub fn write_live(&self, agent: &AgentId, record: &LiveRecord) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let dir = f.paths().live();
-                liveness::write(&dir, agent, record)
-                    .map(drop)
-                    .map_err(|source| StoreError::Io {
-                        action: "write",
-                        path: f.paths().display(&dir),
-                        source,
-                    })
-            }
-            Backend::Etcd(e) => {
-                let until = [record.task_lease_expires, record.review_lease_expires]
-                    .into_iter()
-                    .flatten()
-                    .fold(record.lease_expires, Timestamp::max);
-                let ttl = until.seconds_since(record.heartbeat).max(1);
-                e.write_live(agent, record, Duration::from_secs(ttl as u64))
-            }
-        }
+        self.backend.write_live(agent, record)
     }
 
     /// Removes every liveness record of `agent` (a registration ended or was replaced).
     pub fn remove_live(&self, agent: &AgentId) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let dir = f.paths().live();
-                liveness::remove_all(&dir, agent).map_err(|source| StoreError::Io {
-                    action: "write",
-                    path: f.paths().display(&dir),
-                    source,
-                })
-            }
-            Backend::Etcd(e) => e.remove_live(agent),
-        }
+        self.backend.remove_live(agent)
     }
 
     /// The log as log.yaml text: every entry, oldest first.
     pub fn log_text(&self) -> Result<Vec<u8>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => Ok(read_if_there(f.paths(), &f.paths().log())?.unwrap_or_default()),
-            Backend::Etcd(e) => e.log_text(),
-        }
+        self.backend.log_text()
     }
 
     /// A feed of the changes of `topics` from now on, bursts within `debounce` waking
     /// a waiter once.
     pub fn changes(&self, topics: &[changes::Topic], debounce: Duration) -> changes::Changes {
-        match &self.backend {
-            Backend::File(f) => changes::Changes::files(&f.paths().dir, topics, debounce),
-            Backend::Etcd(e) => e.changes(topics, debounce),
-        }
+        self.backend.changes(topics, debounce)
     }
 
     /// The control flags raised now.
     pub fn control_flags(&self) -> Result<ControlFlags, StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let flags = Control::ALL
-                    .into_iter()
-                    .filter_map(|control| {
-                        let path = f.paths().control(control.name());
-                        let text = std::fs::read_to_string(&path).ok()?;
-                        let written = std::fs::metadata(&path)
-                            .and_then(|m| m.modified())
-                            .ok()
-                            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                            .map(|d| Timestamp::from_unix(d.as_secs() as i64));
-                        Some((control, Raised::read(text, written)))
-                    })
-                    .collect();
-                Ok(ControlFlags(flags))
-            }
-            Backend::Etcd(e) => e.control_flags(),
-        }
+        self.backend.control_flags()
     }
 
     /// Raises `control` with `text` (its first line: when).
     pub fn raise(&self, control: Control, text: &str) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let path = f.paths().control(control.name());
-                std::fs::write(&path, text).map_err(|source| StoreError::Io {
-                    action: "write",
-                    path: f.paths().display(&path),
-                    source,
-                })
-            }
-            Backend::Etcd(e) => e.raise(control, text),
-        }
+        self.backend.raise(control, text)
     }
 
     /// Lowers `control`; `false` when it was not raised.
     pub fn lower(&self, control: Control) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let path = f.paths().control(control.name());
-                match std::fs::remove_file(&path) {
-                    Ok(()) => Ok(true),
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-                    Err(source) => Err(StoreError::Io {
-                        action: "remove",
-                        path: f.paths().display(&path),
-                        source,
-                    }),
-                }
-            }
-            Backend::Etcd(e) => e.lower(control),
-        }
+        self.backend.lower(control)
     }
 
-    /// The log as log.yaml text, and a feed of the entries written after it.
     /// Hands the log to `visit` entry by entry — from log.yaml as it is read, holding one
     /// entry at a time — and returns whether it ended torn and, with `follow`, the feed of
     /// what is appended after the last entry visited.
@@ -877,127 +772,39 @@ impl Store {
         follow: bool,
         visit: &mut dyn FnMut(crate::blackboard::log::Item),
     ) -> Result<(bool, Option<log_feed::LogFeed>), StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let path = f.paths().log();
-                let file = match std::fs::File::open(&path) {
-                    Ok(file) => Some(file),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                    Err(source) => {
-                        return Err(StoreError::Io {
-                            action: "read",
-                            path: f.paths().display(&path),
-                            source,
-                        });
-                    }
-                };
-                let (torn, complete) = match file {
-                    Some(file) => {
-                        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                        let mut reader = crate::blackboard::log::EntryReader::new(
-                            std::io::BufReader::with_capacity(256 * 1024, file),
-                            len,
-                        );
-                        for item in reader.by_ref() {
-                            visit(item);
-                        }
-                        (reader.torn_tail, reader.complete)
-                    }
-                    None => (false, 0),
-                };
-                Ok((
-                    torn,
-                    follow.then(|| log_feed::LogFeed::file(path, complete)),
-                ))
-            }
-            Backend::Etcd(e) => {
-                let (torn, at) = e.stream_log(visit)?;
-                Ok((torn, follow.then(|| e.log_feed_after(at))))
-            }
-        }
+        self.backend.stream_log(follow, visit)
     }
 
+    /// The log as log.yaml text, and a feed of the entries written after it.
     pub fn follow_log(&self) -> Result<(Vec<u8>, log_feed::LogFeed), StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let text = self.log_text()?;
-                let complete = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-                let feed = log_feed::LogFeed::file(f.paths().log(), complete as u64);
-                Ok((text, feed))
-            }
-            Backend::Etcd(e) => e.follow_log(),
-        }
+        self.backend.follow_log()
     }
 
     /// The last `n` log entries.
     pub fn log_tail(&self, n: usize) -> Vec<LogEntry> {
-        match &self.backend {
-            Backend::File(f) => super::log::tail(&f.paths().log(), n),
-            Backend::Etcd(e) => {
-                let text = e.log_text().unwrap_or_default();
-                let mut entries = super::log::parse_items(&text, 0).entries;
-                entries.drain(..entries.len().saturating_sub(n));
-                entries
-            }
-        }
+        self.backend.log_tail(n)
     }
 
     /// The blackboard as state.yaml text: the file as it is, or etcd's state rendered.
     pub fn text(&self) -> Result<Vec<u8>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let path = f.paths().state();
-                document::read_limited(&path).map_err(|source| StoreError::Io {
-                    action: "read",
-                    path: f.paths().display(&path),
-                    source,
-                })
-            }
-            Backend::Etcd(e) => e.text(),
-        }
+        self.backend.text()
     }
 
     /// Adds each `(key, line)` to the alarm log unless an alarm with its key was raised
     /// before, by any process (on any host, in etcd); whether each was added.
     pub fn append_alarms(&self, lines: &[(String, String)]) -> Result<Vec<bool>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let path = f.paths().alerts();
-                alarm_log::append_new(&path, lines).map_err(|source| StoreError::Io {
-                    action: "write",
-                    path: f.paths().display(&path),
-                    source,
-                })
-            }
-            Backend::Etcd(e) => e.append_alarms(lines),
-        }
+        self.backend.append_alarms(lines)
     }
 
     /// Claims the delivery of the alarm `key` to notify-send and the webhook: true for the
     /// one watcher, of all processes and hosts, that gets to deliver it.
     pub fn claim_delivery(&self, key: &str) -> Result<bool, StoreError> {
-        match &self.backend {
-            Backend::File(f) => {
-                let path = f.paths().alerts_delivered();
-                let line = (key.to_owned(), format!("[{key}]").replacen('[', " [", 1));
-                alarm_log::append_new(&path, &[line])
-                    .map(|added| added.first() == Some(&true))
-                    .map_err(|source| StoreError::Io {
-                        action: "write",
-                        path: f.paths().display(&path),
-                        source,
-                    })
-            }
-            Backend::Etcd(e) => e.claim_delivery(key),
-        }
+        self.backend.claim_delivery(key)
     }
 
     /// Every alarm line raised, oldest first.
     pub fn alarm_lines(&self) -> Result<Vec<String>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => Ok(alarm_log::lines(&f.paths().alerts())),
-            Backend::Etcd(e) => e.alarm_lines(),
-        }
+        self.backend.alarm_lines()
     }
 
     /// The last `n` alarm lines (none when they cannot be read).
@@ -1009,10 +816,7 @@ impl Store {
 
     /// The text of `document`, if it was kept.
     pub fn document(&self, document: &Document) -> Result<Option<Vec<u8>>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => read_if_there(f.paths(), &document.path(f.paths())),
-            Backend::Etcd(e) => e.document(document),
-        }
+        self.backend.document(document)
     }
 
     /// Keeps `bytes` as `document`, replacing what was kept: whole or not at all.
@@ -1029,48 +833,30 @@ impl Store {
         document: &Document,
         mut change: impl FnMut(Option<&[u8]>) -> Result<Vec<u8>, E>,
     ) -> Result<(), E> {
-        let f = match &self.backend {
-            Backend::File(f) => f,
-            Backend::Etcd(e) => return e.update_document(document, change),
-        };
-        let path = document.path(f.paths());
-        let io = |action: &'static str| {
-            let path = f.paths().display(&path);
-            move |source: io::Error| StoreError::Io {
-                action,
-                path,
-                source,
+        // A refusal stops the update; the backend sees it as "write nothing".
+        let mut refusal: Option<E> = None;
+        let mut erased = |kept: Option<&[u8]>| match change(kept) {
+            Ok(bytes) => Some(bytes),
+            Err(e) => {
+                refusal = Some(e);
+                None
             }
         };
-        let dir = path.parent().unwrap_or(&path).to_path_buf();
-        std::fs::create_dir_all(&dir).map_err(io("create"))?;
-        let lock = std::fs::File::open(&dir).map_err(io("open"))?;
-        lock.lock().map_err(io("lock"))?;
-        let kept = read_if_there(f.paths(), &path)?;
-        let bytes = change(kept.as_deref())?;
-        let temp = atomic::write_temp_synced(&dir, ".keep-", &bytes).map_err(io("write"))?;
-        if let Err(e) = std::fs::rename(&temp, &path) {
-            let _ = std::fs::remove_file(&temp);
-            return Err(io("replace")(e).into());
+        let outcome = self.backend.update_document(document, &mut erased);
+        match refusal {
+            Some(e) => Err(e),
+            None => outcome.map_err(E::from),
         }
-        atomic::fsync_dir(&dir).map_err(io("sync"))?;
-        Ok(())
     }
 
     /// How many keys one transition may write (etcd's per-txn limit); `None`: no limit.
     pub fn keys_per_transition(&self) -> Option<usize> {
-        match &self.backend {
-            Backend::File(_) => None,
-            Backend::Etcd(_) => Some(etcd::max_txn_keys()),
-        }
+        self.backend.keys_per_transition()
     }
 
     /// Where `document` is kept, for messages: a path under `.liza/`, or a key in etcd.
     pub fn document_place(&self, document: &Document) -> String {
-        match &self.backend {
-            Backend::File(f) => f.paths().display(&document.path(f.paths())),
-            Backend::Etcd(e) => format!("{} {}", e.address(), document.key()),
-        }
+        self.backend.document_place(document)
     }
 
     /// Applies a person's edited text (`liza edit`) as one transaction, merged onto the
@@ -1080,10 +866,7 @@ impl Store {
         bytes: &[u8],
         choices: &merge3::Choices,
     ) -> Result<Result<u64, hand_edit::Rejection>, StoreError> {
-        match &self.backend {
-            Backend::File(f) => f.submit_edit(bytes, choices),
-            Backend::Etcd(e) => e.submit_edit(bytes, choices),
-        }
+        self.backend.submit_edit(bytes, choices)
     }
 }
 

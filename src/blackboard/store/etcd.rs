@@ -19,6 +19,7 @@ use super::mirror::{Mirror, MirrorWriter};
 use super::{Finished, Snapshot, StoreError, Unknown};
 use group_commit::{Known, Outcome, Sealed, Settled};
 
+mod backend;
 mod documents;
 mod group_commit;
 pub mod layout;

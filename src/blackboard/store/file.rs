@@ -20,6 +20,7 @@ use super::commented::Commented;
 use super::hand_edit::HandEditPolicy;
 use crate::failpoint;
 
+mod backend;
 mod saves;
 use super::hash::ContentHash;
 use super::journal::{Journal, JournalEntry};
