@@ -82,6 +82,7 @@ pub mod failpoint;
 pub(crate) mod git;
 pub mod llm;
 pub mod monitor;
+pub(crate) mod off_runtime;
 pub mod ops;
 pub(crate) mod program;
 pub(crate) mod retro;

@@ -17,6 +17,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::off_runtime::off_runtime;
 use crate::sandbox::channel::{self, Kind, MAX_FILES, Request};
 
 /// Commands of one agent that may run at once (more wait).
@@ -86,6 +87,28 @@ impl Drop for ChannelServer {
     }
 }
 
+/// The files a request carries, each written to a private directory the command is
+/// told of (by name, in its environment): the directory, kept while the command runs.
+fn hold_files(
+    names: &[String],
+    files: &[Vec<u8>],
+) -> std::io::Result<(
+    tempfile::TempDir,
+    serde_json::Map<String, serde_json::Value>,
+)> {
+    let held = tempfile::Builder::new().prefix("liza-channel-").tempdir()?;
+    let mut map = serde_json::Map::new();
+    for (i, (name, bytes)) in names.iter().zip(files).enumerate() {
+        let path = held.path().join(format!("file-{i}"));
+        std::fs::write(&path, bytes)?;
+        map.insert(
+            name.clone(),
+            serde_json::Value::String(path.display().to_string()),
+        );
+    }
+    Ok((held, map))
+}
+
 /// One connection: a request, the command run, its output and exit code sent back.
 async fn serve(mut stream: UnixStream, context: &ChannelContext) -> std::io::Result<()> {
     let received = tokio::time::timeout(REQUEST_TIMEOUT, receive(&mut stream)).await;
@@ -94,22 +117,15 @@ async fn serve(mut stream: UnixStream, context: &ChannelContext) -> std::io::Res
         Ok(Err(e)) => return refuse(&mut stream, &format!("a malformed request: {e}")).await,
         Err(_) => return refuse(&mut stream, "the request did not arrive in time").await,
     };
-    let held = tempfile::Builder::new().prefix("liza-channel-").tempdir()?;
-    let mut map = serde_json::Map::new();
-    for (i, (name, bytes)) in request.files.iter().zip(&files).enumerate() {
-        let path = held.path().join(format!("file-{i}"));
-        std::fs::write(&path, bytes)?;
-        map.insert(
-            name.clone(),
-            serde_json::Value::String(path.display().to_string()),
-        );
-    }
+    let names = request.files.clone();
+    // Kept until the command has run (dropping it removes the files).
+    let (_held, map) = off_runtime(move || hold_files(&names, &files)).await?;
     // The command runs where the run works, never where the agent says it typed it: a
     // project root is found from there, and the agent could put a `.git` of its own
     // anywhere in its worktree.
     let cwd = &context.workdir;
     let before = context.before.clone();
-    let _ = tokio::task::spawn_blocking(move || before()).await;
+    off_runtime(move || before()).await;
     let mut child = tokio::process::Command::new(&context.exe)
         .args(&request.argv)
         .env_clear()

@@ -45,10 +45,23 @@ pub struct View<'a> {
     pub controls: Controls,
     /// The other agents' leases, as this supervisor has watched them.
     pub leases: &'a Leases,
+    /// This supervisor's registration (its fencing token).
+    pub generation: &'a str,
     /// `--once`: one run, then exit.
     pub once: bool,
-    /// The backend reports the built-in agent's soft and hard failures (exit 3 / 4).
+    /// The agent CLI it runs.
+    pub backend: BackendView<'a>,
+}
+
+/// What the policies know of the agent CLI a supervisor runs.
+#[derive(Debug, Clone, Copy)]
+pub struct BackendView<'a> {
+    /// Its name (`claude`, `builtin`, …).
+    pub name: &'a str,
+    /// It reports the built-in agent's soft and hard failures (exit 3 / 4).
     pub soft_and_hard: bool,
+    /// What a person sets when it cannot log in.
+    pub auth_hint: &'a str,
 }
 
 impl View<'_> {
@@ -184,7 +197,8 @@ pub enum RunEnd {
     Signalled,
     /// The agent could not be started.
     NotStarted(String),
-    /// The agent could not log in (the supervisor stops: handled where the run ended).
+    /// The agent could not log in (the line that says so): the supervisor keeps the work
+    /// and stops ([`cannot_log_in`]).
     AuthRequired(String),
     /// The provider reported a usage limit.
     UsageLimited(UsageLimit),
@@ -400,6 +414,12 @@ pub enum Exit {
     Superseded(String),
     /// Claims kept failing (exit 6).
     ClaimsFailing { count: u32, last: String },
+    /// The agent could not log in: every further run would fail the same way.
+    AuthRequired {
+        backend: String,
+        line: String,
+        hint: String,
+    },
 }
 
 /// How soon a coder looks again when a task it wanted was locked by another claim.
@@ -407,8 +427,50 @@ pub const BUSY_RETRY: Duration = Duration::from_millis(250);
 /// Past a lease's expiry, how long to wait for it to be surely over.
 const LEASE_MARGIN: Duration = Duration::from_millis(50);
 
-/// The supervisor's decision.
+/// The agent could not log in (`line` says so) on `task`, which this supervisor still
+/// `holds`: its work is kept — a coder's worktree as a WIP commit, the task still claimed;
+/// a reviewer's claim released —, an alarm says what to set, and the supervisor stops,
+/// since every further run would fail the same way.
+pub fn cannot_log_in(view: &View, task: Option<&TaskId>, holds: bool, line: &str) -> Vec<Action> {
+    let mut actions = Vec::new();
+    match (view.role(), task) {
+        (Role::Coder, Some(task)) => actions.push(Action::SaveWip {
+            task: task.clone(),
+            why: "the agent could not log in".into(),
+        }),
+        (Role::CodeReviewer, Some(task)) if holds => {
+            actions.push(Action::ReleaseReview(task.clone()));
+        }
+        _ => {}
+    }
+    let backend = view.backend;
+    actions.push(Action::Alarm {
+        level: Level::Error,
+        category: "AGENT_AUTH".into(),
+        message: format!(
+            "{}: the {} agent could not log in ({line}); {}",
+            view.agent, backend.name, backend.auth_hint
+        ),
+        key: format!("agent-auth:{}:{}", view.agent, view.generation),
+    });
+    actions.push(Action::Exit(Exit::AuthRequired {
+        backend: backend.name.to_owned(),
+        line: line.to_owned(),
+        hint: backend.auth_hint.to_owned(),
+    }));
+    actions
+}
+
+/// The supervisor's decision. Nothing follows an exit.
 pub fn decide(view: &View, memory: &mut Memory, observation: Observation, now: Now) -> Vec<Action> {
+    let mut actions = decide_all(view, memory, observation, now);
+    if let Some(exit) = actions.iter().position(|a| matches!(a, Action::Exit(_))) {
+        actions.truncate(exit + 1);
+    }
+    actions
+}
+
+fn decide_all(view: &View, memory: &mut Memory, observation: Observation, now: Now) -> Vec<Action> {
     match observation {
         Observation::Signalled(signal) => vec![Action::Exit(Exit::Signal(signal))],
         Observation::Superseded(why) => vec![Action::Exit(Exit::Superseded(why))],

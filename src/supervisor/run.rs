@@ -19,7 +19,8 @@ use crate::blackboard::model::{CommitId, ValidationMode};
 use crate::blackboard::node::Node;
 use crate::blackboard::{Role, State, TaskId};
 use crate::git::{Repo, dirty_files, head_of};
-use crate::ops::{self, OpsError, alarms::Level};
+use crate::off_runtime::off_runtime;
+use crate::ops::{self, alarms::Level};
 
 pub(super) use super::policy::RunEnd;
 
@@ -97,7 +98,14 @@ impl Session {
         what: &str,
         state: &State,
     ) -> Result<(RunEnd, State), SupervisorError> {
-        let file = super::prompt::save(&self.project.store.paths().dir, &self.agent, what, text)
+        let (liza_dir, agent, saved_as, prompt) = (
+            self.project.store.paths().dir.clone(),
+            self.agent.clone(),
+            what.to_owned(),
+            text.to_owned(),
+        );
+        let file = off_runtime(move || super::prompt::save(&liza_dir, &agent, &saved_as, &prompt))
+            .await
             .map_err(|e| {
                 SupervisorError::Ops(crate::ops::OpsError::refused(
                     RuleId::FileWrite,
@@ -118,65 +126,7 @@ impl Session {
         let after = self.snapshot().await?;
         self.log_run_end(task, &end, &after).await;
         self.check_boundaries(&bounds, &after, task).await;
-        if let RunEnd::AuthRequired(line) = &end {
-            return Err(self.cannot_log_in(task, line).await);
-        }
         Ok((end, after))
-    }
-
-    /// The agent has no usable credentials: its work is kept (a coder's worktree as a WIP
-    /// commit, the task still claimed; a reviewer's claim released), an alarm says what to
-    /// set, and the supervisor stops — every further run would fail the same way.
-    async fn cannot_log_in(&mut self, task: Option<&TaskId>, line: &str) -> SupervisorError {
-        if let Some(task) = task {
-            let (id, agent) = (task.clone(), self.agent.clone());
-            let root = self.project.root.clone();
-            let role = self.role();
-            let kept = self
-                .write(move |project, actor| match role {
-                    Role::Coder => Repo::open(&root)
-                        .and_then(|r| {
-                            r.commit_wip(
-                                &crate::git::worktree_dir(&root, &id),
-                                "the agent could not log in",
-                            )
-                        })
-                        .map(drop)
-                        .map_err(OpsError::from),
-                    Role::CodeReviewer => {
-                        ops::release_review_claim(project, actor, &id, &agent).map(drop)
-                    }
-                    Role::Planner => Ok(()),
-                })
-                .await;
-            if let Err(e) = kept {
-                tracing::warn!(error = %e, "could not keep the work of a run that could not log in");
-            }
-        }
-        let hint = self
-            .backend
-            .spec
-            .map_or(
-                "set the key the agent CLI documents, then start the supervisor again",
-                |s| s.auth_hint,
-            )
-            .to_owned();
-        let message = format!(
-            "{}: the {} agent could not log in ({line}); {hint}",
-            self.agent, self.backend.name
-        );
-        self.alarm(
-            Level::Error,
-            "AGENT_AUTH",
-            &message,
-            &format!("agent-auth:{}:{}", self.agent, self.generation),
-        )
-        .await;
-        SupervisorError::AuthRequired {
-            name: self.backend.name.clone(),
-            message: line.to_owned(),
-            hint,
-        }
     }
 
     /// Logs how the run ended (`agent_run_ended`: role, exit class, the revision seen),
@@ -562,7 +512,10 @@ impl Session {
         };
         self.pulse.set_pgid(0);
         self.last_output = process.output_tail();
-        let private_tip = sandbox.as_ref().and_then(|run| run.private_tip());
+        let private_tip = match &sandbox {
+            Some(run) => run.private_tip().await,
+            None => None,
+        };
         if let Some(run) = sandbox {
             // The run's commits reach the task branch before anything reads it.
             self.finish_sandbox(run, task).await;
@@ -603,17 +556,19 @@ impl Session {
     ) -> ProgressMarks {
         let state = self.project.store.paths().dir.join("state.yaml");
         let dir = workdir.to_path_buf();
-        let private = sandbox.and_then(|run| run.private_tip());
+        // The blackboard's time and the private branch's tip are read off the runtime's
+        // thread; a live run's worktree by a child process it waits for.
+        let written = off_runtime(move || state.metadata().and_then(|m| m.modified()).ok()).await;
+        let private = match sandbox {
+            Some(run) => run.private_tip().await,
+            None => None,
+        };
         let worktree = if live {
             live_worktree_state(&dir).await
         } else {
             Some(self.blocking(move |_| worktree_state(&dir)).await)
         };
-        (
-            worktree,
-            state.metadata().and_then(|m| m.modified()).ok(),
-            private,
-        )
+        (worktree, written, private)
     }
 
     /// The role boundaries as they are now, read off the runtime's thread.
@@ -633,7 +588,7 @@ impl Session {
         env: &[(String, String)],
     ) -> RunEnd {
         let (argv, workdir, env) = (argv.to_vec(), workdir.to_path_buf(), env.to_vec());
-        let status = tokio::task::spawn_blocking(move || {
+        let status = off_runtime(move || {
             let (program, args) = argv.split_first()?;
             std::process::Command::new(program)
                 .args(args)
@@ -642,9 +597,7 @@ impl Session {
                 .status()
                 .ok()
         })
-        .await
-        .ok()
-        .flatten();
+        .await;
         match status {
             Some(s) => RunEnd::Exited(s.code()),
             None => RunEnd::NotStarted("the interactive agent could not be started".into()),

@@ -67,10 +67,10 @@ impl SandboxedRun {
     }
 
     /// The private branch's tip, for progress (the real branch moves at a sync).
-    pub fn private_tip(&self) -> Option<String> {
-        self.store
-            .as_ref()
-            .and_then(|s| s.lock().ok().and_then(|s| s.private_tip()))
+    pub async fn private_tip(&self) -> Option<String> {
+        let store = self.store.clone()?;
+        crate::off_runtime::off_runtime(move || store.lock().ok().and_then(|s| s.private_tip()))
+            .await
     }
 }
 
@@ -245,48 +245,26 @@ impl Session {
         );
         let config = state.config.sandbox();
         let home = lookup("HOME").map(PathBuf::from);
-        let (mut read_only, mut writable) =
-            sandbox::extra_paths(&config, home.as_deref(), &self.project.root);
-        read_only.push((
-            handed.prompt_file.to_path_buf(),
-            handed.prompt_file.to_path_buf(),
-        ));
-        for (copy, shown_at) in specs_shown {
-            read_only.push((copy, shown_at));
-        }
-        for (var, value) in &self.backend.env {
-            // A settings file liza wrote for the CLI (gemini's), named in its environment.
-            let path = PathBuf::from(value);
-            if var.ends_with("_PATH") && path.is_file() {
-                read_only.push((path.clone(), path));
-            }
-        }
-        for (path, is_dir) in self.backend.state_paths(&lookup) {
-            if is_dir {
-                let _ = std::fs::create_dir_all(&path);
-            }
-            writable.push((path.clone(), path));
-        }
-        // What each agent has of its own: a copy of a file (in its scratch $HOME), a
-        // directory of its own over the shared one.
-        for (n, (path, is_dir)) in self.backend.private_paths(&lookup).into_iter().enumerate() {
-            if is_dir {
-                let own = scratch_dir.join("private").join(n.to_string());
-                let made =
-                    std::fs::create_dir_all(&own).and_then(|()| std::fs::create_dir_all(&path));
-                if made.is_ok() {
-                    writable.push((own, path));
-                }
-            } else if let (Some(home), Ok(bytes)) = (&home, std::fs::read(&path))
-                && let Ok(inside) = path.strip_prefix(home)
-            {
-                copy_into_scratch(&scratch.home, inside, &bytes);
-            }
-        }
-        // Its configuration: read-only, made empty first where a run could create it.
-        let config_view = super::cli_config::user_config(&self.backend, &lookup);
-        if !config_view.made.is_empty() {
-            let made: Vec<String> = config_view
+        let mounts = {
+            let ask = MountsAsked {
+                backend: self.backend.clone(),
+                env: env.to_vec(),
+                config: config.clone(),
+                home: home.clone(),
+                root: self.project.root.clone(),
+                workdir: workdir.to_path_buf(),
+                scratch_dir: scratch_dir.clone(),
+                scratch_home: scratch.home.clone(),
+                prompt_file: handed.prompt_file.to_path_buf(),
+                report_dir: handed.report_dir.map(Path::to_path_buf),
+                specs_shown,
+                program: argv.first().cloned().unwrap_or_default(),
+                reviewer: role == Role::CodeReviewer,
+            };
+            self.blocking(move |_| prepare_mounts(ask)).await?
+        };
+        if !mounts.made.is_empty() {
+            let made: Vec<String> = mounts
                 .made
                 .iter()
                 .map(|p| p.display().to_string())
@@ -297,23 +275,17 @@ impl Session {
                 made.join(", ")
             ));
         }
-        let protected = config_view.protected;
-        let absent_config = config_view.watched;
-        let masks = if role == Role::CodeReviewer {
-            super::cli_config::reviewer_masks(&self.backend, workdir, &scratch_dir)
-                .map_err(|e| io_refusal(&scratch_dir, &e))?
-        } else {
-            Vec::new()
-        };
-        if let Some(dir) = handed.report_dir {
-            writable.push((dir.to_path_buf(), dir.to_path_buf()));
-        }
+        let Mounts {
+            read_only,
+            writable,
+            protected,
+            absent_config,
+            masks,
+            program,
+            git_dir,
+            ..
+        } = mounts;
         let env_path = lookup("PATH").unwrap_or_default();
-        let program = argv
-            .first()
-            .and_then(|p| crate::program::find_executable(p))
-            .unwrap_or_default();
-        let git_dir = crate::git::own_git_dir(workdir);
         let paths = store
             .as_ref()
             .and_then(|s| s.lock().ok().map(|s| s.paths.clone()));
@@ -369,7 +341,10 @@ impl Session {
             ..
         } = run;
         drop(_channel);
-        let moved = super::cli_config::move_aside_created(&absent_config);
+        let moved = crate::off_runtime::off_runtime(move || {
+            super::cli_config::move_aside_created(&absent_config)
+        })
+        .await;
         if !moved.is_empty() {
             let listed: Vec<String> = moved
                 .iter()
@@ -514,6 +489,112 @@ fn specs_text(
             Some((shown, text))
         })
         .collect()
+}
+
+/// What a sandboxed run's mounts are made from (owned: they are prepared off the
+/// runtime's thread).
+struct MountsAsked {
+    backend: crate::backend::Backend,
+    /// The agent's environment, over this process's.
+    env: Vec<(String, String)>,
+    config: crate::blackboard::model::SandboxConfig,
+    home: Option<PathBuf>,
+    root: PathBuf,
+    workdir: PathBuf,
+    scratch_dir: PathBuf,
+    scratch_home: PathBuf,
+    prompt_file: PathBuf,
+    report_dir: Option<PathBuf>,
+    /// The specs handed over: each copy and where the run sees it.
+    specs_shown: Vec<(PathBuf, PathBuf)>,
+    /// The agent's program, as its argv names it.
+    program: String,
+    reviewer: bool,
+}
+
+/// What a run may see and touch besides its worktree, made ready on disk.
+struct Mounts {
+    read_only: Vec<(PathBuf, PathBuf)>,
+    writable: Vec<(PathBuf, PathBuf)>,
+    /// The CLI's configuration, shown read-only.
+    protected: Vec<PathBuf>,
+    /// The CLI's configuration files that do not exist yet (see [`SandboxedRun`]).
+    absent_config: Vec<PathBuf>,
+    /// A reviewer's view of the project's CLI configuration, masked.
+    masks: Vec<crate::sandbox::layout::Mount>,
+    /// The CLI's configuration made empty for this run, for the console.
+    made: Vec<PathBuf>,
+    program: PathBuf,
+    git_dir: Option<PathBuf>,
+}
+
+/// The mounts of a run: the paths config adds, the prompt and the specs handed over,
+/// the CLI's settings file, its state directories (made) and what each agent has of its
+/// own (a private directory, a copy of a file in its scratch `$HOME`), its configuration
+/// read-only — made empty first where a run could create it — and, for a reviewer, the
+/// project's masked; the report's directory. File work: called off the runtime.
+fn prepare_mounts(ask: MountsAsked) -> Result<Mounts, SupervisorError> {
+    let lookup = |var: &str| {
+        ask.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == var)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(var).ok())
+    };
+    let home = ask.home.as_deref();
+    let (mut read_only, mut writable) = sandbox::extra_paths(&ask.config, home, &ask.root);
+    read_only.push((ask.prompt_file.clone(), ask.prompt_file.clone()));
+    read_only.extend(ask.specs_shown);
+    for (var, value) in &ask.backend.env {
+        // A settings file liza wrote for the CLI (gemini's), named in its environment.
+        let path = PathBuf::from(value);
+        if var.ends_with("_PATH") && path.is_file() {
+            read_only.push((path.clone(), path));
+        }
+    }
+    for (path, is_dir) in ask.backend.state_paths(&lookup) {
+        if is_dir {
+            let _ = std::fs::create_dir_all(&path);
+        }
+        writable.push((path.clone(), path));
+    }
+    // What each agent has of its own: a copy of a file (in its scratch $HOME), a
+    // directory of its own over the shared one.
+    for (n, (path, is_dir)) in ask.backend.private_paths(&lookup).into_iter().enumerate() {
+        if is_dir {
+            let own = ask.scratch_dir.join("private").join(n.to_string());
+            let made = std::fs::create_dir_all(&own).and_then(|()| std::fs::create_dir_all(&path));
+            if made.is_ok() {
+                writable.push((own, path));
+            }
+        } else if let (Some(home), Ok(bytes)) = (home, std::fs::read(&path))
+            && let Ok(inside) = path.strip_prefix(home)
+        {
+            copy_into_scratch(&ask.scratch_home, inside, &bytes);
+        }
+    }
+    // Its configuration: read-only, made empty first where a run could create it.
+    let config_view = super::cli_config::user_config(&ask.backend, &lookup);
+    let masks = if ask.reviewer {
+        super::cli_config::reviewer_masks(&ask.backend, &ask.workdir, &ask.scratch_dir)
+            .map_err(|e| io_refusal(&ask.scratch_dir, &e))?
+    } else {
+        Vec::new()
+    };
+    if let Some(dir) = ask.report_dir {
+        writable.push((dir.clone(), dir));
+    }
+    Ok(Mounts {
+        read_only,
+        writable,
+        protected: config_view.protected,
+        absent_config: config_view.watched,
+        masks,
+        made: config_view.made,
+        program: crate::program::find_executable(&ask.program).unwrap_or_default(),
+        git_dir: crate::git::own_git_dir(&ask.workdir),
+    })
 }
 
 /// Writes `bytes` as `relative` under the agent's scratch `$HOME`, which the agent writes

@@ -10,7 +10,9 @@ use std::time::Duration;
 use super::clock::{Clock, SystemClock};
 use super::heartbeat::{Heartbeats, Pulse};
 use super::identity::{check_identity, normalise_role};
-use super::policy::{self, Action, Controls, Exit, Memory, Observation, View, Waiting};
+use super::policy::{
+    self, Action, BackendView, Controls, Exit, Memory, Observation, View, Waiting,
+};
 use super::stop::Stop;
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
@@ -22,6 +24,7 @@ use crate::blackboard::log_tally;
 use crate::blackboard::node::{Node, Value};
 use crate::blackboard::{Actor, AgentId, Role, State, TaskId};
 use crate::lifecycle::{LeaseWatch, Leases, Registration, RuleId};
+use crate::off_runtime::off_runtime;
 use crate::ops::SUPERVISOR_PID_VAR;
 use crate::ops::{self, OpsError, Project};
 
@@ -240,14 +243,24 @@ impl Session {
                 (Some(_), Some(seen)) => seen,
                 _ => self.observe().await?,
             };
-            let agent = self.agent.clone();
+            let (agent, generation) = (self.agent.clone(), self.generation.clone());
+            let backend = self.backend.name.clone();
+            let auth_hint = self.backend.spec.map_or(
+                "set the key the agent CLI documents, then start the supervisor again",
+                |s| s.auth_hint,
+            );
             let view = View {
                 state: &state,
                 agent: &agent,
+                generation: &generation,
                 controls,
                 leases: &leases,
                 once: self.options.once,
-                soft_and_hard: self.backend.reports_soft_and_hard_failures(),
+                backend: BackendView {
+                    name: &backend,
+                    soft_and_hard: self.backend.reports_soft_and_hard_failures(),
+                    auth_hint,
+                },
             };
             if let Some(stop) = stopping {
                 // A signal still lets what a finished run left be reconciled (a verdict
@@ -376,6 +389,15 @@ impl Session {
                     Exit::ClaimsFailing { count, last } => {
                         Err(SupervisorError::ClaimsFailing { count, last })
                     }
+                    Exit::AuthRequired {
+                        backend,
+                        line,
+                        hint,
+                    } => Err(SupervisorError::AuthRequired {
+                        name: backend,
+                        message: line,
+                        hint,
+                    }),
                 }));
             }
             effect => {
@@ -408,7 +430,7 @@ impl Session {
         }
         let project = self.project.clone();
         let (agent, generation) = (self.agent.clone(), self.generation.clone());
-        let result = tokio::task::spawn_blocking(move || {
+        let result = off_runtime(move || {
             let actor = Actor::Supervisor {
                 id: agent.clone(),
                 generation: generation.clone(),
@@ -416,7 +438,7 @@ impl Session {
             ops::unregister(&project, &actor, &agent, Some(&generation))
         })
         .await;
-        if let Ok(Err(e)) = result
+        if let Err(e) = result
             && !matches!(e, OpsError::Nothing)
         {
             tracing::warn!(error = %e, "could not unregister");
@@ -584,10 +606,7 @@ impl Session {
         work: impl FnOnce(&Project) -> R + Send + 'static,
     ) -> R {
         let project = self.project.clone();
-        match tokio::task::spawn_blocking(move || work(&project)).await {
-            Ok(r) => r,
-            Err(e) => std::panic::resume_unwind(e.into_panic()),
-        }
+        off_runtime(move || work(&project)).await
     }
 
     /// Raises an alarm once per key (a file lock, or a request to etcd: on the blocking

@@ -22,9 +22,35 @@ pub struct StoreAddress {
     "{problem} in the store address `{shown}`; write it as {EXAMPLE} (members separated by commas)"
 )]
 pub struct AddressError {
-    problem: String,
+    problem: AddressProblem,
     /// The address with control characters made visible.
     shown: String,
+}
+
+/// What is wrong in a store address.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AddressProblem {
+    #[error("no `etcd://` at the start")]
+    NoScheme,
+    #[error("no `/PREFIX` after the members")]
+    NoPrefix,
+    #[error("a user or password (etcd authentication is not supported)")]
+    Credentials,
+    #[error("member `{}` has no `:PORT`", .0.escape_debug())]
+    NoPort(String),
+    #[error("`{}` is not a port (1–65535)", .0.escape_debug())]
+    BadPort(String),
+    #[error("`{}` is not a host name or address", .0.escape_debug())]
+    BadHost(String),
+    #[error("the PREFIX is empty")]
+    EmptyPrefix,
+    #[error("PREFIX segment `{0}` is a name liza uses for its own keys ({reserved})", reserved = RESERVED.join(", "))]
+    ReservedSegment(&'static str),
+    #[error(
+        "PREFIX segment `{}` is not made of a-z, 0-9, `.`, `_`, `-` (starting with a letter or digit)",
+        .0.escape_debug()
+    )]
+    BadSegment(String),
 }
 
 impl StoreAddress {
@@ -38,20 +64,18 @@ impl FromStr for StoreAddress {
     type Err = AddressError;
 
     fn from_str(text: &str) -> Result<StoreAddress, AddressError> {
-        let fail = |problem: String| AddressError {
+        let fail = |problem: AddressProblem| AddressError {
             problem,
             shown: text.escape_debug().to_string(),
         };
         let rest = text
             .strip_prefix(SCHEME)
-            .ok_or_else(|| fail("no `etcd://` at the start".into()))?;
+            .ok_or_else(|| fail(AddressProblem::NoScheme))?;
         let (members, prefix) = rest
             .split_once('/')
-            .ok_or_else(|| fail("no `/PREFIX` after the members".into()))?;
+            .ok_or_else(|| fail(AddressProblem::NoPrefix))?;
         if members.contains('@') {
-            return Err(fail(
-                "a user or password (etcd authentication is not supported)".into(),
-            ));
+            return Err(fail(AddressProblem::Credentials));
         }
         let endpoints = members
             .split(',')
@@ -72,15 +96,15 @@ impl fmt::Display for StoreAddress {
 }
 
 /// `HOST:PORT`: a host name, an IPv4 address or a bracketed IPv6 address, and a port.
-fn endpoint(member: &str) -> Result<String, String> {
+fn endpoint(member: &str) -> Result<String, AddressProblem> {
     let (host, port) = member
         .rsplit_once(':')
-        .ok_or_else(|| format!("member `{}` has no `:PORT`", member.escape_debug()))?;
+        .ok_or_else(|| AddressProblem::NoPort(member.to_owned()))?;
     let port_ok = !port.is_empty()
         && port.bytes().all(|b| b.is_ascii_digit())
         && port.parse::<u16>().is_ok_and(|p| p > 0);
     if !port_ok {
-        return Err(format!("`{}` is not a port (1–65535)", port.escape_debug()));
+        return Err(AddressProblem::BadPort(port.to_owned()));
     }
     let host_ok = match host.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
         Some(v6) => v6.parse::<std::net::Ipv6Addr>().is_ok(),
@@ -106,15 +130,13 @@ fn endpoint(member: &str) -> Result<String, String> {
         }
     };
     if !host_ok {
-        return Err(format!(
-            "`{}` is not a host name or address",
-            host.escape_debug()
-        ));
+        return Err(AddressProblem::BadHost(host.to_owned()));
     }
     Ok(member.to_string())
 }
 
-/// The names the key layout uses under a project's prefix (`layout.rs`): a project whose
+/// The names the key layout uses under a project's prefix (the `liza` crate's
+/// `blackboard::store::etcd::layout`): a project whose
 /// prefix went through one of them would share keys with the project above it.
 /// (`liza-floors` holds, at the root of the etcd, how far each project lets history be
 /// compacted.)
@@ -122,20 +144,21 @@ const RESERVED: [&str; 10] = [
     "head", "task", "note", "log", "live", "control", "archive", "doc", "alarm", FLOORS,
 ];
 
-/// The root namespace of the compaction floors (see `store/etcd.rs`).
+/// The root namespace of the compaction floors (see the `liza` crate's
+/// `blackboard::store::etcd`).
 pub const FLOORS: &str = "liza-floors";
 
 /// One or more `/`-separated segments of `[a-z0-9][a-z0-9._-]*`, none of them a name the
 /// key layout uses.
-fn check_prefix(prefix: &str) -> Result<(), String> {
+fn check_prefix(prefix: &str) -> Result<(), AddressProblem> {
     if prefix.is_empty() {
-        return Err("the PREFIX is empty".into());
+        return Err(AddressProblem::EmptyPrefix);
     }
-    if let Some(reserved) = prefix.split('/').find(|s| RESERVED.contains(s)) {
-        return Err(format!(
-            "PREFIX segment `{reserved}` is a name liza uses for its own keys ({})",
-            RESERVED.join(", ")
-        ));
+    if let Some(reserved) = prefix
+        .split('/')
+        .find_map(|s| RESERVED.iter().find(|r| **r == s).copied())
+    {
+        return Err(AddressProblem::ReservedSegment(reserved));
     }
     for segment in prefix.split('/') {
         let ok = segment
@@ -146,10 +169,7 @@ fn check_prefix(prefix: &str) -> Result<(), String> {
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b));
         if !ok {
-            return Err(format!(
-                "PREFIX segment `{}` is not made of a-z, 0-9, `.`, `_`, `-` (starting with a letter or digit)",
-                segment.escape_debug()
-            ));
+            return Err(AddressProblem::BadSegment(segment.to_owned()));
         }
     }
     Ok(())

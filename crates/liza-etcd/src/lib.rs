@@ -6,7 +6,7 @@ pub mod address;
 pub mod client;
 pub mod wire;
 
-pub use address::{AddressError, StoreAddress};
+pub use address::{AddressError, AddressProblem, StoreAddress};
 
 pub use client::{
     Change, Client, Condition, EtcdError, Event, TxnOutcome, Watch, WatchItem, prefix_end,

@@ -16,7 +16,7 @@ use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::finding::{FieldPath, Finding, Seg};
-use super::ids::{AgentId, TaskId};
+use super::ids::{AgentId, IdError, TaskId};
 use super::node::{Entry, Node, Pos, Value};
 use super::timestamp::Timestamp;
 use super::yaml::{Emitter, is_flow_plain_safe};
@@ -469,21 +469,21 @@ impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for IdMap<K, V> {
 
 /// Keys of an [`IdMap`]: parsed from the key text with a finding on failure.
 pub trait MapKey: Sized + PartialEq + AsRef<str> {
-    fn parse_key(text: &str) -> Result<Self, String>;
+    fn parse_key(text: &str) -> Result<Self, IdError>;
     const RULE: Option<u8>;
     const CHECK: &'static str;
 }
 
 impl MapKey for TaskId {
-    fn parse_key(text: &str) -> Result<Self, String> {
-        TaskId::parse(text).map_err(|e| e.to_string())
+    fn parse_key(text: &str) -> Result<Self, IdError> {
+        TaskId::parse(text)
     }
     const RULE: Option<u8> = Some(2);
     const CHECK: &'static str = "task-id";
 }
 
 impl MapKey for String {
-    fn parse_key(text: &str) -> Result<Self, String> {
+    fn parse_key(text: &str) -> Result<Self, IdError> {
         Ok(text.to_owned())
     }
     const RULE: Option<u8> = None;
@@ -491,8 +491,8 @@ impl MapKey for String {
 }
 
 impl MapKey for AgentId {
-    fn parse_key(text: &str) -> Result<Self, String> {
-        AgentId::parse(text).map_err(|e| e.to_string())
+    fn parse_key(text: &str) -> Result<Self, IdError> {
+        AgentId::parse(text)
     }
     const RULE: Option<u8> = Some(8);
     const CHECK: &'static str = "agent-id";
@@ -506,8 +506,8 @@ impl<K: MapKey, V: Decode> Decode for IdMap<K, V> {
             d.push_key(&entry.key);
             let key = match K::parse_key(&entry.key) {
                 Ok(k) => Some(k),
-                Err(message) => {
-                    d.error(K::RULE, K::CHECK, entry.key_pos, message);
+                Err(e) => {
+                    d.error(K::RULE, K::CHECK, entry.key_pos, e.to_string());
                     None
                 }
             };

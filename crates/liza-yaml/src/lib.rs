@@ -1,7 +1,7 @@
 //! liza's YAML document engine: parsing to a [`node::Node`] tree with positions, writing
 //! YAML, the layout of a text a person wrote, minimal patches of it, three-way merge and
 //! field-level differences. It knows nothing of tasks or agents — the blackboard's model
-//! (the `liza` crate's `blackboard::codec`) maps these trees to types — and nothing else in
+//! (the `liza-model` crate's `codec`) maps these trees to types — and nothing else in
 //! liza touches YAML syntax, so the parser crate can be swapped here alone.
 
 pub mod keyed;

@@ -125,7 +125,7 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: CoderRun, now: Now) -> V
         .exit42_restart_threshold
         .filter(|t| *t > 0)
         .unwrap_or(5) as u32;
-    let soft_and_hard = view.soft_and_hard;
+    let soft_and_hard = view.backend.soft_and_hard;
     let mut actions = Vec::new();
     let memory_of = memory.task(&task);
     let blocked: Option<String> = match &end {
@@ -186,8 +186,9 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: CoderRun, now: Now) -> V
             actions.push(not_started_alarm(view, &task, why));
             None
         }
-        // Handled where the run ended: the supervisor stops.
-        RunEnd::AuthRequired(_) => None,
+        RunEnd::AuthRequired(line) => {
+            return super::cannot_log_in(view, Some(&task), still_mine, line);
+        }
         RunEnd::UsageLimited(limit) => {
             actions.extend(super::usage::hit(
                 view,

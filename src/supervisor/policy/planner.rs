@@ -66,8 +66,9 @@ pub fn turn_ended(
         RunEnd::Exited(Some(42)) => {
             memory.planner.graceful_exit(false, now.at);
         }
-        // Handled where the run ended: the supervisor stops.
-        RunEnd::AuthRequired(_) => {}
+        RunEnd::AuthRequired(line) => {
+            return (super::cannot_log_in(view, None, false, line), false);
+        }
         RunEnd::UsageLimited(limit) => {
             actions.extend(super::usage::hit(
                 view, memory, None, limit, ended_at, seed, now,

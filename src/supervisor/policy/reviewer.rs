@@ -116,6 +116,9 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: ReviewRun, now: Now) -> 
         ended_at,
         seed,
     } = run;
+    if let RunEnd::AuthRequired(line) = &end {
+        return super::cannot_log_in(view, Some(&task), still_reviewing, line);
+    }
     let mut actions = Vec::new();
     let failed_review =
         still_reviewing && end != RunEnd::Signalled && !matches!(end, RunEnd::UsageLimited(_));
@@ -150,7 +153,7 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: ReviewRun, now: Now) -> 
             memory.task(&task).resume_at = Some(now.at + super::coder::NOT_STARTED_PAUSE);
             actions.push(not_started_alarm(view, &task, why));
         }
-        // Handled where the run ended: the supervisor stops.
+        // Decided above: the supervisor keeps the work and stops.
         RunEnd::AuthRequired(_) => {}
         RunEnd::UsageLimited(limit) => {
             actions.extend(super::usage::hit(

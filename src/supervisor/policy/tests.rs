@@ -90,9 +90,14 @@ impl World {
             leases: &leases,
             state: &self.state,
             agent: &self.me,
+            generation: "g1",
             controls: self.controls,
             once: self.once,
-            soft_and_hard: false,
+            backend: BackendView {
+                name: "claude",
+                soft_and_hard: false,
+                auth_hint: "set ANTHROPIC_API_KEY",
+            },
         };
         let now = self.clock.now();
         decide(&view, &mut self.memory, observation, now)
@@ -782,4 +787,73 @@ fn each_wait_says_what_it_waits_for() {
     let mut other = World::new("coder-1");
     other.claimed("t-9", "coder-2");
     assert_eq!(why(&other.look()), Some(Waiting::Lease));
+}
+
+/// A run that could not log in: the work is kept (a coder's as a WIP commit, a
+/// reviewer's claim released), one alarm names what to set, and the supervisor exits —
+/// nothing after the exit, and no claim, block or backoff of the task.
+#[test]
+fn an_agent_that_cannot_log_in_keeps_the_work_raises_one_alarm_and_stops() {
+    let exit = |line: &str| {
+        Action::Exit(Exit::AuthRequired {
+            backend: "claude".into(),
+            line: line.into(),
+            hint: "set ANTHROPIC_API_KEY".into(),
+        })
+    };
+    let alarm = |who: &str| Action::Alarm {
+        level: Level::Error,
+        category: "AGENT_AUTH".into(),
+        message: format!(
+            "{who}: the claude agent could not log in (Invalid API key); set ANTHROPIC_API_KEY"
+        ),
+        key: format!("agent-auth:{who}:g1"),
+    };
+    let line = "Invalid API key";
+
+    let mut w = World::new("coder-1");
+    w.claimed("t-1", "coder-1");
+    let run = w.coder_run("t-1", RunEnd::AuthRequired(line.into()), false);
+    assert_eq!(
+        w.decide(run),
+        [
+            Action::SaveWip {
+                task: id("t-1"),
+                why: "the agent could not log in".into()
+            },
+            alarm("coder-1"),
+            exit(line),
+        ]
+    );
+
+    let mut w = World::new("code-reviewer-1");
+    let mut run = w.review_run("t-1", RunEnd::AuthRequired(line.into()));
+    run.still_reviewing = true;
+    run.verdict_given = false;
+    assert_eq!(
+        w.decide(Observation::ReviewRunEnded(run.clone())),
+        [
+            Action::ReleaseReview(id("t-1")),
+            alarm("code-reviewer-1"),
+            exit(line),
+        ]
+    );
+    // A claim it no longer holds is not released again.
+    run.still_reviewing = false;
+    assert_eq!(
+        w.decide(Observation::ReviewRunEnded(run)),
+        [alarm("code-reviewer-1"), exit(line)]
+    );
+
+    let mut w = World::new("planner-1");
+    let turn = PlannerTurn {
+        end: RunEnd::AuthRequired(line.into()),
+        shown: lifecycle::planner_triggers(&w.state, &w.me),
+        ended_at: w.now().wall,
+        seed: 1,
+    };
+    assert_eq!(
+        w.decide(Observation::PlannerTurnEnded(Some(turn))),
+        [alarm("planner-1"), exit(line)]
+    );
 }
