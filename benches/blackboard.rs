@@ -6,6 +6,10 @@
 //! sandbox's cost).
 
 #![expect(
+    unreachable_pub,
+    reason = "the benchmark modules share helpers within one binary"
+)]
+#![expect(
     clippy::unwrap_used,
     reason = "a benchmark's setup that fails is a failed run, with its line"
 )]

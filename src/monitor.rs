@@ -14,7 +14,7 @@ pub mod webhook;
 
 use crate::blackboard::control::Control;
 use crate::blackboard::store::changes::Topic;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,6 +52,11 @@ pub struct Monitor {
     seen: HashSet<String>,
     /// The keys of the alarms this watcher fired (delivered when fired).
     own: HashSet<String>,
+    /// Every alarm this watcher's rules produced, by key, whether its line was this
+    /// watcher's or another's: another watcher evaluates the same rules, and a line it
+    /// wrote first is delivered here with what the line does not say (its task, agent and
+    /// revision), whichever watcher wins the delivery.
+    evaluated: HashMap<String, Alarm>,
 }
 
 impl Monitor {
@@ -74,6 +79,7 @@ impl Monitor {
             outlets,
             seen,
             own: HashSet::new(),
+            evaluated: HashMap::new(),
         })
     }
 
@@ -114,6 +120,12 @@ impl Monitor {
             .iter()
             .filter_map(|l| alarms::parse_line(l))
             .filter(|f| self.seen.insert(f.alarm.key.clone()) && !self.own.contains(&f.alarm.key))
+            .map(|mut f| {
+                if let Some(alarm) = self.evaluated.get(&f.alarm.key) {
+                    f.alarm = alarm.clone();
+                }
+                f
+            })
             .collect();
         self.deliver(&others);
     }
@@ -200,7 +212,10 @@ impl Monitor {
         }
     }
 
-    fn fire(&self, alarms: Vec<Alarm>) -> Vec<Fired> {
+    fn fire(&mut self, alarms: Vec<Alarm>) -> Vec<Fired> {
+        for alarm in &alarms {
+            self.evaluated.insert(alarm.key.clone(), alarm.clone());
+        }
         match alarms::fire(&self.project.store, alarms) {
             Ok(fired) => {
                 self.deliver(&fired);

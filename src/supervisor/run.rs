@@ -324,7 +324,10 @@ impl Session {
         state: &State,
     ) -> Result<RunEnd, SupervisorError> {
         let git_dir = self.project.root.join(".git");
-        let worktree_git_dir = crate::git::own_git_dir(workdir);
+        let worktree_git_dir = {
+            let workdir = workdir.to_path_buf();
+            off_runtime(move || crate::git::own_git_dir(&workdir)).await
+        };
         let liza_dir = self.project.store.paths().dir.clone();
         let input = RunInput {
             role: self.role().id_prefix(),
@@ -381,12 +384,15 @@ impl Session {
         }
         // Spawned on the runtime's own thread, where the output readers it starts run
         // (fork/exec is brief; their last lines decide how the run ended).
-        let log = agent_log(
-            &liza_dir,
-            self.agent.as_str(),
-            task,
-            &self.run_header(&sandbox),
-        );
+        let log = {
+            let (liza_dir, agent, task, header) = (
+                liza_dir.clone(),
+                self.agent.clone(),
+                task.cloned(),
+                self.run_header(&sandbox),
+            );
+            off_runtime(move || agent_log(&liza_dir, agent.as_str(), task.as_ref(), &header)).await
+        };
         let (invocation, info) = match &sandbox {
             Some(run) => match crate::sandbox::info_pipe::InfoPipe::new() {
                 Ok(info) => (

@@ -3,6 +3,10 @@
 //! real git repositories. Run one area with `cargo test --test it <module>::`.
 
 #![expect(
+    unreachable_pub,
+    reason = "helpers shared between test modules are pub within one test binary"
+)]
+#![expect(
     clippy::unwrap_used,
     reason = "tests and their helpers may unwrap: a failed unwrap is a failed test with its line"
 )]

@@ -146,7 +146,7 @@ pub struct Compare {
 mod opt_int {
     use super::*;
 
-    pub fn serialize<S: Serializer>(n: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
+    pub(super) fn serialize<S: Serializer>(n: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
         match n {
             Some(n) => s.serialize_str(&n.to_string()),
             None => s.serialize_none(),

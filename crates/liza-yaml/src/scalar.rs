@@ -5,7 +5,7 @@
 use crate::node::Value;
 
 /// Resolves the text of an untagged plain scalar (YAML 1.2 core schema).
-pub fn resolve_plain(text: &str) -> Value {
+pub(crate) fn resolve_plain(text: &str) -> Value {
     match text {
         "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
         "true" | "True" | "TRUE" => return Value::Bool(true),
@@ -25,7 +25,7 @@ pub fn resolve_plain(text: &str) -> Value {
     Value::Str(text.to_owned())
 }
 
-pub fn resolve_int(text: &str) -> Option<Value> {
+pub(crate) fn resolve_int(text: &str) -> Option<Value> {
     let digits = match text.as_bytes()[0] {
         b'-' | b'+' => &text[1..],
         _ => text,
@@ -57,7 +57,7 @@ pub fn resolve_int(text: &str) -> Option<Value> {
     }
 }
 
-pub fn resolve_float(text: &str) -> Option<f64> {
+pub(crate) fn resolve_float(text: &str) -> Option<f64> {
     let unsigned = text.trim_start_matches(['-', '+']);
     if text.len() - unsigned.len() > 1 {
         return None;
@@ -111,7 +111,7 @@ fn count_digits(b: &[u8]) -> usize {
 
 /// True when `text` can be written as a plain scalar in block context and every common
 /// YAML reader (1.1 or 1.2) reads it back as this exact string.
-pub fn is_plain_safe(text: &str) -> bool {
+pub(crate) fn is_plain_safe(text: &str) -> bool {
     let b = text.as_bytes();
     let Some(&first) = b.first() else {
         return false;
@@ -173,7 +173,7 @@ pub fn is_flow_plain_safe(text: &str) -> bool {
 /// Characters that must be escaped in a double-quoted scalar (and so forbid plain and
 /// block styles): controls other than tab and newline, the C1 range, the Unicode line and
 /// paragraph separators and the byte order mark.
-pub fn needs_escape(c: char) -> bool {
+pub(crate) fn needs_escape(c: char) -> bool {
     matches!(c, '\u{0}'..='\u{8}' | '\u{b}'..='\u{1f}' | '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}')
 }
 

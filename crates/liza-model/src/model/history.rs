@@ -272,7 +272,7 @@ pub fn without_histories<R>(f: impl FnOnce() -> R) -> R {
 }
 
 /// `skip_serializing_if` of `Task::history`.
-pub fn history_skipped(history: &Option<History>) -> bool {
+pub(crate) fn history_skipped(history: &Option<History>) -> bool {
     history.is_none() || WITHOUT_HISTORIES.get()
 }
 
