@@ -47,8 +47,15 @@ pub struct Monitor {
     raised_here: Receiver<Fired>,
     reader: Arc<Mutex<ActivityReader>>,
     outlets: Outlets,
-    /// The keys of the alarm log's lines this watcher has seen: any other line is an alarm
-    /// raised since, by it or by another process.
+    /// The alarm log as this watcher has read it.
+    log: AlarmLogSeen,
+}
+
+/// The alarm log's lines as one watcher has seen them, and what it knows of each alarm.
+#[derive(Default)]
+struct AlarmLogSeen {
+    /// The keys of the lines seen: any other line is an alarm raised since, by this
+    /// watcher or by another process.
     seen: HashSet<String>,
     /// The keys of the alarms this watcher fired (delivered when fired).
     own: HashSet<String>,
@@ -57,6 +64,24 @@ pub struct Monitor {
     /// wrote first is delivered here with what the line does not say (its task, agent and
     /// revision), whichever watcher wins the delivery.
     evaluated: HashMap<String, Alarm>,
+}
+
+impl AlarmLogSeen {
+    /// The alarms of `lines` raised elsewhere since the last look, each as this watcher's
+    /// rules know it when they produced it, else as its line says.
+    fn raised_elsewhere(&mut self, lines: &[String]) -> Vec<Fired> {
+        lines
+            .iter()
+            .filter_map(|l| alarms::parse_line(l))
+            .filter(|f| self.seen.insert(f.alarm.key.clone()) && !self.own.contains(&f.alarm.key))
+            .map(|mut f| {
+                if let Some(alarm) = self.evaluated.get(&f.alarm.key) {
+                    f.alarm = alarm.clone();
+                }
+                f
+            })
+            .collect()
+    }
 }
 
 impl Monitor {
@@ -77,9 +102,10 @@ impl Monitor {
             raised_here,
             reader: Arc::new(Mutex::new(reader)),
             outlets,
-            seen,
-            own: HashSet::new(),
-            evaluated: HashMap::new(),
+            log: AlarmLogSeen {
+                seen,
+                ..AlarmLogSeen::default()
+            },
         })
     }
 
@@ -104,7 +130,8 @@ impl Monitor {
     /// delivered like this watcher's own (specs/operations.md *Watch and alarms*).
     pub fn cycle(&mut self) -> Cycle {
         let cycle = self.evaluate();
-        self.own
+        self.log
+            .own
             .extend(cycle.fired.iter().map(|f| f.alarm.key.clone()));
         self.deliver_raised_elsewhere();
         cycle
@@ -116,17 +143,7 @@ impl Monitor {
         let Ok(lines) = self.project.store.alarm_lines() else {
             return;
         };
-        let others: Vec<Fired> = lines
-            .iter()
-            .filter_map(|l| alarms::parse_line(l))
-            .filter(|f| self.seen.insert(f.alarm.key.clone()) && !self.own.contains(&f.alarm.key))
-            .map(|mut f| {
-                if let Some(alarm) = self.evaluated.get(&f.alarm.key) {
-                    f.alarm = alarm.clone();
-                }
-                f
-            })
-            .collect();
+        let others = self.log.raised_elsewhere(&lines);
         self.deliver(&others);
     }
 
@@ -214,7 +231,7 @@ impl Monitor {
 
     fn fire(&mut self, alarms: Vec<Alarm>) -> Vec<Fired> {
         for alarm in &alarms {
-            self.evaluated.insert(alarm.key.clone(), alarm.clone());
+            self.log.evaluated.insert(alarm.key.clone(), alarm.clone());
         }
         match alarms::fire(&self.project.store, alarms) {
             Ok(fired) => {
@@ -339,5 +356,54 @@ fn facts(project: &Project) -> rules::Facts {
         paused_since: flags.since(Control::Pause),
         checkpoint_file_since: flags.since(Control::Checkpoint),
         rejected_edits,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::alarms::Level;
+
+    fn blocked_alarm() -> Alarm {
+        Alarm {
+            level: Level::Warn,
+            category: "TASK_BLOCKED".into(),
+            message: "t-1 is BLOCKED".into(),
+            task: Some("t-1".into()),
+            agent: Some("coder-1".into()),
+            revision: Some(7),
+            key: "blocked:t-1:2026-11-27T10:00:00Z".into(),
+        }
+    }
+
+    const LINE: &str =
+        "2026-11-27T10:00:01Z WARN TASK_BLOCKED t-1 is BLOCKED [blocked:t-1:2026-11-27T10:00:00Z]";
+
+    /// Another watcher wrote the line first: this one, whose rules produced the same alarm,
+    /// delivers it with its task, agent and revision, not as the bare line says.
+    #[test]
+    fn an_alarm_another_watcher_wrote_first_is_delivered_as_the_rules_know_it() {
+        let mut log = AlarmLogSeen::default();
+        log.evaluated
+            .insert(blocked_alarm().key.clone(), blocked_alarm());
+        let delivered = log.raised_elsewhere(&[LINE.to_owned()]);
+        assert_eq!(delivered.len(), 1);
+        assert_eq!(delivered[0].alarm, blocked_alarm());
+        assert_eq!(delivered[0].line, LINE);
+        // Seen once: never delivered again.
+        assert!(log.raised_elsewhere(&[LINE.to_owned()]).is_empty());
+    }
+
+    /// An alarm no rule of the watcher produced (a supervisor's) is what its line says;
+    /// one this watcher fired itself is not delivered again.
+    #[test]
+    fn an_alarm_raised_outside_the_watchers_is_its_line_and_its_own_are_not_repeated() {
+        let mut log = AlarmLogSeen::default();
+        let delivered = log.raised_elsewhere(&[LINE.to_owned()]);
+        assert_eq!(delivered[0].alarm.task, None);
+        assert_eq!(delivered[0].alarm.key, blocked_alarm().key);
+        let mut log = AlarmLogSeen::default();
+        log.own.insert(blocked_alarm().key);
+        assert!(log.raised_elsewhere(&[LINE.to_owned()]).is_empty());
     }
 }
