@@ -150,7 +150,7 @@ pub enum Observation {
     CoderRunEnded(CoderRun),
     /// A review claim did not lead to a run.
     ReviewClaimEnded { task: TaskId, claim: ClaimResult },
-    /// The worktree of a claimed review is missing (its claim was released).
+    /// The worktree of a claimed review is missing (the claim still held).
     WorktreeMissing { task: TaskId, revision: i64 },
     /// A review run ended.
     ReviewRunEnded(ReviewRun),

@@ -125,8 +125,8 @@ impl Session {
                 .info(&format!("{task}: could not fetch its branch: {e}"));
         }
         let workdir = worktree_dir(&self.project.root, &task);
-        if !workdir.exists() {
-            self.release_review(&task).await;
+        let there = workdir.clone();
+        if !crate::off_runtime::off_runtime(move || there.exists()).await {
             return Ok(Observation::WorktreeMissing {
                 task,
                 revision: state.revision.unwrap_or(0),

@@ -79,16 +79,20 @@ pub fn claim_ended(
     actions
 }
 
-/// The task's worktree is missing: its claim was released; an alarm, and the task is
-/// left alone for a minute.
+/// The task's worktree is missing: its review claim is released, an alarm says so, and
+/// the task is left alone for a minute.
 pub fn worktree_missing(memory: &mut Memory, task: TaskId, revision: i64, now: Now) -> Vec<Action> {
     memory.task(&task).resume_at = Some(now.at + MISSING_WORKTREE_PAUSE);
-    vec![Action::Alarm {
-        level: Level::Error,
-        category: "WORKTREE_MISSING".into(),
-        message: format!("{task}: its worktree is missing; the review claim was released"),
-        key: format!("worktree-missing:{task}:{revision}"),
-    }]
+    // The claim first, then the alarm that says it was released.
+    vec![
+        Action::ReleaseReview(task.clone()),
+        Action::Alarm {
+            level: Level::Error,
+            category: "WORKTREE_MISSING".into(),
+            message: format!("{task}: its worktree is missing; the review claim was released"),
+            key: format!("worktree-missing:{task}:{revision}"),
+        },
+    ]
 }
 
 /// The approvals this reviewer gave, to merge before `--once` exits.

@@ -857,3 +857,28 @@ fn an_agent_that_cannot_log_in_keeps_the_work_raises_one_alarm_and_stops() {
         [alarm("planner-1"), exit(line)]
     );
 }
+
+/// A review whose worktree is gone: the claim released, then the alarm that says so, and
+/// the task left alone for a while.
+#[test]
+fn a_review_without_its_worktree_releases_the_claim_then_raises_the_alarm() {
+    let mut w = World::new("code-reviewer-1");
+    let actions = w.decide(Observation::WorktreeMissing {
+        task: id("t-1"),
+        revision: 4,
+    });
+    assert_eq!(actions[0], Action::ReleaseReview(id("t-1")));
+    assert_eq!(
+        actions[1],
+        Action::Alarm {
+            level: Level::Error,
+            category: "WORKTREE_MISSING".into(),
+            message: "t-1: its worktree is missing; the review claim was released".into(),
+            key: "worktree-missing:t-1:4".into(),
+        }
+    );
+    assert_eq!(
+        w.memory.tasks[&id("t-1")].resume_at,
+        Some(w.now().at + super::reviewer::MISSING_WORKTREE_PAUSE)
+    );
+}
