@@ -8,14 +8,23 @@ use std::path::{Component, Path, PathBuf};
 /// Why a path is not let through.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Escape {
+    /// An empty path names no file.
     #[error("`{0}` is empty")]
     Empty(String),
+    /// A path from the file system's root, not the repository's.
     #[error("`{0}` is absolute; name files relative to the repository root")]
     Absolute(String),
+    /// A path that climbs out with `..`.
     #[error("`{0}` goes up with `..`; name files inside the repository")]
     ParentDir(String),
     #[error("`{path}` leads outside the repository (to {resolved}) through a symbolic link")]
-    Outside { path: String, resolved: String },
+    /// A path whose symbolic link leads out of the repository.
+    Outside {
+        /// The path as it was given.
+        path: String,
+        /// Where its links lead.
+        resolved: String,
+    },
     /// Liza's and git's own places, which sandboxed agents do not see: a spec there would
     /// hand one agent another's worktree or the repository's credentials.
     #[error(

@@ -4,6 +4,8 @@
 //! and agent text made safe for a terminal ([`terminal_text`]). It knows nothing of the
 //! blackboard.
 
+#![warn(missing_docs)]
+
 pub mod confine;
 pub mod terminal_text;
 pub mod untrusted;

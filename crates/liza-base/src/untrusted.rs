@@ -98,7 +98,7 @@ const READ_BY_GIT: &[&str] = &[
 /// Removes from the worktree `dir`, which an agent or a check wrote and nothing writes now,
 /// what liza's git must never meet there: a FIFO (opening it waits for a writer that
 /// never comes), a socket, a device; a link git would follow — at a name it reads
-/// ([`READ_BY_GIT`]) or leading to a FIFO, a socket or a device. No link is followed on
+/// (`READ_BY_GIT`) or leading to a FIFO, a socket or a device. No link is followed on
 /// the way. The paths removed.
 pub fn defuse(dir: &Path) -> Vec<PathBuf> {
     let mut removed = Vec::new();

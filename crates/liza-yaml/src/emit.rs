@@ -19,6 +19,7 @@ use crate::node::{Entry, Node, Value};
 pub struct ItemTexts {
     /// The earlier document (valid UTF-8; spans are on line boundaries).
     pub text: Vec<u8>,
+    /// Each item's bytes in `text`, by the caller's key for the item.
     pub spans: HashMap<usize, Range<usize>>,
 }
 
@@ -64,6 +65,7 @@ impl Default for Emitter {
 }
 
 impl Emitter {
+    /// An empty document, its buffer sized for `bytes`.
     pub fn with_capacity(bytes: usize) -> Emitter {
         Emitter {
             out: String::with_capacity(bytes),
@@ -212,6 +214,8 @@ impl Emitter {
         self.owner_indent = indent;
     }
 
+    /// A key of the mapping begun (a computed one; [`Emitter::field`] for a known name),
+    /// quoted when it must be.
     pub fn key(&mut self, key: &str) {
         self.longest = self.longest.max(key.len());
         let (indent, _) = self.next_line();
@@ -228,6 +232,7 @@ impl Emitter {
         self.close_key(indent);
     }
 
+    /// Ends the mapping begun last.
     pub fn end_map(&mut self) {
         self.stack.pop();
         self.slot = Slot::Done;
@@ -247,6 +252,7 @@ impl Emitter {
         start
     }
 
+    /// Ends the list begun last.
     pub fn end_seq(&mut self) {
         self.stack.pop();
         self.slot = Slot::Done;
@@ -274,20 +280,24 @@ impl Emitter {
         self.slot = Slot::Done;
     }
 
+    /// `null` as the value in place.
     pub fn null(&mut self) {
         self.plain("null");
     }
 
+    /// `true` or `false` as the value in place.
     pub fn bool(&mut self, value: bool) {
         self.plain(if value { "true" } else { "false" });
     }
 
+    /// An integer as the value in place.
     pub fn int(&mut self, value: i64) {
         self.inline_prefix();
         self.out.push_str(itoa_buf(value).as_str());
         self.slot = Slot::Done;
     }
 
+    /// A float as the value in place.
     pub fn float(&mut self, value: f64) {
         self.inline_prefix();
         push_float(&mut self.out, value);

@@ -21,9 +21,12 @@ pub struct Layout {
     pub items: Option<Items>,
 }
 
+/// One top-level key of the text and where its entry lies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LayoutEntry {
+    /// The key.
     pub key: String,
+    /// The bytes of its entry, key to the end of its value.
     pub span: Range<usize>,
 }
 
@@ -32,10 +35,12 @@ pub struct LayoutEntry {
 pub struct Items {
     /// The list's key.
     pub key: String,
+    /// The bytes of each item, in order.
     pub spans: Vec<Range<usize>>,
 }
 
 impl Layout {
+    /// The top-level entry of `key`, if the text has one.
     pub fn entry(&self, key: &str) -> Option<&LayoutEntry> {
         self.entries.iter().find(|e| e.key == key)
     }

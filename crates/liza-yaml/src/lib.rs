@@ -4,6 +4,8 @@
 //! (the `liza-model` crate's `codec`) maps these trees to types — and nothing else in
 //! liza touches YAML syntax, so the parser crate can be swapped here alone.
 
+#![warn(missing_docs)]
+
 pub mod keyed;
 pub mod layout;
 pub mod merge3;

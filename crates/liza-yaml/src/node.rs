@@ -13,17 +13,22 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 /// A 1-based line and column in the source text; `0:0` when the node was not parsed.
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Pos {
+    /// 1-based; 0 when unknown.
     pub line: u32,
+    /// 1-based; 0 when unknown.
     pub column: u32,
 }
 
 impl Pos {
+    /// A node that was not parsed from text (made by liza, or from JSON).
     pub const UNKNOWN: Pos = Pos { line: 0, column: 0 };
 
+    /// The position at `line`, `column` (both 1-based).
     pub fn new(line: u32, column: u32) -> Pos {
         Pos { line, column }
     }
 
+    /// Whether it comes from parsed text.
     pub fn is_known(self) -> bool {
         self.line > 0
     }
@@ -38,31 +43,44 @@ impl fmt::Debug for Pos {
 /// One node of the tree: a value and where it starts.
 #[derive(Clone, Debug)]
 pub struct Node {
+    /// What it holds.
     pub value: Value,
+    /// Where it starts in the text it was parsed from.
     pub pos: Pos,
 }
 
 /// A YAML value under the core schema.
 #[derive(Clone, Debug)]
 pub enum Value {
+    /// `null`, `~` or nothing.
     Null,
+    /// `true` or `false`.
     Bool(bool),
+    /// An integer that fits 64 bits.
     Int(i64),
+    /// A number with a fraction or exponent, `.inf` or `.nan`.
     Float(f64),
+    /// Any other scalar, quoted or not.
     Str(String),
+    /// A list, in order.
     Seq(Vec<Node>),
+    /// A mapping, in the text's key order.
     Map(Vec<Entry>),
 }
 
 /// One `key: value` pair of a mapping; keys are kept as their scalar text.
 #[derive(Clone, Debug)]
 pub struct Entry {
+    /// The key's scalar text.
     pub key: String,
+    /// Where the key starts.
     pub key_pos: Pos,
+    /// Its value.
     pub value: Node,
 }
 
 impl Node {
+    /// `value` at no position (made, not parsed).
     pub fn new(value: Value) -> Node {
         Node {
             value,
@@ -70,10 +88,12 @@ impl Node {
         }
     }
 
+    /// `value` parsed at `pos`.
     pub fn at(value: Value, pos: Pos) -> Node {
         Node { value, pos }
     }
 
+    /// A string node at no position.
     pub fn str(text: impl Into<String>) -> Node {
         Node::new(Value::Str(text.into()))
     }
@@ -94,6 +114,7 @@ impl Node {
         }
     }
 
+    /// The text, when this node is a string.
     pub fn as_str(&self) -> Option<&str> {
         match &self.value {
             Value::Str(s) => Some(s),
@@ -101,6 +122,7 @@ impl Node {
         }
     }
 
+    /// Whether it is `null`.
     pub fn is_null(&self) -> bool {
         matches!(self.value, Value::Null)
     }
@@ -157,14 +179,17 @@ impl PartialEq for Value {
 pub struct Extra(pub Vec<Entry>);
 
 impl Extra {
+    /// Whether no unknown key was kept.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
+    /// The value kept under `key`.
     pub fn get(&self, key: &str) -> Option<&Node> {
         self.0.iter().find(|e| e.key == key).map(|e| &e.value)
     }
 
+    /// The entries, in their original order.
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
         self.0.iter()
     }

@@ -38,7 +38,9 @@ fn alias_budget(text_len: usize) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct YamlError {
+    /// What is wrong, in a person's words.
     pub message: String,
+    /// Where: line and column.
     pub pos: Pos,
 }
 
