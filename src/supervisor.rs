@@ -23,7 +23,6 @@ mod effects;
 mod error;
 mod heartbeat;
 pub mod identity;
-mod on_behalf;
 mod planner;
 pub mod policy;
 pub mod prompt;

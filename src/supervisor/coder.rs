@@ -4,8 +4,8 @@
 //! still the agent's — for the policy to reconcile.
 
 use super::SupervisorError;
-use super::on_behalf;
-use super::policy::{ClaimResult, CoderRun, Observation};
+use super::policy::on_behalf;
+use super::policy::{ClaimResult, CoderRun, Observation, OnBehalf};
 use super::prompt;
 use super::run::worktree_state;
 use super::session::Session;
@@ -116,25 +116,73 @@ impl Session {
             self.blocking(move |project| ops::push_task_after_run(project, &id))
                 .await;
         }
-        let mut still_mine = after_state.task(&task).is_some_and(|t| {
+        let still_mine = after_state.task(&task).is_some_and(|t| {
             t.status == TaskStatus::Claimed && t.assigned_to.as_ref() == Some(&self.agent)
         });
-        if still_mine && end == super::policy::RunEnd::Exited(Some(0)) {
-            let committed = after.0.is_some() && after.0 != before.0;
-            if self.finish_for_agent(&task, &workdir, committed).await {
-                still_mine = false;
-            }
-        }
+        let committed = after.0.is_some() && after.0 != before.0;
         let progressed = before != after || !still_mine;
         Ok(Observation::CoderRunEnded(CoderRun {
             task,
             end,
             progressed,
             still_mine,
+            committed,
+            dirty: after.1,
+            on_behalf: None,
             output_tail: self.last_output.clone(),
             ended_at: self.last_run_end.unwrap_or_else(|| self.clock.now().wall),
             seed: self.seed(),
         }))
+    }
+
+    /// `Action::SubmitForAgent`: runs the `on_review` checks in the worktree, then submits
+    /// as the agent; reports the run again with what came of it.
+    pub(super) async fn submit_for_agent(&mut self, mut run: CoderRun) -> Observation {
+        run.on_behalf = Some(match self.checked_submission(&run.task).await {
+            Ok(()) => {
+                run.still_mine = false;
+                run.progressed = true;
+                OnBehalf::Done
+            }
+            Err(why) => OnBehalf::Refused(why),
+        });
+        Observation::CoderRunEnded(run)
+    }
+
+    async fn checked_submission(&mut self, task: &TaskId) -> Result<(), String> {
+        let state = self.snapshot().await.map_err(|e| e.to_string())?;
+        let checks: Vec<_> = state.config.review_checks().cloned().collect();
+        let dir = worktree_dir(&self.project.root, task);
+        let sandbox = state.config.sandbox();
+        let failed = self
+            .blocking(move |project| {
+                let jail = crate::sandbox::Jail::for_checks(&project.root, &dir, &sandbox);
+                checks
+                    .iter()
+                    .filter_map(|c| ops::run_check(c, &dir, &jail))
+                    .filter(|run| !run.passed)
+                    .map(|run| {
+                        let tail: Vec<&str> = run.output.lines().rev().take(20).collect();
+                        let tail: Vec<&str> = tail.into_iter().rev().collect();
+                        format!("the check {} {}:\n{}", run.name, run.exit, tail.join("\n"))
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .await;
+        if !failed.is_empty() {
+            return Err(failed.join("\n"));
+        }
+        let actor = self.as_agent();
+        let id = task.clone();
+        let submitted = self
+            .blocking(move |project| ops::submit_for_review(project, &actor, &id, None))
+            .await
+            .map_err(|e| e.to_string())?;
+        self.console.info(&format!(
+            "{}: submitted {task} for review on the agent's behalf ({})",
+            self.agent, submitted.value
+        ));
+        Ok(())
     }
 
     /// A worktree's HEAD and uncommitted files, read off the runtime's thread.

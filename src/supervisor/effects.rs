@@ -78,6 +78,8 @@ impl Session {
             | Action::Merge(_)
             | Action::PlannerTurn
             | Action::Acknowledge(_)
+            | Action::SubmitForAgent(_)
+            | Action::VerdictForAgent { .. }
             | Action::Wait { .. }
             | Action::Exit(_) => {
                 unreachable!("the session executes {effect:?} itself")

@@ -19,6 +19,7 @@
 //! - what a usage limit does (wait until the reset with jitter, the alarm): [`usage`].
 
 pub mod coder;
+pub mod on_behalf;
 pub mod planner;
 pub mod reviewer;
 pub mod task_memory;
@@ -34,8 +35,9 @@ use super::clock::{Moment, Now};
 use crate::backend::signals::UsageLimit;
 use crate::blackboard::model::{GoalStatus, SprintStatus};
 use crate::blackboard::{AgentId, Role, State, TaskId, Timestamp};
-use crate::lifecycle::{Leases, Trigger};
+use crate::lifecycle::{Leases, Trigger, Verdict};
 use crate::ops::alarms::Level;
+pub use on_behalf::OnBehalf;
 pub use task_memory::TaskMemory;
 
 /// What the supervisor sees when it decides.
@@ -62,6 +64,9 @@ pub struct BackendView<'a> {
     pub soft_and_hard: bool,
     /// What a person sets when it cannot log in.
     pub auth_hint: &'a str,
+    /// It can run `liza` and the project's commands; one that cannot (aider) has liza
+    /// submit and give verdicts for it ([`on_behalf`]).
+    pub runs_commands: bool,
 }
 
 impl View<'_> {
@@ -227,7 +232,7 @@ impl RunEnd {
 }
 
 /// A coder run on `task`, reconciled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct CoderRun {
     pub task: TaskId,
     pub end: RunEnd,
@@ -235,6 +240,12 @@ pub struct CoderRun {
     pub progressed: bool,
     /// The task is still CLAIMED by this agent.
     pub still_mine: bool,
+    /// The run moved the task branch's HEAD.
+    pub committed: bool,
+    /// What the run left uncommitted in the worktree.
+    pub dirty: Vec<String>,
+    /// What liza did for an agent that cannot run commands (`None`: nothing yet).
+    pub on_behalf: Option<OnBehalf>,
     /// The last lines of the run's output (a hard failure's notes).
     pub output_tail: String,
     /// When the run ended, as logged (alarm keys name it).
@@ -244,7 +255,7 @@ pub struct CoderRun {
 }
 
 /// A review run on `task`, reconciled.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReviewRun {
     pub task: TaskId,
     pub end: RunEnd,
@@ -254,6 +265,12 @@ pub struct ReviewRun {
     pub verdict_given: bool,
     /// The run changed the task's worktree (while the worktree was the reviewer's).
     pub changed_worktree: bool,
+    /// The commit under review, as the claim recorded it.
+    pub review_commit: Option<String>,
+    /// The last lines of the run's output (where a verdict line is).
+    pub output_tail: String,
+    /// What liza did for an agent that cannot run commands (`None`: nothing yet).
+    pub on_behalf: Option<OnBehalf>,
     pub revision: i64,
     pub ended_at: Timestamp,
     pub seed: u64,
@@ -289,6 +306,16 @@ pub enum Action {
         task: TaskId,
         reason: String,
         questions: Vec<String>,
+    },
+    /// Run the `on_review` checks and submit the run's commits as the agent, which cannot
+    /// run commands (→ `CoderRunEnded` again, with what came of it).
+    SubmitForAgent(Box<CoderRun>),
+    /// Record `verdict` on `commit` as the reviewer, which cannot run commands (→
+    /// `ReviewRunEnded` again, with what came of it).
+    VerdictForAgent {
+        run: Box<ReviewRun>,
+        verdict: Verdict,
+        commit: String,
     },
     /// Release this reviewer's claim on `task`.
     ReleaseReview(TaskId),
@@ -341,6 +368,17 @@ impl Action {
                 | Action::Alarm { .. }
                 | Action::UsageLimit { .. }
                 | Action::Say(_)
+        )
+    }
+}
+
+impl Action {
+    /// Whether it is done for an agent that cannot run commands: it observes (the run is
+    /// reported again) but starts no run, so a stopping supervisor still does it.
+    pub fn acts_for_agent(&self) -> bool {
+        matches!(
+            self,
+            Action::SubmitForAgent(_) | Action::VerdictForAgent { .. }
         )
     }
 }
@@ -488,8 +526,12 @@ fn decide_all(view: &View, memory: &mut Memory, observation: Observation, now: N
             actions
         }
         Observation::CoderRunEnded(run) => {
+            if let Some(submit) = on_behalf::submission(view, &run) {
+                return vec![submit];
+            }
             memory.claim_failures = 0;
-            let mut actions = coder::run_ended(view, memory, run, now);
+            let mut actions = on_behalf::coder_left(view, memory, &run);
+            actions.extend(coder::run_ended(view, memory, run, now));
             actions.extend(worked(view, memory, now));
             actions
         }
@@ -502,7 +544,11 @@ fn decide_all(view: &View, memory: &mut Memory, observation: Observation, now: N
             actions
         }
         Observation::ReviewRunEnded(run) => {
-            let mut actions = reviewer::run_ended(view, memory, run, now);
+            if let Some(give) = on_behalf::verdict(view, &run) {
+                return vec![give];
+            }
+            let mut actions = on_behalf::reviewer_left(view, &run);
+            actions.extend(reviewer::run_ended(view, memory, run, now));
             actions.extend(worked(view, memory, now));
             actions
         }

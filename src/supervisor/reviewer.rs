@@ -6,14 +6,15 @@
 use std::path::Path;
 
 use super::SupervisorError;
-use super::on_behalf;
-use super::policy::{ClaimResult, Observation, ReviewRun, RunEnd};
+use super::policy::on_behalf;
+use super::policy::{ClaimResult, Observation, OnBehalf, ReviewRun};
 use super::prompt::{self, ReviewFacts};
 use super::session::Session;
 use crate::blackboard::TaskId;
 use crate::blackboard::model::{State, Task, TaskStatus};
 use crate::error::{Diagnostic, ErrorClass};
 use crate::git::{Repo, worktree_dir};
+use crate::lifecycle::Verdict;
 use crate::lifecycle::text_rules::any_match;
 use crate::ops::{self, MergeResult};
 
@@ -156,7 +157,7 @@ impl Session {
         self.console
             .info(&format!("{}: reviewing {task}", self.agent));
         let before = self.worktree_state(&workdir).await;
-        let (end, mut after_state) = self
+        let (end, after_state) = self
             .run_turn(Some(&task), &workdir, &text, task.as_str(), &state)
             .await?;
         let mut changed = self.worktree_state(&workdir).await != before;
@@ -165,36 +166,75 @@ impl Session {
             // is reaped: the worktree is theirs again, and their work no violation.
             changed = false;
         }
-        let review_commit = t.review_commit.as_ref().map(ToString::to_string);
-        if !self.backend.runs_commands
-            && !changed
-            && end == RunEnd::Exited(Some(0))
-            && let Some(commit) = review_commit
-            && after_state.task(&task).is_some_and(|t| {
-                t.status == TaskStatus::ReadyForReview
-                    && t.reviewing_by.as_ref() == Some(&self.agent)
-            })
-            && self.verdict_for_agent(&task, &commit).await
-        {
-            after_state = self.snapshot().await?;
-        }
-        let verdict_given = after_state.task(&task).is_some_and(|t| {
+        let mut run = ReviewRun {
+            task,
+            end,
+            still_reviewing: false,
+            verdict_given: false,
+            changed_worktree: changed,
+            review_commit: t.review_commit.as_ref().map(ToString::to_string),
+            output_tail: self.last_output.clone(),
+            on_behalf: None,
+            revision: 0,
+            ended_at: self.last_run_end.unwrap_or_else(|| self.clock.now().wall),
+            seed: self.seed(),
+        };
+        self.review_outcome(&mut run, &after_state);
+        Ok(Observation::ReviewRunEnded(run))
+    }
+
+    /// Where the review stands on the blackboard after the run: the verdict given, the
+    /// claim still held.
+    fn review_outcome(&self, run: &mut ReviewRun, state: &State) {
+        let task = state.task(&run.task);
+        run.verdict_given = task.is_some_and(|t| {
             matches!(t.status, TaskStatus::Approved | TaskStatus::Rejected)
                 && t.approved_by.as_ref() == Some(&self.agent)
         });
-        let still_reviewing = after_state.task(&task).is_some_and(|t| {
+        run.still_reviewing = task.is_some_and(|t| {
             t.status == TaskStatus::ReadyForReview && t.reviewing_by.as_ref() == Some(&self.agent)
         });
-        Ok(Observation::ReviewRunEnded(ReviewRun {
-            task,
-            end,
-            still_reviewing,
-            verdict_given,
-            changed_worktree: changed,
-            revision: after_state.revision.unwrap_or(0),
-            ended_at: self.last_run_end.unwrap_or_else(|| self.clock.now().wall),
-            seed: self.seed(),
-        }))
+        run.revision = state.revision.unwrap_or(0);
+    }
+
+    /// `Action::VerdictForAgent`: records the verdict line of the reviewer's answer as the
+    /// reviewer; reports the run again with what came of it.
+    pub(super) async fn verdict_for_agent(
+        &mut self,
+        mut run: ReviewRun,
+        verdict: Verdict,
+        commit: String,
+    ) -> Observation {
+        let word = match verdict {
+            Verdict::Approve => "approved",
+            Verdict::Reject { .. } => "rejected",
+        };
+        let (actor, id) = (self.as_agent(), run.task.clone());
+        let recorded = self
+            .blocking(move |project| ops::submit_verdict(project, &actor, &id, &verdict, &commit))
+            .await;
+        run.on_behalf = Some(match recorded {
+            Ok(_) => {
+                self.console.info(&format!(
+                    "{}: {} {word} (the verdict line of the agent's answer)",
+                    self.agent, run.task
+                ));
+                OnBehalf::Done
+            }
+            Err(e) => OnBehalf::Refused(e.to_string()),
+        });
+        match self.snapshot().await {
+            Ok(after) => self.review_outcome(&mut run, &after),
+            Err(e) => {
+                // What was recorded is known without reading it back.
+                tracing::warn!(error = %e, "cannot read the state after the verdict");
+                if run.on_behalf == Some(OnBehalf::Done) {
+                    run.verdict_given = true;
+                    run.still_reviewing = false;
+                }
+            }
+        }
+        Observation::ReviewRunEnded(run)
     }
 
     /// Releases this reviewer's claim on `task`.

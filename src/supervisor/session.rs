@@ -260,19 +260,26 @@ impl Session {
                     name: &backend,
                     soft_and_hard: self.backend.reports_soft_and_hard_failures(),
                     auth_hint,
+                    runs_commands: self.backend.runs_commands,
                 },
             };
             if let Some(stop) = stopping {
                 // A signal still lets what a finished run left be reconciled (a verdict
                 // voided, a claim released, work saved, a task blocked at its limit);
                 // a superseded registration writes nothing more.
-                if matches!(stop, Observation::Signalled(_))
-                    && !matches!(observation, Observation::Look)
-                {
-                    let pending =
-                        policy::decide(&view, &mut self.memory, observation, self.clock.now());
-                    for effect in pending.into_iter().filter(Action::is_effect) {
-                        self.apply(effect).await;
+                // What liza does for an agent that cannot run commands is finished
+                // first, and the run reconciled with what came of it.
+                let mut ended = (matches!(stop, Observation::Signalled(_))
+                    && !matches!(observation, Observation::Look))
+                .then_some(observation);
+                while let Some(seen) = ended.take() {
+                    let pending = policy::decide(&view, &mut self.memory, seen, self.clock.now());
+                    for action in pending {
+                        if action.acts_for_agent() {
+                            ended = Some(self.act_for_agent(action).await);
+                        } else if action.is_effect() {
+                            self.apply(action).await;
+                        }
                     }
                 }
                 observation = stop;
@@ -353,6 +360,20 @@ impl Session {
         watch.1.clone()
     }
 
+    /// Carries out what liza does for an agent that cannot run commands; the run is
+    /// reported again with what came of it.
+    async fn act_for_agent(&mut self, action: Action) -> Observation {
+        match action {
+            Action::SubmitForAgent(run) => self.submit_for_agent(*run).await,
+            Action::VerdictForAgent {
+                run,
+                verdict,
+                commit,
+            } => self.verdict_for_agent(*run, verdict, commit).await,
+            other => unreachable!("{other:?} is not done for an agent"),
+        }
+    }
+
     /// Carries out one action of the policy.
     async fn execute(&mut self, action: Action) -> Result<Executed, SupervisorError> {
         if matches!(
@@ -367,6 +388,9 @@ impl Session {
             Action::Merge(task) => self.merge(task).await,
             Action::PlannerTurn => self.planner_turn().await?,
             Action::Acknowledge(shown) => self.acknowledge(shown).await?,
+            for_agent @ (Action::SubmitForAgent(_) | Action::VerdictForAgent { .. }) => {
+                self.act_for_agent(for_agent).await
+            }
             Action::Wait {
                 until,
                 on_change,
@@ -532,6 +556,15 @@ impl Session {
         tokio::select! {
             _ = tokio::time::sleep(d) => {}
             _ = stop.asked() => {}
+        }
+    }
+
+    /// This supervisor's agent, with its generation, as the author of what liza submits
+    /// for an agent that cannot run commands.
+    pub(super) fn as_agent(&self) -> Actor {
+        Actor::Agent {
+            id: self.agent.clone(),
+            generation: Some(self.generation.clone()),
         }
     }
 

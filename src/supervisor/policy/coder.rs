@@ -118,6 +118,7 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: CoderRun, now: Now) -> V
         output_tail,
         ended_at,
         seed,
+        ..
     } = run;
     let threshold = view
         .state

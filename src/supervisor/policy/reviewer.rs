@@ -119,6 +119,7 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: ReviewRun, now: Now) -> 
         revision,
         ended_at,
         seed,
+        ..
     } = run;
     if let RunEnd::AuthRequired(line) = &end {
         return super::cannot_log_in(view, Some(&task), still_reviewing, line);

@@ -28,6 +28,8 @@ struct World {
     clock: ManualClock,
     controls: Controls,
     once: bool,
+    /// The agent CLI can run commands (aider cannot).
+    runs_commands: bool,
     /// The supervisor's watch of the leases, on the manual clock.
     watch: lifecycle::LeaseWatch,
 }
@@ -64,6 +66,7 @@ impl World {
             clock,
             controls: Controls::default(),
             once: false,
+            runs_commands: true,
             watch: lifecycle::LeaseWatch::new(),
         }
     }
@@ -97,6 +100,7 @@ impl World {
                 name: "claude",
                 soft_and_hard: false,
                 auth_hint: "set ANTHROPIC_API_KEY",
+                runs_commands: self.runs_commands,
             },
         };
         let now = self.clock.now();
@@ -163,6 +167,9 @@ impl World {
             end,
             progressed,
             still_mine: true,
+            committed: progressed,
+            dirty: Vec::new(),
+            on_behalf: None,
             output_tail: String::new(),
             ended_at: self.clock.now().wall,
             seed: 7,
@@ -176,6 +183,9 @@ impl World {
             still_reviewing: false,
             verdict_given: true,
             changed_worktree: false,
+            review_commit: Some(BASE.into()),
+            output_tail: String::new(),
+            on_behalf: None,
             revision: 3,
             ended_at: self.clock.now().wall,
             seed: 7,
@@ -880,5 +890,171 @@ fn a_review_without_its_worktree_releases_the_claim_then_raises_the_alarm() {
     assert_eq!(
         w.memory.tasks[&id("t-1")].resume_at,
         Some(w.now().at + super::reviewer::MISSING_WORKTREE_PAUSE)
+    );
+}
+
+/// An agent that cannot run commands (aider): a clean committed run is submitted for it
+/// before the run is reconciled; what came of it decides the rest.
+#[test]
+fn liza_submits_for_an_agent_that_cannot_run_commands_and_reconciles_what_came_of_it() {
+    let mut w = World::new("coder-1");
+    w.runs_commands = false;
+    w.claimed("t-1", "coder-1");
+    let Observation::CoderRunEnded(run) = w.coder_run("t-1", RunEnd::Exited(Some(0)), true) else {
+        unreachable!()
+    };
+    // Committed and clean: submitted first, nothing else decided yet.
+    let first = w.decide(Observation::CoderRunEnded(run.clone()));
+    assert_eq!(first, [Action::SubmitForAgent(Box::new(run.clone()))]);
+    assert_eq!(w.memory.runs, 0);
+
+    // Submitted: the run is reconciled as work done, nothing left undone.
+    let done = CoderRun {
+        on_behalf: Some(OnBehalf::Done),
+        still_mine: false,
+        ..run.clone()
+    };
+    let after = w.decide(Observation::CoderRunEnded(done));
+    assert!(!after.iter().any(Action::acts_for_agent), "{after:?}");
+    assert_eq!(w.memory.runs, 1);
+    assert_eq!(w.memory.task(&id("t-1")).left_undone, None);
+
+    // Refused (a check failed): said, and the next prompt says why; never asked again.
+    let refused = CoderRun {
+        on_behalf: Some(OnBehalf::Refused("the check test exit 1".into())),
+        ..run.clone()
+    };
+    let after = w.decide(Observation::CoderRunEnded(refused));
+    assert_eq!(
+        after[0],
+        Action::Say("coder-1: t-1 not submitted: the check test exit 1".into())
+    );
+    assert!(!after.iter().any(Action::acts_for_agent));
+    let note = w.memory.task(&id("t-1")).left_undone.clone().unwrap();
+    assert!(
+        note.contains("liza did not submit your work: the check test exit 1"),
+        "{note}"
+    );
+
+    // Uncommitted files: nothing is submitted, the prompt says what was left.
+    let dirty = CoderRun {
+        dirty: vec!["a.rs".into()],
+        ..run.clone()
+    };
+    assert!(
+        !w.decide(Observation::CoderRunEnded(dirty))
+            .iter()
+            .any(Action::acts_for_agent)
+    );
+    let note = w.memory.task(&id("t-1")).left_undone.clone().unwrap();
+    assert!(note.contains("uncommitted changes (a.rs)"), "{note}");
+
+    // No commit, a crash, or a task no longer the agent's: nothing submitted.
+    for other in [
+        CoderRun {
+            committed: false,
+            ..run.clone()
+        },
+        CoderRun {
+            end: RunEnd::Exited(Some(1)),
+            ..run.clone()
+        },
+        CoderRun {
+            still_mine: false,
+            ..run.clone()
+        },
+    ] {
+        assert!(
+            !w.decide(Observation::CoderRunEnded(other))
+                .iter()
+                .any(Action::acts_for_agent)
+        );
+    }
+
+    // An agent that could have submitted is told, never submitted for.
+    let mut w = World::new("coder-1");
+    w.claimed("t-1", "coder-1");
+    let actions = w.decide(Observation::CoderRunEnded(run));
+    assert!(!actions.iter().any(Action::acts_for_agent));
+    let note = w.memory.task(&id("t-1")).left_undone.clone().unwrap();
+    assert!(note.contains("did not submit"), "{note}");
+}
+
+/// A reviewer that cannot run commands: the verdict line of its answer is recorded for
+/// it, on the reviewed commit — unless the run touched the worktree.
+#[test]
+fn liza_records_the_verdict_line_of_a_reviewer_that_cannot_run_commands() {
+    let mut w = World::new("code-reviewer-1");
+    w.runs_commands = false;
+    let run = ReviewRun {
+        still_reviewing: true,
+        verdict_given: false,
+        output_tail: "Looks fine.\nLIZA-VERDICT: reject\n**Blockers**\n- no test".into(),
+        ..w.review_run("t-1", RunEnd::Exited(Some(0)))
+    };
+    assert_eq!(
+        w.decide(Observation::ReviewRunEnded(run.clone())),
+        [Action::VerdictForAgent {
+            run: Box::new(run.clone()),
+            verdict: Verdict::Reject {
+                reason: "**Blockers**\n- no test".into()
+            },
+            commit: BASE.into(),
+        }]
+    );
+    // Recorded: a review that gave its verdict; nothing released.
+    let recorded = ReviewRun {
+        on_behalf: Some(OnBehalf::Done),
+        still_reviewing: false,
+        verdict_given: true,
+        ..run.clone()
+    };
+    let after = w.decide(Observation::ReviewRunEnded(recorded));
+    assert!(
+        !after.contains(&Action::ReleaseReview(id("t-1"))),
+        "{after:?}"
+    );
+    assert!(!after.iter().any(Action::acts_for_agent));
+    // Refused: said, and the claim released like any review without a verdict.
+    let refused = ReviewRun {
+        on_behalf: Some(OnBehalf::Refused("the review commit moved".into())),
+        ..run.clone()
+    };
+    let after = w.decide(Observation::ReviewRunEnded(refused));
+    assert_eq!(
+        after[0],
+        Action::Say(
+            "code-reviewer-1: the agent's verdict on t-1 was refused: the review commit moved"
+                .into()
+        )
+    );
+    assert_eq!(after[1], Action::ReleaseReview(id("t-1")));
+    // A run that changed the worktree, gave no verdict line, or crashed: nothing recorded.
+    for other in [
+        ReviewRun {
+            changed_worktree: true,
+            ..run.clone()
+        },
+        ReviewRun {
+            output_tail: "no verdict".into(),
+            ..run.clone()
+        },
+        ReviewRun {
+            end: RunEnd::Exited(Some(2)),
+            ..run.clone()
+        },
+    ] {
+        assert!(
+            !w.decide(Observation::ReviewRunEnded(other))
+                .iter()
+                .any(Action::acts_for_agent)
+        );
+    }
+    // A reviewer that can run commands gives its own verdicts.
+    w.runs_commands = true;
+    assert!(
+        !w.decide(Observation::ReviewRunEnded(run))
+            .iter()
+            .any(Action::acts_for_agent)
     );
 }
