@@ -28,7 +28,6 @@ pub mod policy;
 pub mod prompt;
 mod reviewer;
 mod run;
-pub mod run_report;
 mod sandboxed;
 mod session;
 mod stop;

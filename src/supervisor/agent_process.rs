@@ -39,7 +39,6 @@ pub struct AgentProcess {
     pub pgid: i32,
     /// The group of the spawned process itself (bubblewrap, for a sandboxed run).
     spawned_group: i32,
-    pub started: Instant,
     pub activity: Arc<Mutex<Activity>>,
     /// The output readers: awaited after the exit, so the output tail the supervisor
     /// classifies the run by (a usage-limit message on the last line) is complete.
@@ -139,7 +138,6 @@ impl AgentProcess {
             child,
             pgid,
             spawned_group,
-            started: Instant::now(),
             activity,
             pumps,
         })

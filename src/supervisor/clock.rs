@@ -24,6 +24,11 @@ impl Moment {
         self.0.saturating_sub(earlier.0)
     }
 
+    /// The moment `d` before this one (the clock's start at the earliest).
+    pub fn before(self, d: Duration) -> Moment {
+        Moment(self.0.saturating_sub(d))
+    }
+
     /// How long from this moment until `later` (zero if it has passed).
     pub fn until(self, later: Moment) -> Duration {
         later.0.saturating_sub(self.0)

@@ -22,8 +22,10 @@ pub mod coder;
 pub mod on_behalf;
 pub mod planner;
 pub mod reviewer;
+pub mod run_report;
 pub mod task_memory;
 pub mod usage;
+pub mod watchdog;
 
 #[cfg(test)]
 mod tests;

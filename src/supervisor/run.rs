@@ -6,18 +6,19 @@
 use crate::blackboard::control::Control;
 use crate::lifecycle::RuleId;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::SupervisorError;
 use super::agent_process::AgentProcess;
-use super::run_report;
+use super::policy::run_report;
+use super::policy::watchdog::{self, Finished, Limits, RunWatch, Seen};
 use super::session::Session;
 use crate::backend::{ReportFiles, RunInput};
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::log_tally;
 use crate::blackboard::model::{CommitId, ValidationMode};
 use crate::blackboard::node::Node;
-use crate::blackboard::{Role, State, TaskId};
+use crate::blackboard::{State, TaskId};
 use crate::git::{Repo, dirty_files, head_of};
 use crate::off_runtime::off_runtime;
 use crate::ops::{self, alarms::Level};
@@ -118,10 +119,9 @@ impl Session {
         let mut end = self
             .run_agent(task, workdir, text, &file, report.as_ref(), state)
             .await?;
-        if let (Some(files), RunEnd::Exited(Some(0))) = (&report, &end)
-            && let Some(failed) = self.take_report(task, &files.output, state).await
-        {
-            end = failed;
+        if let (Some(files), RunEnd::Exited(Some(0))) = (&report, &end) {
+            let refused = self.take_report(task, &files.output, state).await;
+            end = watchdog::with_report(end, refused.as_ref());
         }
         let after = self.snapshot().await?;
         self.log_run_end(task, &end, &after).await;
@@ -247,13 +247,13 @@ impl Session {
     }
 
     /// Reads the run report after an exit-0 run and records it in the task's history;
-    /// returns the failed run when strict validation rejects it.
+    /// returns why validation refused it (strict mode), which fails the run.
     async fn take_report(
         &mut self,
         task: Option<&TaskId>,
         output: &Path,
         state: &State,
-    ) -> Option<RunEnd> {
+    ) -> Option<run_report::ReportProblem> {
         let mode = state
             .config
             .builtin
@@ -272,7 +272,7 @@ impl Session {
                         ops::log_add(project, actor, "run_report_invalid", &line, id.as_ref())
                     })
                     .await;
-                Some(RunEnd::Failed(problem.to_string()))
+                Some(problem)
             }
             Ok(None) => {
                 self.console.info(&format!(
@@ -422,98 +422,59 @@ impl Session {
         };
         self.pulse.set_pgid(i64::from(process.pgid));
         self.heartbeat_now().await;
-        let progress_limit = Duration::from_secs(
-            state
-                .config
-                .agent_progress_timeout
-                .filter(|t| *t > 0)
-                .unwrap_or(1800)
-                .unsigned_abs(),
-        );
-        let execution = state.config.execution_timeout.as_ref();
-        let limit = match self.role() {
-            Role::Coder => execution.and_then(|e| e.coder).unwrap_or(7200),
-            Role::CodeReviewer => execution.and_then(|e| e.code_reviewer).unwrap_or(1800),
-            Role::Planner => execution.and_then(|e| e.planner).unwrap_or(3600),
-        };
-        let exec_limit = Duration::from_secs(limit.max(1).unsigned_abs());
-        let check_every = progress_limit
-            .min(exec_limit)
-            .min(Duration::from_secs(5))
-            .max(Duration::from_millis(200));
-        let mut tick = tokio::time::interval(check_every);
-        let mut progress_at = Instant::now();
-        let mut changed_anything = false;
+        let limits = Limits::of(&state.config, self.role());
+        let mut watch = RunWatch::new(limits, self.clock.now().at);
+        let mut look = tokio::time::interval(limits.look_every());
         let stop = self.stop.clone();
         let grace = Duration::from_secs(10);
         let spec = self.backend.spec;
-        // A CLI waiting for a login is stopped within a second: nobody will log in.
-        let mut login_check = tokio::time::interval(Duration::from_millis(500));
-        let mut limited_since: Option<Instant> = None;
+        // The output's end is read every half second: a CLI waiting for a login is
+        // stopped within a second.
+        let mut read_output = tokio::time::interval(Duration::from_millis(500));
         let end = loop {
-            tokio::select! {
+            let seen = tokio::select! {
                 status = process.wait() => {
                     break match status {
                         Ok(s) => RunEnd::Exited(s.code()),
                         Err(e) => RunEnd::NotStarted(e.to_string()),
                     };
                 }
-                _ = login_check.tick() => {
+                _ = read_output.tick() => {
                     let tail = process.output_tail();
-                    if let Some(line) = crate::backend::auth::login_wait(spec, &tail) {
-                        let _ = process.stop(grace).await;
-                        break RunEnd::AuthRequired(line);
-                    }
-                    // A CLI retrying against a usage limit (gemini, aider) for minutes
-                    // gains nothing: stopped once the limit has been its only news for
-                    // LIMIT_PATIENCE.
-                    match crate::backend::signals::usage_limit(spec, &tail, self.clock.now().local()) {
-                        Some(limit) => {
-                            let since = *limited_since.get_or_insert(Instant::now());
-                            if since.elapsed() > LIMIT_PATIENCE && progress_at < since {
-                                let _ = process.stop(grace).await;
-                                break RunEnd::UsageLimited(limit);
-                            }
-                        }
-                        None => limited_since = None,
+                    let now = self.clock.now();
+                    Seen::Output {
+                        login_wait: crate::backend::auth::login_wait(spec, &tail),
+                        usage_limit: crate::backend::signals::usage_limit(spec, &tail, now.local()),
                     }
                 }
-                _ = tick.tick() => {
-                    let aborted = self
+                _ = look.tick() => {
+                    let abort = self
                         .blocking(|project| {
                             project.store.control_flags().is_ok_and(|f| f.is_raised(Control::Abort))
                         })
                         .await;
-                    if aborted {
-                        let _ = process.stop(grace).await;
-                        break RunEnd::Aborted;
-                    }
                     let mut now_seen = self.progress_marks(workdir, sandbox.as_ref(), true).await;
                     if now_seen.0.is_none() {
                         // Unread is no news.
                         now_seen.0.clone_from(&last_seen.0);
                     }
-                    if now_seen != last_seen {
-                        changed_anything = true;
-                        last_seen = now_seen;
-                        progress_at = Instant::now();
-                    }
-                    if let Some(out) = process.last_output() && out > progress_at {
-                        progress_at = out;
-                    }
-                    if progress_at.elapsed() > progress_limit {
-                        let _ = process.stop(grace).await;
-                        break RunEnd::Stalled(progress_limit);
-                    }
-                    if process.started.elapsed() > exec_limit {
-                        let _ = process.stop(grace).await;
-                        break RunEnd::TimedOut(exec_limit);
+                    let changed = now_seen != last_seen;
+                    last_seen = now_seen;
+                    let now = self.clock.now().at;
+                    Seen::Look {
+                        abort,
+                        changed,
+                        last_output: process.last_output().map(|out| now.before(out.elapsed())),
                     }
                 }
                 _ = stop.asked() => {
                     let _ = process.stop(grace).await;
                     break RunEnd::Signalled;
                 }
+            };
+            if let Some(end) = watch.saw(seen, self.clock.now().at) {
+                let _ = process.stop(grace).await;
+                break end;
             }
         };
         self.pulse.set_pgid(0);
@@ -526,26 +487,14 @@ impl Session {
             // The run's commits reach the task branch before anything reads it.
             self.finish_sandbox(run, task).await;
         }
-        // A run that ends saying it has no usable key failed for want of one — unless it
-        // exited 0 having changed something (then it only talked about keys; aider exits 0
-        // when it has none, having done nothing).
         let mut now_seen = self.progress_marks(workdir, None, false).await;
         now_seen.2.clone_from(&private_tip);
-        let changed_nothing = !changed_anything && now_seen == last_seen;
-        if let RunEnd::Exited(code) = end
-            && (code != Some(0) || changed_nothing)
-            && let Some(line) = crate::backend::auth::auth_failure(spec, &self.last_output)
-        {
-            return Ok(RunEnd::AuthRequired(line));
-        }
-        // A usage limit is the provider's, never the agent's failure: on any exit status,
-        // and when the watchdog stopped a run that was waiting on one.
-        if matches!(end, RunEnd::Exited(_) | RunEnd::Stalled(_))
-            && let Some(limit) = self.usage_limit()
-        {
-            return Ok(RunEnd::UsageLimited(limit));
-        }
-        Ok(end)
+        Ok(watchdog::ended(Finished {
+            end,
+            changed_nothing: !watch.changed_anything() && now_seen == last_seen,
+            auth_failure: crate::backend::auth::auth_failure(spec, &self.last_output),
+            usage_limit: self.usage_limit(),
+        }))
     }
 
     /// What shows a run's progress: the worktree's HEAD and status, and state.yaml's
@@ -658,10 +607,6 @@ pub(super) struct ReportPaths {
     schema: PathBuf,
     output: PathBuf,
 }
-
-/// How long a run may keep reporting a usage limit, without progress, before it is
-/// stopped.
-const LIMIT_PATIENCE: Duration = Duration::from_secs(120);
 
 /// At most `limit` bytes of `path` as text (`None`: no such regular file).
 /// The report is the agent's to write: a link there (to a credentials file of the

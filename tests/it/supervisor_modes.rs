@@ -75,7 +75,7 @@ fn a_codex_run_report_is_recorded_in_the_task_history() {
     let schema: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run_dir.path().join("report-schema.json")).unwrap())
             .unwrap();
-    assert_eq!(schema, liza::supervisor::run_report::schema());
+    assert_eq!(schema, liza::supervisor::policy::run_report::schema());
     let (code, out) = stop(coder, Signal::SIGTERM);
     assert_eq!(code, Some(143), "{out}");
 }
