@@ -85,9 +85,6 @@ pub mod cli;
 pub(crate) mod dashboard;
 pub(crate) mod demo;
 pub(crate) mod doctor;
-pub(crate) mod error;
-pub mod failpoint;
-pub(crate) mod git;
 pub mod llm;
 pub mod monitor;
 pub(crate) mod off_runtime;
@@ -101,5 +98,7 @@ pub(crate) mod tmux;
 pub(crate) mod watch;
 
 // The base layer is a crate of its own (ARCHITECTURE.md *Crates*).
-pub(crate) use liza_base::{confine, terminal_text, untrusted};
+pub use liza_base::failpoint;
+pub(crate) use liza_base::{confine, error, terminal_text, untrusted};
+pub(crate) use liza_git as git;
 pub(crate) use liza_model::lifecycle;

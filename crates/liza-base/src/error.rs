@@ -20,6 +20,7 @@ pub enum ErrorClass {
 
 /// Implemented by every error type of the library.
 pub trait Diagnostic: std::error::Error {
+    /// Which class of failure it is (the exit code follows from it).
     fn class(&self) -> ErrorClass;
 
     /// What to do about it, one line each.

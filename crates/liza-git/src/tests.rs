@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use super::*;
-use crate::blackboard::TaskId;
+use liza_model::ids::TaskId;
 
 /// A repository with one commit on `main` (`a.txt`), and its path.
 fn repo() -> (tempfile::TempDir, Repo) {
@@ -408,7 +408,7 @@ fn a_stale_index_lock_in_a_worktree_is_named_with_its_file() {
         }
         other => panic!("not named as a lock: {other:?}"),
     }
-    let text = crate::error::Diagnostic::hints(&err).join(" ");
+    let text = liza_base::error::Diagnostic::hints(&err).join(" ");
     assert!(text.contains("rm '"), "{text}");
     assert!(err.to_string().contains("index.lock"), "{err}");
     std::fs::remove_file(&lock).unwrap();

@@ -5,8 +5,10 @@ use std::io::Write;
 use std::path::Path;
 
 use super::{GitError, commit_id};
-use crate::blackboard::model::CommitId;
+use liza_model::model::CommitId;
 
+/// A repository, opened once: the main checkout's, found from any directory in it or in
+/// one of its worktrees.
 pub struct Repo {
     pub(super) inner: git2::Repository,
 }
@@ -103,6 +105,7 @@ impl Repo {
         self.inner.commondir().to_path_buf()
     }
 
+    /// Whether git accepts `name` as a branch name.
     pub fn is_valid_branch_name(name: &str) -> bool {
         git2::Branch::name_is_valid(name).unwrap_or(false)
     }
@@ -145,6 +148,7 @@ impl Repo {
         Ok(())
     }
 
+    /// Deletes the local branch `name`.
     pub fn delete_branch(&self, name: &str) -> Result<(), GitError> {
         let mut branch = self
             .inner

@@ -10,8 +10,9 @@ use super::repo::{Repo, git2_err, git2_err_in, oid};
 
 /// The worktree's name in git and its directory under `.worktrees/` (task ids cannot
 /// start with `_`, so it never collides with a task).
-pub const INTEGRATION_WORKTREE: &str = "_integration";
+pub(crate) const INTEGRATION_WORKTREE: &str = "_integration";
 
+/// `.worktrees/_integration`: where a merge's candidate is checked out for its checks.
 pub fn integration_worktree_dir(root: &Path) -> PathBuf {
     root.join(".worktrees").join(INTEGRATION_WORKTREE)
 }

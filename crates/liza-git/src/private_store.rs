@@ -10,8 +10,8 @@ use std::path::Path;
 use super::repo::{Repo, git2_err, oid};
 use super::worktree::task_branch;
 use super::{GitError, commit_id};
-use crate::blackboard::TaskId;
-use crate::blackboard::model::CommitId;
+use liza_model::ids::TaskId;
+use liza_model::model::CommitId;
 
 /// What copying a private store's objects did.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -28,11 +28,24 @@ pub enum BranchSync {
     /// Nothing changed in private.
     Unchanged,
     /// The real branch now points where the private one does.
-    Moved { to: CommitId, steps: usize },
+    Moved {
+        /// The new tip.
+        to: CommitId,
+        /// How many commits it moved by.
+        steps: usize,
+    },
     /// The real branch moved meanwhile: the private tip was kept under an attic name.
-    Diverged { kept_as: String, tip: CommitId },
+    Diverged {
+        /// The attic branch that keeps it.
+        kept_as: String,
+        /// The private tip kept.
+        tip: CommitId,
+    },
     /// The private ref names no commit the repository has: left alone.
-    Unusable { why: String },
+    Unusable {
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl Repo {
@@ -178,7 +191,7 @@ impl Repo {
         };
         let file = git_dir.join("HEAD");
         let own = format!("refs/heads/{}", task_branch(id));
-        let was = crate::untrusted::read_regular(&file, 4096)
+        let was = liza_base::untrusted::read_regular(&file, 4096)
             .map(|b| String::from_utf8_lossy(&b).trim().to_owned())
             .unwrap_or_default();
         let named = match was.strip_prefix("ref:") {
@@ -189,7 +202,7 @@ impl Repo {
         if named == own {
             return Ok(None);
         }
-        crate::untrusted::write_new(&file, format!("ref: {own}\n").as_bytes()).map_err(
+        liza_base::untrusted::write_new(&file, format!("ref: {own}\n").as_bytes()).map_err(
             |source| GitError::Io {
                 action: "put the worktree's HEAD back on its task branch",
                 path: file.clone(),

@@ -34,6 +34,8 @@ fn ours(name: &str) -> bool {
 }
 
 impl Repo {
+    /// The directories under `.worktrees/`, git's worktree entries and the `task/*`
+    /// branches, by name (`liza gc`).
     pub fn task_inventory(&self, root: &Path) -> Result<Inventory, GitError> {
         let mut inventory = Inventory::default();
         let dir = root.join(".worktrees");

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use super::repo::{Repo, git2_err, git2_err_in, oid, signature};
 use super::{GitError, commit_id};
-use crate::blackboard::TaskId;
-use crate::blackboard::model::CommitId;
+use liza_model::ids::TaskId;
+use liza_model::model::CommitId;
 
 /// What saving a worktree before its removal kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
@@ -22,10 +22,12 @@ pub struct SavedWork {
     pub moved_dir: Option<String>,
 }
 
+/// `task/<id>`: a task's branch.
 pub fn task_branch(id: &TaskId) -> String {
     format!("task/{id}")
 }
 
+/// `.worktrees/<id>`: a task's worktree.
 pub fn worktree_dir(root: &Path, id: &TaskId) -> PathBuf {
     root.join(".worktrees").join(id.as_str())
 }
@@ -34,7 +36,7 @@ pub fn worktree_dir(root: &Path, id: &TaskId) -> PathBuf {
 /// in it writes its index and HEAD; `None` for a main checkout.
 pub fn own_git_dir(worktree: &Path) -> Option<PathBuf> {
     // An agent's worktree: its `.git` is read as a file, never through a link or a FIFO.
-    let bytes = crate::untrusted::read_regular(&worktree.join(".git"), 64 * 1024)?;
+    let bytes = liza_base::untrusted::read_regular(&worktree.join(".git"), 64 * 1024)?;
     let text = String::from_utf8(bytes).ok()?;
     let dir = PathBuf::from(text.strip_prefix("gitdir:")?.trim());
     let dir = if dir.is_absolute() {
@@ -56,13 +58,13 @@ fn is_liza_worktree(dir: &Path) -> bool {
 
 /// Removes from liza's worktree `dir` and its own git metadata what liza's git must never
 /// meet there (specs/sandbox.md *Reading what a run wrote*): FIFOs, sockets, devices, and
-/// links git would follow — see [`crate::untrusted::defuse`]; in the git metadata, which
+/// links git would follow — see [`liza_base::untrusted::defuse`]; in the git metadata, which
 /// git never fills with links, every link. The paths removed.
-pub fn defuse_worktree(dir: &Path) -> Vec<PathBuf> {
-    let mut removed = crate::untrusted::defuse(dir);
+pub(crate) fn defuse_worktree(dir: &Path) -> Vec<PathBuf> {
+    let mut removed = liza_base::untrusted::defuse(dir);
     if let Some(own) = own_git_dir(dir) {
         removed.extend(
-            crate::untrusted::remove_specials(&own, 4)
+            liza_base::untrusted::remove_specials(&own, 4)
                 .into_iter()
                 .map(PathBuf::from),
         );
@@ -547,7 +549,7 @@ pub fn head_of(worktree: &Path) -> Result<CommitId, GitError> {
 /// Staged, unstaged and untracked non-ignored files of the checkout at `worktree`.
 pub fn dirty_files(worktree: &Path) -> Result<Vec<String>, GitError> {
     // `git status` of a large worktree can take seconds: the tests make it that slow here.
-    crate::failpoint::hit("git-status");
+    liza_base::failpoint::hit("git-status");
     let repo = open_checkout(worktree).map_err(|_| GitError::NotARepository {
         path: worktree.to_path_buf(),
     })?;

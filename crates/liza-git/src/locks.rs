@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 /// A lock file of git's that is in the way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LockFile {
+    /// Where it is.
     pub path: PathBuf,
     /// How long it has been there (by its modification time), if it still is.
     pub age: Option<Duration>,

@@ -6,19 +6,31 @@ use std::path::{Path, PathBuf};
 
 use super::repo::{Repo, git2_err, git2_err_in, oid, signature};
 use super::{GitError, commit_id};
-use crate::blackboard::model::CommitId;
+use liza_model::model::CommitId;
 
 /// What merging an approved commit onto the integration tip gives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Candidate {
     /// The tip is an ancestor of the approved commit: integration moves to it.
-    FastForward { commit: CommitId },
+    FastForward {
+        /// The approved commit.
+        commit: CommitId,
+    },
     /// Both moved on: a merge commit with the tip and the approved commit as parents.
-    MergeCommit { commit: CommitId },
+    MergeCommit {
+        /// The merge commit written.
+        commit: CommitId,
+    },
     /// The approved commit is already on integration (someone merged it by hand).
-    AlreadyMerged { commit: CommitId },
+    AlreadyMerged {
+        /// The integration tip, unchanged.
+        commit: CommitId,
+    },
     /// The merge does not apply cleanly; nothing was written but unreferenced objects.
-    Conflict { paths: Vec<String> },
+    Conflict {
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
 }
 
 impl Candidate {
@@ -46,9 +58,11 @@ impl Candidate {
 /// The result of a compare-and-swap of a branch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Published {
+    /// The branch moved as asked.
     Done,
     /// The branch no longer pointed at the expected commit; it points at `tip` now.
     Moved {
+        /// Where it points now (`None`: the branch is gone).
         tip: Option<CommitId>,
     },
 }
@@ -59,10 +73,16 @@ pub enum WorktreeMerge {
     /// The task branch already contains the tip.
     UpToDate,
     /// Merged cleanly and committed on the task branch.
-    Committed { commit: CommitId },
+    Committed {
+        /// The merge commit.
+        commit: CommitId,
+    },
     /// Conflicts left as markers in the files (a merge in progress for the coder to
     /// finish with `git commit`).
-    Conflicts { paths: Vec<String> },
+    Conflicts {
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
 }
 
 impl Repo {

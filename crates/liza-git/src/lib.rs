@@ -1,8 +1,10 @@
-//! The one git wrapper. Nothing else in the crate touches git: repository discovery
-//! (from any subdirectory or worktree to the main checkout), refs and branches through
-//! `git2`, task worktrees, merges into the integration branch and the integration
-//! worktree, and the repository's exclude file — and [`cli`], the few read-only commands
-//! the built-in agent and the demo run through the `git` binary.
+//! The one git wrapper. Nothing else in liza touches git: repository discovery (from any
+//! subdirectory or worktree to the main checkout), refs and branches through `git2`, task
+//! worktrees, merges into the integration branch and the integration worktree, a
+//! sandboxed coder's private store, the shared remote, and the repository's exclude file
+//! — and [`cli`], the few commands run through the `git` binary.
+
+#![warn(missing_docs)]
 
 pub mod checkouts;
 pub mod cli;
@@ -29,8 +31,8 @@ pub use worktree::{
 
 use std::path::PathBuf;
 
-use crate::blackboard::model::CommitId;
-use crate::error::{Diagnostic, ErrorClass};
+use liza_base::error::{Diagnostic, ErrorClass};
+use liza_model::model::CommitId;
 
 /// A git object id as liza's commit id type (the boundary: git2 ids never leave this
 /// module as strings).
@@ -38,6 +40,8 @@ fn commit_id(oid: git2::Oid) -> CommitId {
     CommitId::of_object(oid.to_string())
 }
 
+/// What went wrong in git, with what a person can do about it ([`Diagnostic::hints`]).
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Debug, thiserror::Error)]
 pub enum GitError {
     #[error("{path} is not inside a git repository")]

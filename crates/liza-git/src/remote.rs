@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::{GitError, commit_id};
-use crate::blackboard::model::CommitId;
+use liza_model::model::CommitId;
 
 /// Where fetched tips are kept: liza's own namespace, never a branch someone checked out.
 const FETCHED: &str = "refs/liza/remote";
@@ -38,14 +38,17 @@ pub enum Lease {
 /// How a push ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pushed {
+    /// The remote's branch is where it was pushed.
     Done,
     /// The remote's branch was not what the lease expected.
     Rejected {
+        /// git's words.
         reason: String,
     },
 }
 
 impl Remote {
+    /// The shared remote at `url`, reached from the repository at `root`.
     pub fn new(root: &Path, url: &str) -> Remote {
         Remote {
             root: root.to_path_buf(),
@@ -53,6 +56,7 @@ impl Remote {
         }
     }
 
+    /// Its address.
     pub fn url(&self) -> &str {
         &self.url
     }

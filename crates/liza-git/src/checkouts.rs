@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::untrusted::read_regular;
+use liza_base::untrusted::read_regular;
 
 /// A HEAD or gitdir file is a line; anything longer is not one.
 const LINE: u64 = 4096;
