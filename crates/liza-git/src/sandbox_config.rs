@@ -47,7 +47,7 @@ const DROPPED_KEYS: &[&str] = &[
 ];
 
 impl Repo {
-    /// The repository's own configuration file, without credentials (see [`KEPT_SECTIONS`]).
+    /// The repository's own configuration file, without credentials (only the sections `KEPT_SECTIONS` names).
     pub fn sandbox_repo_config(&self) -> Result<String, GitError> {
         let path = self.inner.commondir().join("config");
         let config =
