@@ -6,18 +6,14 @@
 //! - [`node`], [`yaml`], [`codec`]: the YAML tree, its parser and writer, and the mapping
 //!   to the model.
 
-pub mod liveness;
-pub mod log;
-pub mod log_tally;
-pub mod store;
-
-// The model, the YAML document engine and the etcd client are crates of their own (the
-// crate table in ARCHITECTURE.md); their modules keep the paths they had here.
+// The model, the YAML document engine, the etcd client and the store are crates of their
+// own (the crate table in ARCHITECTURE.md); their modules keep the paths they had here.
 pub use liza_etcd as etcd;
 pub use liza_model::{
     codec, control, document, event, finding, ids, metrics, model, paths, summary, timestamp,
     validate,
 };
+pub use liza_store::{liveness, log, log_tally, store};
 pub use liza_yaml as yaml;
 pub use liza_yaml::{keyed, merge3, node, tree_diff};
 

@@ -95,7 +95,6 @@ pub mod sandbox;
 pub mod status;
 pub mod supervisor;
 pub(crate) mod tmux;
-pub(crate) mod watch;
 
 // The base layer is a crate of its own (ARCHITECTURE.md *Crates*).
 pub use liza_base::failpoint;

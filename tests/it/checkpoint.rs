@@ -166,8 +166,10 @@ fn the_watchers_analysis_checkpoints_running_supervisors_and_resume_continues() 
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    // The summary is written once the checkpoint is committed, so after the status.
     project.wait_until("the automatic checkpoint", Duration::from_secs(60), || {
         model(repo)["sprint"]["status"] == "CHECKPOINT"
+            && repo.liza_dir().join("sprint_summary.md").exists()
     });
     let state = model(repo);
     assert_eq!(state["circuit_breaker"]["status"], "TRIGGERED");

@@ -17,6 +17,8 @@ pub struct StoreAddress {
     pub prefix: String,
 }
 
+/// A store address that does not parse: what is wrong in it, shown with the address and
+/// the form to write instead.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "{problem} in the store address `{shown}`; write it as {EXAMPLE} (members separated by commas)"
@@ -28,6 +30,7 @@ pub struct AddressError {
 }
 
 /// What is wrong in a store address.
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AddressProblem {
     #[error("no `etcd://` at the start")]

@@ -25,18 +25,39 @@ const UNAVAILABLE: i64 = 14;
 /// gRPC's "out of range": the revision asked for has been compacted.
 const OUT_OF_RANGE: i64 = 11;
 
+/// What went wrong in a call to etcd.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EtcdError {
+    /// No member answered (or the client could not be set up).
     #[error("cannot reach etcd at {endpoints}: {detail}")]
-    Unreachable { endpoints: String, detail: String },
+    Unreachable {
+        /// The members tried, `host:port` separated by commas.
+        endpoints: String,
+        /// Why each one failed, separated by `; `.
+        detail: String,
+    },
+    /// A member answered with an error.
     #[error("etcd refused the request: {message} (code {code})")]
-    Refused { code: i64, message: String },
+    Refused {
+        /// The gRPC status code (0 when the answer had none).
+        code: i64,
+        /// etcd's message.
+        message: String,
+    },
+    /// An answer that does not read as the expected JSON — or a request that could not be
+    /// written, or the client's thread gone.
     #[error("etcd answered something liza cannot read ({detail})")]
-    BadAnswer { detail: String },
+    BadAnswer {
+        /// What failed.
+        detail: String,
+    },
     /// A change was sent but no answer came back: it may or may not have been applied.
     /// It is never sent again by the client; the caller reads to find out.
     #[error("etcd may or may not have applied the change ({detail}); read it back to know")]
-    Indeterminate { detail: String },
+    Indeterminate {
+        /// The member and what happened to the request.
+        detail: String,
+    },
 }
 
 impl EtcdError {
@@ -57,8 +78,11 @@ pub enum Condition {
     /// everything a transaction read at that revision. (A key deleted meanwhile is no
     /// longer in the range: deletions by other clients are not seen.)
     UnchangedSince {
+        /// The first key of the range.
         key: Vec<u8>,
+        /// The end of the range, not included.
         range_end: Vec<u8>,
+        /// The revision the range was read at.
         revision: i64,
     },
 }
@@ -66,29 +90,50 @@ pub enum Condition {
 /// One change of a txn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
+    /// Writes `value` at `key`.
     Put {
+        /// The key.
         key: Vec<u8>,
+        /// Its new value.
         value: Vec<u8>,
+        /// The lease the key is attached to, deleted with it (0: none).
         lease: i64,
     },
+    /// Deletes this key (nothing when it does not exist).
     Delete(Vec<u8>),
 }
 
 /// What a txn did: applied at `revision`, or refused because a condition no longer holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TxnOutcome {
-    Applied { revision: i64 },
-    Conflict { revision: i64 },
+    /// Every condition held and the changes were applied.
+    Applied {
+        /// The revision the changes made.
+        revision: i64,
+    },
+    /// A condition failed: nothing was changed.
+    Conflict {
+        /// The store's revision when the txn was refused.
+        revision: i64,
+    },
 }
 
 /// A key change seen by a watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
+    /// A key written: the key as it is now.
     Put(KeyValue),
-    Delete { key: Vec<u8>, revision: i64 },
+    /// A key deleted.
+    Delete {
+        /// The key.
+        key: Vec<u8>,
+        /// The revision that deleted it.
+        revision: i64,
+    },
 }
 
 impl Event {
+    /// The revision of the change.
     pub fn revision(&self) -> i64 {
         match self {
             Event::Put(kv) => kv.mod_revision,
@@ -104,7 +149,10 @@ pub enum WatchItem {
     Events(Vec<Event>),
     /// The revision to resume from was compacted away: read everything again, then
     /// watch from the revision that read returns. The watch has ended.
-    Compacted { compact_revision: i64 },
+    Compacted {
+        /// etcd's compaction point: the oldest revision it still keeps.
+        compact_revision: i64,
+    },
 }
 
 /// Txn read operations of `ranges` (`(key, range_end, min_mod_revision)`) at `revision`.
@@ -197,6 +245,8 @@ struct Shared {
     timeout: Duration,
 }
 
+/// A client of one etcd cluster: blocking calls, run on the client's own thread, each
+/// tried on the members in turn.
 pub struct Client {
     shared: Arc<Shared>,
     runtime: Runtime,

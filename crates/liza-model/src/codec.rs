@@ -32,22 +32,27 @@ pub mod macro_support {
 #[derive(Default)]
 pub struct Decoder {
     path: Vec<Seg>,
+    /// The findings recorded so far, in the order they were found.
     pub findings: Vec<Finding>,
 }
 
 impl Decoder {
+    /// The path of the field being decoded.
     pub fn path(&self) -> FieldPath {
         FieldPath(self.path.clone())
     }
 
+    /// Enters the value of mapping key `key`.
     pub fn push_key(&mut self, key: &str) {
         self.path.push(Seg::Key(key.to_owned()));
     }
 
+    /// Enters item `index` of a list.
     pub fn push_index(&mut self, index: usize) {
         self.path.push(Seg::Index(index));
     }
 
+    /// Leaves the key or item entered last.
     pub fn pop(&mut self) {
         self.path.pop();
     }
@@ -58,6 +63,7 @@ impl Decoder {
         self.findings.push(finding);
     }
 
+    /// Records an error at `pos` for the current path, with a hint saying how to fix it.
     pub fn error_with_hint(
         &mut self,
         rule: Option<u8>,
@@ -143,12 +149,16 @@ impl Decoder {
 
 /// A required field while decoding a record.
 pub enum Slot<T> {
+    /// The key is not in the mapping.
     Absent,
+    /// The key is there but its value is null or does not decode (a finding says why).
     Invalid,
+    /// The key's value, decoded.
     Present(T),
 }
 
 impl<T> Slot<T> {
+    /// The decoded value, if there is one.
     pub fn take(self) -> Option<T> {
         match self {
             Slot::Present(v) => Some(v),
@@ -159,11 +169,14 @@ impl<T> Slot<T> {
 
 /// Reads a model value from a node, recording findings for what does not fit.
 pub trait Decode: Sized {
+    /// The value `node` holds, recording in `d` a finding for each part that does not fit;
+    /// `None` when no value can be made of it.
     fn decode(node: &Node, d: &mut Decoder) -> Option<Self>;
 }
 
 /// Writes a model value as YAML.
 pub trait Emit {
+    /// Writes the value at the emitter's current position.
     fn emit(&self, e: &mut Emitter);
 
     /// The text of this value when it can sit in a flow list (`[a, b]`).
@@ -227,11 +240,14 @@ impl Emit for bool {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Number {
+    /// Written as an integer.
     Int(i64),
+    /// Written as a float.
     Float(f64),
 }
 
 impl Number {
+    /// The value as a float, whichever way it was written.
     pub fn as_f64(self) -> f64 {
         match self {
             Number::Int(i) => i as f64,
@@ -421,14 +437,17 @@ impl<K, V> Default for IdMap<K, V> {
 }
 
 impl<K: PartialEq, V> IdMap<K, V> {
+    /// The value for `key`.
     pub fn get(&self, key: &K) -> Option<&V> {
         self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// The value for `key`, to change it.
     pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
         self.0.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// Whether `key` is in the map.
     pub fn contains_key(&self, key: &K) -> bool {
         self.get(key).is_some()
     }
@@ -441,19 +460,23 @@ impl<K: PartialEq, V> IdMap<K, V> {
         }
     }
 
+    /// Removes `key`, returning its value; the others keep their order.
     pub fn remove(&mut self, key: &K) -> Option<V> {
         let i = self.0.iter().position(|(k, _)| k == key)?;
         Some(self.0.remove(i).1)
     }
 
+    /// The entries in file order.
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.0.iter().map(|(k, v)| (k, v))
     }
 
+    /// How many entries there are.
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
+    /// Whether there are no entries.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -469,8 +492,11 @@ impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for IdMap<K, V> {
 
 /// Keys of an [`IdMap`]: parsed from the key text with a finding on failure.
 pub trait MapKey: Sized + PartialEq + AsRef<str> {
+    /// The key written as `text`, or why it is not one.
     fn parse_key(text: &str) -> Result<Self, IdError>;
+    /// The validation rule a malformed key is reported under (`None`: none of the numbered ones).
     const RULE: Option<u8>;
+    /// The `check` a malformed key is reported under.
     const CHECK: &'static str;
 }
 
@@ -662,12 +688,15 @@ macro_rules! yaml_enum {
         }
 
         impl $ty {
+            /// Every value, in declaration order.
             pub const ALL: &'static [$ty] = &[$($ty::$variant),*];
 
+            /// The name written in the YAML.
             pub fn as_str(self) -> &'static str {
                 match self { $($ty::$variant => $name,)* }
             }
 
+            /// The value named `text` (exactly, case-sensitive), if there is one.
             pub fn parse(text: &str) -> Option<$ty> {
                 match text { $($name => Some($ty::$variant),)* _ => None }
             }

@@ -4,8 +4,11 @@
 //! as data and one pure function per row ([`lifecycle`]). It writes nothing and runs
 //! nothing — no store, no git, no process; it reads only what validation checks exists (a
 //! spec file) and a document it is asked to load. The store, the supervisors and the
-//! operations (the `liza` crate) call it.
+//! operations (the `liza` crate) call it. With the feature `bench`: generated blackboards
+//! of a chosen size ([`bench`]), for the benchmarks and the tests.
 
+#[cfg(feature = "bench")]
+pub mod bench;
 pub mod codec;
 pub mod control;
 pub mod document;

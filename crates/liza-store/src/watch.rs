@@ -11,7 +11,7 @@ use std::time::Duration;
 use notify::{RecursiveMode, Watcher};
 
 /// Changes of named files in one directory.
-pub struct DirWatch {
+pub(crate) struct DirWatch {
     _watcher: notify::RecommendedWatcher,
     rx: Receiver<()>,
     debounce: Duration,
@@ -20,7 +20,7 @@ pub struct DirWatch {
 impl DirWatch {
     /// Watches `dir` for changes to files whose names are in `names` (all when empty);
     /// a burst of changes within `debounce` wakes the waiter once.
-    pub fn new(dir: &Path, names: &[&str], debounce: Duration) -> notify::Result<DirWatch> {
+    pub(crate) fn new(dir: &Path, names: &[&str], debounce: Duration) -> notify::Result<DirWatch> {
         let (tx, rx) = channel();
         let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
         let mut watcher =
@@ -52,7 +52,7 @@ impl DirWatch {
 
     /// Waits for a change for at most `timeout` (the polling fallback); `true` when one
     /// was seen. The rest of a burst is absorbed before returning.
-    pub fn wait(&self, timeout: Duration) -> bool {
+    pub(crate) fn wait(&self, timeout: Duration) -> bool {
         let seen = match self.rx.recv_timeout(timeout) {
             Ok(()) => true,
             Err(RecvTimeoutError::Timeout) => false,

@@ -3,14 +3,17 @@
 
 use std::fmt;
 
+/// The BLAKE3 hash of some bytes (a state.yaml text, mostly).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ContentHash([u8; 32]);
 
 impl ContentHash {
+    /// The hash of `bytes`.
     pub fn of(bytes: &[u8]) -> ContentHash {
         ContentHash(*blake3::hash(bytes).as_bytes())
     }
 
+    /// The hash as 64 lowercase hex digits.
     pub fn to_hex(self) -> String {
         let mut s = String::with_capacity(64);
         for b in self.0 {
@@ -20,6 +23,7 @@ impl ContentHash {
         s
     }
 
+    /// The hash written as 64 hex digits; `None` for any other text.
     pub fn from_hex(text: &str) -> Option<ContentHash> {
         if text.len() != 64 {
             return None;

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 pub use liza_model::liveness::*;
 
-use crate::blackboard::codec::{Decode, Decoder, Emit};
-use crate::blackboard::ids::AgentId;
-use crate::blackboard::yaml::{self, Emitter};
+use liza_model::codec::{Decode, Decoder, Emit};
+use liza_model::ids::AgentId;
+use liza_yaml::{self, Emitter};
 
 /// Writes `record` by temp file + rename, so readers never see half a record.
 pub fn write(dir: &Path, agent: &AgentId, record: &LiveRecord) -> io::Result<PathBuf> {
@@ -88,7 +88,7 @@ pub fn read_all(dir: &Path) -> LiveRecords {
         let Ok(text) = std::str::from_utf8(&bytes) else {
             continue;
         };
-        let Ok(parsed) = yaml::parse(text) else {
+        let Ok(parsed) = liza_yaml::parse(text) else {
             continue;
         };
         let Some(root) = parsed.root else { continue };
@@ -141,10 +141,10 @@ pub fn pid_namespace() -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackboard::model::{Agent, AgentStatus, State, Task, TaskStatus};
-    use crate::blackboard::node::Extra;
-    use crate::blackboard::timestamp::Timestamp;
-    use crate::blackboard::{Role, TaskId};
+    use liza_model::model::{Agent, AgentStatus, State, Task, TaskStatus};
+    use liza_model::timestamp::Timestamp;
+    use liza_model::{Role, TaskId};
+    use liza_yaml::node::Extra;
 
     fn state_with(agent: &str, generation: &str) -> State {
         let mut state = State::initial(

@@ -15,10 +15,10 @@ use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
 
-use crate::blackboard::codec::Emit;
-use crate::blackboard::model::{State, Task, TaskList};
-use crate::blackboard::yaml::layout::{self, Items, Layout, LayoutEntry};
-use crate::blackboard::yaml::{self, Emitter, patch};
+use liza_model::codec::Emit;
+use liza_model::model::{State, Task, TaskList};
+use liza_yaml::layout::{self, Items, Layout, LayoutEntry};
+use liza_yaml::{self, Emitter, patch};
 
 /// The top-level key whose list items the layout tracks.
 const TASKS: &str = "tasks";
@@ -26,6 +26,7 @@ const TASKS: &str = "tasks";
 /// A state.yaml text holding a person's comments.
 #[derive(Debug, Clone)]
 pub struct Commented {
+    /// The text.
     pub text: String,
     /// Where its entries and tasks are, when known (always after liza wrote it).
     pub layout: Option<Layout>,
@@ -33,7 +34,9 @@ pub struct Commented {
 
 /// A new revision written as edits of a commented text.
 pub struct Rewritten {
+    /// The new revision's state.yaml text.
     pub text: String,
+    /// Where its entries and tasks are (`None` unless every task's span is known).
     pub layout: Option<Layout>,
     /// Where each task is in `text`, keyed by its `Arc` address (the parse cache's spans).
     pub task_spans: Vec<(usize, Range<usize>)>,
@@ -49,10 +52,13 @@ impl Commented {
             return None;
         }
         let text = std::str::from_utf8(bytes).ok()?;
-        yaml::parse(text).ok()?.has_comments.then(|| Commented {
-            text: text.to_owned(),
-            layout: None,
-        })
+        liza_yaml::parse(text)
+            .ok()?
+            .has_comments
+            .then(|| Commented {
+                text: text.to_owned(),
+                layout: None,
+            })
     }
 
     /// `bytes` when their decoding found comments (`has_comments`): no second parse,
@@ -86,8 +92,8 @@ impl Commented {
 
     /// The slow way: the whole document patched, then scanned once.
     fn rewrite_whole(&self, new: &State, rendered: &str) -> Option<Rewritten> {
-        let old_tree = yaml::parse(&self.text).ok()?.root?;
-        let new_tree = yaml::parse(rendered).ok()?.root?;
+        let old_tree = liza_yaml::parse(&self.text).ok()?.root?;
+        let new_tree = liza_yaml::parse(rendered).ok()?.root?;
         let text = patch::patch(&self.text, &old_tree, &new_tree)?;
         let layout = layout::scan(&text, TASKS);
         let task_spans = match layout.as_ref().and_then(|l| l.items.as_ref()) {
@@ -118,7 +124,7 @@ fn task_key(task: &Arc<Task>) -> usize {
 /// Tests build with debug assertions: every fast rewrite is read back whole there.
 fn debug_assert_reads_as(text: &str, state: &State) {
     if cfg!(debug_assertions) {
-        let decoded = crate::blackboard::document::decode(text.as_bytes()).unwrap_or_else(|f| {
+        let decoded = liza_model::document::decode(text.as_bytes()).unwrap_or_else(|f| {
             panic!("a rewritten commented state.yaml does not read: {f:?}\n{text}")
         });
         assert!(
@@ -296,8 +302,8 @@ impl<'t> Splice<'t> {
 /// `person`'s text (one top-level entry, after `prefix`) edited to read as liza's `new`
 /// text of it; without the prefix. Checked by `patch` to read back as `new`.
 fn patch_fragment(person: &str, new: &str, prefix: &str) -> Option<String> {
-    let old_tree = yaml::parse(person).ok()?.root?;
-    let new_tree = yaml::parse(new).ok()?.root?;
+    let old_tree = liza_yaml::parse(person).ok()?.root?;
+    let new_tree = liza_yaml::parse(new).ok()?.root?;
     let patched = patch::patch(person, &old_tree, &new_tree)?;
     let mut text = patched.strip_prefix(prefix)?.to_owned();
     if !text.ends_with('\n') {
@@ -410,9 +416,9 @@ fn top_level(state: &mut State) -> Option<TopLevel> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackboard::document;
-    use crate::blackboard::model::{HumanNote, TaskStatus};
-    use crate::blackboard::timestamp::Timestamp;
+    use liza_model::document;
+    use liza_model::model::{HumanNote, TaskStatus};
+    use liza_model::timestamp::Timestamp;
 
     /// A commented text, with the state it reads as and its layout.
     fn commented(text: &str) -> (Commented, State) {
@@ -423,7 +429,7 @@ mod tests {
     }
 
     fn base() -> String {
-        let mut state = crate::bench::generate_state(6, 300, Timestamp::now());
+        let mut state = liza_model::bench::generate_state(6, 300, Timestamp::now());
         state.human_notes = Some(vec![note("note-1", "hello")]);
         let text = document::emit(&state, 0);
         let mut out = String::from("# the plan, by Ann\n\n");
@@ -519,7 +525,7 @@ mod tests {
         let (c, before) = commented(&text);
         let mut new = before.clone();
         let mut added = (*new.tasks.0[0]).clone();
-        added.id = crate::blackboard::ids::TaskId::parse("task-new").unwrap();
+        added.id = liza_model::ids::TaskId::parse("task-new").unwrap();
         new.tasks.0.remove(1);
         new.tasks.0.push(Arc::new(added));
         let done = rewrite(&c, &before, &mut new);
@@ -619,7 +625,7 @@ mod tests {
                 .push(note("note-9", "a # b"));
             new.tasks.get_mut(3).unwrap().priority = Some(7);
             let mut added = (*new.tasks.0[1]).clone();
-            added.id = crate::blackboard::ids::TaskId::parse("task-new").unwrap();
+            added.id = liza_model::ids::TaskId::parse("task-new").unwrap();
             new.tasks.0.push(Arc::new(added));
             let done = c
                 .rewrite(Some(&before), &mut new, |s| document::emit(s, 0))

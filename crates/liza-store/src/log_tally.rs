@@ -6,12 +6,12 @@
 
 use std::collections::BTreeMap;
 
-use super::event::{EventKind, RunEnded};
 use super::log::{LogEntry, parse_items};
-use super::node::{Node, Value};
 use super::store::Store;
 use super::store::log_feed::LogFeed;
-use super::timestamp::Timestamp;
+use liza_model::event::{EventKind, RunEnded};
+use liza_model::timestamp::Timestamp;
+use liza_yaml::node::{Node, Value};
 
 /// The log action a supervisor appends when an agent run ends.
 pub const RUN_ENDED: EventKind = EventKind::AgentRunEnded;
@@ -28,11 +28,14 @@ pub const BUCKETS_MS: &[f64] = &[
 pub struct Histogram {
     /// Observations per bucket of [`BUCKETS_MS`], plus one for `+Inf`.
     pub counts: Vec<u64>,
+    /// The sum of the observations.
     pub sum: f64,
+    /// How many observations.
     pub count: u64,
 }
 
 impl Histogram {
+    /// Counts one observation of `ms`.
     pub fn observe(&mut self, ms: f64) {
         if self.counts.is_empty() {
             self.counts = vec![0; BUCKETS_MS.len() + 1];
@@ -69,9 +72,13 @@ pub const CLOCK_SKEWS_KEPT: usize = 64;
 /// *Timestamps*): stamped at that last entry's time instead.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClockSkew {
+    /// The entry's timestamp: the time it was stamped at.
     pub ts: Timestamp,
+    /// Who wrote it (empty when the entry does not say).
     pub agent: String,
+    /// Its action.
     pub action: String,
+    /// How far its writer's clock was behind, in seconds (the entry's `clock_behind_s`).
     pub behind_s: i64,
 }
 
@@ -80,14 +87,20 @@ pub struct ClockSkew {
 pub struct Activity {
     /// Committed transactions by their log action.
     pub transitions: BTreeMap<String, u64>,
+    /// How long transactions waited for the state lock (one observation per revision).
     pub lock_wait: Histogram,
+    /// How long transactions held the state lock (one observation per revision).
     pub lock_hold: Histogram,
+    /// How long supervisors took to wake after a change they then acted on (`woke`
+    /// entries' `wake_latency_ms`).
     pub wake_latency: Histogram,
     /// Agent runs by `(role, exit class)`.
     pub runs: BTreeMap<(String, String), u64>,
     /// Every run end, oldest first (crash loops, usage-limit storms).
     pub run_ends: Vec<RunEnded>,
+    /// Committed `merged` entries.
     pub merges: u64,
+    /// Committed `integration_failed` entries.
     pub integration_failures: u64,
     /// Entries whose writer's clock was behind the log's (`clock_behind_s`), the latest
     /// [`CLOCK_SKEWS_KEPT`], oldest first.
@@ -98,6 +111,7 @@ pub struct Activity {
 }
 
 impl Activity {
+    /// Takes `entry` into the tally.
     pub fn add(&mut self, entry: &LogEntry) {
         if entry.revision.is_some() {
             *self.transitions.entry(entry.action.clone()).or_insert(0) += 1;
@@ -173,6 +187,7 @@ pub struct ActivityReader {
     /// The entries written after those tallied (`None`: the log could not be read;
     /// the next refresh tries again).
     feed: Option<LogFeed>,
+    /// The tally so far.
     pub activity: Activity,
 }
 

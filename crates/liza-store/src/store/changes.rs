@@ -6,10 +6,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::blackboard::control::Control;
-use crate::blackboard::etcd::{Client, Event, WatchItem, prefix_end};
-use crate::blackboard::etcd::{StoreAddress, Watch};
 use crate::watch::DirWatch;
+use liza_etcd::{Client, Event, WatchItem, prefix_end};
+use liza_etcd::{StoreAddress, Watch};
+use liza_model::control::Control;
 
 /// What a waiter wants to be woken for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,11 +8,11 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::blackboard::TaskId;
-use crate::blackboard::model::{HumanNote, State, Task, TaskList};
 use liza_etcd::Change;
 use liza_etcd::KeyValue;
 use liza_etcd::StoreAddress;
+use liza_model::TaskId;
+use liza_model::model::{HumanNote, State, Task, TaskList};
 
 /// The head key's value: the tasks' order (state.yaml's list order, which people choose)
 /// and the rest of the state.
@@ -26,6 +26,8 @@ struct Head {
     state: State,
 }
 
+/// Why the keys of a blackboard in etcd do not read as one.
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Debug, thiserror::Error)]
 pub enum LayoutError {
     #[error(
@@ -317,7 +319,7 @@ pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Cha
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackboard::Timestamp;
+    use liza_model::Timestamp;
 
     fn address() -> StoreAddress {
         "etcd://127.0.0.1:2379/team/p".parse().unwrap()
@@ -335,7 +337,7 @@ mod tests {
 
     #[test]
     fn a_thousand_task_blackboard_round_trips_in_values_far_below_the_request_limit() {
-        let state = crate::bench::generate_state(1000, 13_500, Timestamp::now());
+        let state = liza_model::bench::generate_state(1000, 13_500, Timestamp::now());
         let kvs = encode(&address(), &state);
         let notes = state.human_notes.as_ref().map_or(0, Vec::len);
         assert_eq!(kvs.len(), 1001 + notes);
@@ -354,7 +356,7 @@ mod tests {
 
     #[test]
     fn a_transition_writes_the_head_and_only_the_tasks_it_changed() {
-        let before = crate::bench::generate_state(20, 500, Timestamp::now());
+        let before = liza_model::bench::generate_state(20, 500, Timestamp::now());
         let mut after = before.clone();
         after.revision = Some(after.revision() as i64 + 1);
         let mut changed = (*after.tasks.0[3]).clone();
@@ -396,7 +398,7 @@ mod tests {
 
     #[test]
     fn a_note_is_a_key_of_its_own_and_adding_one_writes_only_it_and_the_head() {
-        let mut before = crate::bench::generate_state(5, 200, Timestamp::now());
+        let mut before = liza_model::bench::generate_state(5, 200, Timestamp::now());
         before.assign_note_ids();
         let mut after = before.clone();
         after.revision = Some(after.revision() as i64 + 1);
@@ -436,7 +438,7 @@ mod tests {
 
     #[test]
     fn keys_that_do_not_add_up_are_refused_naming_the_key() {
-        let state = crate::bench::generate_state(3, 200, Timestamp::now());
+        let state = liza_model::bench::generate_state(3, 200, Timestamp::now());
         let kvs = encode(&address(), &state);
         let err = decode(&address(), &as_read(kvs[1..].to_vec())).unwrap_err();
         assert!(err.to_string().contains("team/p/head"), "{err}");

@@ -5,23 +5,23 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::FileStore;
-use crate::blackboard::control::{Control, ControlFlags, Raised};
-use crate::blackboard::document;
-use crate::blackboard::ids::{Actor, AgentId};
-use crate::blackboard::liveness::{self, LiveRecord, LiveRecords};
-use crate::blackboard::log::{self, Item, LogEntry};
-use crate::blackboard::merge3::Choices;
-use crate::blackboard::model::{State, Task};
-use crate::blackboard::paths::LizaPaths;
-use crate::blackboard::store::backend::{Backend, ErasedChange, ErasedUpdate};
-use crate::blackboard::store::changes::{Changes, Topic};
-use crate::blackboard::store::hand_edit::Rejection;
-use crate::blackboard::store::hash::ContentHash;
-use crate::blackboard::store::log_feed::LogFeed;
-use crate::blackboard::store::{
+use crate::liveness::{self, LiveRecord, LiveRecords};
+use crate::log::{self, Item, LogEntry};
+use crate::store::backend::{Backend, ErasedChange, ErasedUpdate};
+use crate::store::changes::{Changes, Topic};
+use crate::store::hand_edit::Rejection;
+use crate::store::hash::ContentHash;
+use crate::store::log_feed::LogFeed;
+use crate::store::{
     Committed, Document, Snapshot, StoreError, TxError, alarm_log, atomic, read_if_there, run,
 };
-use crate::blackboard::timestamp::Timestamp;
+use liza_model::control::{Control, ControlFlags, Raised};
+use liza_model::document;
+use liza_model::ids::{Actor, AgentId};
+use liza_model::model::{State, Task};
+use liza_model::paths::LizaPaths;
+use liza_model::timestamp::Timestamp;
+use liza_yaml::merge3::Choices;
 
 impl FileStore {
     /// How an I/O error on `path` under `.liza/` is told.

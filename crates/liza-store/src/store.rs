@@ -35,108 +35,185 @@ pub use self::file::write_revision_files;
 use self::file::{FileAttempt, FileStore};
 use self::hand_edit::HandEditPolicy;
 use self::hash::ContentHash;
-use super::control::{Control, ControlFlags};
-use super::document;
-use super::etcd::StoreAddress;
-use super::event::EventKind;
-use super::finding::Finding;
-use super::ids::{Actor, AgentId};
 use super::liveness::{LiveRecord, LiveRecords};
 use super::log::LogEntry;
-use super::merge3;
-use super::model::{State, Task};
-use super::paths::LizaPaths;
-use super::timestamp::Timestamp;
-use super::validate::{ValidationEnv, validate};
-use crate::error::{Diagnostic, ErrorClass};
+use liza_base::error::{Diagnostic, ErrorClass};
+use liza_etcd::StoreAddress;
+use liza_model::control::{Control, ControlFlags};
+use liza_model::document;
+use liza_model::event::EventKind;
+use liza_model::finding::Finding;
+use liza_model::ids::{Actor, AgentId};
+use liza_model::model::{State, Task};
+use liza_model::paths::LizaPaths;
+use liza_model::timestamp::Timestamp;
+use liza_model::validate::{ValidationEnv, validate};
+use liza_yaml::merge3;
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The checkout has no `.liza/`.
     #[error("no blackboard here: {dir} does not exist")]
-    NotInitialized { dir: String },
+    NotInitialized {
+        /// The `.liza/` looked for.
+        dir: String,
+    },
+    /// A blackboard was to be created or joined where `.liza/` exists already.
     #[error("{dir} already exists")]
-    AlreadyInitialized { dir: String },
+    AlreadyInitialized {
+        /// The `.liza/` found.
+        dir: String,
+    },
+    /// `.liza/` exists but state.yaml does not.
     #[error("{path} is missing")]
     StateMissing {
+        /// state.yaml's path.
         path: String,
+        /// The journal's last entry, to copy back (`None`: none to offer).
         restore: Option<String>,
     },
+    /// A file operation failed.
     #[error("cannot {action} {path}")]
     Io {
+        /// What was being done, a verb the path completes (`read`, `replace`, `create a
+        /// directory in`…).
         action: &'static str,
+        /// The file or directory it was done to.
         path: String,
+        /// The cause.
         #[source]
         source: io::Error,
     },
+    /// The state lock stayed taken for the whole wait.
     #[error("timed out after {:.1} s waiting for the blackboard lock {lock}", waited.as_secs_f64())]
     LockTimeout {
+        /// The lock file.
         lock: String,
+        /// How long it was waited for.
         waited: Duration,
+        /// Who holds it, as its owner note says (`None`: no note).
         holder: Option<String>,
     },
+    /// A text that should hold a blackboard does not (state.yaml, a journal entry, the
+    /// state read from etcd).
     #[error("{path} is not a valid blackboard ({} error{})", findings.len(), if findings.len() == 1 { "" } else { "s" })]
     Invalid {
+        /// Where the text is: a path, or the store address.
         path: String,
+        /// What is wrong, each located in the text.
         findings: Vec<Finding>,
+        /// The journal's last entry, to copy back (`None`: none to offer).
         restore: Option<String>,
     },
+    /// state.yaml is a symbolic link.
     #[error(
         "{path} is a symbolic link (to {target}); liza replaces the file atomically and will not write through or over a link"
     )]
-    Symlink { path: String, target: String },
+    Symlink {
+        /// The link.
+        path: String,
+        /// Where it points.
+        target: String,
+    },
+    /// state.yaml is not writable.
     #[error("{path} is read-only; liza will not replace it")]
-    ReadOnly { path: String },
+    ReadOnly {
+        /// Its path.
+        path: String,
+    },
+    /// The change would add errors to the blackboard: nothing was written.
     #[error("refused: the change would make the blackboard invalid")]
-    WouldInvalidate { findings: Vec<Finding> },
+    WouldInvalidate {
+        /// The errors the change would add (those already there are not counted).
+        findings: Vec<Finding>,
+    },
     /// A supervisor's write after its agent was registered anew or unregistered.
     #[error("{agent}'s supervisor (generation {presented}) was superseded: {}", match registered {
         Some(current) => format!("{agent} is now registered with generation {current}"),
         None => format!("{agent} is no longer registered"),
     })]
     Superseded {
+        /// The agent.
         agent: String,
+        /// The generation the supervisor wrote as.
         presented: String,
+        /// The agent's registered generation now (`(none)` when it has none); `None`:
+        /// the agent is not registered.
         registered: Option<String>,
     },
     #[error(
         "refused: the change would make {path} {} MiB, over the {} MiB liza reads back",
         bytes >> 20, document::MAX_STATE_BYTES >> 20
     )]
-    TooLarge { path: String, bytes: usize },
+    /// The new state.yaml would be larger than liza reads back: nothing was written.
+    TooLarge {
+        /// state.yaml's path.
+        path: String,
+        /// The size the text would have had.
+        bytes: usize,
+    },
     #[error(
         "refused: the change would write {} KiB to etcd in one transaction, over the {} KiB a transaction may carry",
         bytes >> 10, limit >> 10
     )]
-    TransactionTooLarge { bytes: usize, limit: usize },
+    /// The etcd txn of the change would be larger than etcd takes: nothing was written.
+    TransactionTooLarge {
+        /// What the txn would have carried.
+        bytes: usize,
+        /// What one txn may carry.
+        limit: usize,
+    },
     #[error(
         "refused: the change would write {keys} keys to etcd in one transaction, over the {limit} a transaction may write"
     )]
-    TransactionTooManyKeys { keys: usize, limit: usize },
+    /// The etcd txn of the change would write more keys than etcd takes: nothing was
+    /// written.
+    TransactionTooManyKeys {
+        /// The keys the txn would have written.
+        keys: usize,
+        /// The keys one txn may write.
+        limit: usize,
+    },
+    /// A blackboard was to be created in etcd where keys exist under the prefix already.
     #[error("{address} already holds a project")]
-    ProjectExists { address: String },
+    ProjectExists {
+        /// The store address.
+        address: String,
+    },
+    /// A store address that does not parse.
     #[error("{origin}: {source}")]
     Address {
         /// Where the address came from (`LIZA_STORE`, `.liza/store`, `--store`).
         origin: String,
+        /// What is wrong in it.
         #[source]
-        source: crate::blackboard::etcd::AddressError,
+        source: liza_etcd::AddressError,
     },
+    /// A call to etcd failed.
     #[error("the blackboard in etcd ({address}) cannot be used: {source}")]
     Etcd {
+        /// The store address.
         address: String,
+        /// What went wrong.
         #[source]
-        source: crate::blackboard::etcd::EtcdError,
+        source: liza_etcd::EtcdError,
     },
+    /// The keys in etcd do not read as a blackboard.
     #[error("the blackboard in etcd ({address}) does not read: {source}")]
     Layout {
+        /// The store address.
         address: String,
+        /// Which key, and what is wrong with it.
         #[source]
-        source: crate::blackboard::store::etcd::layout::LayoutError,
+        source: crate::store::etcd::layout::LayoutError,
     },
     /// A task history in the parse cache did not decode (see `model/history.rs`).
     #[error("the parse cache {path} was damaged: a task history in it does not decode")]
-    DamagedCache { path: String },
+    DamagedCache {
+        /// The cache file (removed since).
+        path: String,
+    },
 }
 
 impl Diagnostic for StoreError {
@@ -231,10 +308,10 @@ impl Diagnostic for StoreError {
                 "the state is unchanged; this supervisor stops — the newer registration's supervisor serves the agent".into(),
             ],
             StoreError::Etcd { source, .. } => match source {
-                crate::blackboard::etcd::EtcdError::Unreachable { .. } => vec![
+                liza_etcd::EtcdError::Unreachable { .. } => vec![
                     "start etcd, or check the address (`liza doctor` tries every member); nothing was changed".into(),
                 ],
-                crate::blackboard::etcd::EtcdError::Indeterminate { .. } => vec![
+                liza_etcd::EtcdError::Indeterminate { .. } => vec![
                     "`liza log` shows whether the change was made before you try it again".into(),
                 ],
                 _ => vec!["`liza doctor` checks the store".into()],
@@ -270,7 +347,9 @@ impl StoreError {
 /// A failed transaction: the store failed, or the change itself refused.
 #[derive(Debug)]
 pub enum TxError<E> {
+    /// The store failed: nothing was written.
     Store(StoreError),
+    /// The change refused, with its reason: nothing was written.
     Refused(E),
 }
 
@@ -299,13 +378,16 @@ fn fence(state: &State, id: &AgentId, generation: &str) -> Result<(), StoreError
 
 /// The state being changed inside a transaction, and the log entries it will write.
 pub struct Tx {
+    /// The state the change edits: the committed state, liveness records folded in.
     pub state: State,
+    /// The time of the transaction (each attempt reads the clock again).
     pub now: Timestamp,
     actor: Actor,
     log: Vec<LogEntry>,
 }
 
 impl Tx {
+    /// Who makes the change.
     pub fn actor(&self) -> &Actor {
         &self.actor
     }
@@ -328,15 +410,21 @@ impl Tx {
 /// A committed transaction.
 #[derive(Debug)]
 pub struct Committed<R> {
+    /// What the change returned (on the attempt that committed).
     pub value: R,
+    /// The revision it made.
     pub revision: u64,
+    /// The log entries it wrote.
     pub entries: Vec<LogEntry>,
 }
 
 /// A state read without the lock.
 #[derive(Debug)]
 pub struct Snapshot {
+    /// The state, liveness records folded in.
     pub state: State,
+    /// Names what was read: the hash of state.yaml's bytes on files, of the head's
+    /// revision in etcd (see [`Store::refuse_damaged`]).
     pub hash: ContentHash,
     /// state.yaml differs from the last committed revision (edited by hand, or written
     /// by another tool); the next transaction reconciles it.
@@ -353,9 +441,15 @@ pub struct Store {
 /// ids as task ids are; blobs are git object ids).
 pub enum Document<'a> {
     /// The terminal tasks of a past sprint (`liza archive`, read by `liza retro`).
-    Archive { sprint: &'a str },
+    Archive {
+        /// The sprint's id.
+        sprint: &'a str,
+    },
     /// A spec's text as a task was finalized against it (the git blob id).
-    SpecText { blob: &'a str },
+    SpecText {
+        /// The spec's git blob id.
+        blob: &'a str,
+    },
 }
 
 impl Document<'_> {
@@ -770,7 +864,7 @@ impl Store {
     pub fn stream_log(
         &self,
         follow: bool,
-        visit: &mut dyn FnMut(crate::blackboard::log::Item),
+        visit: &mut dyn FnMut(crate::log::Item),
     ) -> Result<(bool, Option<log_feed::LogFeed>), StoreError> {
         self.backend.stream_log(follow, visit)
     }

@@ -38,11 +38,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::hash::ContentHash;
-use crate::blackboard::model::{
+use liza_model::model::{
     CachedJson, History, HistoryEvent, ReviewCounts, State, Task, TaskList, without_histories,
 };
-use crate::blackboard::yaml::ItemTexts;
-use crate::blackboard::yaml::layout::{Items, Layout, LayoutEntry};
+use liza_yaml::ItemTexts;
+use liza_yaml::layout::{Items, Layout, LayoutEntry};
 
 /// Changes whenever the model's JSON form may change, so an old cache is ignored.
 const FORMAT: &str = concat!("liza-state-cache/5/", env!("CARGO_PKG_VERSION"));
@@ -53,16 +53,22 @@ const SUFFIX: &str = ".json";
 /// the task's `Arc` address: what a transaction copies for the tasks it did not change.
 #[derive(Debug, Default)]
 pub struct TaskTexts {
+    /// The committed state.yaml text and each task's span in it.
     pub yaml: ItemTexts,
+    /// The cache file's bytes.
     pub json_text: Arc<Vec<u8>>,
+    /// Each task's own part of its cache line in `json_text` (everything after its
+    /// state.yaml span).
     pub json: HashMap<usize, Range<usize>>,
 }
 
+/// The parse cache files in one directory (`.liza/`).
 pub struct ParseCache {
     dir: PathBuf,
 }
 
 impl ParseCache {
+    /// The cache kept in `dir`.
     pub fn new(dir: PathBuf) -> ParseCache {
         ParseCache { dir }
     }
@@ -256,7 +262,9 @@ impl ParseCache {
 
 /// What the cache holds for one state.yaml text.
 pub struct Loaded {
+    /// The state (task histories decoded only when read).
     pub state: State,
+    /// Where its tasks are in state.yaml and in the cache file.
     pub texts: TaskTexts,
     /// Where things are in the text, when it holds a person's comments.
     pub layout: Option<Layout>,
@@ -265,7 +273,10 @@ pub struct Loaded {
 /// A serialised cache, ready to be written.
 pub struct Encoded {
     path: PathBuf,
+    /// The file's content.
     pub bytes: Vec<u8>,
+    /// Each task's own part of its line in `bytes`, by the task's key (the next
+    /// commit's [`TaskTexts::json`]).
     pub json: HashMap<usize, Range<usize>>,
     /// Every history written reads back as the same events. When one does not (a
     /// person's text JSON cannot tell apart, such as a mapping whose one key is

@@ -10,12 +10,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::blackboard::timestamp::Timestamp;
+use liza_model::timestamp::Timestamp;
 
 /// A held lock; released on drop.
 pub struct StateLock {
     file: File,
+    /// When it was taken.
     pub acquired: Instant,
+    /// How long taking it took.
     pub waited: Duration,
 }
 
@@ -27,9 +29,11 @@ impl Drop for StateLock {
 
 /// Why the lock could not be taken.
 pub enum LockFailure {
+    /// The lock file could not be opened or locked.
     Io(io::Error),
-    /// Not acquired within the timeout; the owner file's content if any.
+    /// Not acquired within the timeout.
     TimedOut {
+        /// The owner file's content, if any.
         holder: Option<String>,
     },
 }

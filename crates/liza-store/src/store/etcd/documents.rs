@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{EtcdStore, group_commit, prefix_end};
-use crate::blackboard::etcd::{Change, Condition, EtcdError, TxnOutcome};
-use crate::blackboard::store::etcd::layout;
-use crate::blackboard::store::{Document, StoreError};
+use crate::store::etcd::layout;
+use crate::store::{Document, StoreError};
+use liza_etcd::{Change, Condition, EtcdError, TxnOutcome};
 
 /// A chunk's size: a chunk and its framing (base64 on the JSON gateway) stay well under
 /// etcd's request limit.

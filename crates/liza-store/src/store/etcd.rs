@@ -23,22 +23,22 @@ mod backend;
 mod documents;
 mod group_commit;
 pub mod layout;
-use crate::blackboard::control::{Control, ControlFlags, Raised};
-use crate::blackboard::document;
-use crate::blackboard::etcd::address::FLOORS;
-use crate::blackboard::etcd::{
+use crate::liveness::{LiveRecord, LiveRecords};
+use crate::log::LogEntry;
+use layout::LayoutError;
+use liza_etcd::address::FLOORS;
+use liza_etcd::{
     Change, Client, Condition, EtcdError, KeyValue, StoreAddress, TxnOutcome, prefix_end,
 };
-use crate::blackboard::event::EventKind;
-use crate::blackboard::ids::AgentId;
-use crate::blackboard::liveness::{LiveRecord, LiveRecords};
-use crate::blackboard::log::LogEntry;
-use crate::blackboard::merge3::Choices;
-use crate::blackboard::metrics;
-use crate::blackboard::model::State;
-use crate::blackboard::paths::LizaPaths;
-use crate::blackboard::timestamp::Timestamp;
-use layout::LayoutError;
+use liza_model::control::{Control, ControlFlags, Raised};
+use liza_model::document;
+use liza_model::event::EventKind;
+use liza_model::ids::AgentId;
+use liza_model::metrics;
+use liza_model::model::State;
+use liza_model::paths::LizaPaths;
+use liza_model::timestamp::Timestamp;
+use liza_yaml::merge3::Choices;
 
 /// etcd refuses a request over 1.5 MiB; a transition stays under it with room for the
 /// JSON gateway's base64 (4/3) and the txn's framing.
@@ -101,6 +101,7 @@ pub struct Inspection {
     pub members: Vec<(String, Result<(), String>)>,
     /// Keys under the prefix that are no part of the layout.
     pub strays: Vec<String>,
+    /// Each liveness record with its lease.
     pub leases: Vec<LeaseFacts>,
     /// When this host read the leases (its clock).
     pub read_at: Timestamp,
@@ -108,10 +109,13 @@ pub struct Inspection {
 
 /// A liveness record and its etcd lease.
 pub struct LeaseFacts {
+    /// The record's key.
     pub key: String,
+    /// The host that wrote it, as the record says.
     pub host: Option<String>,
     /// The lease's end as the writing host's clock put it.
     pub lease_expires: Option<Timestamp>,
+    /// The key is attached to an etcd lease (without one it never vanishes by itself).
     pub has_lease: bool,
     /// What etcd says is left of it, in whole seconds.
     pub seconds_left: Option<i64>,
@@ -192,10 +196,12 @@ impl EtcdStore {
         self.patiently(op).map_err(|e| self.fail(e))
     }
 
+    /// The checkout's `.liza/` files.
     pub fn paths(&self) -> &LizaPaths {
         &self.paths
     }
 
+    /// Where the blackboard is.
     pub fn address(&self) -> &StoreAddress {
         &self.address
     }
@@ -334,7 +340,7 @@ impl EtcdStore {
         let mut state = (*turn.base.state).clone();
         // Heartbeats renewed leases in liveness records; the commit makes them part of
         // the state, as on files (specs/blackboard.md *Liveness*).
-        crate::blackboard::liveness::fold(&mut state, &turn.base.live);
+        crate::liveness::fold(&mut state, &turn.base.live);
         Ok((state, EtcdAttempt { turn }))
     }
 
@@ -642,6 +648,8 @@ impl EtcdStore {
         }
     }
 
+    /// Reads the state now, liveness records folded in; the checkout's mirror is brought
+    /// up to it.
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let Read {
             state,
@@ -651,7 +659,7 @@ impl EtcdStore {
         } = self.read(0)?;
         self.refresh_mirror(&state);
         let mut state = Arc::unwrap_or_clone(state);
-        crate::blackboard::liveness::fold(&mut state, &live);
+        crate::liveness::fold(&mut state, &live);
         Ok(Snapshot {
             state,
             hash: ContentHash::of(&head_revision.to_be_bytes()),
@@ -766,7 +774,7 @@ impl EtcdStore {
     /// torn, and the revision read at.
     pub fn stream_log(
         &self,
-        visit: &mut dyn FnMut(crate::blackboard::log::Item),
+        visit: &mut dyn FnMut(crate::log::Item),
     ) -> Result<(bool, i64), StoreError> {
         /// Keys per page: a key is one revision's entries (a transition's few lines).
         const PAGE: i64 = 256;
@@ -797,7 +805,7 @@ impl EtcdStore {
             from = last.key.clone();
             from.push(0);
             let text = super::log_feed::log_text(kvs);
-            let read = crate::blackboard::log::parse_items(&text, line);
+            let read = crate::log::parse_items(&text, line);
             line += text.iter().filter(|b| **b == b'\n').count();
             torn |= read.torn_tail;
             for entry in read.entries {
@@ -957,6 +965,7 @@ impl EtcdStore {
         Ok(ControlFlags(flags))
     }
 
+    /// Raises `control` with `text` (its first line: when).
     pub fn raise(&self, control: Control, text: &str) -> Result<(), StoreError> {
         let key = self.address.key(&format!("control/{}", control.name()));
         self.call(|c| c.put(&key, text.as_bytes(), 0).map(drop))

@@ -12,14 +12,14 @@ use super::super::journal::JournalEntry;
 use super::super::lock::StateLock;
 use super::super::{StoreError, atomic};
 use super::{Current, FileStore, Replaced, io_err};
-use crate::blackboard::EventKind;
-use crate::blackboard::document;
-use crate::blackboard::finding::Finding;
-use crate::blackboard::log::{self as activity, LogEntry};
-use crate::blackboard::merge3::Choices;
-use crate::blackboard::model::State;
-use crate::blackboard::timestamp::Timestamp;
-use crate::blackboard::validate::validate;
+use crate::log::{self as activity, LogEntry};
+use liza_model::EventKind;
+use liza_model::document;
+use liza_model::finding::Finding;
+use liza_model::model::State;
+use liza_model::timestamp::Timestamp;
+use liza_model::validate::validate;
+use liza_yaml::merge3::Choices;
 
 /// A hand edit about to be committed: the state it leads to, its log line, the older
 /// revision it was merged from, and the person's text when it holds comments.
@@ -123,7 +123,7 @@ impl FileStore {
     /// What the next command will make of state.yaml, if it holds a hand edit (its bytes
     /// are not the journal head): `Ok` it will be applied, `Err` it will be set aside and
     /// why. Read-only, without the lock: `liza doctor` tells a person before it happens.
-    pub fn pending_hand_edit(&self) -> Result<Option<Result<(), Rejection>>, StoreError> {
+    pub(crate) fn pending_hand_edit(&self) -> Result<Option<Result<(), Rejection>>, StoreError> {
         let target = self.paths.state();
         let bytes = document::read_limited(&target).map_err(io_err("read", &target))?;
         let journal = self
@@ -170,7 +170,7 @@ impl FileStore {
     /// names) as a `human_edit`, merged onto the latest revision when the blackboard moved
     /// meanwhile, with `choices` settling conflicts. Nothing is written when it is refused;
     /// returns the revision committed.
-    pub fn submit_edit(
+    pub(crate) fn submit_edit(
         &self,
         bytes: &[u8],
         choices: &Choices,

@@ -17,14 +17,14 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use crate::blackboard::codec::{Decode, Decoder};
-use crate::blackboard::document;
-use crate::blackboard::finding::Finding;
-use crate::blackboard::merge3::{self, Choices, Conflict};
-use crate::blackboard::model::State;
-use crate::blackboard::summary;
-use crate::blackboard::timestamp::Timestamp;
-use crate::blackboard::validate::{ValidationEnv, validate};
+use liza_model::codec::{Decode, Decoder};
+use liza_model::document;
+use liza_model::finding::Finding;
+use liza_model::model::State;
+use liza_model::summary;
+use liza_model::timestamp::Timestamp;
+use liza_model::validate::{ValidationEnv, validate};
+use liza_yaml::merge3::{self, Choices, Conflict};
 
 /// What the store cannot decide itself about a hand edit.
 pub trait HandEditPolicy: Send + Sync {
@@ -37,17 +37,23 @@ pub trait HandEditPolicy: Send + Sync {
 /// What became of a hand edit.
 #[derive(Debug, Clone)]
 pub enum HandEditOutcome {
+    /// Committed.
     Applied {
+        /// The revision it was committed as.
         revision: u64,
+        /// Its log line: what changed, and where it was merged (see
+        /// [`hand_edit_detail`]).
         summary: String,
         /// The older revision it was made on, when it was merged onto a newer one.
         merged_from: Option<u64>,
         /// The state it produced.
         state: Box<State>,
     },
+    /// Not applied.
     Rejected {
         /// The latest revision, restored.
         revision: u64,
+        /// Why.
         why: Rejection,
         /// Where the human's file is kept.
         kept_as: Option<String>,
@@ -61,11 +67,16 @@ pub enum Rejection {
     Invalid(Vec<Finding>),
     /// Fields both the human and the blackboard changed.
     Conflicts {
+        /// The revision it was made on.
         edited: u64,
+        /// The fields, each with both sides' values.
         conflicts: Vec<Conflict>,
     },
     /// The revision it was made on is no longer in the journal.
-    BaseGone { edited: u64 },
+    BaseGone {
+        /// That revision.
+        edited: u64,
+    },
     /// Status changes a person may not make by editing.
     Forbidden(Vec<String>),
 }
@@ -118,8 +129,11 @@ impl Rejection {
 /// The latest revision a hand edit is judged against, and how to read an older one
 /// (the base of a three-way merge).
 pub struct Head<'a> {
+    /// The latest revision's number.
     pub revision: u64,
+    /// Its text, decoded.
     pub decoded: &'a document::Decoded,
+    /// The text of a revision, if it is still kept.
     pub text_of: &'a dyn Fn(u64) -> Option<Vec<u8>>,
 }
 

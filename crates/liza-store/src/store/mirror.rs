@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Mutex;
 
 use super::hash::ContentHash;
-use crate::blackboard::model::State;
-use crate::blackboard::paths::LizaPaths;
-use crate::blackboard::timestamp::Timestamp;
+use liza_model::model::State;
+use liza_model::paths::LizaPaths;
+use liza_model::timestamp::Timestamp;
 
 /// What this process last wrote to the mirror.
 #[derive(Default)]

@@ -12,14 +12,14 @@ use super::hand_edit::Rejection;
 use super::hash::ContentHash;
 use super::log_feed::LogFeed;
 use super::{Committed, Document, Snapshot, StoreError, Tx, TxError};
-use crate::blackboard::control::{Control, ControlFlags};
-use crate::blackboard::etcd::StoreAddress;
-use crate::blackboard::ids::{Actor, AgentId};
-use crate::blackboard::liveness::{LiveRecord, LiveRecords};
-use crate::blackboard::log::{Item, LogEntry};
-use crate::blackboard::merge3::Choices;
-use crate::blackboard::model::{State, Task};
-use crate::blackboard::paths::LizaPaths;
+use crate::liveness::{LiveRecord, LiveRecords};
+use crate::log::{Item, LogEntry};
+use liza_etcd::StoreAddress;
+use liza_model::control::{Control, ControlFlags};
+use liza_model::ids::{Actor, AgentId};
+use liza_model::model::{State, Task};
+use liza_model::paths::LizaPaths;
+use liza_yaml::merge3::Choices;
 
 /// A change as a backend runs it: its value kept by the caller, who is handed back the
 /// index of the attempt that committed (a change may run more than once).

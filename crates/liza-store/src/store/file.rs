@@ -18,7 +18,7 @@ use super::atomic;
 use super::cache::{Loaded, ParseCache, TaskTexts};
 use super::commented::Commented;
 use super::hand_edit::HandEditPolicy;
-use crate::failpoint;
+use liza_base::failpoint;
 
 mod backend;
 mod saves;
@@ -26,20 +26,20 @@ use super::hash::ContentHash;
 use super::journal::{Journal, JournalEntry};
 use super::lock::{self, LockFailure, StateLock};
 use super::{Snapshot, StoreError};
-use crate::blackboard::codec::Emit;
-use crate::blackboard::document;
-use crate::blackboard::finding::Finding;
-use crate::blackboard::liveness;
-use crate::blackboard::log::{self as activity, LogEntry, millis};
-use crate::blackboard::metrics;
-use crate::blackboard::model::{History, State, Task, TaskList};
-use crate::blackboard::paths::LizaPaths;
-use crate::blackboard::timestamp::Timestamp;
-use crate::blackboard::validate::ValidationEnv;
-use crate::blackboard::yaml::{Emitter, ItemTexts};
+use crate::liveness;
+use crate::log::{self as activity, LogEntry, millis};
+use liza_model::codec::Emit;
+use liza_model::document;
+use liza_model::finding::Finding;
+use liza_model::metrics;
+use liza_model::model::{History, State, Task, TaskList};
+use liza_model::paths::LizaPaths;
+use liza_model::timestamp::Timestamp;
+use liza_model::validate::ValidationEnv;
+use liza_yaml::{Emitter, ItemTexts};
 
 /// The file store: the blackboard in `.liza/` of one checkout (specs/blackboard.md).
-pub struct FileStore {
+pub(super) struct FileStore {
     pub(super) paths: LizaPaths,
     pub(super) journal: Journal,
     pub(super) cache: ParseCache,
@@ -87,7 +87,10 @@ impl FileStore {
     /// Opens the blackboard of the project at `root` (which must hold `.liza/`); hand
     /// edits are reconciled with `policy` (the status changes a person may make, where
     /// alarms go). `ops::open_store` opens it with the lifecycle's rules.
-    pub fn open(root: &Path, policy: Arc<dyn HandEditPolicy>) -> Result<FileStore, StoreError> {
+    pub(super) fn open(
+        root: &Path,
+        policy: Arc<dyn HandEditPolicy>,
+    ) -> Result<FileStore, StoreError> {
         let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
         let paths = LizaPaths::new(&root);
         if !paths.dir.is_dir() {
@@ -110,18 +113,18 @@ impl FileStore {
     }
 
     /// Waits this long for the lock instead of `config.lock_timeout` (supervisors: 60 s).
-    pub fn with_lock_timeout(mut self, timeout: Duration) -> FileStore {
+    pub(super) fn with_lock_timeout(mut self, timeout: Duration) -> FileStore {
         self.lock_timeout = Some(timeout);
         self
     }
 
-    pub fn paths(&self) -> &LizaPaths {
+    pub(super) fn paths(&self) -> &LizaPaths {
         &self.paths
     }
 
     /// Creates `.liza/` with `state` as revision 1: built in a temporary directory and
     /// renamed into place, so a concurrent or failed init leaves nothing half-made.
-    pub fn initialize(
+    pub(super) fn initialize(
         root: &Path,
         mut state: State,
         entry: LogEntry,
@@ -187,7 +190,7 @@ impl FileStore {
     }
 
     /// Reads the published state without the lock (display, decisions re-checked later).
-    pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
+    pub(super) fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let path = self.paths.state();
         let bytes = match document::read_limited(&path) {
             Ok(b) => b,
@@ -315,7 +318,7 @@ impl FileStore {
     /// the cache is removed, so the command run again reads state.yaml in full. Whatever
     /// writes tasks out — a commit, an archive — checks them once it has read them, or it
     /// would write such a history empty (an unread one is copied as its text).
-    pub fn refuse_damaged<'t>(
+    pub(super) fn refuse_damaged<'t>(
         &self,
         hash: ContentHash,
         tasks: impl IntoIterator<Item = &'t Task>,
@@ -336,7 +339,7 @@ impl FileStore {
     /// Appends entries that record no state change (a supervisor's wake-ups and agent run
     /// ends) to log.yaml, under the state lock so they never land inside a transaction's
     /// append; the lock is held for the append alone.
-    pub fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
+    pub(super) fn append_log(&self, entries: &[LogEntry]) -> Result<(), StoreError> {
         let lock = self.lock()?;
         let file = activity::append_unsynced(&self.paths.log(), entries)
             .map_err(io_err("append to", &self.paths.log()))?;
@@ -345,13 +348,13 @@ impl FileStore {
     }
 
     /// Who holds the state lock right now (`None`: free), without waiting.
-    pub fn lock_holder(&self) -> Result<Option<String>, StoreError> {
+    pub(super) fn lock_holder(&self) -> Result<Option<String>, StoreError> {
         lock::probe(&self.paths.lock(), &self.paths.lock_owner())
             .map_err(io_err("read", &self.paths.lock()))
     }
 
     /// The revisions kept in the journal, oldest first (`config.journal_keep` bounds them).
-    pub fn revisions(&self) -> Result<Vec<u64>, StoreError> {
+    pub(super) fn revisions(&self) -> Result<Vec<u64>, StoreError> {
         let entries = self
             .journal
             .entries()
@@ -360,7 +363,7 @@ impl FileStore {
     }
 
     /// The kept revisions whose journal entry is not whole.
-    pub fn damaged_revisions(&self) -> Result<Vec<u64>, StoreError> {
+    pub(super) fn damaged_revisions(&self) -> Result<Vec<u64>, StoreError> {
         let entries = self
             .journal
             .entries()
@@ -373,7 +376,7 @@ impl FileStore {
     }
 
     /// The state.yaml text of `revision` as committed, if the journal still holds it.
-    pub fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
+    pub(super) fn revision_text(&self, revision: u64) -> Result<Option<Vec<u8>>, StoreError> {
         let entries = self
             .journal
             .entries()
@@ -391,7 +394,7 @@ impl FileStore {
     /// Reconciles a hand edit of state.yaml now, with no change of its own (the
     /// supervisors' file watch: a human's save is applied, merged or set aside within a
     /// second rather than at the next transaction).
-    pub fn reconcile(&self) -> Result<(), StoreError> {
+    pub(super) fn reconcile(&self) -> Result<(), StoreError> {
         let lock = self.lock()?;
         self.clean_leftovers()?;
         let current = self.read_current(&lock)?;
@@ -428,7 +431,7 @@ impl FileStore {
 
     /// The last committed revision's state (the journal head), whatever a person's
     /// unreconciled edit of state.yaml says meanwhile.
-    pub fn committed_state(&self) -> Option<State> {
+    pub(super) fn committed_state(&self) -> Option<State> {
         self.head_state()
     }
 
@@ -704,7 +707,7 @@ impl FileStore {
         // A value over the parser's limits (one text over 8 MiB) would make a revision
         // no command can load: read such a text back before it replaces a good one.
         // (Texts copied from the previous revision were read or written within limits.)
-        if longest > crate::blackboard::yaml::MAX_SCALAR_BYTES
+        if longest > liza_yaml::MAX_SCALAR_BYTES
             && let Err(findings) = document::decode(&bytes)
         {
             return Err(StoreError::WouldInvalidate { findings });

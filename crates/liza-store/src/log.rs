@@ -12,36 +12,46 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::codec::{Decode, Decoder, Number, record};
-use super::event::EventKind;
-use super::finding::Finding;
-use super::node::{Extra, Node, Value};
-use super::timestamp::Timestamp;
-use super::yaml::{self, is_flow_plain_safe};
-use crate::failpoint;
+use liza_base::failpoint;
+use liza_model::codec::{Decode, Decoder, Number, record};
+use liza_model::event::EventKind;
+use liza_model::finding::Finding;
+use liza_model::timestamp::Timestamp;
+use liza_yaml::node::{Extra, Node, Value};
+use liza_yaml::{self, is_flow_plain_safe};
 
 /// One log entry: `{timestamp, agent, action, task?, detail?}` plus liza's `revision` and
 /// lock timings, plus anything else an entry carries.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LogEntry {
+    /// When it happened.
     #[serde(
         skip_serializing_if = "Option::is_none",
-        serialize_with = "crate::blackboard::timestamp::rfc3339::option"
+        serialize_with = "liza_model::timestamp::rfc3339::option"
     )]
     pub timestamp: Option<Timestamp>,
+    /// Who acted: an agent id, `human` or `liza`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// What happened: an [`EventKind`]'s name, or whatever name a person logged.
     pub action: String,
+    /// The task it concerns.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// A line saying more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// The blackboard revision the transaction made (`None`: an entry that records no
+    /// state change).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
+    /// How long the transaction waited for the state lock (the file store).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lock_wait_ms: Option<Number>,
+    /// How long the transaction held the state lock until its commit (the file store).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lock_hold_ms: Option<Number>,
+    /// Every other field, kept in its order.
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -62,6 +72,7 @@ impl LogEntry {
         EventKind::parse(&self.action)
     }
 
+    /// `agent` did `action` at `timestamp`; nothing else is said yet.
     pub fn new(timestamp: Timestamp, agent: &str, action: EventKind) -> LogEntry {
         LogEntry {
             timestamp: Some(timestamp),
@@ -189,6 +200,7 @@ fn flow_node(out: &mut String, node: &Node) {
 /// What reading the log found.
 #[derive(Debug, Default)]
 pub struct LogRead {
+    /// The entries that could be read, oldest first.
     pub entries: Vec<LogEntry>,
     /// The final item was incomplete (a crash during an append); it was skipped.
     pub torn_tail: bool,
@@ -230,6 +242,7 @@ pub struct EntryReader<R> {
 }
 
 impl<R: io::BufRead> EntryReader<R> {
+    /// A reader of the log text `reader` gives, up to `limit` bytes of it.
     pub fn new(reader: R, limit: u64) -> EntryReader<R> {
         EntryReader {
             reader,
@@ -365,7 +378,7 @@ fn split_items(text: &str) -> Vec<(usize, &str)> {
 }
 
 fn parse_item(item: &str) -> Result<Option<LogEntry>, String> {
-    let parsed = yaml::parse(item).map_err(|e| e.message)?;
+    let parsed = liza_yaml::parse(item).map_err(|e| e.message)?;
     let Some(Node {
         value: Value::Seq(mut list),
         ..

@@ -4,20 +4,20 @@
 use std::time::Duration;
 
 use super::{EtcdStore, Inspection, max_txn_keys};
-use crate::blackboard::control::{Control, ControlFlags};
-use crate::blackboard::etcd::StoreAddress;
-use crate::blackboard::ids::{Actor, AgentId};
-use crate::blackboard::liveness::{LiveRecord, LiveRecords};
-use crate::blackboard::log::{self, Item, LogEntry};
-use crate::blackboard::merge3::Choices;
-use crate::blackboard::model::State;
-use crate::blackboard::paths::LizaPaths;
-use crate::blackboard::store::backend::{Backend, ErasedChange, ErasedUpdate};
-use crate::blackboard::store::changes::{Changes, Topic};
-use crate::blackboard::store::hand_edit::Rejection;
-use crate::blackboard::store::log_feed::LogFeed;
-use crate::blackboard::store::{Committed, Document, Snapshot, StoreError, TxError, run};
-use crate::blackboard::timestamp::Timestamp;
+use crate::liveness::{LiveRecord, LiveRecords};
+use crate::log::{self, Item, LogEntry};
+use crate::store::backend::{Backend, ErasedChange, ErasedUpdate};
+use crate::store::changes::{Changes, Topic};
+use crate::store::hand_edit::Rejection;
+use crate::store::log_feed::LogFeed;
+use crate::store::{Committed, Document, Snapshot, StoreError, TxError, run};
+use liza_etcd::StoreAddress;
+use liza_model::control::{Control, ControlFlags};
+use liza_model::ids::{Actor, AgentId};
+use liza_model::model::State;
+use liza_model::paths::LizaPaths;
+use liza_model::timestamp::Timestamp;
+use liza_yaml::merge3::Choices;
 
 /// How a document's update ended short: the store failed, or the change refused (which
 /// stops [`EtcdStore::update_document`]'s loop without writing).

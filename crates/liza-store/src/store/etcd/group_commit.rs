@@ -15,10 +15,10 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
-use crate::blackboard::etcd::{Change, EtcdError, StoreAddress};
-use crate::blackboard::liveness::LiveRecords;
-use crate::blackboard::model::State;
-use crate::blackboard::store::StoreError;
+use crate::liveness::LiveRecords;
+use crate::store::StoreError;
+use liza_etcd::{Change, EtcdError, StoreAddress};
+use liza_model::model::State;
 
 /// etcd refuses a txn with more than `--max-txn-ops` compares, or operations in a branch
 /// (128 unless the server was started with more: `LIZA_ETCD_MAX_TXN_OPS` says so).
@@ -210,12 +210,12 @@ impl Pipeline {
     }
 
     /// The newest committed state this process knows.
-    pub fn committed(&self) -> Option<Known> {
+    pub(super) fn committed(&self) -> Option<Known> {
         self.lock().committed.clone()
     }
 
     /// Keeps `known` as the newest committed state, unless a newer one is kept.
-    pub fn remember(&self, known: Known) {
+    pub(super) fn remember(&self, known: Known) {
         let mut inner = self.lock();
         if inner
             .committed
@@ -230,7 +230,7 @@ impl Pipeline {
     /// and gives it the state to start from: what the queued batches lead to, else the
     /// committed state, else what `read()` finds (read without the turn, so a slow etcd
     /// holds up one writer at a time, not all in a row).
-    pub fn turn(
+    pub(super) fn turn(
         self: &Arc<Self>,
         wait: std::time::Duration,
         read: impl Fn() -> Result<Known, StoreError>,
@@ -276,7 +276,7 @@ impl Pipeline {
     /// Adds `transition`, run on `turn`'s state, to the newest batch (or a new one when
     /// that one is full); `None` when batches were dropped since the turn began (the
     /// state it ran on will not be committed: run it again).
-    pub fn join(&self, mut turn: Turn, transition: Transition) -> Option<Ticket> {
+    pub(super) fn join(&self, mut turn: Turn, transition: Transition) -> Option<Ticket> {
         turn.done = true;
         let mut inner = self.lock();
         inner.turn_taken = false;
@@ -347,7 +347,7 @@ impl Pipeline {
     /// For the first writer of a batch: waits until the batches before it are settled
     /// and takes it out of the queue to be sent; `None` when it was settled meanwhile
     /// (dropped with a batch before it).
-    pub fn seal(self: &Arc<Self>, ticket: &Ticket) -> Option<Sealed> {
+    pub(super) fn seal(self: &Arc<Self>, ticket: &Ticket) -> Option<Sealed> {
         let mut inner = self.lock();
         loop {
             if inner.settled.contains_key(&ticket.id) {
@@ -383,7 +383,7 @@ impl Pipeline {
     }
 
     /// Records how the sealed batch ended, and what it means for the batches after it.
-    pub fn settle(&self, mut sealed: Sealed, settled: Settled) {
+    pub(super) fn settle(&self, mut sealed: Sealed, settled: Settled) {
         sealed.settled = true;
         let mut inner = self.lock();
         inner.in_flight = false;
@@ -440,7 +440,7 @@ impl Pipeline {
     }
 
     /// Waits for the outcome of the ticket's batch.
-    pub fn outcome(&self, ticket: Ticket) -> Arc<Outcome> {
+    pub(super) fn outcome(&self, ticket: Ticket) -> Arc<Outcome> {
         let mut inner = self.lock();
         loop {
             if let Some((outcome, left)) = inner.settled.get_mut(&ticket.id) {
@@ -485,7 +485,7 @@ impl Drop for Turn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::blackboard::timestamp::Timestamp;
+    use liza_model::timestamp::Timestamp;
 
     const WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -497,7 +497,7 @@ mod tests {
     }
 
     fn state(revision: i64) -> State {
-        let mut state = crate::bench::generate_state(0, 0, Timestamp::from_unix(0));
+        let mut state = liza_model::bench::generate_state(0, 0, Timestamp::from_unix(0));
         state.revision = Some(revision);
         state
     }

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::blackboard::etcd::{Client, Event, KeyValue, Watch, WatchItem, prefix_end};
-use crate::blackboard::log::{LogEntry, parse_items};
+use crate::log::{LogEntry, parse_items};
 use crate::watch::DirWatch;
+use liza_etcd::{Client, Event, KeyValue, Watch, WatchItem, prefix_end};
 
 /// The entries written after a read of the log.
 pub struct LogFeed {

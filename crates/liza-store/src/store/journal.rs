@@ -13,14 +13,20 @@ use std::path::{Path, PathBuf};
 use super::atomic::{create_unsynced, fsync_dir};
 use super::hash::ContentHash;
 
+/// One kept revision, as its file name describes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalEntry {
+    /// The revision.
     pub revision: u64,
+    /// Its text's size in bytes, as the name says (the file's, when it is whole).
     pub size: u64,
+    /// Its text's content hash.
     pub hash: ContentHash,
+    /// The file.
     pub path: PathBuf,
 }
 
+/// The journal directory of a file store.
 pub struct Journal {
     dir: PathBuf,
 }
@@ -29,10 +35,12 @@ pub struct Journal {
 pub const WRITING_PREFIX: &str = ".writing-";
 
 impl Journal {
+    /// The journal kept in `dir`.
     pub fn new(dir: PathBuf) -> Journal {
         Journal { dir }
     }
 
+    /// Where its entries are.
     pub fn dir(&self) -> &Path {
         &self.dir
     }
