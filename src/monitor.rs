@@ -33,6 +33,22 @@ use metrics::Numbers;
 /// The default period of the rule evaluation when nothing changes.
 pub const INTERVAL: Duration = Duration::from_secs(10);
 
+/// The watcher that runs beside a planner's supervisor (`supervisor::ports::Beside`),
+/// until `stop` is raised; its alarms echo on the supervisor's console.
+pub fn beside_planner(
+    root: std::path::PathBuf,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    console: Arc<dyn crate::supervisor::Console>,
+) {
+    let echo: Echo = Box::new(move |line| console.info(&format!("alarm: {line}")));
+    match Monitor::open(&root, echo) {
+        Ok(monitor) => {
+            monitor.run(INTERVAL, None, &stop);
+        }
+        Err(e) => tracing::warn!(error = %e, "the watcher could not start"),
+    }
+}
+
 /// What one cycle did.
 #[derive(Debug, Default)]
 pub struct Cycle {

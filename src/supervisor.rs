@@ -25,18 +25,22 @@ mod heartbeat;
 pub mod identity;
 mod planner;
 pub mod policy;
+pub mod ports;
 pub mod prompt;
 mod reviewer;
 mod run;
 mod sandboxed;
 mod session;
 mod stop;
+#[cfg(test)]
+mod tests;
 pub(crate) mod usage_limit;
 mod wake;
 
 use std::sync::Arc;
 
 pub use error::{EXITS, SupervisorError};
+pub use ports::Ports;
 pub use session::Session;
 pub use usage_limit::local_clock;
 
@@ -75,13 +79,13 @@ pub trait Console: Send + Sync {
 
 /// Runs a supervisor to its end; returns its exit code (0 done or aborted, 130/143 on
 /// signals) or the startup error.
-pub fn run(options: Options, console: Arc<dyn Console>) -> Result<i32, SupervisorError> {
+pub fn run(options: Options, ports: Ports) -> Result<i32, SupervisorError> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(SupervisorError::Runtime)?;
     runtime.block_on(async move {
-        let mut session = Session::start(options, console).await?;
+        let mut session = Session::start(options, ports).await?;
         let result = session.serve().await;
         session.finish().await;
         result

@@ -228,7 +228,15 @@ impl Backend {
     /// The executable's path, if it can be run (an absolute or relative path that exists,
     /// or a name found on `PATH`).
     pub fn check_usable(&self) -> Result<PathBuf, BackendError> {
-        find_executable(&self.executable).ok_or_else(|| BackendError::Missing {
+        self.check_usable_with(&find_executable)
+    }
+
+    /// The same, with `find` saying where a program is (the supervisor asks its spawner).
+    pub fn check_usable_with(
+        &self,
+        find: &dyn Fn(&str) -> Option<PathBuf>,
+    ) -> Result<PathBuf, BackendError> {
+        find(&self.executable).ok_or_else(|| BackendError::Missing {
             name: self.name.clone(),
             executable: self.executable.clone(),
         })

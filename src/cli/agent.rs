@@ -141,7 +141,15 @@ pub fn cmd_agent(args: AgentArgs, out: &Output) -> Result<i32, CliError> {
         no_sandbox: args.no_sandbox,
     };
     let terminal = Arc::new(Terminal::start());
-    let result = supervisor::run(options, terminal.clone());
+    let mut ports = supervisor::Ports::machine(terminal.clone()).map_err(|e| {
+        CliError::new(
+            crate::error::ErrorClass::Refused,
+            format!("cannot read the current directory: {e}"),
+        )
+    })?;
+    // The planner's supervisor also runs the watcher (specs/operations.md).
+    ports.beside_planner = Some(Box::new(crate::monitor::beside_planner));
+    let result = supervisor::run(options, ports);
     terminal.flush();
     match result {
         Ok(code) => Ok(code),

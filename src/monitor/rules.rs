@@ -14,7 +14,7 @@ use crate::blackboard::log_tally::{Activity, ClockSkew};
 use crate::blackboard::model::{SprintStatus, Task, TaskStatus, Urgency};
 use crate::blackboard::{State, Timestamp};
 use crate::lifecycle::iteration_limit;
-use crate::ops::alarms::{Alarm, Level};
+use crate::ops::alarms::{Alarm, Level, crash_loop_key, quota_key};
 
 /// Leases are reported this long after they expire (a heartbeat may be on its way).
 pub const LEASE_GRACE_S: i64 = 60;
@@ -508,15 +508,4 @@ fn runtime(run_ends: &[RunEnded], now: Timestamp, out: &mut Alarms) {
             );
         }
     }
-}
-
-/// The key of a crash loop completed by the run that ended at `ts` (supervisors raise
-/// the same alarm with the same key).
-pub fn crash_loop_key(agent: &str, task: Option<&str>, ts: Timestamp) -> String {
-    format!("crash-loop:{agent}:{}:{ts}", task.unwrap_or("-"))
-}
-
-/// The key of a usage limit hit by the run that ended at `ts`.
-pub fn quota_key(agent: &str, ts: Timestamp) -> String {
-    format!("quota:{agent}:{ts}")
 }

@@ -12,6 +12,19 @@ use super::Project;
 use crate::blackboard::store::alarm_log;
 use crate::blackboard::{Store, StoreError, Timestamp};
 
+/// The key of a crash loop completed by the run that ended at `ts`: the watcher's rule
+/// and the supervisor that sees the loop itself raise the same alarm with it, so it
+/// fires once.
+pub fn crash_loop_key(agent: &str, task: Option<&str>, ts: Timestamp) -> String {
+    format!("crash-loop:{agent}:{}:{ts}", task.unwrap_or("-"))
+}
+
+/// The key of a usage limit hit by the run that ended at `ts` (the watcher's and the
+/// supervisor's, as [`crash_loop_key`]).
+pub fn quota_key(agent: &str, ts: Timestamp) -> String {
+    format!("quota:{agent}:{ts}")
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Level {

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::SupervisorError;
-use super::agent_process::AgentProcess;
 use super::policy::run_report;
 use super::policy::watchdog::{self, Finished, Limits, RunWatch, Seen};
+use super::ports::Spawn;
 use super::session::Session;
 use crate::backend::{ReportFiles, RunInput};
 use crate::blackboard::log::LogEntry;
@@ -409,8 +409,14 @@ impl Session {
         // Read before the agent starts: while it runs, only a process liza can stop reads
         // its worktree.
         let mut last_seen = self.progress_marks(workdir, sandbox.as_ref(), false).await;
-        let spawned =
-            AgentProcess::spawn(&invocation, workdir, &env, log, self.console.clone(), info);
+        let spawned = self.spawner.spawn(Spawn {
+            invocation: &invocation,
+            cwd: workdir,
+            env: &env,
+            log,
+            console: self.console.clone(),
+            info,
+        });
         let mut process = match spawned {
             Ok(p) => p,
             Err(e) => {
@@ -420,7 +426,7 @@ impl Session {
                 return Ok(RunEnd::NotStarted(e.to_string()));
             }
         };
-        self.pulse.set_pgid(i64::from(process.pgid));
+        self.pulse.set_pgid(i64::from(process.pgid()));
         self.heartbeat_now().await;
         let limits = Limits::of(&state.config, self.role());
         let mut watch = RunWatch::new(limits, self.clock.now().at);
@@ -435,7 +441,7 @@ impl Session {
             let seen = tokio::select! {
                 status = process.wait() => {
                     break match status {
-                        Ok(s) => RunEnd::Exited(s.code()),
+                        Ok(code) => RunEnd::Exited(code),
                         Err(e) => RunEnd::NotStarted(e.to_string()),
                     };
                 }
@@ -468,12 +474,12 @@ impl Session {
                     }
                 }
                 _ = stop.asked() => {
-                    let _ = process.stop(grace).await;
+                    process.stop(grace).await;
                     break RunEnd::Signalled;
                 }
             };
             if let Some(end) = watch.saw(seen, self.clock.now().at) {
-                let _ = process.stop(grace).await;
+                process.stop(grace).await;
                 break end;
             }
         };

@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use super::clock::{Clock, SystemClock};
+use super::clock::Clock;
 use super::heartbeat::{Heartbeats, Pulse};
 use super::identity::{check_identity, normalise_role};
 use super::policy::{
     self, Action, BackendView, Controls, Exit, Memory, Observation, View, Waiting,
 };
+use super::ports::{Ports, Spawner};
 use super::stop::Stop;
 use super::wake::Wake;
 use super::{Console, Options, SupervisorError};
@@ -35,6 +36,8 @@ pub struct Session {
     pub(super) backend: Backend,
     pub(super) options: Options,
     pub(super) console: Arc<dyn Console>,
+    /// Where its agents come from.
+    pub(super) spawner: Arc<dyn Spawner>,
     pub(super) wake: Wake,
     /// What heartbeats report (the agent's process group, a usage-limit wait, what the
     /// supervisor waits for), and the thread that beats.
@@ -54,8 +57,8 @@ pub struct Session {
     /// Milliseconds from the last state change to the wake-up it caused (-1: none
     /// pending); logged as `woke` when the wake-up leads to work.
     pending_wake_us: Arc<AtomicI64>,
-    /// Stops the planner's built-in watcher when the supervisor ends.
-    monitor_stop: Arc<std::sync::atomic::AtomicBool>,
+    /// Stops what runs beside the planner (its watcher) when the supervisor ends.
+    beside_stop: Arc<std::sync::atomic::AtomicBool>,
     /// How the last run was confined (specs/sandbox.md *Modes*), as heartbeats report it.
     pub(super) confinement: crate::sandbox::Confinement,
     /// A short private directory for the channel's socket, when the agent's scratch
@@ -70,11 +73,16 @@ pub struct Session {
 }
 
 impl Session {
-    /// Startup steps 1–5.
-    pub async fn start(
-        options: Options,
-        console: Arc<dyn Console>,
-    ) -> Result<Session, SupervisorError> {
+    /// Startup steps 1–5, through `ports` to the world.
+    pub async fn start(options: Options, ports: Ports) -> Result<Session, SupervisorError> {
+        let Ports {
+            console,
+            spawner,
+            clock,
+            cwd,
+            signals,
+            beside_planner,
+        } = ports;
         let role = normalise_role(&options.role).map_err(SupervisorError::Identity)?;
         let wanted = if options.auto_id {
             None
@@ -84,8 +92,6 @@ impl Session {
                     .map_err(SupervisorError::Identity)?,
             )
         };
-        let cwd =
-            std::env::current_dir().map_err(|e| SupervisorError::NoBlackboard(e.to_string()))?;
         let project = Project::discover(&cwd).map_err(no_blackboard)?;
         let patient = std::env::var_os("LIZA_LOCK_TIMEOUT").is_none();
         let project = if patient {
@@ -109,7 +115,9 @@ impl Session {
             std::env::var(var).ok()
         })
         .map_err(SupervisorError::Backend)?;
-        backend.check_usable().map_err(SupervisorError::Backend)?;
+        backend
+            .check_usable_with(&|program| spawner.find(program))
+            .map_err(SupervisorError::Backend)?;
         if options.interactive && !backend.has_interactive_mode() {
             return Err(SupervisorError::NoInteractiveMode { name });
         }
@@ -177,7 +185,6 @@ impl Session {
         console.info(&confinement_line(&agent, &confinement));
         let first_task = options.task.as_deref().and_then(|t| TaskId::parse(t).ok());
         let wake = Wake::start(&project.store);
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock::new());
         let project = Arc::new(project);
         let pulse = Pulse::new(project.clone(), agent.clone(), generation.clone());
         pulse.set_sandbox(&confinement);
@@ -188,6 +195,7 @@ impl Session {
             backend,
             options,
             console,
+            spawner,
             wake,
             pulse,
             heartbeats: Heartbeats::default(),
@@ -197,7 +205,7 @@ impl Session {
             last_output: String::new(),
             last_run_end: None,
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
-            monitor_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            beside_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             confinement,
             socket_dir: std::sync::OnceLock::new(),
             lease_watch: std::sync::Mutex::default(),
@@ -217,11 +225,15 @@ impl Session {
                 )
                 .await;
         }
-        if role == Role::Planner {
-            session.start_monitor();
+        if role == Role::Planner
+            && let Some(beside) = beside_planner
+        {
+            session.start_beside(beside);
         }
         session.start_heartbeats(&state);
-        session.watch_signals();
+        if signals {
+            session.watch_signals();
+        }
         Ok(session)
     }
 
@@ -446,7 +458,7 @@ impl Session {
 
     /// Unregisters (only this generation) and stops heartbeats' effect.
     pub async fn finish(&mut self) {
-        self.monitor_stop.store(true, Ordering::SeqCst);
+        self.beside_stop.store(true, Ordering::SeqCst);
         self.stop_heartbeats();
         if self.superseded_by().is_some() {
             // The entry is the newer registration's now.
@@ -527,24 +539,17 @@ impl Session {
         }
     }
 
-    /// The planner's supervisor also runs `liza watch` (specs/operations.md): alarms, the
-    /// deadline checkpoint and continuous analysis, on a thread of its own.
-    fn start_monitor(&self) {
-        let root = self.project.root.clone();
-        let stop = self.monitor_stop.clone();
-        let console = self.console.clone();
+    /// What runs beside the planner's supervisor (`liza watch`, put there by the front),
+    /// on a thread of its own until the supervisor ends.
+    fn start_beside(&self, beside: super::ports::Beside) {
+        let (root, stop, console) = (
+            self.project.root.clone(),
+            self.beside_stop.clone(),
+            self.console.clone(),
+        );
         let spawned = std::thread::Builder::new()
             .name("liza-watch".into())
-            .spawn(move || {
-                let echo: crate::monitor::delivery::Echo =
-                    Box::new(move |line| console.info(&format!("alarm: {line}")));
-                match crate::monitor::Monitor::open(&root, echo) {
-                    Ok(monitor) => {
-                        monitor.run(crate::monitor::INTERVAL, None, &stop);
-                    }
-                    Err(e) => tracing::warn!(error = %e, "the watcher could not start"),
-                }
-            });
+            .spawn(move || beside(root, stop, console));
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "could not start the watcher; run `liza watch` yourself");
         }

@@ -376,3 +376,92 @@ fn the_order_check_finds_an_upward_dependency() {
         1
     );
 }
+
+/// The layer of each top-level module of the `liza` crate, bottom up, as the layer
+/// table of ARCHITECTURE.md lists them (backticked names in its second column that are
+/// modules of `src/`).
+fn declared_layers(modules: &BTreeSet<String>) -> BTreeMap<String, usize> {
+    let map = std::fs::read_to_string(workspace().join("ARCHITECTURE.md")).unwrap();
+    let section = map.split("## Layers").nth(1).unwrap();
+    let section = section.split("\n## ").next().unwrap();
+    let name = regex::Regex::new(r"`([a-z_]+)`").unwrap();
+    let mut layers = BTreeMap::new();
+    for (row, line) in section
+        .lines()
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| layer"))
+        .enumerate()
+    {
+        let modules_column = line.split('|').nth(2).unwrap_or("");
+        for m in name.captures_iter(modules_column) {
+            if modules.contains(&m[1]) {
+                layers.entry(m[1].to_owned()).or_insert(row);
+            }
+        }
+    }
+    layers
+}
+
+/// The `liza` crate's modules use only their own layer and those below: a supervisor
+/// never reaches into the watcher or the command line. Every top-level module has a row.
+#[test]
+fn the_liza_crates_modules_use_only_their_layer_and_those_below() {
+    let known = modules(&workspace().join("src"));
+    let top: BTreeSet<String> = known.keys().filter_map(|m| m.first().cloned()).collect();
+    let layers = declared_layers(&top);
+    let unplaced: Vec<&String> = top.iter().filter(|m| !layers.contains_key(*m)).collect();
+    assert!(
+        unplaced.is_empty(),
+        "modules in no row of ARCHITECTURE.md's layer table: {unplaced:?}"
+    );
+    let upward = upward_uses(&dependencies(&known), &layers);
+    assert!(upward.is_empty(), "uses of a layer above: {upward:?}");
+}
+
+/// `module (layer) uses module (layer)` for every use of a higher layer.
+fn upward_uses(
+    edges: &BTreeMap<Module, BTreeSet<Module>>,
+    layers: &BTreeMap<String, usize>,
+) -> Vec<String> {
+    let mut found = Vec::new();
+    for (from, targets) in edges {
+        let Some(here) = from.first().and_then(|m| layers.get(m)) else {
+            continue;
+        };
+        for to in targets {
+            if let Some(there) = to.first().and_then(|m| layers.get(m))
+                && there > here
+            {
+                found.push(format!(
+                    "{} ({here}) uses {} ({there})",
+                    from.join("::"),
+                    to.join("::")
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_layer_check_finds_an_upward_use() {
+    let mut known = BTreeMap::new();
+    let m = |parts: &[&str]| parts.iter().map(|p| p.to_string()).collect::<Vec<_>>();
+    known.insert(m(&["ops"]), "fn f() {}".to_owned());
+    known.insert(m(&["supervisor"]), "use crate::ops::f;".to_owned());
+    known.insert(
+        m(&["supervisor", "policy"]),
+        "fn k() { crate::monitor::key() }".to_owned(),
+    );
+    known.insert(
+        m(&["monitor"]),
+        "use crate::supervisor::Console;".to_owned(),
+    );
+    let layers: BTreeMap<String, usize> = [("ops", 0), ("supervisor", 1), ("monitor", 2)]
+        .into_iter()
+        .map(|(m, l)| (m.to_owned(), l))
+        .collect();
+    assert_eq!(
+        upward_uses(&dependencies(&known), &layers),
+        ["supervisor::policy (1) uses monitor (2)"]
+    );
+}

@@ -29,6 +29,13 @@ pub struct AddressError {
     shown: String,
 }
 
+impl AddressError {
+    /// What is wrong in it.
+    pub fn problem(&self) -> &AddressProblem {
+        &self.problem
+    }
+}
+
 /// What is wrong in a store address.
 #[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -138,17 +145,26 @@ fn endpoint(member: &str) -> Result<String, AddressProblem> {
     Ok(member.to_string())
 }
 
-/// The names the key layout uses under a project's prefix (the `liza` crate's
-/// `blackboard::store::etcd::layout`): a project whose
-/// prefix went through one of them would share keys with the project above it.
-/// (`liza-floors` holds, at the root of the etcd, how far each project lets history be
-/// compacted.)
-const RESERVED: [&str; 10] = [
-    "head", "task", "note", "log", "live", "control", "archive", "doc", "alarm", FLOORS,
+/// The names the key layout uses under a project's prefix (the store's
+/// `store::etcd::layout`, in `liza-store`): a project whose prefix went through one of them
+/// would share keys with the project above it. (`liza-floors` holds, at the root of the
+/// etcd, how far each project lets history be compacted.)
+const RESERVED: [&str; 11] = [
+    "head",
+    "task",
+    "note",
+    "log",
+    "live",
+    "control",
+    "archive",
+    "doc",
+    "alarm",
+    "delivered",
+    FLOORS,
 ];
 
-/// The root namespace of the compaction floors (see the `liza` crate's
-/// `blackboard::store::etcd`).
+/// The root namespace of the compaction floors (see the store's `store::etcd`, in
+/// `liza-store`).
 pub const FLOORS: &str = "liza-floors";
 
 /// One or more `/`-separated segments of `[a-z0-9][a-z0-9._-]*`, none of them a name the

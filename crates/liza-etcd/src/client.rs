@@ -96,7 +96,7 @@ pub enum Change {
         key: Vec<u8>,
         /// Its new value.
         value: Vec<u8>,
-        /// The lease the key is attached to, deleted with it (0: none).
+        /// The lease to attach the key to: the key is deleted when the lease ends (0: none).
         lease: i64,
     },
     /// Deletes this key (nothing when it does not exist).
@@ -121,7 +121,7 @@ pub enum TxnOutcome {
 /// A key change seen by a watch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    /// A key written: the key as it is now.
+    /// A key written: the key as the change left it.
     Put(KeyValue),
     /// A key deleted.
     Delete {

@@ -17,6 +17,7 @@ pub enum Control {
 }
 
 impl Control {
+    /// Every flag.
     pub const ALL: [Control; 3] = [Control::Pause, Control::Abort, Control::Checkpoint];
 
     /// The file (and key) name.
@@ -28,6 +29,7 @@ impl Control {
         }
     }
 
+    /// The flag named `name` (`PAUSE`, `ABORT`, `CHECKPOINT`), if there is one.
     pub fn from_name(name: &str) -> Option<Control> {
         Control::ALL.into_iter().find(|c| c.name() == name)
     }
@@ -37,7 +39,9 @@ impl Control {
 /// the store last saw it written).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Raised {
+    /// What the flag holds.
     pub text: String,
+    /// When it was raised, if known.
     pub since: Option<Timestamp>,
 }
 
@@ -58,14 +62,17 @@ impl Raised {
 pub struct ControlFlags(pub Vec<(Control, Raised)>);
 
 impl ControlFlags {
+    /// How `control` was raised, if it is.
     pub fn get(&self, control: Control) -> Option<&Raised> {
         self.0.iter().find(|(c, _)| *c == control).map(|(_, r)| r)
     }
 
+    /// Whether `control` is raised.
     pub fn is_raised(&self, control: Control) -> bool {
         self.get(control).is_some()
     }
 
+    /// When `control` was raised, if it is and that is known.
     pub fn since(&self, control: Control) -> Option<Timestamp> {
         self.get(control).and_then(|r| r.since)
     }

@@ -18,8 +18,11 @@ pub const MAX_STATE_BYTES: usize = 64 * 1024 * 1024;
 /// A state.yaml that decoded without errors.
 #[derive(Debug, Clone)]
 pub struct Decoded {
+    /// The typed state.
     pub state: State,
+    /// The tree it was decoded from, with positions.
     pub root: Node,
+    /// Whether the text holds comments (a person's text, kept on every later write).
     pub has_comments: bool,
 }
 
@@ -27,15 +30,19 @@ pub struct Decoded {
 /// findings (decoding and validation), located and sorted.
 #[derive(Debug)]
 pub struct Checked {
+    /// The state, when it decoded without errors.
     pub decoded: Option<Decoded>,
+    /// Every finding, decoding and validation, located and sorted.
     pub findings: Vec<Finding>,
 }
 
 impl Checked {
+    /// The findings that are errors.
     pub fn errors(&self) -> impl Iterator<Item = &Finding> {
         self.findings.iter().filter(|f| f.is_error())
     }
 
+    /// Whether any finding is an error.
     pub fn has_errors(&self) -> bool {
         self.errors().next().is_some()
     }

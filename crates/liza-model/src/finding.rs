@@ -7,17 +7,22 @@ use serde::{Serialize, Serializer};
 
 use super::node::{Node, Pos, Value};
 
+/// How bad a finding is: an error makes the file invalid (exit 1); a warning does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// The file is invalid.
     Error,
+    /// Worth a look; the file stays valid.
     Warning,
 }
 
 /// One step of a path into the document.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Seg {
+    /// A mapping key.
     Key(String),
+    /// A list index.
     Index(usize),
 }
 
@@ -26,15 +31,18 @@ pub enum Seg {
 pub struct FieldPath(pub Vec<Seg>);
 
 impl FieldPath {
+    /// The empty path: the whole document.
     pub fn root() -> FieldPath {
         FieldPath(Vec::new())
     }
 
+    /// This path, then mapping key `key`.
     pub fn key(mut self, key: &str) -> FieldPath {
         self.0.push(Seg::Key(key.to_owned()));
         self
     }
 
+    /// This path, then list index `index`.
     pub fn index(mut self, index: usize) -> FieldPath {
         self.0.push(Seg::Index(index));
         self
@@ -93,20 +101,25 @@ impl Serialize for FieldPath {
 /// One problem found in a blackboard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
+    /// Error or warning.
     pub severity: Severity,
     /// The validation rule of specs/blackboard.md (1–12), or `None` for schema checks outside
     /// them (a field of the wrong type, a required field missing).
     pub rule: Option<u8>,
     /// A stable name of the check, e.g. `claimed-worktree-missing`.
     pub check: &'static str,
+    /// Where in the document, e.g. `tasks[3].lease_expires`.
     pub path: FieldPath,
     /// The task or agent the finding is about.
     pub id: Option<String>,
+    /// What is wrong, in a sentence.
     pub message: String,
+    /// How to fix it, when there is more to say than the message.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
     /// 1-based; 0 when the position is not known (the finding was not located).
     pub line: u32,
+    /// 1-based; 0 when the position is not known.
     pub column: u32,
 }
 
@@ -116,6 +129,7 @@ impl Finding {
         format!("{}: {}", self.path, self.message)
     }
 
+    /// An error, not yet located.
     pub fn error(rule: Option<u8>, check: &'static str, path: FieldPath, message: String) -> Self {
         Finding {
             severity: Severity::Error,
@@ -130,6 +144,7 @@ impl Finding {
         }
     }
 
+    /// A warning, not yet located.
     pub fn warning(
         rule: Option<u8>,
         check: &'static str,
@@ -142,22 +157,26 @@ impl Finding {
         }
     }
 
+    /// This finding, about task or agent `id`.
     pub fn with_id(mut self, id: impl Into<String>) -> Self {
         self.id = Some(id.into());
         self
     }
 
+    /// This finding, with a hint on how to fix it.
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
     }
 
+    /// This finding, located at `pos`.
     pub fn at(mut self, pos: Pos) -> Self {
         self.line = pos.line;
         self.column = pos.column;
         self
     }
 
+    /// Whether it is an error.
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error
     }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 /// Why a string is not a valid id; rendered as a lowercase fragment after the id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 pub enum IdError {
     #[error("task id {0:?} is empty")]
     Empty(String),
@@ -69,6 +70,7 @@ impl TaskId {
         Ok(TaskId(text.to_owned()))
     }
 
+    /// The id's text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -91,15 +93,19 @@ impl From<TaskId> for String {
 /// `code_reviewer`; agent ids use the prefixes `planner-`, `coder-`, `code-reviewer-`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Role {
+    /// Writes the plan: adds, finalizes, rescopes and abandons tasks.
     #[serde(rename = "planner")]
     Planner,
+    /// Claims tasks and does the work.
     #[serde(rename = "coder")]
     Coder,
+    /// Reviews submitted work and merges what it approved.
     #[serde(rename = "code_reviewer", alias = "code-reviewer")]
     CodeReviewer,
 }
 
 impl Role {
+    /// Every role.
     pub const ALL: [Role; 3] = [Role::Planner, Role::Coder, Role::CodeReviewer];
 
     /// The YAML identifier liza writes in `agents.<id>.role`.
@@ -158,6 +164,7 @@ impl AgentId {
         }
     }
 
+    /// The id's text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -213,20 +220,26 @@ string_id_traits!(AgentId);
 /// and generation, the supervisor of a registration, or liza itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Actor {
+    /// A person: a command run without an agent identity, logged as `human`.
     Human,
     /// liza's own automatic acts — a checkpoint at the deadline or by the circuit
     /// breaker, the breaker's analysis, archiving — with a supervisor's authority, logged
     /// as `liza`, never as a person.
     Liza,
+    /// An agent acting under its own identity.
     Agent {
+        /// `LIZA_AGENT_ID`.
         id: AgentId,
+        /// `LIZA_AGENT_GENERATION`, if the agent presented one.
         generation: Option<String>,
     },
     /// `liza-agent` acting for the registration it made: every write it makes is fenced
     /// by that generation, so a supervisor whose agent was registered anew (or
     /// unregistered) changes nothing more.
     Supervisor {
+        /// The agent it registered.
         id: AgentId,
+        /// The generation that registration was given.
         generation: String,
     },
 }

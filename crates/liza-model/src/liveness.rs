@@ -20,13 +20,20 @@ use super::timestamp::Timestamp;
 /// review_lease_expires?, host, pgid?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct LiveRecord {
+    /// The registration it renews; a record of another generation than the registered one
+    /// is ignored.
     pub generation: String,
+    /// When the heartbeat was written.
     pub heartbeat: Timestamp,
+    /// The registration lease.
     pub lease_expires: Timestamp,
+    /// The lease on the agent's task, when it holds one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_lease_expires: Option<Timestamp>,
+    /// The lease on the review it holds, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_lease_expires: Option<Timestamp>,
+    /// The host it was written on (`LIZA_HOST_ID`, else the hostname).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     /// Process group of the agent process currently running, if any.
@@ -54,6 +61,7 @@ pub struct LiveRecord {
     /// namespace (see [`PidSpace`]); absent in records of liza before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_namespace: Option<String>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -155,6 +163,7 @@ impl LiveRecords {
 /// (specs/blackboard.md *Leases are observed*).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PidSpace {
+    /// The host (`LIZA_HOST_ID`, else the hostname), if known.
     pub host: Option<String>,
     /// `<boot id>/<pid namespace inode>`.
     pub namespace: Option<String>,

@@ -10,13 +10,21 @@ use super::node::{Entry, Node, Pos, Value};
 /// What one task adds to the sprint's metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Counts {
+    /// 1 for a terminal task.
     pub done: i64,
+    /// 1 for a task CLAIMED, READY_FOR_REVIEW, REJECTED or APPROVED.
     pub in_progress: i64,
+    /// 1 for a task BLOCKED or INTEGRATION_FAILED.
     pub blocked: i64,
+    /// Its `iteration`.
     pub iterations: i64,
+    /// Its `review_cycles_total`.
     pub review_cycles: i64,
+    /// Approvals in its history.
     pub approvals: i64,
+    /// Rejections in its history.
     pub rejections: i64,
+    /// Submissions for review in its history.
     pub submissions: i64,
 }
 
@@ -31,6 +39,7 @@ const TOTAL_KEYS: [&str; 6] = [
 ];
 
 impl Counts {
+    /// What `task` adds, its history's counts taken from the parse cache when it has them.
     pub fn of(task: &Task) -> Counts {
         let mut c = Counts::default();
         match task.status {

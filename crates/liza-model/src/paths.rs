@@ -12,10 +12,14 @@ pub struct LizaPaths {
 }
 
 impl LizaPaths {
+    /// The blackboard's directory under the project root.
     pub const DIR_NAME: &'static str = ".liza";
+    /// The current state's file name.
     pub const STATE: &'static str = "state.yaml";
+    /// The file name of the etcd address, on a blackboard kept in etcd.
     pub const STORE_ADDRESS: &'static str = "store";
 
+    /// The files of the blackboard of project `root`.
     pub fn new(root: &Path) -> LizaPaths {
         LizaPaths {
             root: root.to_path_buf(),
@@ -23,6 +27,7 @@ impl LizaPaths {
         }
     }
 
+    /// `state.yaml`: the current state.
     pub fn state(&self) -> PathBuf {
         self.dir.join(Self::STATE)
     }
@@ -42,14 +47,17 @@ impl LizaPaths {
         self.dir.join("state.yaml.lock.owner")
     }
 
+    /// `log.yaml`: the activity log.
     pub fn log(&self) -> PathBuf {
         self.dir.join("log.yaml")
     }
 
+    /// `journal/`: the last committed revisions.
     pub fn journal(&self) -> PathBuf {
         self.dir.join("journal")
     }
 
+    /// `rejected/`: hand edits liza did not apply, each with a note.
     pub fn rejected(&self) -> PathBuf {
         self.dir.join("rejected")
     }
@@ -74,6 +82,7 @@ impl LizaPaths {
         self.dir.join("archive").join(format!("{sprint}.yaml"))
     }
 
+    /// `alerts.log`: one line per alarm.
     pub fn alerts(&self) -> PathBuf {
         self.dir.join("alerts.log")
     }

@@ -17,18 +17,22 @@ pub struct Timestamp(i64);
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{text:?} is not an RFC 3339 timestamp (e.g. 2026-03-01T09:00:00Z)")]
 pub struct TimestampError {
+    /// The text that did not parse.
     pub text: String,
 }
 
 impl Timestamp {
+    /// The instant `seconds` after the Unix epoch.
     pub const fn from_unix(seconds: i64) -> Timestamp {
         Timestamp(seconds)
     }
 
+    /// This host's clock, now.
     pub fn now() -> Timestamp {
         Timestamp(Utc::now().timestamp())
     }
 
+    /// Seconds since the Unix epoch.
     pub const fn unix(self) -> i64 {
         self.0
     }
@@ -47,6 +51,7 @@ impl Timestamp {
             })
     }
 
+    /// `seconds` later (earlier when negative), saturating.
     pub fn plus_seconds(self, seconds: i64) -> Timestamp {
         Timestamp(self.0.saturating_add(seconds))
     }
@@ -158,10 +163,13 @@ impl fmt::Debug for Timestamp {
 pub mod rfc3339 {
     use super::Timestamp;
 
+    /// Writes `ts` as RFC 3339 text (`#[serde(serialize_with = "rfc3339::serialize")]`).
     pub fn serialize<S: serde::Serializer>(ts: &Timestamp, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(ts)
     }
 
+    /// Writes `ts` as RFC 3339 text, or none (`#[serde(serialize_with =
+    /// "rfc3339::option")]`).
     pub fn option<S: serde::Serializer>(ts: &Option<Timestamp>, s: S) -> Result<S::Ok, S::Error> {
         match ts {
             Some(ts) => s.collect_str(ts),

@@ -24,6 +24,7 @@ pub struct ValidationEnv<'a> {
     pub root: Option<&'a Path>,
     /// `SKIP_SPEC_FILE_CHECK=true` or `--skip-spec-check`.
     pub skip_spec_check: bool,
+    /// The time leases are judged against.
     pub now: Timestamp,
     /// Task ids present in the file but left out of the decoded state because they had
     /// errors of their own; they still count as existing for references.
@@ -39,6 +40,8 @@ pub struct ValidationEnv<'a> {
 }
 
 impl<'a> ValidationEnv<'a> {
+    /// An environment for the project at `root` (`None`: no filesystem checks) at `now`;
+    /// the spec-file check follows `SKIP_SPEC_FILE_CHECK`.
     pub fn new(root: Option<&'a Path>, now: Timestamp) -> Self {
         ValidationEnv {
             root,
@@ -911,6 +914,8 @@ pub fn git_remote_problem(url: &str) -> Option<String> {
     None
 }
 
+/// What is wrong with `name` as the integration branch (the fragment follows the name in a
+/// message), or `None` when it is a plain branch name of its own.
 pub fn integration_branch_problem(name: &str) -> Option<String> {
     if !is_branch_name(name) {
         return Some("is not a valid git branch name".into());

@@ -6,6 +6,8 @@
 //! state read, a pure change run and validated, the journal written, the file swapped in,
 //! the log appended; nothing slow runs while the lock is held.
 
+#![warn(missing_docs)]
+
 pub mod liveness;
 pub mod log;
 pub mod log_tally;

@@ -85,10 +85,11 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
-    /// The state lock stayed taken for the whole wait.
+    /// The state lock (in etcd: this process's turn to write) stayed taken for the whole
+    /// wait.
     #[error("timed out after {:.1} s waiting for the blackboard lock {lock}", waited.as_secs_f64())]
     LockTimeout {
-        /// The lock file.
+        /// The lock file, or the turn waited for.
         lock: String,
         /// How long it was waited for.
         waited: Duration,

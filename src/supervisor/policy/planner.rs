@@ -89,7 +89,7 @@ pub fn turn_ended(
                         "{}: the planner crashed {CRASH_LOOP} times in 5 minutes; backing off",
                         view.agent
                     ),
-                    key: crate::monitor::rules::crash_loop_key(view.agent.as_str(), None, ended_at),
+                    key: crate::ops::alarms::crash_loop_key(view.agent.as_str(), None, ended_at),
                 });
             }
         }

@@ -146,7 +146,7 @@ pub fn run_ended(view: &View, memory: &mut Memory, run: ReviewRun, now: Now) -> 
                         "{}: the reviewer crashed {CRASH_LOOP} times in 5 minutes on {task}; its review claim is released",
                         view.agent
                     ),
-                    key: crate::monitor::rules::crash_loop_key(
+                    key: crate::ops::alarms::crash_loop_key(
                         view.agent.as_str(),
                         Some(task.as_str()),
                         ended_at,

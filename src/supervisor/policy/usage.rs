@@ -55,7 +55,7 @@ pub fn hit(
             "{}: the provider reports a usage limit ({}); no runs until {when}",
             view.agent, limit.line
         ),
-        key: crate::monitor::rules::quota_key(view.agent.as_str(), ended_at),
+        key: crate::ops::alarms::quota_key(view.agent.as_str(), ended_at),
     });
     actions
 }

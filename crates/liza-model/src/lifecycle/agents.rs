@@ -12,9 +12,13 @@ use super::refusal::Refusal;
 /// Who is registering, for the diagnostic fields of the agent entry.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Registration {
+    /// The registering process's pid.
     pub pid: Option<i64>,
+    /// The terminal it runs in.
     pub terminal: Option<String>,
+    /// The backend's name (`--cli`).
     pub cli: Option<String>,
+    /// The built-in agent's identity (`--identity`).
     pub identity: Option<String>,
     /// The registered holder's supervisor process is known to be gone (it ran on this
     /// host and its pid no longer exists), so its lease holds nothing.

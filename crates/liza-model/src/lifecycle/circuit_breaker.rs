@@ -15,12 +15,16 @@ use crate::model::{Anomaly, AnomalyType};
 /// that stop the sprint for a person.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Severity {
+    /// The design is at fault.
     ArchitectureFlaw,
+    /// The spec is at fault.
     SpecFlaw,
+    /// Something outside the project is at fault.
     ExternalDependency,
 }
 
 impl Severity {
+    /// The name `checkpoint_at` lists it by.
     pub fn as_str(self) -> &'static str {
         match self {
             Severity::ArchitectureFlaw => "ARCHITECTURE_FLAW",
@@ -33,13 +37,18 @@ impl Severity {
 /// One pattern that matched.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PatternMatch {
+    /// The pattern's name, e.g. `retry_cluster`.
     pub pattern: &'static str,
+    /// How serious it is.
     pub severity: Severity,
     /// The shared value (error pattern, assumption, spec, service), when grouped.
     pub group: Option<String>,
+    /// How many occurrences made the match: anomalies, crash loops, usage limits hit or
+    /// churned tasks.
     pub count: usize,
     /// One line per anomaly: reporter, task and the detail that put it in the group.
     pub evidence: Vec<String>,
+    /// The tasks it touches.
     pub tasks: Vec<String>,
 }
 
@@ -184,9 +193,11 @@ pub fn analyze(state: &State) -> Vec<PatternMatch> {
 pub const CRASH_LOOP_AGENTS: usize = 2;
 /// Usage limits hit by this many distinct agents within [`STORM_WINDOW_S`].
 pub const STORM_AGENTS: usize = 2;
+/// The window, in seconds, of a usage-limit storm.
 pub const STORM_WINDOW_S: i64 = 30 * 60;
 /// Tasks rejected at least [`CHURN_REJECTIONS`] times each, this many in one sprint.
 pub const CHURN_TASKS: usize = 2;
+/// Rejections of one task that count it towards rejection churn.
 pub const CHURN_REJECTIONS: usize = 3;
 
 /// The runtime patterns of the current sprint: crash loops, usage-limit storms (from the

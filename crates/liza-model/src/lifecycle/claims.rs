@@ -26,9 +26,15 @@ pub enum ClaimKind {
     /// The coder's own CLAIMED task after a restart: the lease is renewed.
     Resume,
     /// REJECTED → CLAIMED by another coder (the assignee is gone).
-    TakeOverRejected { previous: Option<AgentId> },
+    TakeOverRejected {
+        /// The assignee it takes the task from.
+        previous: Option<AgentId>,
+    },
     /// CLAIMED → CLAIMED by another coder (the lease expired).
-    TakeOverExpired { previous: Option<AgentId> },
+    TakeOverExpired {
+        /// The coder whose lease ran out.
+        previous: Option<AgentId>,
+    },
     /// INTEGRATION_FAILED → CLAIMED.
     IntegrationFix,
 }
@@ -57,6 +63,7 @@ impl ClaimKind {
         }
     }
 
+    /// What the worktree needs before this claim is committed.
     pub fn worktree(&self) -> WorktreePlan {
         match self {
             ClaimKind::Fresh => WorktreePlan::Fresh,

@@ -15,13 +15,16 @@ use super::table::Kind;
 /// generation) are verified by the caller before it builds a `Who::Agent`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Who {
+    /// A person: no agent identity.
     Human,
     /// `liza-agent` acting for its agent, or a person running a supervisor-only command.
     Supervisor,
+    /// An agent acting under its verified identity.
     Agent(AgentId),
 }
 
 impl Who {
+    /// Its column in the transition table.
     pub fn kind(&self) -> Kind {
         match self {
             Who::Human => Kind::Human,
@@ -49,9 +52,12 @@ impl Who {
 pub struct Event {
     /// An [`EventKind`]'s name, or the action a person logged (`liza log add`).
     pub action: String,
+    /// Who acted, by name (see [`Who::name`]).
     pub agent: String,
+    /// The task concerned.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskId>,
+    /// A one-line summary.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
     /// Structured fields of the log entry beyond `detail` (e.g. `drift_commits`).
@@ -63,11 +69,14 @@ pub struct Event {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(untagged)]
 pub enum Field {
+    /// A number.
     Int(i64),
+    /// Text.
     Text(String),
 }
 
 impl Field {
+    /// The field as a YAML value.
     pub fn value(&self) -> Value {
         match self {
             Field::Int(n) => Value::Int(*n),
@@ -79,12 +88,15 @@ impl Field {
 /// What an operation did: the log entries to write and warnings for the caller.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Outcome {
+    /// The log entries to write, in order.
     pub events: Vec<Event>,
+    /// Warnings for the caller to show.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 
 impl Outcome {
+    /// Records a log entry of kind `action`.
     pub fn event(
         &mut self,
         action: EventKind,
@@ -123,6 +135,7 @@ impl Outcome {
         }
     }
 
+    /// Appends `other`'s log entries and warnings to these.
     pub fn merge(&mut self, other: Outcome) {
         self.events.extend(other.events);
         self.warnings.extend(other.warnings);
@@ -145,6 +158,7 @@ pub fn task<'s>(state: &'s State, id: &TaskId) -> Result<&'s Task, Refusal> {
     })
 }
 
+/// The task `id`, to change; the caller looked it up first (it panics otherwise).
 pub fn task_mut<'s>(state: &'s mut State, id: &TaskId) -> &'s mut Task {
     state
         .task_mut(id)
@@ -177,10 +191,12 @@ pub fn history(
     task.history_mut().push(entry);
 }
 
+/// `s` as a YAML text value.
 pub fn text(s: impl Into<String>) -> Value {
     Value::Str(s.into())
 }
 
+/// `items` as a YAML list of texts.
 pub fn text_list<T: ToString>(items: &[T]) -> Value {
     Value::Seq(items.iter().map(|i| Node::str(i.to_string())).collect())
 }

@@ -180,6 +180,7 @@ pub struct LeaseWatch {
 }
 
 impl LeaseWatch {
+    /// A watch that has seen nothing yet.
     pub fn new() -> LeaseWatch {
         LeaseWatch::default()
     }

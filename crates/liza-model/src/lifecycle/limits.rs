@@ -24,9 +24,15 @@ pub fn iteration_limit(state: &State, id: &TaskId) -> i64 {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RunStart {
     /// Launch run number `iteration`.
-    Launch { iteration: i64 },
+    Launch {
+        /// The run number, counting this one.
+        iteration: i64,
+    },
     /// The limit was reached: the task is now BLOCKED (the coder joins `failed_by`).
-    LimitReached { limit: i64 },
+    LimitReached {
+        /// The iteration limit that was reached.
+        limit: i64,
+    },
 }
 
 /// Counts an agent run about to start: `iteration` +1 (and the task's and agent's run

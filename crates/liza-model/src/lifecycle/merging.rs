@@ -19,15 +19,20 @@ use super::work_done::same_commit;
 /// What the merge needs to know about the task, read when its intent is recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeStart {
+    /// The approved commit.
     pub review_commit: CommitId,
+    /// The integration tip the task's worktree started from.
     pub base_commit: Option<CommitId>,
+    /// The task's description; its first line titles the merge commit.
     pub description: String,
+    /// The task's `allow_protected` globs.
     pub allow_protected: Vec<String>,
 }
 
 /// How a merge ended well, for the task's history and the log.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeRecord {
+    /// The commit on integration after the merge.
     pub commit: CommitId,
     /// `fast-forward`, `merge-commit` or `already-merged`.
     pub merge_type: String,
@@ -202,6 +207,7 @@ pub fn merged(
 /// Why a merge failed, as `integration_failure` records it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeFailure {
+    /// A conflict or failing checks.
     pub kind: FailureKind,
     /// Conflicting paths (conflicts).
     pub paths: Vec<String>,
@@ -211,7 +217,6 @@ pub struct MergeFailure {
     pub reason: String,
 }
 
-/// APPROVED → INTEGRATION_FAILED: a conflict or failing integration checks.
 /// APPROVED → BLOCKED: merging the task would change no file of integration — its
 /// changes are there already, or an integration fix resolved them all away — so it is
 /// not recorded as merged (specs/git.md *Merge*): the planner decides (supersede it, or
@@ -250,6 +255,7 @@ pub fn nothing_to_merge(
     Ok(outcome)
 }
 
+/// APPROVED → INTEGRATION_FAILED: a conflict or failing integration checks.
 pub fn integration_failed(
     state: &mut State,
     id: &TaskId,

@@ -14,17 +14,26 @@ use super::context::{Outcome, history, text};
 /// The eight triggers, in priority order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum TriggerKind {
+    /// No live task and none planned: a new blackboard, or a sprint just opened.
     InitialPlanning,
+    /// A task was BLOCKED after the planner last looked at it.
     BlockedTasks,
+    /// A task failed to integrate after the planner last looked at it.
     IntegrationFailed,
+    /// A live task has two or more coders in `failed_by`.
     HypothesisExhausted,
+    /// An `immediate` discovery is not yet converted to a task.
     ImmediateDiscovery,
+    /// A `system_ambiguity` anomaly lacks the planner in its `seen_by`.
     SystemAmbiguity,
+    /// A human note lacks the planner in its `seen_by`.
     HumanNote,
+    /// The sprint is COMPLETED: open the next one or declare the goal met.
     SprintComplete,
 }
 
 impl TriggerKind {
+    /// The name prompts and log entries use, e.g. `BLOCKED_TASKS`.
     pub fn name(self) -> &'static str {
         match self {
             TriggerKind::InitialPlanning => "INITIAL_PLANNING",
@@ -42,7 +51,9 @@ impl TriggerKind {
 /// One condition for the planner, with what it concerns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Trigger {
+    /// Which trigger it is.
     pub kind: TriggerKind,
+    /// The task it concerns, if any.
     pub task: Option<TaskId>,
     /// The note, discovery id, or anomaly index it concerns.
     pub item: Option<String>,

@@ -17,22 +17,33 @@ use super::text_rules::{only_about_tests, unfalsifiable};
 #[derive(Debug, Clone, Default, PartialEq, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewTask {
+    /// The new task's id (`--id`).
     pub id: String,
+    /// What the task is (`--desc`).
     #[serde(alias = "desc")]
     pub description: String,
+    /// `path[#anchor]` of its spec (`--spec`).
     #[serde(alias = "spec")]
     pub spec_ref: Option<String>,
+    /// Its falsifiable acceptance criterion (`--done`).
     #[serde(alias = "done")]
     pub done_when: Option<String>,
+    /// What is in and out.
     pub scope: Option<String>,
+    /// 1 (highest) to 5; 3 when absent.
     pub priority: Option<i64>,
+    /// Ids of the tasks it waits on (`--depends`).
     #[serde(default, alias = "depends")]
     pub depends_on: Vec<String>,
+    /// Globs of the files it may change.
     #[serde(default)]
     pub paths: Vec<String>,
+    /// Globs of protected paths it may change.
     #[serde(default)]
     pub allow_protected: Vec<String>,
+    /// The task it replaces.
     pub supersedes: Option<String>,
+    /// Finalize it in the same transaction.
     #[serde(default)]
     pub finalize: bool,
 }
@@ -40,12 +51,19 @@ pub struct NewTask {
 /// `amend-task`: only the fields given change.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Amendment {
+    /// The new description.
     pub description: Option<String>,
+    /// The new acceptance criterion.
     pub done_when: Option<String>,
+    /// The new scope.
     pub scope: Option<String>,
+    /// The new spec reference.
     pub spec_ref: Option<String>,
+    /// The new dependencies, replacing the old.
     pub depends_on: Option<Vec<TaskId>>,
+    /// The new priority.
     pub priority: Option<i64>,
+    /// The new globs of the files it may change.
     pub paths: Option<Vec<String>>,
 }
 

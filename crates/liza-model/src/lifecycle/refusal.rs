@@ -7,12 +7,16 @@ pub use super::rule::RuleId;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message} [{rule}]")]
 pub struct Refusal {
+    /// The rule that refused it.
     pub rule: RuleId,
+    /// What was wrong.
     pub message: String,
+    /// What to do instead.
     pub hint: String,
 }
 
 impl Refusal {
+    /// A refusal under `rule`.
     pub fn new(rule: RuleId, message: impl Into<String>, hint: impl Into<String>) -> Refusal {
         Refusal {
             rule,

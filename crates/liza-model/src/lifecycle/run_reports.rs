@@ -55,9 +55,13 @@ pub fn summary(report: &Node) -> String {
 /// completion) and a one-line summary for the log.
 #[derive(Clone)]
 pub struct RunResult {
+    /// `commit_result` or `review_result`.
     pub event: EventKind,
+    /// The result's fields, as the history event's `result`.
     pub result: Node,
+    /// Tokens used: (prompt, completion).
     pub usage: (u64, u64),
+    /// One line for the log.
     pub summary: String,
 }
 

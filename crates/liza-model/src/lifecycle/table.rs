@@ -15,14 +15,20 @@ use crate::EventKind;
 /// supervisor-only command on the CLI), H a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
+    /// P: the planner.
     Planner,
+    /// C: a coder.
     Coder,
+    /// R: a code reviewer.
     Reviewer,
+    /// S: the supervisor.
     Supervisor,
+    /// H: a person.
     Human,
 }
 
 impl Kind {
+    /// The letter the spec's tables use.
     pub fn letter(self) -> char {
         match self {
             Kind::Planner => 'P',
@@ -33,6 +39,7 @@ impl Kind {
         }
     }
 
+    /// How messages name it (`the planner`, `a person`…).
     pub fn name(self) -> &'static str {
         match self {
             Kind::Planner => "the planner",
@@ -47,31 +54,56 @@ impl Kind {
 /// The commands that change a task's status (or its claims).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Command {
+    /// `add-task`: (new) → DRAFT.
     AddTask,
+    /// `amend-task`: DRAFT, UNCLAIMED or BLOCKED, status kept.
     AmendTask,
+    /// `finalize-task`: DRAFT → UNCLAIMED.
     FinalizeTask,
+    /// `claim-task`: UNCLAIMED → CLAIMED.
     ClaimTask,
+    /// `claim-task` by the same coder: REJECTED → CLAIMED.
     ReclaimSameCoder,
+    /// `claim-task` by its own coder after a restart: CLAIMED, status kept.
     ResumeSameCoder,
+    /// `claim-task` by another coder once the assignee's lease ran out (or was released):
+    /// REJECTED → CLAIMED.
     TakeOverRejected,
+    /// `claim-task` by another coder once the assignee's lease ran out: CLAIMED → CLAIMED.
     TakeOverExpired,
+    /// `claim-task` for an integration fix: INTEGRATION_FAILED → CLAIMED.
     ClaimIntegrationFix,
+    /// `submit-for-review`: CLAIMED → READY_FOR_REVIEW.
     SubmitForReview,
+    /// `claim-review`: READY_FOR_REVIEW, status kept.
     ClaimReview,
+    /// `submit-verdict … approve`: READY_FOR_REVIEW → APPROVED.
     Approve,
+    /// `submit-verdict … reject`: READY_FOR_REVIEW → REJECTED.
     Reject,
+    /// The reviewer's run changed the worktree: APPROVED or REJECTED → READY_FOR_REVIEW.
     VoidVerdict,
+    /// `review_cycles_current` reached `max_review_cycles`: REJECTED → BLOCKED.
     ReviewDeadlock,
+    /// `block` by the coder, or the supervisor at a limit: CLAIMED → BLOCKED.
     Block,
+    /// `merge`: APPROVED → MERGED.
     Merge,
     /// APPROVED → BLOCKED: merging it would change nothing on integration.
     NothingToMerge,
+    /// `merge` conflicted or its checks failed: APPROVED → INTEGRATION_FAILED.
     IntegrationFailed,
+    /// `reassign`: BLOCKED, REJECTED, INTEGRATION_FAILED or CLAIMED → UNCLAIMED.
     Reassign,
+    /// `unblock`: BLOCKED → UNCLAIMED.
     Unblock,
+    /// `rescope`: BLOCKED, DRAFT, UNCLAIMED, REJECTED or INTEGRATION_FAILED → SUPERSEDED.
     Rescope,
+    /// `abandon`: any non-terminal status → ABANDONED.
     Abandon,
+    /// `release-claim --role reviewer`: READY_FOR_REVIEW, status kept.
     ReleaseReview,
+    /// `release-claim --role coder`: CLAIMED → UNCLAIMED.
     ReleaseCoder,
 }
 
@@ -108,10 +140,15 @@ impl Command {
 /// One row of the table. `to: None` keeps the status (claims on a task under review).
 #[derive(Debug, Clone, Copy)]
 pub struct Row {
+    /// The operation.
     pub command: Command,
+    /// The statuses it applies to.
     pub from: &'static [TaskStatus],
+    /// The status it moves to; `None` keeps the status.
     pub to: Option<TaskStatus>,
+    /// Who may perform it.
     pub actors: &'static [Kind],
+    /// The history event it writes.
     pub event: EventKind,
 }
 

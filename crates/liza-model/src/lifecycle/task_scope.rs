@@ -18,6 +18,7 @@ pub struct TaskScope {
 }
 
 impl TaskScope {
+    /// The scope of `task` under `config`.
     pub fn of(task: &Task, config: &Config) -> TaskScope {
         TaskScope {
             task: task.id.to_string(),

@@ -30,7 +30,9 @@ pub enum WorkClass {
 /// A task a coder may take, with its class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
+    /// Which class of work it is.
     pub class: WorkClass,
+    /// The task.
     pub task: TaskId,
 }
 

@@ -183,8 +183,13 @@ pub fn same_commit(given: &str, full: &str) -> bool {
 /// A reviewer's verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
+    /// Approve the commit.
     Approve,
-    Reject { reason: String },
+    /// Reject the commit.
+    Reject {
+        /// Why, citing at least one `path:line`.
+        reason: String,
+    },
 }
 
 /// `submit-verdict`: the claiming reviewer approves or rejects the commit it reviewed.

@@ -11,11 +11,17 @@ use crate::yaml::Emitter;
 yaml_enum! {
     /// The 6 agent states of specs/lifecycle.md.
     pub enum AgentStatus (Some(8), "agent-status", "agent status") {
+        /// Starting up, before IDLE; liza itself registers agents as IDLE.
         Starting = "STARTING",
+        /// Registered, with nothing to do.
         Idle = "IDLE",
+        /// A coder working on its task.
         Working = "WORKING",
+        /// A coder whose task was submitted, waiting for its review.
         Waiting = "WAITING",
+        /// A reviewer reviewing a task.
         Reviewing = "REVIEWING",
+        /// Its context ran out: it wrote a handoff, and the next run starts fresh from it.
         Handoff = "HANDOFF",
     }
 }
@@ -48,30 +54,45 @@ impl Emit for Role {
 /// An agent entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Agent {
+    /// Planner, coder or code reviewer; it matches the id's prefix.
     pub role: Role,
+    /// Set by the supervisor (specs/lifecycle.md *Agent states*).
     pub status: AgentStatus,
+    /// A random token minted at each registration: the fencing token agents present as
+    /// `LIZA_AGENT_GENERATION`. Absent in v0.1 files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<String>,
+    /// The task it works on or reviews.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_task: Option<TaskId>,
+    /// The registration lease, renewed by heartbeats.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_expires: Option<Timestamp>,
+    /// The last heartbeat folded in from its liveness record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat: Option<Timestamp>,
+    /// When it was registered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub registered_at: Option<Timestamp>,
+    /// The terminal its supervisor runs in (diagnostic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub terminal: Option<String>,
+    /// The backend's name (`--cli`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cli: Option<String>,
+    /// The built-in agent's identity (`--identity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub identity: Option<String>,
+    /// The registering process's pid; diagnostic only, never used for a decision.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<i64>,
+    /// Agent runs started by this agent id, kept across registrations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iterations_total: Option<i64>,
+    /// Kept as written (v0.1 tooling); liza does not set it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_percent: Option<Number>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }

@@ -9,24 +9,38 @@ use crate::node::{Extra, Node, Value};
 use crate::yaml::Emitter;
 
 yaml_enum! {
+    /// `config.plan_approval`: who finalizes the planner's tasks (specs/lifecycle.md *Plan
+    /// approval and spec currency*).
     pub enum PlanApproval (Some(11), "config-value", "plan_approval") {
+        /// The planner finalizes its own tasks.
         Auto = "auto",
+        /// The planner's tasks stay DRAFT until a person finalizes them.
         Human = "human",
     }
 }
 
 yaml_enum! {
+    /// How a backend of the user's gets its prompt (`config.agent_tools.<name>.prompt`).
     pub enum PromptMode (Some(11), "config-value", "agent_tools prompt mode") {
+        /// On standard input.
         Stdin = "stdin",
+        /// As the last argument.
         Arg = "arg",
+        /// In a file: its path is appended unless `{prompt_file}` appears in `args`.
         File = "file",
     }
 }
 
 yaml_enum! {
+    /// `config.builtin.validation_mode`: how the built-in agent judges a model's answer
+    /// against its schema (specs/builtin-agent.md *Calling the model*).
     pub enum ValidationMode (Some(11), "config-value", "builtin validation_mode") {
+        /// A violation is a failed attempt, asked again up to `max_attempts`.
         Strict = "strict",
+        /// The valid parts are kept, the errors recorded, a minimal result made from the
+        /// rest.
         Lenient = "lenient",
+        /// The reader takes what it can without judging.
         None = "none",
     }
 }
@@ -56,6 +70,7 @@ yaml_enum! {
 /// `config.sandbox` (specs/sandbox.md *Configuration*).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SandboxConfig {
+    /// Whether agents and checks are sandboxed (default `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<SandboxMode>,
     /// The agents' network (default `full`).
@@ -70,6 +85,7 @@ pub struct SandboxConfig {
     /// Extra paths a sandboxed process may write (absolute, or `~/…`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writable: Option<Vec<String>>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -82,22 +98,27 @@ record!(SandboxConfig {
 });
 
 impl SandboxConfig {
+    /// `mode`, or its default `auto`.
     pub fn mode(&self) -> SandboxMode {
         self.mode.unwrap_or(SandboxMode::Auto)
     }
 
+    /// `network`, or its default `full`.
     pub fn network(&self) -> SandboxNetwork {
         self.network.unwrap_or(SandboxNetwork::Full)
     }
 
+    /// `checks_network`, or its default `none`.
     pub fn checks_network(&self) -> SandboxNetwork {
         self.checks_network.unwrap_or(SandboxNetwork::None)
     }
 
+    /// `read_only`, or none.
     pub fn read_only(&self) -> &[String] {
         self.read_only.as_deref().unwrap_or_default()
     }
 
+    /// `writable`, or none.
     pub fn writable(&self) -> &[String] {
         self.writable.as_deref().unwrap_or_default()
     }
@@ -112,7 +133,9 @@ pub const LEGACY_CONFIG_KEYS: &[&str] =
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum CommandSpec {
+    /// An argv list, run without a shell.
     Argv(Vec<String>),
+    /// A command string, run with `sh -c`.
     Shell(String),
 }
 
@@ -138,12 +161,16 @@ impl Emit for CommandSpec {
 /// `execution_timeout`: seconds per run and role.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ExecutionTimeout {
+    /// Seconds per coder run (default 7200).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coder: Option<i64>,
+    /// `code-reviewer`: seconds per code reviewer run (default 1800).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_reviewer: Option<i64>,
+    /// Seconds per planner run (default 3600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planner: Option<i64>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -156,14 +183,20 @@ record!(ExecutionTimeout {
 /// One project check (`config.checks[]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Check {
+    /// Its name.
     pub name: String,
+    /// The command: an argv list, or a string run with `sh -c`.
     pub run: CommandSpec,
+    /// Seconds it may run (default 600).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<i64>,
+    /// Run on every review commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_review: Option<bool>,
+    /// Run on every merge candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_merge: Option<bool>,
+    /// Keys liza does not know, kept as written (`optional` among them).
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -188,6 +221,7 @@ pub struct AgentTool {
     /// Arguments added after `args` (the built-in ones, unless `args` replaces them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extra_args: Option<Vec<String>>,
+    /// How the prompt is passed (default `stdin`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<PromptMode>,
     /// Extra environment; `${VAR}` in a value is taken from the supervisor's environment.
@@ -202,12 +236,14 @@ pub struct AgentTool {
     /// Whether the agent can run shell commands (`liza submit-for-review`) itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runs_commands: Option<bool>,
+    /// Arguments for an interactive run (`-i`), replacing `args`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interactive_args: Option<Vec<String>>,
     /// Its own state files and directories, writable inside the sandbox (added to a
     /// built-in backend's; specs/sandbox.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Vec<String>>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -227,8 +263,10 @@ record!(AgentTool {
 /// Per-role settings of the built-in agent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuiltinRoleConfig {
+    /// The model for this role, ahead of `LIZA_LLM_MODEL` and `config.builtin.model`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -237,20 +275,28 @@ record!(BuiltinRoleConfig { opt model: "model" });
 /// `config.builtin`: the built-in agent (specs/builtin-agent.md).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct BuiltinConfig {
+    /// The model for every role without one of its own (after `LIZA_LLM_MODEL`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
+    /// How answers are checked against the schema (default `strict`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validation_mode: Option<ValidationMode>,
+    /// Attempts per question when the answer breaks the schema (default 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<i64>,
+    /// The budget for context, in estimated tokens (default 8000).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_tokens: Option<i64>,
+    /// The planner's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planner: Option<BuiltinRoleConfig>,
+    /// The coder's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coder: Option<BuiltinRoleConfig>,
+    /// `code-reviewer`: the code reviewer's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code_reviewer: Option<BuiltinRoleConfig>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -264,21 +310,29 @@ record!(BuiltinConfig {
     opt code_reviewer: "code-reviewer",
 });
 
+/// `config.circuit_breaker`: which circuit-breaker matches checkpoint the sprint.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CircuitBreakerConfig {
+    /// The severities of a circuit-breaker match that checkpoint the sprint (default
+    /// `ARCHITECTURE_FLAW`, `SPEC_FLAW`, `EXTERNAL_DEPENDENCY`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checkpoint_at: Option<Vec<String>>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
 record!(CircuitBreakerConfig { opt checkpoint_at: "checkpoint_at" });
 
+/// `config.journal_keep`: how much the journal keeps, whichever bound is hit first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct JournalKeep {
+    /// Revisions kept (default 200, at least 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revisions: Option<i64>,
+    /// Bytes kept (default 64 MiB, at least 1024).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<i64>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -287,60 +341,89 @@ record!(JournalKeep {
     opt bytes: "bytes",
 });
 
+/// `config`: the settings of specs/blackboard.md *config*. Every key is optional; the
+/// accessors give the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Config {
+    /// Who finalizes the planner's tasks (default `auto`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan_approval: Option<PlanApproval>,
+    /// Agent runs per task and coder before the task is BLOCKED (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_coder_iterations: Option<i64>,
+    /// Rejections before the review-deadlock block (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_review_cycles: Option<i64>,
+    /// Exit-42 restarts without progress before the task is BLOCKED (default 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit42_restart_threshold: Option<i64>,
+    /// Seconds between heartbeats (default 15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_interval: Option<i64>,
+    /// Seconds a registration, task or review lease lasts (default 120).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_duration: Option<i64>,
+    /// Seconds between a coder's fallback polls (default 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coder_poll_interval: Option<i64>,
+    /// Seconds between a reviewer's fallback polls (default 30).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewer_poll_interval: Option<i64>,
+    /// Seconds between a planner's fallback polls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub planner_poll_interval: Option<i64>,
+    /// Seconds with no non-terminal task before an idle supervisor exits (unset: only when
+    /// the sprint or goal ends).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idle_exit_after: Option<i64>,
+    /// Watchdog: seconds without progress before a run is stopped (default 1800).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_progress_timeout: Option<i64>,
+    /// The longest run per role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution_timeout: Option<ExecutionTimeout>,
+    /// The branch approved work is merged into (default `integration`): a plain branch
+    /// name, not a `task/…` one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration_branch: Option<String>,
     /// The bare repository every host shares (specs/shared-store.md *Git across hosts*):
     /// task branches are pushed there and the integration branch moves only there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_remote: Option<String>,
+    /// Run in each fresh worktree: an argv list, or a string run with `sh -c`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub post_worktree_cmd: Option<CommandSpec>,
+    /// The project's checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checks: Option<Vec<Check>>,
+    /// Globs of what counts as a test file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub test_paths: Option<Vec<String>>,
+    /// Globs a coder may not change unless the task's `allow_protected` covers them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protected_paths: Option<Vec<String>>,
+    /// The backend used without `--cli` (default `claude`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_cli: Option<String>,
+    /// Backends of the user's own, or adjustments of built-in ones, by name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_tools: Option<IdMap<String, AgentTool>>,
+    /// Whether the codex backend writes structured run reports (default false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub codex_report: Option<bool>,
+    /// The built-in agent's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub builtin: Option<BuiltinConfig>,
+    /// The URL alarms are POSTed to.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation_webhook: Option<String>,
+    /// The circuit breaker's settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub circuit_breaker: Option<CircuitBreakerConfig>,
+    /// Seconds a command waits for the state lock (default 10; supervisors wait 60).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lock_timeout: Option<i64>,
+    /// How much the journal keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_keep: Option<JournalKeep>,
     /// Seconds after which a terminal task is moved to the archive by the watcher (unset:
@@ -350,6 +433,8 @@ pub struct Config {
     /// How agents and checks are confined (specs/sandbox.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxConfig>,
+    /// Keys liza does not know, kept as written; the validator warns about them, v0.1's
+    /// unused keys ([`LEGACY_CONFIG_KEYS`]) aside.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -419,30 +504,37 @@ impl Config {
         ]
     }
 
+    /// `plan_approval`, or its default `auto`.
     pub fn plan_approval(&self) -> PlanApproval {
         self.plan_approval.unwrap_or(PlanApproval::Auto)
     }
 
+    /// `max_coder_iterations` when positive, else its default 10.
     pub fn max_coder_iterations(&self) -> i64 {
         positive(self.max_coder_iterations, 10)
     }
 
+    /// `max_review_cycles` when positive, else its default 5.
     pub fn max_review_cycles(&self) -> i64 {
         positive(self.max_review_cycles, 5)
     }
 
+    /// `exit42_restart_threshold` when positive, else its default 5.
     pub fn exit42_restart_threshold(&self) -> i64 {
         positive(self.exit42_restart_threshold, 5)
     }
 
+    /// `heartbeat_interval` in seconds when positive, else its default 15.
     pub fn heartbeat_interval(&self) -> i64 {
         positive(self.heartbeat_interval, 15)
     }
 
+    /// `lease_duration` in seconds when positive, else its default 120.
     pub fn lease_duration(&self) -> i64 {
         positive(self.lease_duration, 120)
     }
 
+    /// `integration_branch`, or its default `integration` when unset or empty.
     pub fn integration_branch(&self) -> &str {
         self.integration_branch
             .as_deref()
@@ -469,6 +561,7 @@ impl Config {
         (revisions as u64, bytes as u64)
     }
 
+    /// `protected_paths`, or the default globs.
     pub fn protected_paths(&self) -> Vec<String> {
         self.protected_paths.clone().unwrap_or_else(|| {
             [
@@ -482,6 +575,7 @@ impl Config {
         })
     }
 
+    /// `test_paths`, or the default globs.
     pub fn test_paths(&self) -> Vec<String> {
         self.test_paths.clone().unwrap_or_else(|| {
             [
@@ -511,6 +605,7 @@ impl Config {
         self.sandbox.clone().unwrap_or_default()
     }
 
+    /// `default_cli`, or its default `claude`.
     pub fn default_cli(&self) -> &str {
         self.default_cli.as_deref().unwrap_or("claude")
     }

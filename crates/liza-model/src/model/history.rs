@@ -34,10 +34,14 @@ use crate::yaml::Emitter;
 /// kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryEvent {
+    /// When it happened.
     pub time: Timestamp,
+    /// What happened: an [`EventKind`] name, or one liza does not define, kept as written.
     pub event: String,
+    /// Who acted: an agent id, `human` or `liza`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// The event's own fields, in file order.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -58,8 +62,11 @@ record!(HistoryEvent {
 /// (what `sprint.metrics` counts per task).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReviewCounts {
+    /// `ready_for_review` events.
     pub submissions: i64,
+    /// `approved` events.
     pub approvals: i64,
+    /// `rejected` events.
     pub rejections: i64,
 }
 
@@ -85,6 +92,7 @@ impl ReviewCounts {
         )
     }
 
+    /// Reads counts written by [`ReviewCounts::to_field`].
     pub fn parse_field(text: &str) -> Option<ReviewCounts> {
         let mut parts = text.split('/');
         let counts = ReviewCounts {
@@ -112,11 +120,13 @@ pub struct CachedJson {
 }
 
 impl CachedJson {
+    /// The `range` of `file`, or `None` when `file` does not hold it.
     pub fn new(file: Arc<Vec<u8>>, range: Range<usize>) -> Option<CachedJson> {
         file.get(range.clone())?;
         Some(CachedJson { file, range })
     }
 
+    /// The JSON text.
     pub fn bytes(&self) -> &[u8] {
         &self.file[self.range.clone()]
     }
@@ -174,6 +184,8 @@ impl History {
         self.cached.as_ref().map(CachedJson::bytes)
     }
 
+    /// How many times the task was submitted, approved and rejected: the counts the cache
+    /// stored while the history is not decoded, else counted from its events.
     pub fn review_counts(&self) -> ReviewCounts {
         match (self.counts, self.decoded.get()) {
             (Some(counts), None) => counts,

@@ -12,17 +12,25 @@ use crate::yaml::Emitter;
 use super::TaskStatus;
 
 yaml_enum! {
+    /// `discovered[].severity`: how serious a discovery is.
     pub enum DiscoverySeverity (None, "discovery-severity", "discovery severity") {
+        /// Critical.
         Critical = "critical",
+        /// High.
         High = "high",
+        /// Medium.
         Medium = "medium",
+        /// Low.
         Low = "low",
     }
 }
 
 yaml_enum! {
+    /// `discovered[].urgency`: when the planner should look at a discovery.
     pub enum Urgency (Some(10), "discovery-urgency", "discovery urgency") {
+        /// At once: an unconverted immediate discovery wakes the planner.
         Immediate = "immediate",
+        /// In the planner's own time (the default).
         Deferred = "deferred",
     }
 }
@@ -30,18 +38,31 @@ yaml_enum! {
 yaml_enum! {
     /// The 13 anomaly types of specs/blackboard.md.
     pub enum AnomalyType (Some(10), "anomaly-type", "anomaly type") {
+        /// A fix was retried again and again (details: `count`, `error_pattern`).
         RetryLoop = "retry_loop",
+        /// A trade-off was made (details: `what`, `why`, `debt_created`).
         TradeOff = "trade_off",
+        /// The spec can be read more than one way.
         SpecAmbiguity = "spec_ambiguity",
+        /// Something outside the project blocks the work (details: `blocker_service`).
         ExternalBlocker = "external_blocker",
+        /// An assumption turned out false (details: `assumption`, `reality`).
         AssumptionViolated = "assumption_violated",
+        /// The work went outside the task's scope.
         ScopeDeviation = "scope_deviation",
+        /// A workaround was used.
         Workaround = "workaround",
+        /// Technical debt was created.
         DebtCreated = "debt_created",
+        /// The task's spec changed since the task was finalized.
         SpecChanged = "spec_changed",
+        /// Two coders failed the task: its framing is presumed wrong.
         HypothesisExhaustion = "hypothesis_exhaustion",
+        /// The spec says nothing where it should.
         SpecGap = "spec_gap",
+        /// Review cycles reached `max_review_cycles`.
         ReviewDeadlock = "review_deadlock",
+        /// The protocol itself is unclear (details: `protocol_section`, `question`).
         SystemAmbiguity = "system_ambiguity",
     }
 }
@@ -61,8 +82,11 @@ impl AnomalyType {
 }
 
 yaml_enum! {
+    /// `circuit_breaker.status`: the outcome of the last analysis.
     pub enum CircuitBreakerStatus (None, "circuit-breaker-status", "circuit breaker status") {
+        /// No pattern matched.
         Ok = "OK",
+        /// A pattern matched.
         Triggered = "TRIGGERED",
     }
 }
@@ -70,23 +94,34 @@ yaml_enum! {
 /// `discovered[]`: something found while working that may become a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Discovery {
+    /// `disc-N`.
     pub id: String,
+    /// Who reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// The task being worked on when it was found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub during: Option<String>,
+    /// What was found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// How serious it is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity: Option<DiscoverySeverity>,
+    /// When the planner should look at it (absent: deferred).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub urgency: Option<Urgency>,
+    /// What the reporter recommends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recommendation: Option<String>,
+    /// When it was reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<Timestamp>,
+    /// The task it was converted to (`liza discovery convert`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub converted_to_task: Option<String>,
+    /// Keys liza does not know, kept as written (`liza discovery defer` and `reject` add
+    /// `deferred_reason` or `rejected_reason`, and `decided_at`).
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -107,7 +142,9 @@ record!(Discovery {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum ContextUsed {
+    /// A number: `91`, or a share such as `0.91`.
     Number(Number),
+    /// Liza v0.1's percentage text, such as `91%`.
     Text(String),
 }
 
@@ -154,24 +191,34 @@ impl Emit for ContextUsed {
 /// `handoff.<task>`: notes for the next run after context exhaustion.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Handoff {
+    /// The agent that wrote it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// How much of its context the agent had used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_used: Option<ContextUsed>,
+    /// When it was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
+    /// What is done; required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// The next step; required.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_action: Option<String>,
+    /// Free-form: the approach taken.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approach: Option<Node>,
+    /// Free-form: what stands in the way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blockers: Option<Node>,
+    /// Free-form: the files changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files_modified: Option<Node>,
+    /// Free-form: the steps after the next one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_steps: Option<Node>,
+    /// Keys liza does not know, kept as written (a flat v0.1 handoff's `task` among them).
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -192,7 +239,9 @@ record!(Handoff {
 /// flat while it is the only handoff, so v0.1 tooling still reads it.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Handoffs {
+    /// The handoffs by task id.
     pub map: IdMap<TaskId, Handoff>,
+    /// Read as one flat v0.1 handoff, and written back flat while it is the only one.
     pub flat: bool,
 }
 
@@ -288,14 +337,18 @@ pub struct HumanNote {
     /// `note-N`; absent in Liza v0.1 notes until the next write assigns one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
+    /// When it was written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
+    /// What it says.
     pub message: String,
     /// `for`: a task id or `all`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
+    /// The planners that were woken for it (`HUMAN_NOTE`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_by: Option<Vec<String>>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -310,17 +363,24 @@ record!(HumanNote {
 /// `anomalies[]`: something an agent or liza noticed and must report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Anomaly {
+    /// When it was reported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
+    /// The task it concerns.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
+    /// Who reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reporter: Option<String>,
+    /// `type`: what kind of anomaly it is.
     pub kind: AnomalyType,
+    /// The keys its type requires, and any others the reporter gave.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub details: Option<Node>,
+    /// The planners that were woken for it (`SYSTEM_AMBIGUITY`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen_by: Option<Vec<String>>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -336,14 +396,19 @@ record!(Anomaly {
 /// `spec_changes[]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SpecChange {
+    /// When the spec changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
+    /// The spec that changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec: Option<String>,
+    /// What changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub change: Option<String>,
+    /// What caused the change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triggered_by: Option<String>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -357,14 +422,20 @@ record!(SpecChange {
 /// `circuit_breaker`: the last analysis (specs/operations.md).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CircuitBreaker {
+    /// When the last analysis ran.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_check: Option<Timestamp>,
+    /// Whether the last analysis matched a pattern.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<CircuitBreakerStatus>,
+    /// The patterns the last analysis matched (`pattern`, `severity`, `count`, `group`…);
+    /// absent when none did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_trigger: Option<Node>,
+    /// Past triggers, each recorded when an analysis found a different one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<Vec<Node>>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -378,9 +449,12 @@ record!(CircuitBreaker {
 /// `archived.<task>`: a terminal task moved to `archive/<sprint>.yaml`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArchivedTask {
+    /// Its status when archived: MERGED, SUPERSEDED or ABANDONED.
     pub status: TaskStatus,
+    /// The sprint whose archive file holds it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sprint: Option<String>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -393,8 +467,11 @@ record!(ArchivedTask {
 /// *Growth*), each with its full record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Archive {
+    /// The sprint the file is for.
     pub sprint: String,
+    /// The archived tasks, with their full records.
     pub tasks: super::TaskList,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }

@@ -15,29 +15,44 @@ use super::{
 /// state.yaml, typed. Unknown top-level keys are kept in `extra`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct State {
+    /// The schema version, `1`.
     pub version: i64,
     /// Absent in files written by the original tooling (read as 0).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision: Option<i64>,
+    /// What the team works towards.
     pub goal: Goal,
+    /// The live tasks, in creation order.
     pub tasks: TaskList,
+    /// The registered agents, by id.
     pub agents: IdMap<AgentId, Agent>,
+    /// Things found while working that may become tasks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discovered: Option<Vec<Discovery>>,
+    /// Notes for the next run after a coder's context ran out, by task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<Handoffs>,
+    /// Notes from people to the agents.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human_notes: Option<Vec<HumanNote>>,
+    /// Anomalies reported by agents or by liza.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anomalies: Option<Vec<Anomaly>>,
+    /// A record of spec changes, for people and other tools; liza adds nothing to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_changes: Option<Vec<SpecChange>>,
+    /// The current sprint.
     pub sprint: Sprint,
+    /// The circuit breaker's last analysis.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub circuit_breaker: Option<CircuitBreaker>,
+    /// liza's index of the tasks moved to `archive/`: `{status, sprint}` by task id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived: Option<IdMap<TaskId, ArchivedTask>>,
+    /// The settings; missing keys take defaults.
     pub config: Config,
+    /// Every other top-level key, kept as written: liza's `past_sprints` and `past_goals`,
+    /// v0.1's `checkpoint`, another tool's.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -94,6 +109,7 @@ impl State {
         self.revision.filter(|r| *r >= 0).unwrap_or(0) as u64
     }
 
+    /// The live task `id`.
     pub fn task(&self, id: &TaskId) -> Option<&Task> {
         self.tasks.iter().find(|t| &t.id == id).map(|t| &**t)
     }
@@ -109,6 +125,7 @@ impl State {
         self.task(id).is_some() || self.archived.as_ref().is_some_and(|a| a.contains_key(id))
     }
 
+    /// `human_notes`, or none.
     pub fn human_notes(&self) -> &[HumanNote] {
         self.human_notes.as_deref().unwrap_or(&[])
     }
@@ -141,10 +158,12 @@ impl State {
         true
     }
 
+    /// `anomalies`, or none.
     pub fn anomalies(&self) -> &[Anomaly] {
         self.anomalies.as_deref().unwrap_or(&[])
     }
 
+    /// `discovered`, or none.
     pub fn discovered(&self) -> &[Discovery] {
         self.discovered.as_deref().unwrap_or(&[])
     }

@@ -14,16 +14,27 @@ use crate::yaml::Emitter;
 yaml_enum! {
     /// The 11 task states of specs/lifecycle.md.
     pub enum TaskStatus (Some(2), "task-status", "task status") {
+        /// The planner is still writing it; invisible to coders.
         Draft = "DRAFT",
+        /// Ready; claimable once its dependencies are satisfied.
         Unclaimed = "UNCLAIMED",
+        /// A coder holds it under a lease.
         Claimed = "CLAIMED",
+        /// Submitted at `review_commit`; reviewable when no review lease is live.
         ReadyForReview = "READY_FOR_REVIEW",
+        /// A reviewer rejected it with a reason; back to the coder.
         Rejected = "REJECTED",
+        /// A reviewer approved it; the merge is pending.
         Approved = "APPROVED",
+        /// On the integration branch. Terminal.
         Merged = "MERGED",
+        /// Cannot proceed; waits for the planner.
         Blocked = "BLOCKED",
+        /// Replaced by rescoped tasks. Terminal.
         Superseded = "SUPERSEDED",
+        /// Dropped by the planner or a person. Terminal.
         Abandoned = "ABANDONED",
+        /// The merge conflicted or the integration checks failed.
         IntegrationFailed = "INTEGRATION_FAILED",
     }
 }
@@ -49,7 +60,9 @@ impl TaskStatus {
 yaml_enum! {
     /// Why a merge failed.
     pub enum FailureKind (None, "integration-failure-kind", "integration failure kind") {
+        /// The task branch did not merge cleanly.
         Conflict = "conflict",
+        /// The integration checks failed.
         Tests = "tests",
     }
 }
@@ -61,11 +74,13 @@ yaml_enum! {
 pub struct CommitId(String);
 
 impl CommitId {
+    /// The id `text` names: 4 to 64 hex digits, lowercased.
     pub fn parse(text: &str) -> Option<CommitId> {
         ((4..=64).contains(&text.len()) && text.bytes().all(|b| b.is_ascii_hexdigit()))
             .then(|| CommitId(text.to_ascii_lowercase()))
     }
 
+    /// The hex digits.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -145,11 +160,14 @@ impl Emit for CommitId {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum OneOrMany<T> {
+    /// A single value.
     One(T),
+    /// A list.
     Many(Vec<T>),
 }
 
 impl<T> OneOrMany<T> {
+    /// The values, one or many.
     pub fn as_slice(&self) -> &[T] {
         match self {
             OneOrMany::One(v) => std::slice::from_ref(v),
@@ -179,13 +197,18 @@ impl<T: Emit> Emit for OneOrMany<T> {
 /// `integration_failure`: why the last merge failed.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct IntegrationFailure {
+    /// Whether it conflicted or the checks failed.
     pub kind: FailureKind,
+    /// The conflicting paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paths: Option<Vec<String>>,
+    /// The log file of the checks' output.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log: Option<String>,
+    /// When the merge failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Timestamp>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -199,10 +222,14 @@ record!(IntegrationFailure {
 /// `merge_intent`: written before a merge's git work, cleared when it ends.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MergeIntent {
+    /// The commit about to be published: the review commit until the merge commit is built.
     pub candidate: CommitId,
+    /// The integration tip the merge started from.
     pub integration_tip: CommitId,
+    /// When the intent was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Timestamp>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -215,12 +242,16 @@ record!(MergeIntent {
 /// `usage`: token and run totals of the task.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Prompt tokens the built-in agent used on the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt_tokens: Option<i64>,
+    /// Completion tokens the built-in agent used on the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<i64>,
+    /// Agent runs launched on the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_runs: Option<i64>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -233,84 +264,128 @@ record!(Usage {
 /// A task (specs/blackboard.md, *tasks[]*).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Task {
+    /// Unique, archived tasks included; it names the task's directory and branch.
     pub id: TaskId,
+    /// What the task is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// Where it stands in the lifecycle.
     pub status: TaskStatus,
+    /// When the status last changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_changed_at: Option<Timestamp>,
+    /// 1 (highest) to 5; 3 when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<i64>,
+    /// When it was added.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created: Option<Timestamp>,
+    /// `path[#anchor]` of its spec, inside the repository; required outside DRAFT,
+    /// SUPERSEDED and ABANDONED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_ref: Option<String>,
+    /// A falsifiable acceptance criterion; required outside DRAFT, SUPERSEDED and
+    /// ABANDONED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub done_when: Option<String>,
+    /// What is in and out, functionally.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// Globs of the files it may change (the matching test files are always allowed too);
+    /// none means anything outside `protected_paths`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paths: Option<Vec<String>>,
+    /// Globs of protected paths it may change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub allow_protected: Option<Vec<String>>,
+    /// Exact ids of the live or archived tasks it waits on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub depends_on: Option<Vec<TaskId>>,
+    /// The coder holding it, or that last held it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assigned_to: Option<AgentId>,
+    /// `.worktrees/<id>` while it has a worktree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub worktree: Option<String>,
+    /// The integration tip its worktree started from.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_commit: Option<CommitId>,
+    /// The coder's lease on the task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease_expires: Option<Timestamp>,
+    /// Agent runs on it by its current coder; reset on reassignment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iteration: Option<i64>,
+    /// Overrides `config.max_coder_iterations` for this task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_iterations: Option<i64>,
+    /// Rejections since the last reset (reassignment, or an unblock that asks for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_cycles_current: Option<i64>,
+    /// Every rejection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_cycles_total: Option<i64>,
+    /// The commit submitted for review.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_commit: Option<CommitId>,
+    /// The reviewer holding the review claim.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reviewing_by: Option<AgentId>,
+    /// The review lease.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review_lease_expires: Option<Timestamp>,
+    /// The reviewer that approved it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approved_by: Option<AgentId>,
+    /// The integration commit after the merge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_commit: Option<CommitId>,
+    /// Why it was last rejected, citing `path:line`; required when REJECTED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rejection_reason: Option<String>,
+    /// Why it is BLOCKED; required then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked_reason: Option<String>,
+    /// 1 to 3 questions for the planner; required when BLOCKED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blocked_questions: Option<Vec<String>>,
+    /// What the coder tried before blocking.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempted: Option<Vec<String>>,
+    /// The coders that failed it, each once; two or more is hypothesis exhaustion.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_by: Option<Vec<AgentId>>,
+    /// Its replacements after a rescope; required when SUPERSEDED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub superseded_by: Option<Vec<TaskId>>,
+    /// The task or tasks it replaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supersedes: Option<OneOrMany<TaskId>>,
+    /// The root cause given for the rescope; required when SUPERSEDED.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rescope_reason: Option<String>,
+    /// Claimed from INTEGRATION_FAILED, to fix a failed merge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration_fix: Option<bool>,
+    /// Why the last merge failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub integration_failure: Option<IntegrationFailure>,
+    /// A merge in progress: the next merge finishes or drops it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_intent: Option<MergeIntent>,
+    /// The next run resumes from its `handoff` entry.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff_pending: Option<bool>,
+    /// The git blob id of its spec file at finalize; the text is kept under `.liza/specs/`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spec_hash: Option<String>,
+    /// Token and run totals.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
+    /// What happened to it, in order; its events are the log's actions.
     #[serde(default, skip_serializing_if = "history_skipped")]
     pub history: Option<History>,
+    /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
 }
@@ -365,6 +440,7 @@ record!(Task {
 pub struct TaskList(pub Vec<Arc<Task>>);
 
 impl TaskList {
+    /// Appends `task`.
     pub fn push_task(&mut self, task: Task) {
         self.0.push(Arc::new(task));
     }
@@ -478,10 +554,12 @@ impl Task {
         }
     }
 
+    /// `depends_on`, or none.
     pub fn depends_on(&self) -> &[TaskId] {
         self.depends_on.as_deref().unwrap_or(&[])
     }
 
+    /// `history`, or none.
     pub fn history(&self) -> &[HistoryEvent] {
         self.history.as_ref().map_or(&[], History::events)
     }

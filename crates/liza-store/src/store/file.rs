@@ -457,6 +457,20 @@ impl FileStore {
         }
     }
 
+    /// The journal's last entry does not decode: it is named, and nothing is offered to
+    /// restore from (that entry is what a restore would copy).
+    pub(super) fn undecodable_head(
+        &self,
+        head: &JournalEntry,
+        findings: Vec<Finding>,
+    ) -> StoreError {
+        StoreError::Invalid {
+            path: self.paths.display(&head.path),
+            findings,
+            restore: None,
+        }
+    }
+
     /// Refuses to replace a file that is missing, a symlink or read-only.
     pub(super) fn check_replaceable(&self, path: &Path) -> Result<(), StoreError> {
         let meta = match fs::symlink_metadata(path) {

@@ -325,6 +325,32 @@ mod tests {
         "etcd://127.0.0.1:2379/team/p".parse().unwrap()
     }
 
+    /// Every name the layout puts under a project's prefix is one no project's prefix
+    /// may go through (else a project `team/p/task` would share keys with `team/p`).
+    #[test]
+    fn the_names_under_a_prefix_are_reserved_for_it() {
+        let a = address();
+        let id = TaskId::parse("t-1").unwrap();
+        let keys = [
+            head_key(&a),
+            task_key(&a, &id),
+            note_key(&a, "n-1"),
+            alarm_key(&a, "k"),
+            delivered_key(&a, "k"),
+        ];
+        let prefix = a.key("");
+        for key in keys {
+            let rest = String::from_utf8(key[prefix.len()..].to_vec()).unwrap();
+            let name = rest.split('/').next().unwrap();
+            let nested = format!("etcd://127.0.0.1:2379/team/p/{name}");
+            let refused = nested.parse::<StoreAddress>().unwrap_err();
+            assert!(
+                matches!(refused.problem(), liza_etcd::AddressProblem::ReservedSegment(n) if *n == name),
+                "{nested}: {refused}"
+            );
+        }
+    }
+
     fn as_read(kvs: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<KeyValue> {
         kvs.into_iter()
             .map(|(key, value)| KeyValue {

@@ -48,11 +48,7 @@ impl FileStore {
             .read(&head)
             .map_err(io_err("read", &head.path))?;
         let head_decoded =
-            document::decode(&head_bytes).map_err(|findings| StoreError::Invalid {
-                path: self.paths.display(&head.path),
-                findings,
-                restore: None,
-            })?;
+            document::decode(&head_bytes).map_err(|f| self.undecodable_head(&head, f))?;
         let head_state = head_decoded.state.clone();
         match self.judge(bytes, &head, &head_decoded, &journal, &Choices::new()) {
             Ok((state, merged_from)) => {
@@ -95,7 +91,8 @@ impl FileStore {
             .journal
             .read(&head)
             .map_err(io_err("read", &head.path))?;
-        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
+        let head_decoded =
+            document::decode(&head_bytes).map_err(|f| self.undecodable_head(&head, f))?;
         match self.judge(&bytes, &head, &head_decoded, &journal, &Choices::new()) {
             Ok((state, merged_from)) => {
                 let detail =
@@ -140,7 +137,8 @@ impl FileStore {
             .journal
             .read(&head)
             .map_err(io_err("read", &head.path))?;
-        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
+        let head_decoded =
+            document::decode(&head_bytes).map_err(|f| self.undecodable_head(&head, f))?;
         let verdict = self.judge(&bytes, &head, &head_decoded, &journal, &Choices::new());
         Ok(Some(verdict.map(|_| ())))
     }
@@ -185,7 +183,8 @@ impl FileStore {
             .journal
             .read(&head)
             .map_err(io_err("read", &head.path))?;
-        let head_decoded = document::decode(&head_bytes).map_err(|f| self.invalid(f))?;
+        let head_decoded =
+            document::decode(&head_bytes).map_err(|f| self.undecodable_head(&head, f))?;
         match self.judge(bytes, &head, &head_decoded, &current.journal, choices) {
             Ok((state, merged_from)) => {
                 let detail = format!(
