@@ -79,7 +79,6 @@
 pub mod backend;
 #[cfg(any(test, feature = "bench"))]
 pub mod bench;
-pub mod blackboard;
 pub(crate) mod builtin;
 pub mod cli;
 pub(crate) mod dashboard;
@@ -88,16 +87,15 @@ pub(crate) mod doctor;
 pub mod llm;
 pub mod monitor;
 pub(crate) mod off_runtime;
-pub mod ops;
-pub(crate) mod program;
 pub(crate) mod retro;
-pub mod sandbox;
 pub mod status;
 pub mod supervisor;
 pub(crate) mod tmux;
 
 // The base layer is a crate of its own (ARCHITECTURE.md *Crates*).
 pub use liza_base::failpoint;
-pub(crate) use liza_base::{confine, error, terminal_text, untrusted};
+pub(crate) use liza_base::{confine, error, program, terminal_text, untrusted};
 pub(crate) use liza_git as git;
 pub(crate) use liza_model::lifecycle;
+pub use liza_ops::{ops, sandbox};
+pub use liza_store::blackboard;

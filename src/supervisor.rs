@@ -37,8 +37,6 @@ mod tests;
 pub(crate) mod usage_limit;
 mod wake;
 
-use std::sync::Arc;
-
 pub use error::{EXITS, SupervisorError};
 pub use ports::Ports;
 pub use session::Session;

@@ -77,17 +77,21 @@ impl View<'_> {
     }
 
     /// The role's poll interval: the fallback when no file event comes.
+    /// 30 s for a coder and a reviewer, 60 s for the planner, unless configured
+    /// (specs/blackboard.md *config*).
     pub fn poll_interval(&self) -> Duration {
         let config = &self.state.config;
-        match self.role() {
-            Role::Coder => config.coder_poll_interval,
-            Role::CodeReviewer => config.reviewer_poll_interval,
-            Role::Planner => config.planner_poll_interval,
-        }
-        .filter(|s| *s > 0)
-        .map_or(Duration::from_secs(30), |s| {
-            Duration::from_secs(s.unsigned_abs())
-        })
+        let (configured, default) = match self.role() {
+            Role::Coder => (config.coder_poll_interval, 30),
+            Role::CodeReviewer => (config.reviewer_poll_interval, 30),
+            Role::Planner => (config.planner_poll_interval, 60),
+        };
+        Duration::from_secs(
+            configured
+                .filter(|s| *s > 0)
+                .unwrap_or(default)
+                .unsigned_abs(),
+        )
     }
 }
 

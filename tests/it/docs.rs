@@ -465,8 +465,14 @@ fn files_under(dir: &Path, extensions: &[&str]) -> Vec<PathBuf> {
 }
 
 /// A cited section matches a heading written as it, or as it followed by a parenthesis
-/// or a colon (`Merge (\`liza merge <task>\`, …)` is cited as *Merge*).
+/// or a colon (`Merge (\`liza merge <task>\`, …)` is cited as *Merge*); a citation in
+/// code style (*\`agents.<id>\`*, which rustdoc would otherwise read as a tag) as the same
+/// without its backticks.
 fn heading_matches(heading: &str, section: &str) -> bool {
+    let section = section
+        .strip_prefix('`')
+        .and_then(|s| s.strip_suffix('`'))
+        .unwrap_or(section);
     let heading = heading.trim();
     let title = heading
         .split(" (")

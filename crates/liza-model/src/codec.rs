@@ -494,7 +494,8 @@ impl<K: fmt::Debug, V: fmt::Debug> fmt::Debug for IdMap<K, V> {
 pub trait MapKey: Sized + PartialEq + AsRef<str> {
     /// The key written as `text`, or why it is not one.
     fn parse_key(text: &str) -> Result<Self, IdError>;
-    /// The validation rule a malformed key is reported under (`None`: none of the numbered ones).
+    /// The validation rule a malformed key is reported under (`None`: none of the
+    /// numbered ones).
     const RULE: Option<u8>;
     /// The `check` a malformed key is reported under.
     const CHECK: &'static str;

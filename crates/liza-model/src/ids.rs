@@ -150,7 +150,7 @@ impl fmt::Display for Role {
 pub struct AgentId(String);
 
 impl AgentId {
-    /// Checks `text` against the agent id regex (specs/blackboard.md *agents.<id>*).
+    /// Checks `text` against the agent id regex (specs/blackboard.md *`agents.<id>`*).
     pub fn parse(text: &str) -> Result<AgentId, IdError> {
         let role_of = |prefix: &str| {
             text.strip_prefix(prefix)

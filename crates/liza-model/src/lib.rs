@@ -5,7 +5,9 @@
 //! nothing — no store, no git, no process; it reads only what validation checks exists (a
 //! spec file) and a document it is asked to load. The store, the supervisors and the
 //! operations (the `liza` crate) call it. With the feature `bench`: generated blackboards
-//! of a chosen size ([`bench`]), for the benchmarks and the tests.
+//! of a chosen size (the module `bench`), for the benchmarks and the tests.
+
+#![warn(missing_docs)]
 
 #[cfg(feature = "bench")]
 pub mod bench;

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod blackboard;
 pub mod liveness;
 pub mod log;
 pub mod log_tally;

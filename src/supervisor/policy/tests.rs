@@ -702,7 +702,7 @@ fn the_planner_runs_only_for_a_trigger_and_acknowledges_after_exit_0() {
         revision: 4,
     });
     assert!(after.is_empty());
-    let planner_poll = Duration::from_secs(30);
+    let planner_poll = Duration::from_secs(60);
     assert_eq!(w.look_wait(), Some((planner_poll, true)));
 }
 
@@ -1057,4 +1057,38 @@ fn liza_records_the_verdict_line_of_a_reviewer_that_cannot_run_commands() {
             .iter()
             .any(Action::acts_for_agent)
     );
+}
+
+/// The fallback poll: 30 s for a coder and a reviewer, 60 s for the planner
+/// (specs/blackboard.md *config*), a configured interval instead.
+#[test]
+fn each_role_polls_at_its_own_interval_unless_configured() {
+    let mut w = World::new("coder-1");
+    let leases = w.leases();
+    let interval = |state: &State, me: &str| {
+        let me = agent(me);
+        View {
+            state,
+            agent: &me,
+            controls: Controls::default(),
+            leases: &leases,
+            generation: "g1",
+            once: false,
+            backend: BackendView {
+                name: "claude",
+                soft_and_hard: false,
+                auth_hint: "",
+                runs_commands: true,
+            },
+        }
+        .poll_interval()
+    };
+    let secs = Duration::from_secs;
+    assert_eq!(interval(&w.state, "coder-1"), secs(30));
+    assert_eq!(interval(&w.state, "code-reviewer-1"), secs(30));
+    assert_eq!(interval(&w.state, "planner-1"), secs(60));
+    w.state.config.planner_poll_interval = Some(5);
+    w.state.config.coder_poll_interval = Some(0);
+    assert_eq!(interval(&w.state, "planner-1"), secs(5));
+    assert_eq!(interval(&w.state, "coder-1"), secs(30));
 }

@@ -13,7 +13,7 @@ use crate::blackboard::{State, Timestamp};
 use crate::lifecycle::DECISIONS;
 
 /// The summary of `state`'s sprint at `now`, `reason` being why it stopped.
-pub fn render(state: &State, reason: Option<&str>, now: Timestamp) -> String {
+pub(super) fn render(state: &State, reason: Option<&str>, now: Timestamp) -> String {
     let sprint = &state.sprint;
     let mut out = String::new();
     let _ = writeln!(out, "# Sprint {} — checkpoint\n", sprint.id);

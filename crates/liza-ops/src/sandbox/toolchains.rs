@@ -74,7 +74,7 @@ const MAX_FILES: usize = 4096;
 
 /// What the toolchains on `PATH` need shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Toolchains {
+pub(super) struct Toolchains {
     /// Shown read-only at their own paths.
     pub roots: Vec<PathBuf>,
     /// Credential files inside those roots, shown empty.
@@ -82,7 +82,7 @@ pub struct Toolchains {
 }
 
 /// Where the sandbox looks for toolchains.
-pub struct Search<'a> {
+pub(super) struct Search<'a> {
     /// The `PATH` the sandboxed process gets.
     pub path: &'a OsStr,
     pub home: Option<&'a Path>,
@@ -99,7 +99,7 @@ pub struct Search<'a> {
 
 impl Search<'_> {
     /// The toolchain directories to show and the credential files to blank.
-    pub fn run(&self) -> Toolchains {
+    pub(super) fn run(&self) -> Toolchains {
         let mut roots = BTreeSet::new();
         let mut seen = HashSet::new();
         for dir in std::env::split_paths(self.path) {

@@ -8,13 +8,13 @@ use std::fs::{File, OpenOptions, TryLockError};
 use super::OpsError;
 use crate::blackboard::{Store, StoreError, TaskId};
 
-pub struct TaskLock {
+pub(super) struct TaskLock {
     _file: File,
 }
 
 impl TaskLock {
     /// Takes the lock, or refuses at once when another process holds it.
-    pub fn try_acquire(store: &Store, id: &TaskId) -> Result<TaskLock, OpsError> {
+    pub(super) fn try_acquire(store: &Store, id: &TaskId) -> Result<TaskLock, OpsError> {
         let dir = store.paths().dir.join("locks");
         let path = dir.join(format!("task-{id}.lock"));
         let io = |source| {

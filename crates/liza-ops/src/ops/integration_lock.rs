@@ -15,7 +15,7 @@ use nix::unistd::Pid;
 use super::OpsError;
 use crate::blackboard::{Store, StoreError, TaskId, Timestamp};
 
-pub struct IntegrationLock {
+pub(super) struct IntegrationLock {
     file: File,
     path: PathBuf,
     holder: String,
@@ -39,7 +39,7 @@ pub fn merge_running(store: &Store) -> bool {
 impl IntegrationLock {
     /// Takes the lock, waiting as long as another merge holds it (`waiting` is told who);
     /// a merge is bounded by its checks' timeouts, and a dead holder releases it at once.
-    pub fn acquire(
+    pub(super) fn acquire(
         store: &Store,
         task: &TaskId,
         integration_dir: &Path,
@@ -112,7 +112,7 @@ impl IntegrationLock {
     }
 
     /// Takes the lock only if no other merge holds it.
-    pub fn try_acquire(
+    pub(super) fn try_acquire(
         store: &Store,
         task: &TaskId,
         integration_dir: &Path,
@@ -121,7 +121,7 @@ impl IntegrationLock {
     }
 
     /// Records the process group of the check now running (`None` when it ended).
-    pub fn record_check(&mut self, pgid: Option<i32>) {
+    pub(super) fn record_check(&mut self, pgid: Option<i32>) {
         if let Err(e) = self.write(pgid) {
             tracing::warn!(error = %e, "could not record the running check in the integration lock");
         }

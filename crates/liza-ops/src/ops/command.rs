@@ -18,7 +18,7 @@ use crate::blackboard::model::CommandSpec;
 
 /// How a bounded command ended.
 #[derive(Debug)]
-pub enum Exit {
+pub(super) enum Exit {
     Success,
     Failed(ExitStatus),
     TimedOut(Duration),
@@ -26,12 +26,12 @@ pub enum Exit {
 }
 
 impl Exit {
-    pub fn success(&self) -> bool {
+    pub(super) fn success(&self) -> bool {
         matches!(self, Exit::Success)
     }
 
     /// A short phrase for messages: "exited with status 1", "timed out after 30 s".
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         match self {
             Exit::Success => "succeeded".into(),
             Exit::Failed(status) => match status.code() {
@@ -45,7 +45,7 @@ impl Exit {
 }
 
 /// One command to run.
-pub struct Bounded<'a> {
+pub(super) struct Bounded<'a> {
     pub dir: &'a Path,
     /// Where it runs: a sandbox of `dir` (specs/sandbox.md *Checks*), or not.
     pub jail: &'a crate::sandbox::Jail,
@@ -56,7 +56,7 @@ pub struct Bounded<'a> {
 }
 
 /// The argv of a command spec; `None` for an empty argv (nothing to run).
-pub fn argv(spec: &CommandSpec) -> Option<Vec<String>> {
+pub(super) fn argv(spec: &CommandSpec) -> Option<Vec<String>> {
     match spec {
         CommandSpec::Argv(argv) if argv.is_empty() => None,
         CommandSpec::Argv(argv) => Some(argv.clone()),
@@ -67,7 +67,7 @@ pub fn argv(spec: &CommandSpec) -> Option<Vec<String>> {
 impl Bounded<'_> {
     /// Runs `argv` (non-empty) to completion or timeout. `started` receives the process
     /// group id as soon as the command runs (so a crash of ours can be cleaned up after).
-    pub fn run(&self, argv: &[String], started: impl FnOnce(i32)) -> Exit {
+    pub(super) fn run(&self, argv: &[String], started: impl FnOnce(i32)) -> Exit {
         if argv.is_empty() {
             return Exit::Success;
         }

@@ -21,14 +21,14 @@ use crate::lifecycle::text_rules::any_match;
 use crate::sandbox::Jail;
 
 /// The project's integration test script, relative to the root.
-pub const INTEGRATION_SCRIPT: &str = "scripts/integration-test.sh";
+pub(super) const INTEGRATION_SCRIPT: &str = "scripts/integration-test.sh";
 /// How long the integration script may run.
-pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(1800);
+pub(super) const SCRIPT_TIMEOUT: Duration = Duration::from_secs(1800);
 /// How long a `config.checks` entry without its own `timeout` may run.
-pub const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
+pub(super) const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The checks of one merge, sharing one log across publish retries.
-pub struct MergeChecks<'a> {
+pub(super) struct MergeChecks<'a> {
     pub root: &'a Path,
     pub task: &'a TaskId,
     pub allow_protected: &'a [String],
@@ -39,7 +39,7 @@ pub struct MergeChecks<'a> {
 
 /// How a candidate fared.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(super) enum Verdict {
     Passed,
     /// The first check that failed, and how.
     Failed {
@@ -48,7 +48,7 @@ pub enum Verdict {
 }
 
 impl<'a> MergeChecks<'a> {
-    pub fn new(
+    pub(super) fn new(
         root: &'a Path,
         task: &'a TaskId,
         allow_protected: &'a [String],
@@ -66,12 +66,12 @@ impl<'a> MergeChecks<'a> {
     }
 
     /// The log written so far, relative to the project root.
-    pub fn log_path(&self) -> Option<&str> {
+    pub(super) fn log_path(&self) -> Option<&str> {
         self.log.as_ref().map(|(_, p)| p.as_str())
     }
 
     /// Checks out `candidate` in the integration worktree and runs the checks there.
-    pub fn run(
+    pub(super) fn run(
         &mut self,
         repo: &Repo,
         tip: &str,

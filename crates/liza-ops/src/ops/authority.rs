@@ -132,7 +132,7 @@ fn parent_of(pid: i64) -> Option<i64> {
 }
 
 /// Refuses a command for people to a caller with an agent identity.
-pub fn no_agent_identity(actor: &Actor, command: &str) -> Result<(), OpsError> {
+pub(super) fn no_agent_identity(actor: &Actor, command: &str) -> Result<(), OpsError> {
     if let Actor::Agent { id, .. } = actor {
         return Err(OpsError::refused(
             RuleId::HumanOnly,
@@ -157,7 +157,7 @@ const ANY_AGENT: &[&str] = &[
     "status", "show", "log", "history", "diff", "validate", "discover", "anomaly", "help",
 ];
 /// The planner's commands (people's too): what a planner may send through the channel
-/// beyond [`ANY_AGENT`]'s, and its group in `liza --help`.
+/// beyond `ANY_AGENT`'s, and its group in `liza --help`.
 pub const PLANNER_COMMANDS: &[&str] = &[
     "add-task",
     "add-tasks",

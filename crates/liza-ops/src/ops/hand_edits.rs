@@ -14,7 +14,7 @@ use crate::blackboard::store::hand_edit::{HandEditOutcome, HandEditPolicy};
 use crate::lifecycle::table::human_may_move;
 
 /// The lifecycle's rules for hand edits, and where their alarms go.
-pub struct HandEditRules {
+pub(super) struct HandEditRules {
     liza_dir: PathBuf,
     /// Where the alarms this process raised go besides alerts.log (`liza watch` shows
     /// them like its own).
@@ -22,14 +22,14 @@ pub struct HandEditRules {
 }
 
 impl HandEditRules {
-    pub fn new(liza_dir: PathBuf) -> HandEditRules {
+    pub(super) fn new(liza_dir: PathBuf) -> HandEditRules {
         HandEditRules {
             liza_dir,
             forward: None,
         }
     }
 
-    pub fn forwarding(mut self, to: Sender<Fired>) -> HandEditRules {
+    pub(super) fn forwarding(mut self, to: Sender<Fired>) -> HandEditRules {
         self.forward = Some(to);
         self
     }
@@ -142,7 +142,7 @@ impl HandEditPolicy for HandEditRules {
 /// (specs/blackboard.md *Hand edits*). Filled under the state lock, printed outside it.
 static SET_ASIDE: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
 
-/// What [`SET_ASIDE`] holds, emptied.
+/// What `SET_ASIDE` holds, emptied.
 pub fn take_set_aside() -> Vec<String> {
     SET_ASIDE
         .lock()

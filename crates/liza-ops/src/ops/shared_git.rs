@@ -14,7 +14,7 @@ use crate::git::{Lease, Published, Pushed, Remote, Repo, task_branch, worktree_d
 /// The shared remote, when the blackboard names one. A URL validation refuses (one
 /// git would read as an option) is refused here too, whatever wrote it into the
 /// blackboard: nothing falls back to this host's branches alone.
-pub fn remote(project: &Project, state: &State) -> Result<Option<Remote>, OpsError> {
+pub(super) fn remote(project: &Project, state: &State) -> Result<Option<Remote>, OpsError> {
     let Some(url) = state.config.git_remote.as_deref() else {
         return Ok(None);
     };
@@ -31,7 +31,7 @@ pub fn remote(project: &Project, state: &State) -> Result<Option<Remote>, OpsErr
 /// The integration tip on the shared remote (`None` without one), where the branch
 /// moves. This host's branch follows it, unless a person has it checked out: liza never
 /// moves a branch under someone's checkout.
-pub fn sync_integration(
+pub(super) fn sync_integration(
     project: &Project,
     repo: &Repo,
     state: &State,
@@ -57,7 +57,7 @@ pub fn sync_integration(
 /// Brings task `id`'s branch from the remote when this host has none, or one the
 /// remote's descends from. A branch checked out in this host's worktree of the task is
 /// that worktree's: it is moved only with the worktree, when the worktree is clean.
-pub fn sync_task(
+pub(super) fn sync_task(
     project: &Project,
     repo: &Repo,
     state: &State,
@@ -134,7 +134,7 @@ pub fn push_task_after_run(project: &Project, id: &TaskId) {
 /// (a previous owner's, after a takeover) are first kept on the remote as
 /// `liza/attic/<id>-r<revision>` — `revision` is the blackboard's, so no two hosts pick
 /// the same name —, then the branch is replaced under a lease on what was kept.
-pub fn push_task(
+pub(super) fn push_task(
     project: &Project,
     repo: &Repo,
     state: &State,
@@ -189,7 +189,7 @@ fn pushed_meanwhile(remote: &Remote, branch: &str, reason: &str) -> OpsError {
 /// Moves the integration branch from `expected` to `new`: on the remote under a lease
 /// (of two hosts publishing at once, one wins), then here. `Moved` carries the remote's
 /// tip when the lease failed.
-pub fn publish(
+pub(super) fn publish(
     project: &Project,
     repo: &Repo,
     state: &State,
