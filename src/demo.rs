@@ -221,8 +221,8 @@ fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
         "README.md",
         "# greetings\n\nA liza demo project. See specs/vision.md.\n",
     )?;
-    git(dir, &["init", "-q", "-b", "main"])?;
-    git(dir, &["add", "."])?;
+    git(dir, &["init", "-q", "-b", "main"]).map_err(|e| e.to_string())?;
+    git(dir, &["add", "."]).map_err(|e| e.to_string())?;
     git(
         dir,
         &[
@@ -235,7 +235,8 @@ fn create_project(dir: &Path, liza: &Path) -> Result<(), String> {
             "-m",
             "A tiny shell project",
         ],
-    )?;
+    )
+    .map_err(|e| e.to_string())?;
     let mut init = vec!["init".to_owned(), GOAL.to_owned()];
     // `liza demo --store etcd://…`: the sprint runs on a blackboard in etcd.
     if let Some(address) = crate::blackboard::store::given_address() {

@@ -126,7 +126,9 @@ fn sandbox(project: &Project, state: &State) -> Check {
             outside.path().display(),
             target.display()
         );
-        let argv = jail.argv(&["sh".into(), "-c".into(), script])?;
+        let argv = jail
+            .argv(&["sh".into(), "-c".into(), script])
+            .map_err(|e| e.to_string())?;
         let (program, args) = argv.split_first().ok_or("no command")?;
         let out = std::process::Command::new(program)
             .args(args)

@@ -164,7 +164,11 @@ pub fn apply_diff(
 
 /// The diff applied in the task's sandbox, through the git wrapper.
 fn git_apply(worktree: &Path, diff: &str, jail: &Jail) -> Result<(), String> {
-    crate::git::cli::apply_patch(worktree, diff, |argv| jail.argv(argv))
+    crate::git::cli::apply_patch(worktree, diff, |argv| jail.argv(argv)).map_err(|e| match e {
+        // What the model is shown of a refused patch: git's own words.
+        crate::git::GitError::Refused { said, .. } => said,
+        other => other.to_string(),
+    })
 }
 
 #[cfg(test)]

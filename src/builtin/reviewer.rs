@@ -494,11 +494,13 @@ fn facts(ctx: &RunContext, state: &State, task: &Task) -> Result<Facts, String> 
     let changed: Vec<String> = git(
         &ctx.worktree,
         &["diff", "--name-only", &format!("{base}..{head}")],
-    )?
+    )
+    .map_err(|e| e.to_string())?
     .lines()
     .map(str::to_owned)
     .collect();
-    let diff = git(&ctx.worktree, &["diff", &format!("{base}..{head}")])?;
+    let diff =
+        git(&ctx.worktree, &["diff", &format!("{base}..{head}")]).map_err(|e| e.to_string())?;
     let jail =
         crate::sandbox::Jail::for_checks(&ctx.project.root, &ctx.worktree, &state.config.sandbox());
     let checks: Vec<CheckRun> = state

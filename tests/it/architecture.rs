@@ -465,3 +465,30 @@ fn the_layer_check_finds_an_upward_use() {
         ["supervisor::policy (1) uses monitor (2)"]
     );
 }
+
+/// The library crates return typed errors (specs/style.md *Gates*): a caller can tell one
+/// failure from another without reading its text.
+#[test]
+fn library_crates_return_no_text_as_an_error() {
+    let textual = regex::Regex::new(r"Result<.*,\s*String>").unwrap();
+    let mut found = Vec::new();
+    for src in crate_sources() {
+        if !src.starts_with(workspace().join("crates")) {
+            continue;
+        }
+        for (module, code) in modules(&src) {
+            for line in code.lines().filter(|l| textual.is_match(l)) {
+                found.push(format!(
+                    "{}: {}: {}",
+                    src.display(),
+                    module.join("/"),
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Result<_, String> in a library crate: {found:#?}"
+    );
+}

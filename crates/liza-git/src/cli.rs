@@ -4,19 +4,24 @@
 use std::path::Path;
 use std::process::Command;
 
+use super::GitError;
+
 /// `git <args>` in `dir`: its output, or what went wrong.
-pub fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+pub fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
+    let command = args.join(" ");
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
         .output()
-        .map_err(|e| format!("could not run git: {e}"))?;
+        .map_err(|source| GitError::NotRun {
+            command: command.clone(),
+            source,
+        })?;
     if !out.status.success() {
-        return Err(format!(
-            "git {}: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(GitError::Refused {
+            command,
+            said: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        });
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -42,7 +47,7 @@ pub fn unreadable_object(dir: &Path, tip: &str, base: Option<&str>) -> Option<St
     args.extend(not_base.as_deref());
     let listed = match git(dir, &args) {
         Ok(listed) => listed,
-        Err(why) => return Some(why),
+        Err(why) => return Some(why.to_string()),
     };
     let ids: String = listed
         .lines()
@@ -84,15 +89,23 @@ pub fn unreadable_object(dir: &Path, tip: &str, base: Option<&str>) -> Option<St
 /// `git apply --whitespace=nowarn --recount -` of `patch` in the worktree `dir`, its argv
 /// passed through `confine` first (the sandbox a task's edits are applied in); git's
 /// complaint when it refuses the patch.
-pub fn apply_patch(
+pub fn apply_patch<E: std::error::Error + Send + Sync + 'static>(
     dir: &Path,
     patch: &str,
-    confine: impl FnOnce(&[String]) -> Result<Vec<String>, String>,
-) -> Result<(), String> {
+    confine: impl FnOnce(&[String]) -> Result<Vec<String>, E>,
+) -> Result<(), GitError> {
     use std::io::Write;
+    const COMMAND: &str = "apply --whitespace=nowarn --recount -";
+    let not_run = |source| GitError::NotRun {
+        command: COMMAND.to_owned(),
+        source,
+    };
     let argv =
-        confine(&["git", "apply", "--whitespace=nowarn", "--recount", "-"].map(String::from))?;
-    let (program, args) = argv.split_first().ok_or("no git apply command")?;
+        confine(&["git", "apply", "--whitespace=nowarn", "--recount", "-"].map(String::from))
+            .map_err(|why| not_run(std::io::Error::other(why)))?;
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| not_run(std::io::Error::other("no command")))?;
     let mut child = Command::new(program)
         .args(args)
         .current_dir(dir)
@@ -100,16 +113,17 @@ pub fn apply_patch(
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
-        .map_err(|e| format!("could not run git apply: {e}"))?;
+        .map_err(not_run)?;
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(patch.as_bytes());
     }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| format!("git apply: {e}"))?;
+    let out = child.wait_with_output().map_err(not_run)?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_owned())
+        Err(GitError::Refused {
+            command: COMMAND.to_owned(),
+            said: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
+        })
     }
 }

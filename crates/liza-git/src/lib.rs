@@ -83,6 +83,14 @@ pub enum GitError {
         action: String,
         lock: locks::LockFile,
     },
+    #[error("could not run git {command}: {source}")]
+    NotRun {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("git {command}: {said}")]
+    Refused { command: String, said: String },
     #[error("{path} is still there after its removal")]
     RemovalNotVerified { path: PathBuf },
     #[error("cannot {action} {path}")]

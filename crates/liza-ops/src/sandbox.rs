@@ -30,7 +30,7 @@ mod toolchains;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-pub use check_jail::{CheckJail, Jail};
+pub use check_jail::{CheckJail, Jail, JailRefused};
 pub use confinement::{Confinement, SandboxRequired, Unconfined};
 pub use layout::{CHANNEL_SOCKET, Layout, Plan, PrivateGit, Scratch, View};
 pub use scratch::agent_dir;

@@ -300,7 +300,7 @@ impl<R: io::BufRead> Iterator for EntryReader<R> {
                     match parse_item(&text) {
                         Ok(Some(entry)) => return Some(Ok(entry)),
                         Ok(None) => continue,
-                        Err(message) => return Some(Err((first, message))),
+                        Err(problem) => return Some(Err((first, problem.to_string()))),
                     }
                 }
                 Some(line) if starts_item(&line) => self.item = Some((self.line_no, line)),
@@ -320,7 +320,7 @@ impl<R: io::BufRead> Iterator for EntryReader<R> {
                             self.torn_tail = true;
                             None
                         }
-                        Err(message) => Some(Err((first, message))),
+                        Err(problem) => Some(Err((first, problem.to_string()))),
                     };
                 }
             }
@@ -345,12 +345,13 @@ pub fn parse_items(bytes: &[u8], first_line: usize) -> LogRead {
         match parse_item(item) {
             Ok(Some(entry)) => out.entries.push(entry),
             Ok(None) => {}
-            Err(message) if i == last && !out.torn_tail => {
+            Err(_) if i == last && !out.torn_tail => {
                 // An incomplete last item that happens to end at a line break.
-                let _ = message;
                 out.torn_tail = true;
             }
-            Err(message) => out.unreadable.push((first_line + line, message)),
+            Err(problem) => out
+                .unreadable
+                .push((first_line + line, problem.to_string())),
         }
     }
     out
@@ -377,14 +378,27 @@ fn split_items(text: &str) -> Vec<(usize, &str)> {
     items
 }
 
-fn parse_item(item: &str) -> Result<Option<LogEntry>, String> {
-    let parsed = liza_yaml::parse(item).map_err(|e| e.message)?;
+/// Why a log item does not read.
+#[derive(Debug, thiserror::Error)]
+enum ItemProblem {
+    /// Not YAML: the parser's message.
+    #[error("{0}")]
+    Yaml(String),
+    #[error("not a list item")]
+    NotAListItem,
+    /// Not an entry: the first finding, its path and message.
+    #[error("{0}")]
+    NotAnEntry(String),
+}
+
+fn parse_item(item: &str) -> Result<Option<LogEntry>, ItemProblem> {
+    let parsed = liza_yaml::parse(item).map_err(|e| ItemProblem::Yaml(e.message))?;
     let Some(Node {
         value: Value::Seq(mut list),
         ..
     }) = parsed.root
     else {
-        return Err("not a list item".into());
+        return Err(ItemProblem::NotAListItem);
     };
     let Some(node) = list.pop() else {
         return Ok(None);
@@ -392,10 +406,10 @@ fn parse_item(item: &str) -> Result<Option<LogEntry>, String> {
     let mut d = Decoder::default();
     match LogEntry::decode(&node, &mut d) {
         Some(entry) if d.findings.is_empty() => Ok(Some(entry)),
-        _ => Err(d
-            .findings
-            .first()
-            .map_or_else(|| "unreadable entry".to_owned(), Finding::path_and_message)),
+        _ => Err(ItemProblem::NotAnEntry(d.findings.first().map_or_else(
+            || "unreadable entry".to_owned(),
+            Finding::path_and_message,
+        ))),
     }
 }
 

@@ -45,14 +45,20 @@ impl Jail {
     }
 
     /// The argv that runs `argv` here; `Err`: why it may not run.
-    pub fn argv(&self, argv: &[String]) -> Result<Vec<String>, String> {
+    pub fn argv(&self, argv: &[String]) -> Result<Vec<String>, JailRefused> {
         match self {
             Jail::Unconfined => Ok(argv.to_vec()),
             Jail::Sandboxed(jail) => Ok(jail.wrap(argv)),
-            Jail::Refused(why) => Err(why.clone()),
+            Jail::Refused(why) => Err(JailRefused(why.clone())),
         }
     }
 }
+
+/// A command the sandbox may not run here (it is required and cannot be set up), and
+/// what to do about it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct JailRefused(String);
 
 /// A prepared sandbox for commands run in one directory.
 pub struct CheckJail {

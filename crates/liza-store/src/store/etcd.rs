@@ -98,7 +98,7 @@ impl EtcdAttempt {
 /// What [`EtcdStore::inspect`] found.
 pub struct Inspection {
     /// Each member and whether it answered.
-    pub members: Vec<(String, Result<(), String>)>,
+    pub members: Vec<(String, Result<(), EtcdError>)>,
     /// Keys under the prefix that are no part of the layout.
     pub strays: Vec<String>,
     /// Each liveness record with its lease.
@@ -990,7 +990,7 @@ impl EtcdStore {
             .map(|endpoint| {
                 let answer = Client::new(std::slice::from_ref(endpoint), REQUEST_TIMEOUT)
                     .and_then(|c| c.get(&layout::head_key(&self.address)).map(drop));
-                (endpoint.clone(), answer.map_err(|e| e.to_string()))
+                (endpoint.clone(), answer)
             })
             .collect();
         let prefix = self.address.key("");
