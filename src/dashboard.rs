@@ -5,9 +5,9 @@
 //! opens `liza edit` (the terminal is handed over and taken back), q quits. The terminal
 //! is restored on exit, on error and on panic (`ratatui::init` installs the hook).
 
-pub mod columns;
-pub mod render;
-pub mod view;
+pub(crate) mod columns;
+pub(crate) mod render;
+pub(crate) mod view;
 
 use crate::blackboard::store::changes::Topic;
 use std::io::IsTerminal;
@@ -23,7 +23,7 @@ use render::Ui;
 use view::View;
 
 /// Runs the dashboard until the person quits.
-pub fn run(project: &Project, actor: &Actor) -> Result<(), String> {
+pub(crate) fn run(project: &Project, actor: &Actor) -> Result<(), String> {
     if !std::io::stdout().is_terminal() {
         return Err("status --watch needs a terminal".into());
     }

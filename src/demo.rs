@@ -18,7 +18,7 @@ use crate::git::cli::git;
 use crate::llm::scripted_server::{Script, ScriptedServer, Step};
 
 /// How long the demo waits for the sprint before giving up.
-pub const DEADLINE: Duration = Duration::from_secs(180);
+pub(crate) const DEADLINE: Duration = Duration::from_secs(180);
 
 const GOAL: &str = "Greet people from the shell: greet.sh and shout.sh";
 
@@ -32,7 +32,7 @@ const RUN_TESTS: &str = "#!/bin/sh\n# Runs every tests/test_*.sh; fails on the f
 const SYNTAX: &str = "#!/bin/sh\n# The coder's fast check: every shell script parses.\nfor f in *.sh tests/*.sh; do\n  [ -e \"$f\" ] || continue\n  sh -n \"$f\" || exit 1\ndone\n";
 
 /// What the demo shows and leaves behind.
-pub struct DemoReport {
+pub(crate) struct DemoReport {
     pub dir: PathBuf,
     pub elapsed: Duration,
     pub merged: Vec<String>,
@@ -40,7 +40,11 @@ pub struct DemoReport {
 
 /// Runs the demo in `dir` (created; must not exist or be empty). `liza` is this
 /// executable; `show` receives the progress lines.
-pub fn run(dir: &Path, liza: &Path, mut show: impl FnMut(&str)) -> Result<DemoReport, String> {
+pub(crate) fn run(
+    dir: &Path,
+    liza: &Path,
+    mut show: impl FnMut(&str),
+) -> Result<DemoReport, String> {
     let started = Instant::now();
     preflight(Some(dir)).map_err(|(why, hint)| format!("{why}: {hint}"))?;
     let existed = dir.exists();
@@ -115,7 +119,7 @@ pub fn run(dir: &Path, liza: &Path, mut show: impl FnMut(&str)) -> Result<DemoRe
 /// The scripted model: the plan, each coder's edits (shout's first one wrong), approvals,
 /// and the goal's completion. Steps are matched by what the request says, so the order in
 /// which the agents happen to ask does not matter.
-pub fn script() -> Script {
+pub(crate) fn script() -> Script {
     let edits = |files: &[(&str, &str)]| {
         json!({"edits": files.iter().map(|(p, c)| json!({"path": p, "content": c})).collect::<Vec<_>>()}).to_string()
     };
@@ -170,7 +174,7 @@ pub fn script() -> Script {
 
 /// The demo's `--dir` is new or empty, and the etcd of `--store` (when given) answers:
 /// checked before anything is created, so a refusal leaves nothing behind.
-pub fn preflight(dir: Option<&Path>) -> Result<(), (String, String)> {
+pub(crate) fn preflight(dir: Option<&Path>) -> Result<(), (String, String)> {
     if let Some(dir) = dir
         && dir.exists()
         && std::fs::read_dir(dir).map_or(true, |mut d| d.next().is_some())

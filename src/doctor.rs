@@ -16,18 +16,18 @@ use crate::llm::endpoint::{Endpoint, Env};
 use crate::ops::Project;
 
 /// The oldest git whose worktree and `-C` behaviour liza relies on.
-pub const MIN_GIT: (u32, u32) = (2, 25);
+pub(crate) const MIN_GIT: (u32, u32) = (2, 25);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Status {
+pub(crate) enum Status {
     Ok,
     Warn,
     Fail,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     pub name: String,
     pub status: Status,
     pub detail: String,
@@ -165,7 +165,7 @@ fn sandbox(project: &Project, state: &State) -> Check {
 }
 
 /// Every check, in the order a person would fix them.
-pub fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
+pub(crate) fn run(cwd: &Path, env: &dyn Env) -> Vec<Check> {
     let mut checks = vec![git()];
     let project = match Project::discover(cwd) {
         Ok(p) => p,
@@ -484,7 +484,7 @@ fn endpoint(project: &Project, state: &State, env: &dyn Env) -> Option<Check> {
 
 /// Why agents of the built-in backend could not ask their model now — `liza doctor`'s
 /// `model endpoint` check, failing — with the fix; `liza up` asks before it starts them.
-pub fn model_endpoint_fails(project: &Project, state: &State) -> Option<(String, String)> {
+pub(crate) fn model_endpoint_fails(project: &Project, state: &State) -> Option<(String, String)> {
     endpoint_check(project, state, &crate::llm::endpoint::ProcessEnv)
         .filter(|c| c.status == Status::Fail)
         .map(|c| (c.detail, c.hint.unwrap_or_default()))

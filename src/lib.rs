@@ -68,33 +68,23 @@
 //!   exit-code classes.
 //! - `bench` (feature `bench`, on in the tests and benchmarks): generated blackboards.
 
-// The layers still modules of this crate show as `pub` much that only the crate uses;
-// each gets `unreachable_pub` (Cargo.toml) as it becomes a crate of its own
-// (ARCHITECTURE.md *Crates*), as the model, the YAML engine, etcd and the base did.
-#![expect(
-    unreachable_pub,
-    reason = "the layers still in this crate are held to it as they move to crates of their own"
-)]
-
-pub mod backend;
 #[cfg(any(test, feature = "bench"))]
 pub mod bench;
-pub(crate) mod builtin;
 pub mod cli;
 pub(crate) mod dashboard;
 pub(crate) mod demo;
 pub(crate) mod doctor;
-pub mod llm;
 pub mod monitor;
-pub(crate) mod off_runtime;
 pub(crate) mod retro;
 pub mod status;
-pub mod supervisor;
 pub(crate) mod tmux;
 
-// The base layer is a crate of its own (ARCHITECTURE.md *Crates*).
+// The layers below are crates of their own (ARCHITECTURE.md *Crates*); their modules keep
+// the paths they had here.
+pub(crate) use liza_agents::builtin;
+pub use liza_agents::{backend, llm, supervisor};
 pub use liza_base::failpoint;
-pub(crate) use liza_base::{confine, error, program, terminal_text, untrusted};
+pub(crate) use liza_base::{error, terminal_text};
 pub(crate) use liza_git as git;
 pub(crate) use liza_model::lifecycle;
 pub use liza_ops::{ops, sandbox};

@@ -5,10 +5,10 @@
 //! parallel up to a bound — and the identities' results are merged into
 //! `.liza/retro/<sprint>.yaml` and `.md`.
 
-pub mod coding;
-pub mod interactions;
-pub mod merge;
-pub mod report;
+pub(crate) mod coding;
+pub(crate) mod interactions;
+pub(crate) mod merge;
+pub(crate) mod report;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ use crate::ops::{OpsError, Project};
 
 /// What `liza retro` was asked.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The sprint (default: the current one).
     pub sprint: Option<String>,
     /// The identities file (default: `identities.yaml` at the project root).
@@ -43,13 +43,13 @@ pub struct Options {
     pub chunk_tokens: usize,
 }
 
-pub const DEFAULT_JOBS: usize = 4;
-pub const DEFAULT_CHUNK_TOKENS: usize = 600;
+pub(crate) const DEFAULT_JOBS: usize = 4;
+pub(crate) const DEFAULT_CHUNK_TOKENS: usize = 600;
 /// How much of each saved transcript is read (its end: where runs conclude).
 const TRANSCRIPT_BYTES: u64 = 32 * 1024;
 
 /// A retrospective written.
-pub struct Retro {
+pub(crate) struct Retro {
     pub report: Report,
     pub yaml: PathBuf,
     pub markdown: PathBuf,
@@ -104,7 +104,7 @@ fn refused(message: String, hint: &str) -> RetroError {
 }
 
 /// Runs the retrospective and writes its files.
-pub fn run(project: &Project, options: &Options) -> Result<Retro, RetroError> {
+pub(crate) fn run(project: &Project, options: &Options) -> Result<Retro, RetroError> {
     // Identities first: a bad file fails before anything else is read or asked.
     let identities = match &options.identities {
         Some(file) => identities::load_file(file)?,

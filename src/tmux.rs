@@ -35,26 +35,26 @@ impl crate::error::Diagnostic for TmuxError {
 
 /// A pane of a session.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pane {
+pub(crate) struct Pane {
     pub id: String,
     pub pid: i32,
     pub title: String,
     pub dead: bool,
 }
 
-pub struct Tmux {
+pub(crate) struct Tmux {
     program: PathBuf,
 }
 
 impl Tmux {
-    pub fn find() -> Result<Tmux, TmuxError> {
+    pub(crate) fn find() -> Result<Tmux, TmuxError> {
         find_executable("tmux")
             .map(|program| Tmux { program })
             .ok_or(TmuxError::Missing)
     }
 
     /// Runs `tmux args…`; its stdout when it succeeded.
-    pub fn run(&self, args: &[&str]) -> Result<String, TmuxError> {
+    pub(crate) fn run(&self, args: &[&str]) -> Result<String, TmuxError> {
         let out = self.output(args)?;
         if out.status.success() {
             return Ok(String::from_utf8_lossy(&out.stdout).into_owned());
@@ -76,14 +76,14 @@ impl Tmux {
             })
     }
 
-    pub fn has_session(&self, name: &str) -> bool {
+    pub(crate) fn has_session(&self, name: &str) -> bool {
         self.output(&["has-session", "-t", &format!("={name}")])
             .is_ok_and(|o| o.status.success())
     }
 
     /// A new detached session whose first window runs `argv` in `dir` with `env`;
     /// returns the pane id.
-    pub fn new_session(
+    pub(crate) fn new_session(
         &self,
         name: &str,
         window: &str,
@@ -107,7 +107,7 @@ impl Tmux {
 
     /// Splits pane `target` for `argv`, the new pane placed just before it, and re-tiles
     /// the window; returns the new pane's id.
-    pub fn split_before(
+    pub(crate) fn split_before(
         &self,
         target: &str,
         dir: &Path,
@@ -147,7 +147,7 @@ impl Tmux {
     }
 
     /// The panes of every window of session `name`.
-    pub fn panes(&self, name: &str) -> Result<Vec<Pane>, TmuxError> {
+    pub(crate) fn panes(&self, name: &str) -> Result<Vec<Pane>, TmuxError> {
         let text = self.run(&[
             "list-panes",
             "-s",

@@ -11,7 +11,7 @@ use super::{CliError, EXIT_OK};
 use crate::supervisor::{self, Console, Options};
 
 #[derive(clap::Args)]
-pub struct AgentArgs {
+pub(super) struct AgentArgs {
     /// coder, code-reviewer or planner (code_reviewer, "Code Reviewer" … are accepted).
     role: String,
     /// A task to take first (resume it, or claim it if the rules allow).
@@ -127,7 +127,7 @@ impl Console for Terminal {
     }
 }
 
-pub fn cmd_agent(args: AgentArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_agent(args: AgentArgs, out: &Output) -> Result<i32, CliError> {
     let options = Options {
         role: args.role,
         agent_id: std::env::var("LIZA_AGENT_ID").ok(),

@@ -9,7 +9,7 @@ use crate::lifecycle::Registration;
 use crate::ops;
 
 #[derive(clap::Args)]
-pub struct RegisterArgs {
+pub(super) struct RegisterArgs {
     /// The agent id (<role>-<number>, e.g. coder-1).
     agent: String,
     /// The backend name recorded in the entry.
@@ -17,7 +17,7 @@ pub struct RegisterArgs {
     cli: Option<String>,
 }
 
-pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
     let id = agent_id(&args.agent)?;
     let (project, actor) = context()?;
     let info = Registration {
@@ -55,7 +55,7 @@ pub fn cmd_register(args: RegisterArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct HeartbeatArgs {
+pub(super) struct HeartbeatArgs {
     /// The agent id.
     agent: String,
     /// The generation to renew (default: the registered one).
@@ -66,7 +66,7 @@ pub struct HeartbeatArgs {
     pgid: Option<i64>,
 }
 
-pub fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError> {
     let id = agent_id(&args.agent)?;
     let (project, actor) = context()?;
     let beat = ops::heartbeat(
@@ -86,7 +86,7 @@ pub fn cmd_heartbeat(args: HeartbeatArgs, out: &Output) -> Result<i32, CliError>
 }
 
 #[derive(clap::Args)]
-pub struct UnregisterArgs {
+pub(super) struct UnregisterArgs {
     /// The agent id.
     agent: String,
     /// Only if this generation is the registered one.
@@ -94,7 +94,7 @@ pub struct UnregisterArgs {
     generation: Option<String>,
 }
 
-pub fn cmd_unregister(args: UnregisterArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_unregister(args: UnregisterArgs, out: &Output) -> Result<i32, CliError> {
     let id = agent_id(&args.agent)?;
     let (project, actor) = context()?;
     let done = ops::unregister(&project, &actor, &id, args.generation.as_deref())?;
@@ -102,14 +102,14 @@ pub fn cmd_unregister(args: UnregisterArgs, out: &Output) -> Result<i32, CliErro
 }
 
 #[derive(clap::Args)]
-pub struct ClaimArgs {
+pub(super) struct ClaimArgs {
     /// The task id.
     task: String,
     /// The agent that claims it.
     agent: String,
 }
 
-pub fn cmd_claim_task(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_claim_task(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let agent = agent_id(&args.agent)?;
     let (project, actor) = context()?;
@@ -129,7 +129,7 @@ pub fn cmd_claim_task(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
     })
 }
 
-pub fn cmd_claim_review(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_claim_review(args: ClaimArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let agent = agent_id(&args.agent)?;
     let (project, actor) = context()?;

@@ -7,7 +7,7 @@ use super::report::context;
 use super::{CliError, EXIT_OK};
 use crate::ops;
 
-pub fn cmd_analyze(out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_analyze(out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     let analysis = ops::analyze(&project, &actor)?;
     let matches: Vec<_> = analysis

@@ -9,7 +9,7 @@ use crate::builtin::run::{self, Invocation};
 use crate::supervisor::identity::normalise_role;
 
 #[derive(clap::Args)]
-pub struct BuiltinArgs {
+pub(super) struct BuiltinArgs {
     /// planner, coder or code-reviewer.
     role: String,
     /// The task this run is for (the planner's turn has none).
@@ -20,7 +20,7 @@ pub struct BuiltinArgs {
     prompt_file: Option<PathBuf>,
 }
 
-pub fn cmd_builtin(args: BuiltinArgs, _out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_builtin(args: BuiltinArgs, _out: &Output) -> Result<i32, CliError> {
     let role = normalise_role(&args.role)
         .map_err(|e| CliError::usage(e.to_string()).with_hint("liza builtin coder --task t-1"))?;
     let cwd = std::env::current_dir()

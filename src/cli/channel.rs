@@ -28,7 +28,7 @@ use crate::sandbox::channel::{self, Kind, MAX_FILES, MAX_FRAME, Request};
 
 /// Inside a sandbox: sends the command to the supervisor and returns its exit code.
 /// `None` outside a sandbox (no channel socket): the command runs here.
-pub fn forward_from_sandbox(args: &[OsString]) -> Option<i32> {
+pub(super) fn forward_from_sandbox(args: &[OsString]) -> Option<i32> {
     let socket = Path::new(CHANNEL_SOCKET);
     let is_socket = std::fs::metadata(socket).is_ok_and(|m| m.file_type().is_socket());
     if !is_socket {
@@ -122,14 +122,14 @@ fn file_arguments(args: &[OsString]) -> Vec<String> {
 const FILE_ARGUMENTS: &[(&str, &str)] = &[("add-tasks", "file"), ("submit-verdict", "reason_file")];
 
 /// `liza` running a command a sandboxed agent sent through the channel.
-pub struct ChannelMode {
+pub(super) struct ChannelMode {
     pub role: Role,
     files: HashMap<String, PathBuf>,
 }
 
 impl ChannelMode {
     /// Channel mode, when the supervisor's end of the channel started this process.
-    pub fn get() -> Option<&'static ChannelMode> {
+    pub(super) fn get() -> Option<&'static ChannelMode> {
         static MODE: OnceLock<Option<ChannelMode>> = OnceLock::new();
         MODE.get_or_init(|| {
             let role = std::env::var(CHANNEL_ROLE_VAR).ok()?;
@@ -145,7 +145,7 @@ impl ChannelMode {
 
     /// Refuses what a sandboxed agent may not run: a command its role may not, and
     /// `--store` (the supervisor's blackboard is the only one).
-    pub fn check(&self, command: &str, args: &[OsString]) -> Result<(), CliError> {
+    pub(super) fn check(&self, command: &str, args: &[OsString]) -> Result<(), CliError> {
         crate::ops::channel_allows(self.role, command)?;
         if args
             .iter()
@@ -161,7 +161,7 @@ impl ChannelMode {
 
 /// The bytes of a file argument: in channel mode only what the sandbox sent for it,
 /// else the file itself (bounded like every file liza reads).
-pub fn read_file_argument(path: &Path) -> Result<Vec<u8>, CliError> {
+pub(super) fn read_file_argument(path: &Path) -> Result<Vec<u8>, CliError> {
     let typed = path.display().to_string();
     let real = match ChannelMode::get() {
         Some(mode) => mode.files.get(&typed).cloned().ok_or_else(|| {

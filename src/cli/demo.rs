@@ -7,14 +7,14 @@ use super::progress::Progress;
 use super::{CliError, EXIT_OK};
 
 #[derive(clap::Args)]
-pub struct DemoArgs {
+pub(super) struct DemoArgs {
     /// Where to create the demo repository (new or empty); default a fresh temporary
     /// folder, kept afterwards so you can look around.
     #[arg(long)]
     dir: Option<PathBuf>,
 }
 
-pub fn cmd_demo(args: DemoArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_demo(args: DemoArgs, out: &Output) -> Result<i32, CliError> {
     // Before any folder is made: a refusal leaves nothing behind.
     crate::demo::preflight(args.dir.as_deref())
         .map_err(|(why, hint)| CliError::refused(why).with_hint(hint))?;

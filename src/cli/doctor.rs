@@ -10,7 +10,7 @@ use crate::llm::endpoint::ProcessEnv;
 /// Exit status when a check failed.
 const EXIT_PROBLEM: i32 = 1;
 
-pub fn cmd_doctor(out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_doctor(out: &Output) -> Result<i32, CliError> {
     let checks = doctor::run(&current_dir()?, &ProcessEnv);
     let failed = checks.iter().filter(|c| c.status == Status::Fail).count();
     let warned = checks.iter().filter(|c| c.status == Status::Warn).count();

@@ -26,9 +26,9 @@ use crate::ops::Project;
 const HEADER: &str = "# liza edit: ";
 
 #[derive(clap::Args)]
-pub struct EditArgs {}
+pub(super) struct EditArgs {}
 
-pub fn cmd_edit(_args: EditArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_edit(_args: EditArgs, out: &Output) -> Result<i32, CliError> {
     let project = Project::discover(&current_dir()?)?;
     // A pending hand edit is settled first, so the copy is a committed revision.
     project.store.reconcile()?;

@@ -9,13 +9,13 @@ use crate::error::ErrorClass;
 use crate::ops::{self, Orphan};
 
 #[derive(clap::Args)]
-pub struct GcArgs {
+pub(super) struct GcArgs {
     /// Save and remove what is listed (default: only list it).
     #[arg(long)]
     pub(super) apply: bool,
 }
 
-pub fn cmd_gc(args: GcArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_gc(args: GcArgs, out: &Output) -> Result<i32, CliError> {
     let (project, _actor) = context()?;
     let progress = Progress::start(out.json);
     progress.step("looking for orphaned worktrees and branches");

@@ -7,7 +7,7 @@ use super::{CliError, EXIT_OK};
 use crate::error::ErrorClass;
 
 /// A page of docs/ that `liza help <name>` prints as it is in the repository.
-pub struct Topic {
+pub(super) struct Topic {
     pub name: &'static str,
     /// The page's path in the repository.
     pub file: &'static str,
@@ -27,7 +27,7 @@ macro_rules! topic {
 }
 
 /// The guides, in reading order.
-pub const GUIDES: &[Topic] = &[
+pub(super) const GUIDES: &[Topic] = &[
     topic!(
         "getting-started",
         "docs/getting-started.md",
@@ -76,7 +76,7 @@ pub const GUIDES: &[Topic] = &[
 ];
 
 /// One page per built-in backend (`--cli <name>`).
-pub const BACKENDS: &[Topic] = &[
+pub(super) const BACKENDS: &[Topic] = &[
     topic!("claude", "docs/agents/claude.md", "Claude Code"),
     topic!("codex", "docs/agents/codex.md", "OpenAI Codex CLI"),
     topic!("gemini", "docs/agents/gemini.md", "Gemini CLI"),
@@ -91,7 +91,7 @@ pub const BACKENDS: &[Topic] = &[
 ];
 
 /// Every topic: the guides, then the backends.
-pub fn topics() -> impl Iterator<Item = &'static Topic> {
+pub(super) fn topics() -> impl Iterator<Item = &'static Topic> {
     GUIDES.iter().chain(BACKENDS)
 }
 
@@ -100,14 +100,14 @@ fn topic(name: &str) -> Option<&'static Topic> {
 }
 
 #[derive(clap::Args)]
-pub struct HelpArgs {
+pub(super) struct HelpArgs {
     /// A topic (getting-started, agents, blackboard, …, a backend such as claude), or a
     /// command and its subcommand (`liza help goal complete`); nothing lists them all.
     #[arg(value_name = "TOPIC|COMMAND")]
     words: Vec<String>,
 }
 
-pub fn cmd_help(args: HelpArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_help(args: HelpArgs, out: &Output) -> Result<i32, CliError> {
     let Some(first) = args.words.first() else {
         let text = listing();
         out.ok(

@@ -7,21 +7,21 @@ use super::{CliError, EXIT_OK, current_dir};
 use crate::ops::{self, Project};
 
 #[derive(clap::Args)]
-pub struct HistoryArgs {
+pub(super) struct HistoryArgs {
     /// Print the state.yaml of this revision, as committed.
     #[arg(long, value_name = "N")]
     rev: Option<u64>,
 }
 
 #[derive(clap::Args)]
-pub struct DiffArgs {
+pub(super) struct DiffArgs {
     /// The earlier revision.
     from: u64,
     /// The later revision.
     to: u64,
 }
 
-pub fn cmd_history(args: HistoryArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_history(args: HistoryArgs, out: &Output) -> Result<i32, CliError> {
     let project = Project::discover(&current_dir()?)?;
     if let Some(revision) = args.rev {
         let text = ops::revision_text(&project, revision)?;
@@ -65,7 +65,7 @@ pub fn cmd_history(args: HistoryArgs, out: &Output) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
-pub fn cmd_diff(args: DiffArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_diff(args: DiffArgs, out: &Output) -> Result<i32, CliError> {
     let project = Project::discover(&current_dir()?)?;
     let changes = ops::diff(&project, args.from, args.to)?;
     out.ok(serde_json::to_value(&changes).unwrap_or_default(), || {

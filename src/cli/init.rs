@@ -8,7 +8,7 @@ use super::{CliError, EXIT_OK, current_dir};
 use crate::ops::{self, InitRequest};
 
 #[derive(clap::Args)]
-pub struct InitArgs {
+pub(super) struct InitArgs {
     /// The goal, in one sentence.
     goal: String,
     /// The goal's spec file (must exist).
@@ -28,12 +28,12 @@ pub struct InitArgs {
 
 /// `liza join etcd://HOST:PORT/PREFIX`
 #[derive(clap::Args)]
-pub struct JoinArgs {
+pub(super) struct JoinArgs {
     /// The blackboard's address: etcd://HOST:PORT[,HOST:PORT…]/PREFIX.
     address: String,
 }
 
-pub fn cmd_join(args: JoinArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_join(args: JoinArgs, out: &Output) -> Result<i32, CliError> {
     let outcome = ops::join(&current_dir()?, &args.address)?;
     out.ok(serde_json::to_value(&outcome).unwrap_or_default(), || {
         format!(
@@ -46,7 +46,7 @@ pub fn cmd_join(args: JoinArgs, out: &Output) -> Result<i32, CliError> {
     Ok(EXIT_OK)
 }
 
-pub fn cmd_init(args: InitArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_init(args: InitArgs, out: &Output) -> Result<i32, CliError> {
     let outcome = ops::init(InitRequest {
         goal: args.goal,
         spec: Some(args.spec),

@@ -7,13 +7,13 @@ use super::{CliError, EXIT_OK};
 use crate::ops::integration_check;
 
 #[derive(clap::Subcommand)]
-pub enum IntegrationCommand {
+pub(super) enum IntegrationCommand {
     /// Accept that MERGED work left the integration branch (it was rewound): each commit
     /// that left is kept as liza/attic/<task>-<n>, and merges publish again.
     AcceptRewind,
 }
 
-pub fn cmd_integration(command: IntegrationCommand, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_integration(command: IntegrationCommand, out: &Output) -> Result<i32, CliError> {
     match command {
         IntegrationCommand::AcceptRewind => {
             let (project, actor) = context()?;

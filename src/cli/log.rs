@@ -10,7 +10,7 @@ use crate::ops::Project;
 
 #[derive(clap::Args)]
 #[command(args_conflicts_with_subcommands = true)]
-pub struct LogArgs {
+pub(super) struct LogArgs {
     #[command(subcommand)]
     command: Option<LogCommand>,
     /// Only entries about this task.
@@ -37,7 +37,7 @@ enum LogCommand {
     },
 }
 
-pub fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
     if let Some(LogCommand::Add {
         action,
         detail,

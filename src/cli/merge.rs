@@ -8,12 +8,12 @@ use super::{CliError, EXIT_OK};
 use crate::ops::{self, MergeResult};
 
 #[derive(clap::Args)]
-pub struct MergeArgs {
+pub(super) struct MergeArgs {
     /// The APPROVED task to merge.
     task: String,
 }
 
-pub fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let progress = Progress::start(out.json);

@@ -8,7 +8,7 @@ use super::{CliError, EXIT_OK};
 use crate::ops::{self, ReleaseRole};
 
 #[derive(clap::Args)]
-pub struct UnblockArgs {
+pub(super) struct UnblockArgs {
     /// The task id.
     task: String,
     /// What was decided (the answers to its questions).
@@ -19,7 +19,7 @@ pub struct UnblockArgs {
     reset_review_cycles: bool,
 }
 
-pub fn cmd_unblock(args: UnblockArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_unblock(args: UnblockArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let done = ops::unblock(
@@ -33,7 +33,7 @@ pub fn cmd_unblock(args: UnblockArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct ReassignArgs {
+pub(super) struct ReassignArgs {
     /// The task id.
     task: String,
     /// Why, recorded in its history.
@@ -44,7 +44,7 @@ pub struct ReassignArgs {
     force: bool,
 }
 
-pub fn cmd_reassign(args: ReassignArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_reassign(args: ReassignArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let progress = Progress::start(out.json);
@@ -57,7 +57,7 @@ pub fn cmd_reassign(args: ReassignArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct RescopeArgs {
+pub(super) struct RescopeArgs {
     /// The task to replace.
     task: String,
     /// The replacement task ids (comma-separated), each with --supersedes <task>.
@@ -68,7 +68,7 @@ pub struct RescopeArgs {
     reason: String,
 }
 
-pub fn cmd_rescope(args: RescopeArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_rescope(args: RescopeArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let into = task_ids(&args.into)?;
     let (project, actor) = context()?;
@@ -77,7 +77,7 @@ pub fn cmd_rescope(args: RescopeArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct AbandonArgs {
+pub(super) struct AbandonArgs {
     /// The task id.
     task: String,
     /// Why, recorded in its history.
@@ -85,7 +85,7 @@ pub struct AbandonArgs {
     reason: String,
 }
 
-pub fn cmd_abandon(args: AbandonArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_abandon(args: AbandonArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let done = ops::abandon(&project, &actor, &id, &args.reason)?;
@@ -100,7 +100,7 @@ enum Role {
 }
 
 #[derive(clap::Args)]
-pub struct ReleaseArgs {
+pub(super) struct ReleaseArgs {
     /// The task id.
     task: String,
     /// Whose claim to release.
@@ -114,7 +114,7 @@ pub struct ReleaseArgs {
     reason: String,
 }
 
-pub fn cmd_release(args: ReleaseArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_release(args: ReleaseArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let role = match args.role {
@@ -137,7 +137,7 @@ pub fn cmd_release(args: ReleaseArgs, out: &Output) -> Result<i32, CliError> {
     show(out, &done, |_| format!("claim on {id} released"))
 }
 
-pub fn cmd_clear_stale(out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_clear_stale(out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     let progress = Progress::start(out.json);
     let released = ops::clear_stale(&project, &actor, &|s| progress.step(s));

@@ -93,7 +93,7 @@ fn error_object(err: &CliError) -> Value {
 }
 
 /// `file:line:column: error: message [rule 3 check] (path, id)` like a compiler.
-pub fn finding_line(file: Option<&str>, f: &Finding) -> String {
+pub(super) fn finding_line(file: Option<&str>, f: &Finding) -> String {
     let mut line = String::new();
     if let Some(file) = file {
         line.push_str(file);

@@ -9,7 +9,7 @@ use crate::lifecycle::{Amendment, NewTask};
 use crate::ops;
 
 #[derive(clap::Args)]
-pub struct AddTaskArgs {
+pub(super) struct AddTaskArgs {
     /// The task id (letters, digits, '-', '_', '.').
     #[arg(long)]
     id: String,
@@ -45,7 +45,7 @@ pub struct AddTaskArgs {
     finalize: bool,
 }
 
-pub fn cmd_add_task(args: AddTaskArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_add_task(args: AddTaskArgs, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     task_id(&args.id)?;
     let new = NewTask {
@@ -72,14 +72,14 @@ pub fn cmd_add_task(args: AddTaskArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct AddTasksArgs {
+pub(super) struct AddTasksArgs {
     /// A YAML list of objects with add-task's fields (id, desc, spec, done, scope,
     /// priority, depends, paths, allow_protected, supersedes, finalize).
     #[arg(long)]
     file: PathBuf,
 }
 
-pub fn cmd_add_tasks(args: AddTasksArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_add_tasks(args: AddTasksArgs, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     let bytes = super::channel::read_file_argument(&args.file)?;
     let text = String::from_utf8(bytes)
@@ -148,7 +148,7 @@ fn read_task_list(file: &str, text: &str) -> Result<Vec<NewTask>, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct AmendTaskArgs {
+pub(super) struct AmendTaskArgs {
     /// The task id.
     task: String,
     /// The new description.
@@ -174,7 +174,7 @@ pub struct AmendTaskArgs {
     paths: Option<String>,
 }
 
-pub fn cmd_amend_task(args: AmendTaskArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_amend_task(args: AmendTaskArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let split = |s: &str| {
@@ -202,7 +202,7 @@ pub fn cmd_amend_task(args: AmendTaskArgs, out: &Output) -> Result<i32, CliError
 }
 
 #[derive(clap::Args)]
-pub struct FinalizeArgs {
+pub(super) struct FinalizeArgs {
     /// Task ids to finalize.
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     tasks: Vec<String>,
@@ -211,7 +211,7 @@ pub struct FinalizeArgs {
     all: bool,
 }
 
-pub fn cmd_finalize(args: FinalizeArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_finalize(args: FinalizeArgs, out: &Output) -> Result<i32, CliError> {
     let ids = task_ids(&args.tasks)?;
     let (project, actor) = context()?;
     let done = ops::finalize_tasks(&project, &actor, &ids, args.all)?;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-pub struct Progress {
+pub(super) struct Progress {
     mode: Mode,
 }
 
@@ -18,7 +18,7 @@ enum Mode {
 }
 
 impl Progress {
-    pub fn start(json: bool) -> Progress {
+    pub(super) fn start(json: bool) -> Progress {
         let mode = if json {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() {
@@ -35,7 +35,7 @@ impl Progress {
     }
 
     /// Shows that the command moved on to `step`.
-    pub fn step(&self, step: &str) {
+    pub(super) fn step(&self, step: &str) {
         match &self.mode {
             Mode::Quiet => {}
             Mode::Lines => eprintln!("liza: {step}"),
@@ -48,14 +48,14 @@ impl Progress {
 
     /// Updates the spinner's message only (no line when there is no spinner): for a
     /// command that prints its own lines.
-    pub fn status(&self, text: &str) {
+    pub(super) fn status(&self, text: &str) {
         if let Mode::Spinner(bar) = &self.mode {
             bar.set_message(text.to_owned());
         }
     }
 
     /// Prints a line that stays (above the spinner on a terminal) on stdout.
-    pub fn println(&self, line: &str) {
+    pub(super) fn println(&self, line: &str) {
         match &self.mode {
             Mode::Spinner(bar) => bar.suspend(|| println!("{line}")),
             _ => println!("{line}"),
@@ -63,7 +63,7 @@ impl Progress {
     }
 
     /// Clears the spinner before the result is printed.
-    pub fn finish(self) {
+    pub(super) fn finish(self) {
         if let Mode::Spinner(bar) = self.mode {
             bar.finish_and_clear();
         }

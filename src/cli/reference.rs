@@ -12,7 +12,7 @@ use super::{Cli, CliError, EXIT_OK};
 use crate::ops;
 
 /// The audiences of `liza --help`, each with its commands in the order shown.
-pub const GROUPS: &[(&str, &[&str])] = &[
+pub(super) const GROUPS: &[(&str, &[&str])] = &[
     (
         "Setup",
         &[
@@ -66,7 +66,7 @@ pub const GROUPS: &[(&str, &[&str])] = &[
 ];
 
 /// The root command with its subcommands listed by audience.
-pub fn command() -> clap::Command {
+pub(super) fn command() -> clap::Command {
     let cmd = Cli::command();
     let text = grouped_commands(&cmd);
     cmd.before_help(text.trim_end().to_owned())
@@ -74,7 +74,7 @@ pub fn command() -> clap::Command {
 }
 
 /// The visible commands of `cmd` under the headings of [`GROUPS`], with their about lines.
-pub fn grouped_commands(cmd: &clap::Command) -> String {
+pub(super) fn grouped_commands(cmd: &clap::Command) -> String {
     let width = cmd
         .get_subcommands()
         .map(|c| c.get_name().len())
@@ -98,12 +98,12 @@ pub fn grouped_commands(cmd: &clap::Command) -> String {
 }
 
 #[derive(clap::Args)]
-pub struct CompletionsArgs {
+pub(super) struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     shell: clap_complete::Shell,
 }
 
-pub fn cmd_completions(args: CompletionsArgs, _out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_completions(args: CompletionsArgs, _out: &Output) -> Result<i32, CliError> {
     let mut cmd = Cli::command();
     let mut text = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "liza", &mut text);
@@ -111,7 +111,7 @@ pub fn cmd_completions(args: CompletionsArgs, _out: &Output) -> Result<i32, CliE
 }
 
 /// Writes `bytes` to stdout; a reader that stopped early (`| head`) is not an error.
-pub fn print_all(bytes: &[u8]) -> Result<i32, CliError> {
+pub(super) fn print_all(bytes: &[u8]) -> Result<i32, CliError> {
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
@@ -122,7 +122,7 @@ pub fn print_all(bytes: &[u8]) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct ManArgs {
+pub(super) struct ManArgs {
     /// Write liza.1 and one page per command (liza-<command>.1) into this directory
     /// instead of printing liza.1.
     #[arg(long, value_name = "DIR")]
@@ -132,7 +132,7 @@ pub struct ManArgs {
     markdown: bool,
 }
 
-pub fn cmd_man(args: ManArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_man(args: ManArgs, out: &Output) -> Result<i32, CliError> {
     if args.markdown {
         return print_all(markdown().as_bytes());
     }
@@ -165,11 +165,11 @@ pub fn cmd_man(args: ManArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 /// How docs/cli.md is regenerated; its header and the docs test name it.
-pub const MARKDOWN_REGENERATE: &str = "cargo run -q -- man --markdown > docs/cli.md";
+pub(super) const MARKDOWN_REGENERATE: &str = "cargo run -q -- man --markdown > docs/cli.md";
 
 /// The command reference in markdown: every visible command and subcommand with its
 /// about, usage, arguments and options, from the same definitions as `--help`.
-pub fn markdown() -> String {
+pub(super) fn markdown() -> String {
     let mut root = command();
     root.build();
     let mut text = format!(

@@ -10,14 +10,14 @@ use crate::blackboard::{Actor, AgentId, TaskId};
 use crate::ops::{self, Project, Transition};
 
 /// A task id from the command line.
-pub fn task_id(text: &str) -> Result<TaskId, CliError> {
+pub(super) fn task_id(text: &str) -> Result<TaskId, CliError> {
     TaskId::parse(text).map_err(|e| {
         CliError::refused(e.to_string())
             .with_hint("task ids are 1-64 ASCII letters, digits, '-', '_' and '.', starting with a letter or digit")
     })
 }
 
-pub fn task_ids(texts: &[String]) -> Result<Vec<TaskId>, CliError> {
+pub(super) fn task_ids(texts: &[String]) -> Result<Vec<TaskId>, CliError> {
     texts
         .iter()
         .flat_map(|t| t.split(','))
@@ -28,21 +28,21 @@ pub fn task_ids(texts: &[String]) -> Result<Vec<TaskId>, CliError> {
 }
 
 /// An agent id from the command line.
-pub fn agent_id(text: &str) -> Result<AgentId, CliError> {
+pub(super) fn agent_id(text: &str) -> Result<AgentId, CliError> {
     AgentId::parse(text).map_err(|e| {
         CliError::refused(e.to_string()).with_hint("e.g. coder-1, code-reviewer-1, planner-1")
     })
 }
 
 /// The project of the current directory and who is acting.
-pub fn context() -> Result<(Project, Actor), CliError> {
+pub(super) fn context() -> Result<(Project, Actor), CliError> {
     let actor = ops::actor_from_env()?;
     let project = Project::discover(&current_dir()?)?;
     Ok((project, actor))
 }
 
 /// The `--json` result of a committed transition.
-pub fn transition_json<T: serde::Serialize>(done: &Transition<T>) -> Value {
+pub(super) fn transition_json<T: serde::Serialize>(done: &Transition<T>) -> Value {
     json!({
         "revision": done.revision,
         "events": done.outcome.events,
@@ -53,7 +53,7 @@ pub fn transition_json<T: serde::Serialize>(done: &Transition<T>) -> Value {
 
 /// Prints a committed transition: `human` and warnings as text, or the JSON envelope with
 /// `revision`, `events`, `warnings` and `value`.
-pub fn show<T: serde::Serialize>(
+pub(super) fn show<T: serde::Serialize>(
     out: &Output,
     done: &Transition<T>,
     human: impl FnOnce(&T) -> String,

@@ -6,7 +6,7 @@ use super::report::{context, show, task_id};
 use crate::ops::{self, DiscoveryDecision};
 
 #[derive(clap::Args)]
-pub struct DiscoverArgs {
+pub(super) struct DiscoverArgs {
     /// The task during which it was found.
     #[arg(long)]
     task: String,
@@ -24,7 +24,7 @@ pub struct DiscoverArgs {
     recommendation: Option<String>,
 }
 
-pub fn cmd_discover(args: DiscoverArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_discover(args: DiscoverArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let done = ops::discover(
@@ -40,7 +40,7 @@ pub fn cmd_discover(args: DiscoverArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct AnomalyArgs {
+pub(super) struct AnomalyArgs {
     /// One of the 13 anomaly types (retry_loop, trade_off, spec_ambiguity, ...).
     #[arg(long = "type")]
     kind: String,
@@ -52,7 +52,7 @@ pub struct AnomalyArgs {
     details: Vec<String>,
 }
 
-pub fn cmd_anomaly(args: AnomalyArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_anomaly(args: AnomalyArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let done = ops::anomaly(&project, &actor, &args.kind, &id, &args.details)?;
@@ -62,7 +62,7 @@ pub fn cmd_anomaly(args: AnomalyArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Subcommand)]
-pub enum DiscoveryCommand {
+pub(super) enum DiscoveryCommand {
     /// The discovery became a task.
     Convert {
         /// The discovery id.
@@ -89,7 +89,7 @@ pub enum DiscoveryCommand {
     },
 }
 
-pub fn cmd_discovery(command: DiscoveryCommand, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_discovery(command: DiscoveryCommand, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     let (disc, decision) = match command {
         DiscoveryCommand::Convert { discovery, task } => (

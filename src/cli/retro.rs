@@ -12,7 +12,7 @@ use crate::ops::Project;
 use crate::retro::{self, Options};
 
 #[derive(clap::Args)]
-pub struct RetroArgs {
+pub(super) struct RetroArgs {
     /// The sprint to code (default: the current one; a past one is read from its archive).
     #[arg(long, value_name = "ID")]
     sprint: Option<String>,
@@ -30,7 +30,7 @@ pub struct RetroArgs {
     chunk_tokens: usize,
 }
 
-pub fn cmd_retro(args: RetroArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_retro(args: RetroArgs, out: &Output) -> Result<i32, CliError> {
     if args.jobs == 0 || args.chunk_tokens < 16 {
         return Err(CliError::usage(
             "--jobs must be at least 1 and --chunk-tokens at least 16".into(),

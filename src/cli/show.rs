@@ -9,12 +9,12 @@ use crate::blackboard::yaml::{self, Emitter};
 use crate::ops::Project;
 
 #[derive(clap::Args)]
-pub struct ShowArgs {
+pub(super) struct ShowArgs {
     /// The task id.
     task: String,
 }
 
-pub fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
     let id = TaskId::parse(&args.task).map_err(|e| CliError::refused(e.to_string()))?;
     let project = Project::discover(&current_dir()?)?;
     let snapshot = project.store.snapshot()?;

@@ -6,7 +6,7 @@ use super::report::{context, show};
 use crate::ops;
 
 #[derive(clap::Subcommand)]
-pub enum GoalCommand {
+pub(super) enum GoalCommand {
     /// Declare the goal met (every task terminal).
     Complete,
     /// Start the next goal on this blackboard, once the current one is completed or
@@ -15,7 +15,7 @@ pub enum GoalCommand {
 }
 
 #[derive(clap::Args)]
-pub struct GoalNextArgs {
+pub(super) struct GoalNextArgs {
     /// The next goal, in one sentence.
     goal: String,
     /// Its spec (default: the previous goal's), committed in the repository.
@@ -24,33 +24,33 @@ pub struct GoalNextArgs {
 }
 
 #[derive(clap::Subcommand)]
-pub enum SprintCommand {
+pub(super) enum SprintCommand {
     /// Open the next sprint after a completed one.
     Next,
 }
 
 #[derive(clap::Args)]
-pub struct CheckpointArgs {
+pub(super) struct CheckpointArgs {
     /// Why, for the people who review the checkpoint.
     #[arg(long)]
     message: Option<String>,
 }
 
 #[derive(clap::Args)]
-pub struct ResumeArgs {
+pub(super) struct ResumeArgs {
     /// CONTINUE, ADJUST_SPECS, REPLAN, PIVOT or STOP, recorded in sprint.retrospective.
     #[arg(long)]
     decision: Option<String>,
 }
 
 #[derive(clap::Args)]
-pub struct AbortArgs {
+pub(super) struct AbortArgs {
     /// Abort the goal too.
     #[arg(long)]
     goal: bool,
 }
 
-pub fn cmd_goal(command: GoalCommand, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_goal(command: GoalCommand, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     match command {
         GoalCommand::Complete => show(out, &ops::goal_complete(&project, &actor)?, |_| {
@@ -68,7 +68,7 @@ pub fn cmd_goal(command: GoalCommand, out: &Output) -> Result<i32, CliError> {
     }
 }
 
-pub fn cmd_sprint(command: SprintCommand, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_sprint(command: SprintCommand, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     match command {
         SprintCommand::Next => show(out, &ops::sprint_next(&project, &actor)?, |id| {
@@ -77,7 +77,7 @@ pub fn cmd_sprint(command: SprintCommand, out: &Output) -> Result<i32, CliError>
     }
 }
 
-pub fn cmd_checkpoint(args: CheckpointArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_checkpoint(args: CheckpointArgs, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     show(
         out,
@@ -86,14 +86,14 @@ pub fn cmd_checkpoint(args: CheckpointArgs, out: &Output) -> Result<i32, CliErro
     )
 }
 
-pub fn cmd_pause(out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_pause(out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     show(out, &ops::pause(&project, &actor)?, |_| {
         "paused: no new agent runs until `liza resume`".into()
     })
 }
 
-pub fn cmd_resume(args: ResumeArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_resume(args: ResumeArgs, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     show(
         out,
@@ -102,7 +102,7 @@ pub fn cmd_resume(args: ResumeArgs, out: &Output) -> Result<i32, CliError> {
     )
 }
 
-pub fn cmd_abort(args: AbortArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_abort(args: AbortArgs, out: &Output) -> Result<i32, CliError> {
     let (project, actor) = context()?;
     show(out, &ops::abort(&project, &actor, args.goal)?, |_| {
         "aborted: supervisors stop".into()

@@ -28,7 +28,7 @@ const PASSED_TO_AGENTS: &[&str] = &[
 ];
 
 #[derive(clap::Args)]
-pub struct UpArgs {
+pub(super) struct UpArgs {
     /// Coder panes.
     #[arg(long, default_value_t = 2)]
     coders: u32,
@@ -55,7 +55,7 @@ const AGENT_OPTION: &str = "@liza-agent";
 /// How long `--down` waits for the agents to stop before it sends SIGTERM.
 const GRACE: Duration = Duration::from_secs(30);
 
-pub fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_up(args: UpArgs, out: &Output) -> Result<i32, CliError> {
     let project = Project::discover(&current_dir()?)?;
     let tmux = Tmux::find()?;
     let session = match &args.session {
@@ -480,7 +480,7 @@ fn live_agents(project: &Project, state: &State) -> HashSet<String> {
 }
 
 /// The lowest `count` ids `<role>-N` no live agent holds.
-pub fn free_ids(live: &HashSet<String>, role: Role, count: u32) -> Vec<String> {
+pub(super) fn free_ids(live: &HashSet<String>, role: Role, count: u32) -> Vec<String> {
     (1..)
         .map(|n| format!("{}-{n}", role.id_prefix()))
         .filter(|id| !live.contains(id))

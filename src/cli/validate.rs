@@ -13,7 +13,7 @@ use crate::error::ErrorClass;
 use crate::git::{GitError, find_project_root};
 
 #[derive(clap::Args)]
-pub struct ValidateArgs {
+pub(super) struct ValidateArgs {
     /// A state.yaml to check; the project root is then the parent of its directory and
     /// no git repository is needed. Default: this repository's .liza/state.yaml.
     file: Option<PathBuf>,
@@ -22,7 +22,7 @@ pub struct ValidateArgs {
     skip_spec_check: bool,
 }
 
-pub fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_validate(args: ValidateArgs, out: &Output) -> Result<i32, CliError> {
     let cwd = current_dir()?;
     // On a blackboard in etcd: its text as committed (the mirror shows the same), and
     // the live records there.

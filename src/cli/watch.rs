@@ -12,7 +12,7 @@ use super::{CliError, EXIT_OK, current_dir};
 use crate::monitor::Monitor;
 
 #[derive(clap::Args)]
-pub struct WatchArgs {
+pub(super) struct WatchArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics (e.g. 127.0.0.1:9464).
     #[arg(long, value_name = "ADDR")]
     metrics_addr: Option<SocketAddr>,
@@ -24,7 +24,7 @@ pub struct WatchArgs {
     cycles: Option<u64>,
 }
 
-pub fn cmd_watch(args: WatchArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_watch(args: WatchArgs, out: &Output) -> Result<i32, CliError> {
     let cwd = current_dir()?;
     if !(args.interval.is_finite() && args.interval > 0.0) {
         return Err(CliError::usage(format!(

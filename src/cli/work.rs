@@ -10,14 +10,14 @@ use crate::lifecycle::Verdict;
 use crate::ops;
 
 #[derive(clap::Args)]
-pub struct SubmitArgs {
+pub(super) struct SubmitArgs {
     /// The task id.
     task: String,
     /// The commit to submit (default: the worktree's HEAD).
     sha: Option<String>,
 }
 
-pub fn cmd_submit(args: SubmitArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_submit(args: SubmitArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let done = ops::submit_for_review(&project, &actor, &id, args.sha.as_deref())?;
@@ -27,7 +27,7 @@ pub fn cmd_submit(args: SubmitArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct BlockArgs {
+pub(super) struct BlockArgs {
     /// The task id.
     task: String,
     /// Why the task cannot proceed.
@@ -41,7 +41,7 @@ pub struct BlockArgs {
     attempted: Vec<String>,
 }
 
-pub fn cmd_block(args: BlockArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_block(args: BlockArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let done = ops::block(
@@ -56,7 +56,7 @@ pub fn cmd_block(args: BlockArgs, out: &Output) -> Result<i32, CliError> {
 }
 
 #[derive(clap::Args)]
-pub struct HandoffArgs {
+pub(super) struct HandoffArgs {
     /// The task id.
     task: String,
     /// What was done so far.
@@ -67,7 +67,7 @@ pub struct HandoffArgs {
     next_action: String,
 }
 
-pub fn cmd_handoff(args: HandoffArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_handoff(args: HandoffArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let done = ops::handoff(&project, &actor, &id, &args.summary, &args.next_action)?;
@@ -81,7 +81,7 @@ enum Decision {
 }
 
 #[derive(clap::Args)]
-pub struct VerdictArgs {
+pub(super) struct VerdictArgs {
     /// The task id.
     task: String,
     /// The verdict.
@@ -98,7 +98,7 @@ pub struct VerdictArgs {
     reason_file: Option<PathBuf>,
 }
 
-pub fn cmd_verdict(args: VerdictArgs, out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_verdict(args: VerdictArgs, out: &Output) -> Result<i32, CliError> {
     let id = task_id(&args.task)?;
     let (project, actor) = context()?;
     let reason = match (&args.reason, &args.reason_file) {

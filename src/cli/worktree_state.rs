@@ -9,12 +9,12 @@ use super::output::Output;
 use super::{CliError, EXIT_OK};
 
 #[derive(clap::Args)]
-pub struct WorktreeStateArgs {
+pub(super) struct WorktreeStateArgs {
     /// The worktree (`.worktrees/<task>`).
     dir: PathBuf,
 }
 
-pub fn cmd_worktree_state(args: WorktreeStateArgs, _out: &Output) -> Result<i32, CliError> {
+pub(super) fn cmd_worktree_state(args: WorktreeStateArgs, _out: &Output) -> Result<i32, CliError> {
     let head = crate::git::head_of(&args.dir).ok();
     let dirty = crate::git::dirty_files(&args.dir).unwrap_or_default();
     println!(

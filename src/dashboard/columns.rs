@@ -11,7 +11,7 @@ fn width(text: &str) -> usize {
 
 /// Column widths for `rows` under `header` in `room` columns, `gap` columns between two
 /// columns; and the rows with each cell that had to be cut ending in `…`.
-pub fn fit(
+pub(crate) fn fit(
     header: &[&str],
     rows: &[Vec<String>],
     room: usize,
@@ -51,7 +51,7 @@ pub fn fit(
 }
 
 /// `text` in at most `max` columns, ending in `…` when it was cut.
-pub fn shorten(text: &str, max: usize) -> String {
+pub(crate) fn shorten(text: &str, max: usize) -> String {
     if width(text) <= max {
         return text.to_owned();
     }
@@ -61,7 +61,7 @@ pub fn shorten(text: &str, max: usize) -> String {
 
 /// `text` broken into rows of at most `room` columns (at spaces when a row has one),
 /// rows after the first indented by two.
-pub fn wrap(text: &str, room: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, room: usize) -> Vec<String> {
     let room = room.max(4);
     let mut rows = Vec::new();
     let mut rest: Vec<char> = text.chars().collect();

@@ -16,7 +16,7 @@ use crate::status::{AgentLine, TaskLine, bar};
 
 /// What the person is looking at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Ui {
+pub(crate) struct Ui {
     pub selected: usize,
     /// The selected task's record is open.
     pub detail: bool,
@@ -26,7 +26,7 @@ pub struct Ui {
     pub message: Option<String>,
 }
 
-pub fn draw(frame: &mut Frame, view: &View, ui: &Ui) {
+pub(crate) fn draw(frame: &mut Frame, view: &View, ui: &Ui) {
     let area = frame.area();
     // The title line, the column header, one line per agent.
     let agents_height = (view.report.agents.len() as u16 + 2).clamp(3, 10);
@@ -365,7 +365,7 @@ fn detail_rows(view: &View, ui: &Ui, area: Rect) -> Option<(Vec<String>, usize)>
 }
 
 /// The last first row the record can scroll to in `area` (its end at the bottom).
-pub fn detail_scroll_limit(view: &View, ui: &Ui, area: Rect) -> usize {
+pub(crate) fn detail_scroll_limit(view: &View, ui: &Ui, area: Rect) -> usize {
     detail_rows(view, ui, area).map_or(0, |(rows, visible)| rows.len().saturating_sub(visible))
 }
 

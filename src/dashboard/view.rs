@@ -11,9 +11,9 @@ use crate::blackboard::{LizaPaths, Timestamp};
 use crate::status::Report;
 
 /// Log entries kept for the log pane.
-pub const LOG_TAIL: usize = 200;
+pub(crate) const LOG_TAIL: usize = 200;
 
-pub struct View {
+pub(crate) struct View {
     pub report: Report,
     /// `HH:MM:SS agent action task detail`, oldest first.
     pub log: Vec<String>,
@@ -25,7 +25,7 @@ pub struct View {
 }
 
 impl View {
-    pub fn read(snapshot: &Snapshot, store: &Store, now: Timestamp) -> View {
+    pub(crate) fn read(snapshot: &Snapshot, store: &Store, now: Timestamp) -> View {
         let paths = store.paths();
         let entries = store.log_tail(LOG_TAIL);
         let mut view = View::new(
@@ -42,7 +42,7 @@ impl View {
         view
     }
 
-    pub fn new(
+    pub(crate) fn new(
         snapshot: &Snapshot,
         live: &LiveRecords,
         paths: &LizaPaths,

@@ -19,13 +19,13 @@ use crate::llm::response::{self, Expect};
 use crate::llm::text::CharIndex;
 
 /// Codes asked for (and kept) per chunk.
-pub const MAX_CODES: usize = 3;
+pub(crate) const MAX_CODES: usize = 3;
 /// Quotes asked for (and kept) per code.
-pub const MAX_QUOTES: usize = 3;
+pub(crate) const MAX_QUOTES: usize = 3;
 
 /// What one model call reads: a chunk of one message of an interaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Unit {
+pub(crate) struct Unit {
     /// Index into the interactions.
     pub interaction: usize,
     /// Index into that interaction's messages (`msg_<n>`).
@@ -35,7 +35,7 @@ pub struct Unit {
 
 /// Every message of every interaction, chunked by paragraphs then sentences to at most
 /// `max_tokens` each; blank messages have no chunk.
-pub fn units(interactions: &[Interaction], max_tokens: usize) -> Vec<Unit> {
+pub(crate) fn units(interactions: &[Interaction], max_tokens: usize) -> Vec<Unit> {
     let mut out = Vec::new();
     for (i, interaction) in interactions.iter().enumerate() {
         for (m, message) in interaction.messages.iter().enumerate() {
@@ -54,7 +54,7 @@ pub fn units(interactions: &[Interaction], max_tokens: usize) -> Vec<Unit> {
 /// A quote that holds: `text` is exactly the code points `start_pos..end_pos` of message
 /// `msg_<message>` of `interaction`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct GroundedQuote {
+pub(crate) struct GroundedQuote {
     pub id: String,
     pub interaction: String,
     pub task: Option<String>,
@@ -67,7 +67,7 @@ pub struct GroundedQuote {
 
 /// A code one identity assigned to one chunk.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Code {
+pub(crate) struct Code {
     pub code: String,
     pub description: String,
     pub quotes: Vec<GroundedQuote>,
@@ -75,7 +75,7 @@ pub struct Code {
 
 /// What an identity's run did, beyond its codes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct Tally {
+pub(crate) struct Tally {
     pub chunks: usize,
     /// Calls that gave no answer after the client's retries (WARNING, no codes).
     pub calls_failed: usize,
@@ -92,7 +92,7 @@ pub struct Tally {
 }
 
 impl Tally {
-    pub fn add(&mut self, other: &Tally) {
+    pub(crate) fn add(&mut self, other: &Tally) {
         self.chunks += other.chunks;
         self.calls_failed += other.calls_failed;
         self.answers_unreadable += other.answers_unreadable;
@@ -107,7 +107,7 @@ impl Tally {
 /// The CoderResult of specs/builtin-agent.md *Retrospective coding*: one identity's codes
 /// and the tokens they took.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CoderResult {
+pub(crate) struct CoderResult {
     pub identity: String,
     pub codes: Vec<Code>,
     pub token_usage: Usage,
@@ -115,7 +115,7 @@ pub struct CoderResult {
 }
 
 impl CoderResult {
-    pub fn new(identity: &str) -> CoderResult {
+    pub(crate) fn new(identity: &str) -> CoderResult {
         CoderResult {
             identity: identity.to_owned(),
             codes: Vec::new(),
@@ -125,7 +125,7 @@ impl CoderResult {
     }
 
     /// Adds one chunk's outcome (chunks are added in reading order).
-    pub fn add(&mut self, chunk: ChunkCoded) {
+    pub(crate) fn add(&mut self, chunk: ChunkCoded) {
         self.codes.extend(chunk.codes);
         self.token_usage.add(chunk.usage);
         self.tally.add(&chunk.tally);
@@ -134,7 +134,7 @@ impl CoderResult {
 
 /// What coding one chunk gave.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ChunkCoded {
+pub(crate) struct ChunkCoded {
     pub codes: Vec<Code>,
     pub usage: Usage,
     pub tally: Tally,
@@ -147,12 +147,12 @@ software sprint, and assign descriptive codes: short names for what happens in t
 own words.";
 
 /// The system message: the identity's perspective first, then the coding rules.
-pub fn system_message(identity: &Identity) -> String {
+pub(crate) fn system_message(identity: &Identity) -> String {
     format!("{}\n\n{RULES}", identity.prompt_prefix.trim_end())
 }
 
 /// The user message: the instructions, then the chunk between markers.
-pub fn user_message(chunk_text: &str) -> String {
+pub(crate) fn user_message(chunk_text: &str) -> String {
     format!(
         "Assign 1 to {MAX_CODES} codes to the excerpt below.\n\
          Answer with a JSON array only — no prose, no Markdown — of objects:\n\
@@ -168,7 +168,7 @@ pub fn user_message(chunk_text: &str) -> String {
 
 /// The answer a dry run gives for a chunk: one code quoting its first words verbatim, so
 /// parsing, grounding and quote-id encoding run as they do on a real answer.
-pub fn dry_run_answer(chunk_text: &str) -> String {
+pub(crate) fn dry_run_answer(chunk_text: &str) -> String {
     let start = chunk_text.len() - chunk_text.trim_start().len();
     let words: String = chunk_text[start..].chars().take(40).collect();
     let words = words.trim_end();
@@ -184,7 +184,7 @@ pub fn dry_run_answer(chunk_text: &str) -> String {
 
 /// A code as the model gave it, before grounding.
 #[derive(Debug, PartialEq, Eq)]
-pub struct RawCode {
+pub(crate) struct RawCode {
     pub code: String,
     pub description: String,
     pub quotes: Vec<Quote>,
@@ -194,7 +194,7 @@ pub struct RawCode {
 /// coding*). Items that are not code objects are ignored with a WARNING and counted; a
 /// quote without offsets keeps 0..0 so grounding locates its text; a quote without text is
 /// dropped there.
-pub fn read_codes(value: &Value) -> (Vec<RawCode>, usize) {
+pub(crate) fn read_codes(value: &Value) -> (Vec<RawCode>, usize) {
     let Some(items) = value.as_array() else {
         tracing::warn!("the answer is not a list of codes; no codes for this chunk");
         return (Vec::new(), 1);
@@ -244,7 +244,7 @@ pub fn read_codes(value: &Value) -> (Vec<RawCode>, usize) {
 }
 
 /// The interaction text a unit reads, and where it is.
-pub struct Reading<'a> {
+pub(crate) struct Reading<'a> {
     pub interaction: &'a Interaction,
     pub unit: &'a Unit,
 }
@@ -255,7 +255,7 @@ impl Reading<'_> {
     }
 
     /// The chunk's own text: a slice of the message.
-    pub fn chunk_text(&self) -> &str {
+    pub(crate) fn chunk_text(&self) -> &str {
         let text = self.message_text();
         self.unit.chunk.text(text, &CharIndex::new(text))
     }
@@ -263,7 +263,7 @@ impl Reading<'_> {
     /// Grounds `raw` in the chunk: each code keeps its quotes that hold (at most
     /// [`MAX_QUOTES`]), with offsets into the message; a code left with none is dropped
     /// (WARNING); codes beyond [`MAX_CODES`] are ignored.
-    pub fn ground(&self, raw: Vec<RawCode>) -> (Vec<Code>, Tally) {
+    pub(crate) fn ground(&self, raw: Vec<RawCode>) -> (Vec<Code>, Tally) {
         let chunk_text = self.chunk_text();
         let source = Source::new(chunk_text);
         let mut tally = Tally::default();
@@ -326,7 +326,7 @@ impl Reading<'_> {
 
 /// One model call for one chunk: asked, read, grounded. A failed call or an unreadable
 /// answer gives no codes (WARNING); the raw answer goes to the debug artifacts only.
-pub async fn code_chunk(
+pub(crate) async fn code_chunk(
     client: &ChatClient,
     identity: &Identity,
     reading: &Reading<'_>,

@@ -16,7 +16,7 @@ use crate::blackboard::{TaskId, Timestamp};
 
 /// One message of a thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Message {
+pub(crate) struct Message {
     pub time: Option<Timestamp>,
     /// Who wrote or caused it (an agent id, `human`, `liza`).
     pub author: String,
@@ -27,7 +27,7 @@ pub struct Message {
 
 /// A task's thread, or the sprint's (`id` = the sprint id).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Interaction {
+pub(crate) struct Interaction {
     pub id: String,
     pub task: Option<TaskId>,
     pub messages: Vec<Message>,
@@ -36,7 +36,7 @@ pub struct Interaction {
 /// The interactions of the current sprint: every live task of its scope (every live task
 /// when the scope is empty) with at least one message, then the sprint's own.
 #[cfg(test)]
-pub fn collect(state: &State) -> Vec<Interaction> {
+pub(crate) fn collect(state: &State) -> Vec<Interaction> {
     gather(state, &[], true)
 }
 
@@ -44,7 +44,7 @@ pub fn collect(state: &State) -> Vec<Interaction> {
 /// `.liza/archive/<sprint>.yaml`): those tasks' threads, then — for the current sprint —
 /// the live tasks of its scope and the sprint's own thread. A past sprint's notes and
 /// anomalies are those that name its tasks.
-pub fn gather(state: &State, archived: &[Arc<Task>], current: bool) -> Vec<Interaction> {
+pub(crate) fn gather(state: &State, archived: &[Arc<Task>], current: bool) -> Vec<Interaction> {
     let mut out: Vec<Interaction> = Vec::new();
     let mut seen: HashSet<&TaskId> = HashSet::new();
     if current {
@@ -108,7 +108,7 @@ fn sprint_thread(state: &State) -> Option<Interaction> {
 
 /// Adds the agents' saved transcripts of each task (`.liza/agent-logs/<agent>-<task>-<ts>.log`,
 /// the last `limit` bytes of each) to its thread as `transcript` messages, in time order.
-pub fn add_transcripts(interactions: &mut [Interaction], dir: &Path, limit: u64) {
+pub(crate) fn add_transcripts(interactions: &mut [Interaction], dir: &Path, limit: u64) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };

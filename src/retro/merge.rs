@@ -10,21 +10,21 @@ use super::coding::{CoderResult, GroundedQuote};
 
 /// One identity's description of a code.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Description {
+pub(crate) struct Description {
     pub identity: String,
     pub text: String,
 }
 
 /// A quote of a merged code, with the identities that cited it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CitedQuote {
+pub(crate) struct CitedQuote {
     #[serde(flatten)]
     pub quote: GroundedQuote,
     pub identities: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct MergedCode {
+pub(crate) struct MergedCode {
     /// The name as first given.
     pub code: String,
     /// How many times it was assigned (chunks × identities).
@@ -38,7 +38,7 @@ pub struct MergedCode {
 }
 
 /// The key codes are matched by: lowercase letters and digits, words joined by `-`.
-pub fn code_key(name: &str) -> String {
+pub(crate) fn code_key(name: &str) -> String {
     name.to_lowercase()
         .split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
@@ -48,7 +48,7 @@ pub fn code_key(name: &str) -> String {
 
 /// The codes of all identities, merged; most frequent first, then most quoted, then by
 /// name.
-pub fn merge(results: &[CoderResult]) -> Vec<MergedCode> {
+pub(crate) fn merge(results: &[CoderResult]) -> Vec<MergedCode> {
     let mut by_key: BTreeMap<String, MergedCode> = BTreeMap::new();
     for result in results {
         let who = &result.identity;

@@ -16,7 +16,7 @@ use crate::blackboard::store::atomic;
 use crate::llm::client::Usage;
 
 #[derive(Clone, Debug, Serialize)]
-pub struct Report {
+pub(crate) struct Report {
     pub sprint: String,
     pub generated_at: String,
     pub model: String,
@@ -30,7 +30,7 @@ pub struct Report {
 /// One identity's CoderResult: its codes as it gave them (chunk by chunk, before merging)
 /// and the tokens they took.
 #[derive(Clone, Debug, Serialize)]
-pub struct IdentityRun {
+pub(crate) struct IdentityRun {
     pub id: String,
     pub name: String,
     pub token_usage: Usage,
@@ -39,7 +39,7 @@ pub struct IdentityRun {
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
-pub struct Totals {
+pub(crate) struct Totals {
     pub interactions: usize,
     pub messages: usize,
     pub chunks: usize,
@@ -49,14 +49,14 @@ pub struct Totals {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct InteractionText {
+pub(crate) struct InteractionText {
     pub id: String,
     pub task: Option<String>,
     pub messages: Vec<MessageText>,
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct MessageText {
+pub(crate) struct MessageText {
     pub msg: String,
     pub time: Option<String>,
     pub author: String,
@@ -65,7 +65,7 @@ pub struct MessageText {
 }
 
 impl Report {
-    pub fn new(
+    pub(crate) fn new(
         sprint: &str,
         model: &str,
         dry_run: bool,
@@ -126,7 +126,7 @@ impl Report {
     }
 
     /// The YAML file: the report's fields in order, written as liza writes its YAML.
-    pub fn to_yaml(&self) -> String {
+    pub(crate) fn to_yaml(&self) -> String {
         let json = serde_json::to_string(self).unwrap_or_else(|_| "{}".into());
         // Parsed from text so the fields keep their order.
         let node: crate::blackboard::node::Node =
@@ -136,7 +136,7 @@ impl Report {
         e.finish()
     }
 
-    pub fn to_markdown(&self) -> String {
+    pub(crate) fn to_markdown(&self) -> String {
         let mut md = String::new();
         let t = &self.totals;
         let _ = writeln!(md, "# Retrospective of sprint {}\n", self.sprint);
@@ -246,7 +246,7 @@ impl Report {
     }
 
     /// Writes both files atomically; returns their paths (YAML, Markdown).
-    pub fn write(&self, dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
+    pub(crate) fn write(&self, dir: &Path) -> std::io::Result<(PathBuf, PathBuf)> {
         std::fs::create_dir_all(dir)?;
         let yaml = dir.join(format!("{}.yaml", self.sprint));
         let md = dir.join(format!("{}.md", self.sprint));

@@ -274,7 +274,7 @@ mod tests {
 
     /// The mid-sprint fixture (every task status), decoded.
     fn fixture() -> State {
-        let text = include_str!("../../tests/fixtures/mid-sprint.yaml");
+        let text = include_str!("../../../../tests/fixtures/mid-sprint.yaml");
         crate::blackboard::document::decode(text.as_bytes())
             .unwrap_or_else(|f| panic!("fixture: {f:?}"))
             .state

@@ -48,7 +48,7 @@ pub(super) struct ChannelServer {
 
 impl ChannelServer {
     /// Serves `listener` until stopped.
-    pub fn start(listener: UnixListener, context: Arc<ChannelContext>) -> ChannelServer {
+    pub(super) fn start(listener: UnixListener, context: Arc<ChannelContext>) -> ChannelServer {
         let accept = tokio::spawn(async move {
             let permits = Arc::new(Semaphore::new(CONCURRENT));
             let mut connections = JoinSet::new();

@@ -95,7 +95,7 @@ mod tests {
     use chrono::TimeZone;
 
     fn fixture_dirs() -> ZoneDirs {
-        ZoneDirs::only(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zoneinfo"))
+        ZoneDirs::only(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zoneinfo"))
     }
 
     fn at(y: i32, mo: u32, d: u32, h: u32, mi: u32) -> DateTime<Utc> {

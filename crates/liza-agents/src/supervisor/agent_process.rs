@@ -27,12 +27,12 @@ const TAIL: usize = 16 * 1024;
 
 /// Shared between the output readers and the supervisor.
 #[derive(Default)]
-pub struct Activity {
+pub(super) struct Activity {
     pub last: Option<Instant>,
     pub tail: String,
 }
 
-pub struct AgentProcess {
+pub(super) struct AgentProcess {
     child: Child,
     /// The process group of what runs: the agent's own, or in a sandbox the group of
     /// everything inside it (bubblewrap's first process leads it).
@@ -54,7 +54,7 @@ const DRAIN: Duration = Duration::from_secs(10);
 impl AgentProcess {
     /// Starts `invocation` (in a sandbox when its argv is bubblewrap's and `info` is the
     /// pipe bubblewrap reports its first process on).
-    pub fn spawn(
+    pub(super) fn spawn(
         invocation: &Invocation,
         cwd: &Path,
         env: &[(String, String)],
@@ -144,7 +144,7 @@ impl AgentProcess {
     }
 
     /// Waits for the agent to exit, then kills what is left of its group.
-    pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+    pub(super) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         let status = self.child.wait().await;
         self.kill_group(Signal::SIGKILL);
         self.drain().await;
@@ -152,7 +152,7 @@ impl AgentProcess {
     }
 
     /// SIGTERM to the group, `grace`, then SIGKILL.
-    pub async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
+    pub(super) async fn stop(&mut self, grace: Duration) -> std::io::Result<ExitStatus> {
         self.kill_group(Signal::SIGTERM);
         let status = match tokio::time::timeout(grace, self.child.wait()).await {
             Ok(status) => status,
@@ -193,11 +193,11 @@ impl AgentProcess {
     }
 
     /// When the agent last wrote output.
-    pub fn last_output(&self) -> Option<Instant> {
+    pub(super) fn last_output(&self) -> Option<Instant> {
         self.activity.lock().ok().and_then(|a| a.last)
     }
 
-    pub fn output_tail(&self) -> String {
+    pub(super) fn output_tail(&self) -> String {
         self.activity
             .lock()
             .map(|a| a.tail.clone())

@@ -10,14 +10,14 @@ use tokio::sync::Notify;
 use crate::blackboard::Store;
 use crate::blackboard::store::changes::Topic;
 
-pub struct Wake {
+pub(super) struct Wake {
     notify: Arc<Notify>,
 }
 
 impl Wake {
     /// Starts watching the state and the control flags of `store`; without events,
     /// waits are plain polls.
-    pub fn start(store: &Store) -> Wake {
+    pub(super) fn start(store: &Store) -> Wake {
         let notify = Arc::new(Notify::new());
         let mut changes = store.changes(&[Topic::State, Topic::Control], Duration::from_millis(20));
         let forward = notify.clone();
@@ -32,7 +32,7 @@ impl Wake {
     }
 
     /// Waits for a change, at most `timeout`; `true` when one was seen.
-    pub async fn wait(&self, timeout: Duration) -> bool {
+    pub(super) async fn wait(&self, timeout: Duration) -> bool {
         tokio::time::timeout(timeout, self.notify.notified())
             .await
             .is_ok()

@@ -45,7 +45,7 @@ pub(super) struct Handed<'a> {
 impl SandboxedRun {
     /// The command line that starts the agent in its sandbox; `info` says where its
     /// processes are.
-    pub fn argv(&self, info: &InfoPipe) -> Vec<String> {
+    pub(super) fn argv(&self, info: &InfoPipe) -> Vec<String> {
         let at = self
             .argv
             .iter()
@@ -58,7 +58,7 @@ impl SandboxedRun {
 
     /// The command line of an interactive run (no information pipe: it keeps the
     /// terminal and is stopped through bubblewrap).
-    pub fn argv_interactive(&self) -> Vec<String> {
+    pub(super) fn argv_interactive(&self) -> Vec<String> {
         self.argv
             .iter()
             .filter(|a| *a != "--new-session")
@@ -67,7 +67,7 @@ impl SandboxedRun {
     }
 
     /// The private branch's tip, for progress (the real branch moves at a sync).
-    pub async fn private_tip(&self) -> Option<String> {
+    pub(super) async fn private_tip(&self) -> Option<String> {
         let store = self.store.clone()?;
         crate::off_runtime::off_runtime(move || store.lock().ok().and_then(|s| s.private_tip()))
             .await

@@ -20,7 +20,7 @@ pub(super) struct Stop {
 
 impl Stop {
     /// The signal received, if one was (2, 15, 1).
-    pub fn signal(&self) -> Option<i32> {
+    pub(super) fn signal(&self) -> Option<i32> {
         match self.signal.load(Ordering::SeqCst) {
             0 => None,
             sig => Some(sig),
@@ -28,18 +28,18 @@ impl Stop {
     }
 
     /// Why this supervisor was superseded, once it was.
-    pub fn superseded_by(&self) -> Option<String> {
+    pub(super) fn superseded_by(&self) -> Option<String> {
         self.superseded.lock().ok().and_then(|s| s.clone())
     }
 
     /// A signal arrived.
-    pub fn signalled(&self, signal: i32) {
+    pub(super) fn signalled(&self, signal: i32) {
         self.signal.store(signal, Ordering::SeqCst);
         self.wake();
     }
 
     /// The registration was superseded (the first reason is kept).
-    pub fn supersede(&self, why: String) {
+    pub(super) fn supersede(&self, why: String) {
         if let Ok(mut slot) = self.superseded.lock()
             && slot.is_none()
         {
@@ -50,7 +50,7 @@ impl Stop {
     }
 
     /// Resolves when a stop was asked for (at once if one was asked before).
-    pub async fn asked(&self) {
+    pub(super) async fn asked(&self) {
         self.notify.notified().await;
     }
 

@@ -287,7 +287,7 @@ mod tests {
 
     fn fixture(name: &str) -> String {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/clis")
+            .join("../../tests/fixtures/clis")
             .join(name);
         std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -405,7 +405,7 @@ mod tests {
             ),
         ];
         let zones = ZoneDirs::only(
-            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/zoneinfo"),
+            &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/zoneinfo"),
         );
         for (text, expected) in cases {
             assert!(usage_limit(None, text, here()).is_some(), "{text}");

@@ -29,7 +29,7 @@ pub(super) struct Pulse {
 }
 
 impl Pulse {
-    pub fn new(project: Arc<Project>, agent: AgentId, generation: String) -> Pulse {
+    pub(super) fn new(project: Arc<Project>, agent: AgentId, generation: String) -> Pulse {
         Pulse {
             project,
             agent,
@@ -42,23 +42,23 @@ impl Pulse {
     }
 
     /// Records how the agent's runs are confined.
-    pub fn set_sandbox(&self, confinement: &crate::sandbox::Confinement) {
+    pub(super) fn set_sandbox(&self, confinement: &crate::sandbox::Confinement) {
         if let Ok(mut slot) = self.sandbox.lock() {
             *slot = (confinement.state_name().to_owned(), confinement.note());
         }
     }
 
-    pub fn set_pgid(&self, pgid: i64) {
+    pub(super) fn set_pgid(&self, pgid: i64) {
         self.pgid.store(pgid, Ordering::SeqCst);
     }
 
-    pub fn set_usage_limit(&self, until: Option<Timestamp>) {
+    pub(super) fn set_usage_limit(&self, until: Option<Timestamp>) {
         let unix = until.map_or(0, Timestamp::unix);
         self.usage_limit_until.store(unix, Ordering::SeqCst);
     }
 
     /// Records what the supervisor waits for; whether that changed.
-    pub fn set_waiting(&self, why: Option<Waiting>) -> bool {
+    pub(super) fn set_waiting(&self, why: Option<Waiting>) -> bool {
         match self.waiting.lock() {
             Ok(mut slot) if *slot != why => {
                 *slot = why;
@@ -69,7 +69,7 @@ impl Pulse {
     }
 
     /// One heartbeat, as the supervisor of its registration.
-    pub fn beat(&self) -> Result<ops::Heartbeat, OpsError> {
+    pub(super) fn beat(&self) -> Result<ops::Heartbeat, OpsError> {
         let pgid = self.pgid.load(Ordering::SeqCst);
         let until = self.usage_limit_until.load(Ordering::SeqCst);
         let waiting = self.waiting.lock().ok().and_then(|w| *w);
@@ -100,7 +100,7 @@ impl Pulse {
     }
 
     /// A beat whose refusal means the registration is gone supersedes the supervisor.
-    pub fn beat_or_supersede(&self, stop: &Stop) -> bool {
+    pub(super) fn beat_or_supersede(&self, stop: &Stop) -> bool {
         match self.beat() {
             Err(e) if registration_gone(&e) => {
                 stop.supersede(e.to_string());
@@ -134,7 +134,7 @@ pub(super) struct Heartbeats {
 }
 
 impl Heartbeats {
-    pub fn start(&self, pulse: Pulse, every: Duration, stop: Stop) {
+    pub(super) fn start(&self, pulse: Pulse, every: Duration, stop: Stop) {
         let done = self.stop.clone();
         let spawned = std::thread::Builder::new()
             .name("liza-heartbeat".into())
@@ -163,7 +163,7 @@ impl Heartbeats {
     }
 
     /// Stops the beats (before unregistering: no beat after the entry is gone).
-    pub fn stop(&self) {
+    pub(super) fn stop(&self) {
         self.stop.store(true, Ordering::SeqCst);
         if let Ok(slot) = self.thread.lock()
             && let Some(thread) = slot.as_ref()

@@ -8,17 +8,17 @@ use crate::error::{Diagnostic, ErrorClass};
 use crate::ops::OpsError;
 
 /// Its work is over (ABORT, the sprint or goal ended, idle, `--once`).
-pub const EXIT_DONE: i32 = 0;
+pub(super) const EXIT_DONE: i32 = 0;
 /// An identity, registration or configuration error, or the registration was replaced.
-pub const EXIT_REFUSED: i32 = 1;
+pub(super) const EXIT_REFUSED: i32 = 1;
 /// No `.liza/`, or a blackboard that cannot be read.
-pub const EXIT_BLACKBOARD: i32 = 4;
+pub(super) const EXIT_BLACKBOARD: i32 = 4;
 /// The backend's program is missing, or its CLI cannot log in.
-pub const EXIT_BACKEND: i32 = 5;
+pub(super) const EXIT_BACKEND: i32 = 5;
 /// Claims kept failing.
-pub const EXIT_CLAIMS_FAILING: i32 = 6;
+pub(super) const EXIT_CLAIMS_FAILING: i32 = 6;
 /// Stopped by a signal: 128 + its number (SIGHUP 129, SIGINT 130, SIGTERM 143).
-pub const EXIT_SIGNAL_BASE: i32 = 128;
+pub(super) const EXIT_SIGNAL_BASE: i32 = 128;
 
 /// Every exit code of `liza-agent` (`liza agent`) with what it means, for the reference
 /// and its tests; usage errors exit as `liza`'s do (64).

@@ -146,7 +146,7 @@ mod tests {
 
     fn help(name: &str) -> String {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("tests/fixtures/clis/help")
+            .join("../../tests/fixtures/clis/help")
             .join(format!("{name}.txt"));
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }

@@ -35,7 +35,7 @@ pub(super) struct Boundaries {
 }
 
 impl Boundaries {
-    pub fn read(root: &Path, integration_branch: &str) -> Boundaries {
+    pub(super) fn read(root: &Path, integration_branch: &str) -> Boundaries {
         let repo = Repo::open(root).ok();
         let integration = repo.and_then(|r| r.branch_tip(integration_branch).ok().flatten());
         Boundaries {
@@ -51,7 +51,7 @@ impl Boundaries {
     /// What changed, as phrases for the anomaly and the alarm. `state`, read after
     /// `after`, tells liza's own merges (a reviewer's supervisor merging meanwhile) from
     /// an agent moving the integration branch.
-    pub fn changes(&self, after: &Boundaries, state: &State) -> Vec<String> {
+    pub(super) fn changes(&self, after: &Boundaries, state: &State) -> Vec<String> {
         let mut out = Vec::new();
         if self.main_head != after.main_head || self.main_branch != after.main_branch {
             out.push("the main checkout's HEAD or branch changed".to_owned());
