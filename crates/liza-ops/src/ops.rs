@@ -84,23 +84,37 @@ pub use crate::lifecycle::RuleId;
 /// Why an operation did not happen.
 #[derive(Debug, thiserror::Error)]
 pub enum OpsError {
+    /// The blackboard could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A git step failed.
     #[error(transparent)]
     Git(#[from] GitError),
     /// A rule refused the operation; nothing was changed.
     #[error("{message} [{rule}]")]
     Refused {
+        /// The rule that refused (lifecycle.md *Rule names*).
         rule: RuleId,
+        /// What was wrong.
         message: String,
+        /// What to do instead, if there is something.
         hint: Option<String>,
     },
     /// Another process holds the task's lock (claiming or changing it) right now: a
     /// refusal of the moment, worth retrying soon.
     #[error("task {task} is being claimed or changed by another process [task-busy]")]
-    TaskBusy { task: String },
+    TaskBusy {
+        /// The task's id.
+        task: String,
+    },
+    /// The directory a command ran from is not inside a git repository, so there is no
+    /// project and no blackboard.
     #[error("no blackboard: {cwd} is not inside a git repository")]
-    NoProject { cwd: String },
+    NoProject {
+        /// The directory, as shown.
+        cwd: String,
+    },
+    /// `LIZA_AGENT_ID` does not parse as an agent id.
     #[error("LIZA_AGENT_ID is set to an invalid id [agent-id]")]
     BadIdentity(#[source] IdError),
     /// The operation had nothing to change (e.g. `clear-stale` with no stale claim); no
@@ -147,6 +161,7 @@ impl OpsError {
         }
     }
 
+    /// A refusal by `rule`: what was wrong and what to do instead.
     pub fn refused(rule: RuleId, message: impl Into<String>, hint: impl Into<String>) -> OpsError {
         OpsError::Refused {
             rule,

@@ -38,17 +38,24 @@ pub use scratch::agent_dir;
 use crate::blackboard::model::SandboxConfig;
 use crate::error::{Diagnostic, ErrorClass};
 
+/// Why a sandbox could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum SandboxError {
+    /// `config.sandbox.mode` is `required`, and no sandbox can be started here.
     #[error(transparent)]
     Required(#[from] SandboxRequired),
+    /// A file or directory the sandbox needs could not be made.
     #[error("cannot {action} {path}")]
     Io {
+        /// What was being done, as a verb phrase before the path.
         action: &'static str,
+        /// The file or directory.
         path: PathBuf,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
+    /// The repository could not be opened for the sandbox's view of git.
     #[error("cannot prepare the sandbox's git")]
     Git(#[source] crate::git::GitError),
 }

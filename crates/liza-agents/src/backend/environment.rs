@@ -44,13 +44,18 @@ pub fn is_secret(name: &str) -> bool {
             .any(|end| upper.ends_with(end))
 }
 
+/// A `${VAR}` whose variable is not set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("${{{0}}} is not set")]
+pub struct UnsetVar(pub String);
+
 /// `value` with every `${VAR}` replaced by `lookup(VAR)`; also returns the values used
 /// (they are secrets to scrub when the variable is one). Err: the first variable that is
 /// not set. `$$` is a literal `$`.
 pub fn expand_vars(
     value: &str,
     lookup: &dyn Fn(&str) -> Option<String>,
-) -> Result<(String, Vec<String>), String> {
+) -> Result<(String, Vec<String>), UnsetVar> {
     let mut out = String::with_capacity(value.len());
     let mut used = Vec::new();
     let mut rest = value;
@@ -64,7 +69,7 @@ pub fn expand_vars(
             && let Some(end) = inner.find('}')
         {
             let var = &inner[..end];
-            let found = lookup(var).ok_or_else(|| var.to_owned())?;
+            let found = lookup(var).ok_or_else(|| UnsetVar(var.to_owned()))?;
             if is_secret(var) && found.len() >= 8 {
                 used.push(found.clone());
             }
@@ -123,7 +128,10 @@ mod tests {
             expand_vars("Bearer ${MY_KEY} in ${REGION} for $$5 $x", &lookup).unwrap();
         assert_eq!(text, "Bearer k-123456789 in eu for $5 $x");
         assert_eq!(used, ["k-123456789"]);
-        assert_eq!(expand_vars("${NOPE}", &lookup).unwrap_err(), "NOPE");
+        assert_eq!(
+            expand_vars("${NOPE}", &lookup).unwrap_err(),
+            UnsetVar("NOPE".into())
+        );
         assert_eq!(expand_vars("plain", &lookup).unwrap().0, "plain");
     }
 }

@@ -96,8 +96,8 @@ pub fn passed_args(backend: &Backend) -> (Vec<String>, Vec<String>) {
 
 /// Runs `program args` with stdin closed and no secrets in its environment, for at most
 /// `timeout`; returns its output (stdout then stderr), or why not.
-pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<String, String> {
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<String, ProbeError> {
+    let dir = tempfile::tempdir().map_err(ProbeError::NotRun)?;
     let mut cmd = Command::new(program);
     cmd.args(args)
         .current_dir(dir.path())
@@ -110,7 +110,7 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<S
             cmd.env_remove(&key);
         }
     }
-    let mut child = cmd.spawn().map_err(|e| e.to_string())?;
+    let mut child = cmd.spawn().map_err(ProbeError::NotRun)?;
     let started = Instant::now();
     loop {
         match child.try_wait() {
@@ -123,18 +123,29 @@ pub fn run_briefly(program: &Path, args: &[&str], timeout: Duration) -> Result<S
                     );
                 }
                 let _ = child.wait();
-                return Err(format!("did not answer within {} s", timeout.as_secs()));
+                return Err(ProbeError::Silent(timeout));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(ProbeError::NotRun(e)),
         }
     }
-    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let out = child.wait_with_output().map_err(ProbeError::NotRun)?;
     Ok(format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     ))
+}
+
+/// Why a program asked for its version or help did not answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    /// It could not be started or waited for.
+    #[error("{0}")]
+    NotRun(#[source] std::io::Error),
+    /// It said nothing within the time given, and was killed.
+    #[error("did not answer within {} s", .0.as_secs())]
+    Silent(Duration),
 }
 
 #[cfg(test)]

@@ -213,10 +213,12 @@ impl Backend {
         }
         for (key, value) in tool.env.iter().flat_map(|e| e.0.iter()) {
             let (text, used) =
-                expand_vars(value, lookup).map_err(|var| BackendError::UnsetVariable {
-                    name: self.name.clone(),
-                    key: key.clone(),
-                    var,
+                expand_vars(value, lookup).map_err(|super::environment::UnsetVar(var)| {
+                    BackendError::UnsetVariable {
+                        name: self.name.clone(),
+                        key: key.clone(),
+                        var,
+                    }
                 })?;
             self.expanded_secrets.extend(used);
             self.env.retain(|(k, _)| k != key);

@@ -105,9 +105,13 @@ fn hostname() -> Option<String> {
 /// The record a heartbeat writes.
 #[derive(Debug, serde::Serialize)]
 pub struct Heartbeat {
+    /// The registered generation the record is written for.
     pub generation: String,
+    /// Until when the agent's lease now runs (RFC 3339).
     pub lease_expires: String,
+    /// Until when its claim's lease runs, when it holds a claimed task.
     pub task_lease_expires: Option<String>,
+    /// Until when its review's lease runs, when it reviews a task.
     pub review_lease_expires: Option<String>,
 }
 

@@ -25,14 +25,18 @@ pub fn quota_key(agent: &str, ts: Timestamp) -> String {
     format!("quota:{agent}:{ts}")
 }
 
+/// How grave an alarm is: the `<LEVEL>` of its line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "UPPERCASE")]
 pub enum Level {
+    /// `WARN`.
     Warn,
+    /// `ERROR`.
     Error,
 }
 
 impl Level {
+    /// The level as its line writes it: `WARN` or `ERROR`.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Warn => "WARN",
@@ -44,21 +48,31 @@ impl Level {
 /// One alarm: what the rule found, about which task or agent, and its occurrence key.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Alarm {
+    /// How grave it is.
     pub level: Level,
+    /// What kind of alarm it is, in capitals (`TASK_BLOCKED`, `CRASH_LOOP`, …).
     pub category: String,
+    /// What was found, for a person.
     pub message: String,
+    /// The task it is about, if any.
     pub task: Option<String>,
+    /// The agent it is about, if any.
     pub agent: Option<String>,
     /// The revision the watcher saw when it fired (the webhook's `revision`).
     pub revision: Option<u64>,
+    /// The occurrence key: the rule, the task or agent, and what identifies the
+    /// occurrence. An alarm fires once per key.
     pub key: String,
 }
 
 /// An alarm that was written to alerts.log by this call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Fired {
+    /// The alarm.
     pub alarm: Alarm,
+    /// When it was raised.
     pub ts: Timestamp,
+    /// Its line in the log: `<ts> <LEVEL> <CATEGORY> <message> [key]`.
     pub line: String,
 }
 

@@ -19,8 +19,11 @@ use crate::lifecycle::circuit_breaker::{self, PatternMatch};
 pub const DEFAULT_CHECKPOINT_AT: &[&str] =
     &["ARCHITECTURE_FLAW", "SPEC_FLAW", "EXTERNAL_DEPENDENCY"];
 
+/// What an analysis found, and where its report is.
 pub struct Analysis {
+    /// Every pattern that matches, the anomaly patterns' and the runtime ones'.
     pub matches: Vec<PatternMatch>,
+    /// The report written: `.liza/circuit_breaker_report.md`.
     pub report: PathBuf,
     /// The match that checkpointed the sprint, if one did.
     pub checkpointed_by: Option<String>,

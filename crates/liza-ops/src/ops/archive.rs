@@ -23,12 +23,16 @@ pub enum Select {
     OlderThan(i64),
 }
 
+/// Terminal tasks moved out of state.yaml into their sprint's archive.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Archived {
+    /// The sprint whose archive holds them.
     pub sprint: String,
     /// Where the archive is kept (a path, or a key in etcd).
     pub place: String,
+    /// The ids of the tasks moved.
     pub tasks: Vec<String>,
+    /// The revision of the last transaction that moved some.
     pub revision: u64,
 }
 

@@ -23,8 +23,12 @@ pub enum Authority {
 /// A committed lifecycle change.
 #[derive(Debug)]
 pub struct Transition<R> {
+    /// What the change returned besides its outcome.
     pub value: R,
+    /// The log entries written and the warnings for the caller, the sprint's completion
+    /// included when the change finished it.
     pub outcome: Outcome,
+    /// The revision the change was committed as.
     pub revision: u64,
 }
 

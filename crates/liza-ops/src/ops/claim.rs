@@ -24,11 +24,19 @@ use crate::lifecycle::{self, ClaimKind, LeaseKey, RuleId, WorktreePlan};
 /// A committed task claim.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Claimed {
+    /// The task claimed.
     pub task: TaskId,
+    /// The agent it is claimed for.
     pub agent: AgentId,
+    /// The log event the claim recorded (its row of the transition table).
     pub event: String,
+    /// The task's worktree, relative to the project: `.worktrees/<id>`.
     pub worktree: String,
+    /// The integration tip the worktree now starts from: set for a fresh worktree and
+    /// for an integration fix, `None` when the worktree was kept.
     pub base_commit: Option<String>,
+    /// What was saved of the work found in the way: a previous worktree, or the
+    /// uncommitted files of an integration fix.
     pub saved: SavedWork,
     /// For an integration fix: files left with conflict markers by the merge of the
     /// integration tip into the task branch, for the coder to resolve and commit.
@@ -306,6 +314,7 @@ fn run_post_worktree(
 /// prompt shows the diff, and a `spec_changed` anomaly is logged).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct ReviewClaim {
+    /// The spec's blob ids (at finalize, now), when the spec changed since.
     pub spec_changed: Option<(String, String)>,
 }
 

@@ -17,6 +17,7 @@ use crate::git::{Repo, SavedWork, dirty_files, task_branch, worktree_dir};
 /// One orphan and what gc does (or did) with it.
 #[derive(Debug, Clone, Serialize)]
 pub struct Orphan {
+    /// The task id its worktree or branch is named after.
     pub name: String,
     /// `.worktrees/<name>`, when the directory or git's entry for it exists.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,13 +37,17 @@ pub struct Orphan {
     /// `--apply` could not save or remove it (the outcome says why).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub failed: bool,
+    /// What its removal saved, when it saved something.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved: Option<SavedWork>,
 }
 
+/// What `liza gc` found, and did when applied.
 #[derive(Debug, Clone, Serialize)]
 pub struct GcReport {
+    /// Whether the orphans were removed (`--apply`), or only listed.
     pub applied: bool,
+    /// The worktrees and branches no live task owns.
     pub orphans: Vec<Orphan>,
     /// Names under `.worktrees/` or `task/*` that are not task ids: never touched.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -75,6 +80,8 @@ fn orphaned(state: &State, id: &TaskId) -> Option<String> {
     }
 }
 
+/// `liza gc [--apply]`: lists the task worktrees and branches that no live task owns;
+/// with `apply`, saves and removes each under its task lock.
 pub fn gc(project: &Project, apply: bool) -> Result<GcReport, OpsError> {
     let repo = Repo::open(&project.root)?;
     let snapshot = project.store.snapshot()?;

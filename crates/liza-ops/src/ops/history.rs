@@ -13,6 +13,7 @@ use crate::blackboard::tree_diff::{self, Change};
 /// One kept revision and what made it.
 #[derive(Debug, Serialize)]
 pub struct RevisionInfo {
+    /// The revision's number.
     pub revision: u64,
     /// `agent action [task]: detail` of each log entry of that revision.
     pub entries: Vec<String>,

@@ -13,31 +13,48 @@ use crate::blackboard::validate::integration_branch_problem;
 use crate::blackboard::{LizaPaths, Store, StoreError, Timestamp};
 use crate::git::{GitError, Lease, Pushed, Remote, Repo, find_project_root};
 
+/// What `liza init` was asked for.
 pub struct InitRequest {
+    /// The goal, in a sentence; refused when empty.
     pub goal: String,
     /// The goal's spec, relative to the current directory or the project root
     /// (default `specs/vision.md` in the root).
     pub spec: Option<PathBuf>,
+    /// The integration branch's name (default `integration`).
     pub integration_branch: Option<String>,
     /// Where a new integration branch starts (default `HEAD`).
     pub base: Option<String>,
     /// The bare repository hosts share (`config.git_remote`).
     pub git_remote: Option<String>,
+    /// Where `liza init` runs: the project is the repository around it.
     pub cwd: PathBuf,
 }
 
+/// A project set up by `liza init`.
 #[derive(Debug, serde::Serialize)]
 pub struct InitOutcome {
+    /// The project's main checkout.
     pub root: PathBuf,
+    /// The first goal's id.
     pub goal_id: String,
+    /// The first sprint's id.
     pub sprint_id: String,
+    /// The goal's spec, relative to the project root.
     pub spec_ref: String,
+    /// The integration branch.
     pub integration_branch: String,
+    /// The commit the integration branch is at.
     pub integration_tip: crate::blackboard::model::CommitId,
+    /// Whether init created the branch (it was neither here nor on the shared remote).
     pub branch_created: bool,
+    /// The patterns added to the repository's exclude file (those not there already).
     pub excludes_added: Vec<String>,
 }
 
+/// `liza init "<goal>"`: creates the blackboard (in `.liza/`, or in etcd with `--store`)
+/// for the repository around `req.cwd`, and the integration branch if missing, and
+/// excludes `.liza/` and `.worktrees/` from git. Refused when the goal's spec is not
+/// committed where integration starts (agents' worktrees would not have it).
 pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     let root = find_project_root(&req.cwd)?;
     let paths = LizaPaths::new(&root);
@@ -160,11 +177,16 @@ pub fn init(req: InitRequest) -> Result<InitOutcome, OpsError> {
     })
 }
 
+/// A checkout attached to a blackboard in etcd by `liza join`.
 #[derive(Debug, serde::Serialize)]
 pub struct JoinOutcome {
+    /// The project's main checkout.
     pub root: PathBuf,
+    /// The blackboard's address, `etcd://HOST:PORT[,…]/PREFIX`.
     pub address: String,
+    /// The blackboard's revision when joined.
     pub revision: u64,
+    /// The patterns added to the repository's exclude file (those not there already).
     pub excludes_added: Vec<String>,
 }
 

@@ -19,7 +19,9 @@ use crate::lifecycle::{Outcome, Refusal, RuleId};
 /// A MERGED task whose merge commit is no longer on integration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct LeftIntegration {
+    /// The task.
     pub task: TaskId,
+    /// Its merge commit, as the task records it.
     pub merge_commit: CommitId,
 }
 

@@ -25,16 +25,18 @@ use crate::git::{
 };
 use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Refusal, RuleId};
 
-/// How many times a merge goes back to build a new candidate when integration moved
-/// under it before it gives up.
 pub use super::merge_outcome::MergeResult;
 
+/// How many times a merge goes back to build a new candidate when integration moved
+/// under it before it gives up.
 pub const PUBLISH_RETRIES: u32 = 3;
 
 /// What `liza merge` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct MergeReport {
+    /// The task merged, or not.
     pub task: TaskId,
+    /// How it ended.
     #[serde(flatten)]
     pub result: MergeResult,
     /// Interrupted merges finished or dropped before this one.

@@ -225,9 +225,14 @@ fn short(sha: &str) -> &str {
 /// One check's result: whether it passed, how it exited, and its whole output.
 #[derive(Clone, Debug)]
 pub struct CheckRun {
+    /// The check's name (`config.checks`).
     pub name: String,
+    /// Whether it exited with success.
     pub passed: bool,
+    /// How it ended, for a person: `passed`, `exited with status 1`, `timed out after
+    /// 30 s`, …
     pub exit: String,
+    /// Its stdout and stderr together.
     pub output: String,
 }
 

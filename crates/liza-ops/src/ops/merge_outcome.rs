@@ -12,24 +12,35 @@ use crate::blackboard::{Actor, State, TaskId, Timestamp};
 use crate::git::{Repo, SavedWork};
 use crate::lifecycle::{self, MergeRecord, Outcome, Refusal};
 
+/// How a merge ended: the task's new status and what goes with it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "status")]
 pub enum MergeResult {
+    /// Published on integration: MERGED.
     #[serde(rename = "MERGED")]
     Merged {
+        /// The commit on integration after the merge.
         merge_commit: String,
+        /// `fast-forward`, `merge-commit` or `already-merged`.
         merge_type: String,
+        /// Integration commits since the task's base commit.
         drift_commits: u64,
+        /// How many times integration moved under the merge before it was published.
         retries: u32,
     },
     /// Merging would change no file of integration: BLOCKED for the planner.
     #[serde(rename = "BLOCKED")]
     NothingToMerge,
+    /// Not published: INTEGRATION_FAILED, the worktree kept for a fix.
     #[serde(rename = "INTEGRATION_FAILED")]
     IntegrationFailed {
+        /// `conflict` or `tests`.
         kind: String,
+        /// The conflicting paths (a conflict).
         paths: Vec<String>,
+        /// The check log, relative to the project root (failing checks).
         log: Option<String>,
+        /// One line a person reads first: which check failed, or why publishing gave up.
         reason: String,
     },
 }

@@ -19,8 +19,11 @@ use crate::lifecycle::{self, MergeRecord};
 /// An interrupted merge found by the next merge (or a supervisor starting).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Recovery {
+    /// The task whose merge was interrupted.
     pub task: TaskId,
+    /// What became of it.
     pub action: RecoveryAction,
+    /// The merge candidate its `merge_intent` recorded.
     pub candidate: String,
 }
 

@@ -51,6 +51,8 @@ fn with_worktree_retired(
     )
 }
 
+/// `unblock <task> --reason R [--reset-review-cycles]`: BLOCKED → UNCLAIMED, its
+/// worktree saved and removed first.
 pub fn unblock(
     project: &Project,
     actor: &Actor,
@@ -63,6 +65,9 @@ pub fn unblock(
     })
 }
 
+/// `reassign <task> --reason R [--force]`: back to UNCLAIMED for another coder, its
+/// worktree saved and removed first. A CLAIMED task goes only when its coder's lease
+/// lapsed (watched for up to the lease period, `say` told), or by a person with `force`.
 pub fn reassign(
     project: &Project,
     actor: &Actor,
@@ -77,6 +82,9 @@ pub fn reassign(
     })
 }
 
+/// `rescope <task> --into <ids> --reason R`: the task is replaced by the tasks `into`
+/// (DRAFT or UNCLAIMED, each naming it in `supersedes`), its worktree saved and removed
+/// first.
 pub fn rescope(
     project: &Project,
     actor: &Actor,
@@ -89,6 +97,8 @@ pub fn rescope(
     })
 }
 
+/// `abandon <task> --reason R`: any task not yet terminal → ABANDONED, its worktree
+/// saved and removed first.
 pub fn abandon(
     project: &Project,
     actor: &Actor,
@@ -103,8 +113,11 @@ pub fn abandon(
 /// Which claim `release-claim` releases.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReleaseRole {
+    /// The coder's claim.
     Coder,
+    /// The reviewer's claim.
     Reviewer,
+    /// The coder's when the task is CLAIMED, the reviewer's otherwise.
     Both,
 }
 

@@ -7,10 +7,14 @@ use crate::blackboard::model::HumanNote;
 use crate::blackboard::{Actor, Store, TaskId};
 use crate::lifecycle::RuleId;
 
+/// A note left.
 #[derive(Debug, serde::Serialize)]
 pub struct NoteOutcome {
+    /// The note's id, `note-N`.
     pub id: String,
+    /// Whom it is for: a task id, or `all`.
     pub target: String,
+    /// The revision it was committed as.
     pub revision: u64,
 }
 

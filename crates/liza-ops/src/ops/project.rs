@@ -10,8 +10,11 @@ use super::OpsError;
 use crate::blackboard::{Actor, AgentId, Store};
 use crate::git::{GitError, find_project_root};
 
+/// A project: a repository's main checkout and its blackboard.
 pub struct Project {
+    /// The main checkout's root.
     pub root: PathBuf,
+    /// The blackboard, opened with the lifecycle's rules for hand edits.
     pub store: Store,
 }
 

@@ -235,9 +235,21 @@ pub fn log_add(
 /// What `discovery` does with a discovery.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DiscoveryDecision {
-    Convert { task: TaskId },
-    Defer { reason: String },
-    Reject { reason: String },
+    /// `convert --task <id>`: the discovery became a task, which exists already.
+    Convert {
+        /// The task it became.
+        task: TaskId,
+    },
+    /// `defer --reason R`: put off; its urgency becomes `deferred`.
+    Defer {
+        /// Why.
+        reason: String,
+    },
+    /// `reject --reason R`: turned down; its urgency becomes `deferred` too.
+    Reject {
+        /// Why.
+        reason: String,
+    },
 }
 
 /// `discovery convert|defer|reject` (planner or person).

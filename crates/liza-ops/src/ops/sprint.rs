@@ -17,6 +17,8 @@ fn remove_control(project: &Project, control: Control) -> Result<bool, OpsError>
     Ok(project.store.lower(control)?)
 }
 
+/// `goal complete`: the planner or a person declares the goal met, once every live task
+/// is terminal; a sprint in progress or at a checkpoint completes with it.
 pub fn goal_complete(project: &Project, actor: &Actor) -> Result<Transition<()>, OpsError> {
     transition(&project.store, actor, Authority::Caller, |s, w, n| {
         Ok((lifecycle::goal_complete(s, w, n)?, ()))

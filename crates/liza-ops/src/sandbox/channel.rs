@@ -15,7 +15,10 @@ use serde::{Deserialize, Serialize};
 /// the files named by its file arguments, read inside the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
+    /// The command line, without the program's name.
     pub argv: Vec<String>,
+    /// The directory it was typed in, inside the sandbox. The supervisor runs the command
+    /// in the run's worktree, never there.
     pub cwd: String,
     /// The file arguments as typed, in the order their [`Kind::File`] frames follow.
     #[serde(default)]
@@ -25,9 +28,13 @@ pub struct Request {
 /// What a frame holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
+    /// The [`Request`], as JSON (`R`).
     Request = b'R' as isize,
+    /// The contents of one file argument (`F`).
     File = b'F' as isize,
+    /// What the command wrote to its standard output (`O`).
     Stdout = b'O' as isize,
+    /// What the command wrote to its standard error (`E`).
     Stderr = b'E' as isize,
     /// The exit code, as a big-endian `i32`.
     Exit = b'X' as isize,
@@ -93,6 +100,7 @@ pub fn read_frame(input: &mut impl Read) -> std::io::Result<Option<(Kind, Vec<u8
     Ok(Some((kind, payload)))
 }
 
+/// The error of a malformed or unexpected frame: `what` is wrong with it.
 pub fn bad(what: String) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, what)
 }

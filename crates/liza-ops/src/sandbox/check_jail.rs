@@ -16,6 +16,7 @@ pub enum Jail {
     /// Unconfined: this process runs them so (`off`, `--no-sandbox`, or no mechanism in
     /// `auto` mode).
     Unconfined,
+    /// In the sandbox prepared for its directory.
     Sandboxed(Box<CheckJail>),
     /// It may not run at all: why (`required` and no sandbox here, or no scratch space).
     Refused(String),

@@ -14,15 +14,21 @@ pub enum Confinement {
     /// Unconfined: `state` says whether by choice (`off`) or for want of the mechanism
     /// (`unavailable`).
     Unconfined {
+        /// By choice, or for want of the mechanism.
         state: Unconfined,
+        /// Why, in a person's words.
         why: String,
+        /// What to do about it: set when the mechanism is unavailable.
         fix: Option<String>,
     },
 }
 
+/// Why agents and checks run unconfined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unconfined {
+    /// Turned off: `config.sandbox.mode: off`, or `--no-sandbox`.
     Off,
+    /// `auto` found no working mechanism on this machine.
     Unavailable,
 }
 
@@ -30,7 +36,9 @@ pub enum Unconfined {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("config.sandbox.mode is required, and no sandbox can be started here: {reason}")]
 pub struct SandboxRequired {
+    /// What is missing or refused, in a person's words.
     pub reason: String,
+    /// What to do about it.
     pub fix: String,
 }
 
@@ -98,6 +106,7 @@ impl Confinement {
         }
     }
 
+    /// bubblewrap, when sandboxed.
     pub fn bwrap(&self) -> Option<&Bwrap> {
         match self {
             Confinement::Sandboxed(bwrap) => Some(bwrap),

@@ -14,6 +14,7 @@ use crate::untrusted;
 
 /// A coder's private git store for one run.
 pub struct PrivateStore {
+    /// Where its objects, its task ref and its reflog are on the host.
     pub paths: PrivateGit,
     task: TaskId,
     worktree: PathBuf,
@@ -33,7 +34,10 @@ pub struct PrivateStore {
 /// What one sync did that a person must hear of.
 #[derive(Debug, Default)]
 pub struct Synced {
+    /// The objects copied into the repository, and those refused.
     pub imported: Imported,
+    /// What replaying the private task branch did; `None` when the private copy names
+    /// no tip.
     pub branch: Option<BranchSync>,
     /// The branch the worktree's HEAD named before it was put back.
     pub head_was: Option<String>,
@@ -331,6 +335,7 @@ impl PrivateStore {
         let _ = std::fs::remove_dir_all(&self.paths.objects);
     }
 
+    /// The task branch the run commits to: `task/<id>`.
     pub fn branch(&self) -> String {
         task_branch(&self.task)
     }

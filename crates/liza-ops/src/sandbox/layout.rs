@@ -105,8 +105,12 @@ pub enum View<'a> {
     /// A worktree, writable; its git metadata (`git_dir`) writable only with a private
     /// store to commit into.
     Worktree {
+        /// The worktree.
         dir: &'a Path,
+        /// The worktree's own git directory, where git keeps its HEAD and index (`None`
+        /// for a main checkout).
         git_dir: Option<&'a Path>,
+        /// The private store a run that commits writes its git work to.
         private: Option<&'a PrivateGit>,
     },
     /// The project's checkout, read-only, without `.liza/` and `.worktrees/` (the planner).
@@ -119,13 +123,18 @@ pub struct Plan<'a> {
     pub root: &'a Path,
     /// The repository's common git directory.
     pub common_git_dir: &'a Path,
+    /// The user's `$HOME`: hidden, liza's scratch home shown in its place.
     pub home: Option<&'a Path>,
     /// The `PATH` the process gets.
     pub env_path: &'a OsStr,
+    /// rustup's home (`RUSTUP_HOME`, default `~/.rustup`): shown read-only when a
+    /// directory on `PATH` holds `rustup` or `cargo`.
     pub rustup_home: Option<PathBuf>,
     /// The program run (shown read-only when it lies in a hidden area).
     pub program: &'a Path,
+    /// The project as the process sees it.
     pub view: View<'a>,
+    /// liza's scratch directories and files for the process.
     pub scratch: &'a Scratch,
     /// Shown read-only: (host path, path inside).
     pub read_only: Vec<(PathBuf, PathBuf)>,
@@ -141,9 +150,11 @@ pub struct Plan<'a> {
     pub masks: Vec<Mount>,
     /// The channel's socket on the host, shown as [`CHANNEL_SOCKET`].
     pub channel: Option<&'a Path>,
+    /// The host's network, or a loopback of its own.
     pub network: SandboxNetwork,
     /// An interactive run keeps the terminal's session (no `--new-session`).
     pub interactive: bool,
+    /// The directory the process starts in.
     pub chdir: &'a Path,
 }
 
@@ -152,12 +163,18 @@ pub struct Plan<'a> {
 pub enum Mount {
     /// An empty directory over a path (read-only once everything is mounted).
     Hide(PathBuf),
+    /// A host path shown read-only.
     ReadOnly {
+        /// The path on the host.
         from: PathBuf,
+        /// Where the process sees it.
         to: PathBuf,
     },
+    /// A host path shown writable.
     Writable {
+        /// The path on the host.
         from: PathBuf,
+        /// Where the process sees it.
         to: PathBuf,
     },
     /// Shown read-only if it is still there when the sandbox starts (an entry of a git
@@ -173,10 +190,17 @@ pub enum Mount {
 /// The view of the machine a sandboxed process gets.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Layout {
+    /// The mounts, in the order bubblewrap makes them.
     pub mounts: Vec<Mount>,
+    /// The host's network, or a loopback of its own (`--unshare-net`).
     pub network: SandboxNetwork,
+    /// Whether the process gets a session of its own, away from the terminal
+    /// (`--new-session`).
     pub new_session: bool,
+    /// The directory the process starts in.
     pub chdir: PathBuf,
+    /// Variables set in the process's environment: `TMPDIR`, `GIT_CONFIG_GLOBAL` and,
+    /// when there is a home, `HOME`.
     pub setenv: Vec<(String, String)>,
 }
 

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 /// bubblewrap, found and proven to work.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bwrap {
+    /// The `bwrap` executable found on `PATH`.
     pub path: PathBuf,
     /// As `bwrap --version` says it (`bubblewrap 0.8.0`).
     pub version: String,
@@ -18,7 +19,9 @@ pub struct Bwrap {
 /// Whether agents and checks can be sandboxed on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Availability {
+    /// bubblewrap started a trial sandbox here.
     Available(Bwrap),
+    /// No sandbox can be started here.
     Unavailable {
         /// What is missing or refused, in a person's words.
         reason: String,
