@@ -4,6 +4,8 @@
 //! command (specs/sandbox.md), and the wire format of the channel a sandboxed agent's
 //! `liza` commands travel on.
 
+#![warn(missing_docs)]
+
 pub mod ops;
 pub mod sandbox;
 
