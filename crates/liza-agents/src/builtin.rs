@@ -27,5 +27,7 @@ pub mod runlog;
 /// Exit codes of `liza builtin` (specs/builtin-agent.md): the role's work is done; no result
 /// (counts toward the iteration limits); hard failure (the task is blocked at once).
 pub const EXIT_DONE: i32 = 0;
+/// SOFT_FAIL: no result (no usable answer, submit refused); a no-progress run.
 pub const EXIT_SOFT_FAIL: i32 = 3;
+/// HARD_FAIL: the task cannot be done this way; the supervisor blocks it at once.
 pub const EXIT_HARD_FAIL: i32 = 4;

@@ -5,6 +5,8 @@
 //! coder and reviewer on top of it; [`off_runtime`], blocking work moved off the
 //! supervisor's async runtime.
 
+#![warn(missing_docs)]
+
 pub mod backend;
 pub mod builtin;
 pub mod llm;

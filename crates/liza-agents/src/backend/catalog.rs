@@ -94,9 +94,13 @@ pub struct CliSpec {
 /// the variable `var`, when every variable of `when_set` is set.
 #[derive(Debug, PartialEq, Eq)]
 pub struct SettingsFile {
+    /// The variables that must all be set, and not empty, for the file to be written.
     pub when_set: &'static [&'static str],
+    /// The variable that gives the CLI the file's path; a user who sets it keeps their own.
     pub var: &'static str,
+    /// The file's name in the settings directory.
     pub name: &'static str,
+    /// What the file holds.
     pub content: &'static str,
     /// Why it is needed (in the file's neighbourhood and in the docs).
     pub why: &'static str,

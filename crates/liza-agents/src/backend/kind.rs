@@ -5,12 +5,17 @@
 /// The kind of a backend, from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BackendKind {
+    /// Anthropic's `claude`.
     Claude,
+    /// OpenAI's `codex`.
     Codex,
+    /// Google's `gemini`.
     Gemini,
     /// Mistral's `vibe`.
     Mistral,
+    /// `aider`.
     Aider,
+    /// `opencode`.
     Opencode,
     /// liza's own agent (`liza builtin`).
     Builtin,

@@ -14,12 +14,15 @@ use crate::blackboard::model::{AgentTool, Config, PromptMode};
 /// One resolved backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Backend {
+    /// Its name (`--cli NAME`, `config.default_cli`, the key in `config.agent_tools`).
     pub name: String,
+    /// The program, looked up on PATH unless it is a path.
     pub executable: String,
     /// Arguments before the prompt; `{prompt_file}`, `{worktree}`, `{worktree_git_dir}`,
     /// `{task_id}`, `{role}`, `{git_dir}` (the repository's shared `.git`) and
     /// `{liza_dir}` are replaced.
     pub args: Vec<String>,
+    /// How the prompt reaches the agent: on stdin, in a file, or as the last argument.
     pub prompt: PromptMode,
     /// Extra environment, `${VAR}` already taken from the supervisor's environment.
     pub env: Vec<(String, String)>,
@@ -53,6 +56,9 @@ pub struct Backend {
     pub private: Vec<String>,
 }
 
+/// Why a backend cannot be resolved or is not usable (specs/supervisor.md *Startup*), with
+/// what to do about it ([`BackendError::hint`]).
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
     #[error("unknown agent backend {name:?}: not built in and not in config.agent_tools")]
@@ -70,6 +76,7 @@ pub enum BackendError {
 }
 
 impl BackendError {
+    /// What a person can do about it: the error's `hint:` line.
     pub fn hint(&self) -> String {
         match self {
             BackendError::Unknown { .. } => format!(
@@ -541,13 +548,20 @@ fn on_this_machine(
 pub struct RunInput<'a> {
     /// The role's CLI name: `planner`, `coder` or `code-reviewer` (`{role}`).
     pub role: &'a str,
+    /// The prompt, for a backend that reads it on stdin or as an argument.
     pub prompt: &'a str,
+    /// Where the prompt is saved (`{prompt_file}`).
     pub prompt_file: &'a Path,
+    /// Where the agent runs: the task's worktree, or the project root for the planner
+    /// (`{worktree}`).
     pub workdir: &'a Path,
+    /// The task's id (`{task_id}`); `None` for the planner.
     pub task: Option<&'a str>,
+    /// The repository's shared `.git` (`{git_dir}`).
     pub git_dir: &'a Path,
     /// The worktree's own git dir (`.git/worktrees/<name>`), when it is a worktree.
     pub worktree_git_dir: Option<&'a Path>,
+    /// The blackboard's directory, `.liza/` (`{liza_dir}`).
     pub liza_dir: &'a Path,
     /// The structured run report asked of a backend that supports it (codex).
     pub report: Option<ReportFiles<'a>>,
@@ -556,14 +570,18 @@ pub struct RunInput<'a> {
 /// Where the report's schema is and where the agent writes its report.
 #[derive(Clone, Copy)]
 pub struct ReportFiles<'a> {
+    /// The JSON schema of the report (`--output-schema`).
     pub schema: &'a Path,
+    /// Where the agent writes its final message, the report (`--output-last-message`).
     pub output: &'a Path,
 }
 
 /// An agent process to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
+    /// The program and its arguments.
     pub argv: Vec<String>,
+    /// What is written to its stdin: the prompt, for a backend that reads it there.
     pub stdin: Option<String>,
     /// Secret variables passed through (see [`Backend::keep_env`]).
     pub keep_env: Vec<String>,

@@ -11,12 +11,16 @@ use crate::llm::text::bounded;
 /// The largest artifact file kept, in bytes.
 pub const MAX_ARTIFACT_BYTES: usize = 256 * 1024;
 
+/// The directory of one run's debug artifacts, and the scrubber for what goes in it.
 pub struct Artifacts {
     dir: PathBuf,
     scrubber: Scrubber,
 }
 
 impl Artifacts {
+    /// The artifacts of `agent` working on `what` (a task id, or `turn`), in a directory
+    /// named with the time now under `liza_dir`'s `agent-outputs/`; made at the first
+    /// write.
     pub fn new(liza_dir: &Path, agent: &str, what: &str, scrubber: Scrubber) -> Artifacts {
         let ts = chrono::Utc::now().format("%Y%m%dT%H%M%S%3fZ");
         Artifacts {

@@ -17,10 +17,13 @@ pub type Reader<T> = dyn Fn(&Value, ValidationMode) -> Result<(T, Vec<String>), 
 
 /// What asking produced.
 pub struct Asked<T> {
+    /// The typed answer, when one could be read.
     pub answer: Option<T>,
     /// Tolerated (lenient) or final (strict) schema errors.
     pub errors: Vec<String>,
+    /// The tokens every attempt used, added up.
     pub usage: Usage,
+    /// How many times the question was asked.
     pub attempts: u32,
     /// Retries and their reasons: `transport`, `parse`, `schema`.
     pub retries: Vec<&'static str>,
@@ -28,15 +31,26 @@ pub struct Asked<T> {
     pub failure: Option<String>,
 }
 
+/// One question to the model: the messages, the shape of the answer, and what a dry run
+/// answers.
 pub struct Question<'a> {
+    /// The system message: the identity's prefix, then the role's rules.
     pub system: &'a str,
+    /// The user message: the role's prompt and the expected shape. An attempt after an
+    /// unusable answer adds what was wrong with it.
     pub user: String,
+    /// What the answer's JSON must be at the top level.
     pub expect: Expect,
+    /// The answer under `DRY_RUN=1`.
     pub dry_run_answer: &'a str,
     /// Artifact file prefix (`plan`, `draft-2`, `review`…).
     pub label: &'a str,
 }
 
+/// Asks `question` until `read` accepts an answer in the endpoint's validation mode, at
+/// most `max_attempts` times; an unreadable answer or a schema violation is asked again
+/// with what was wrong, a call that fails after the client's retries ends it. Each
+/// attempt's prompt, response and validation go to `artifacts`.
 pub async fn ask<T>(
     client: &ChatClient,
     artifacts: &Artifacts,

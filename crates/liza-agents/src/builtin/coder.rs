@@ -44,8 +44,11 @@ JSON only, one of:
 /// What the model answered.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
+    /// Full contents of the files to write, sorted by path.
     Edits(Vec<Edit>),
+    /// A unified diff to apply with `git apply`.
     Diff(String),
+    /// `{"status": "error"}`: the model cannot do the task, and why.
     CannotDo(String),
 }
 
@@ -112,6 +115,8 @@ struct CommitResult {
     patch_lines: u64,
 }
 
+/// One run of the coder on its task: drafts, checks, commit and submit; its
+/// CommitResult goes to the task's history and the run log. No task given: HARD_FAIL.
 pub async fn run(ctx: &RunContext) -> Status {
     let Some(task) = ctx.task.clone() else {
         eprintln!("liza builtin coder: no task given (--task ID)");

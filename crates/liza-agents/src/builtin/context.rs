@@ -14,12 +14,16 @@ use crate::ops::Project;
 /// How a run ended (the CommitResult status of specs/builtin-agent.md *Coder*, for every role).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Status {
+    /// The role's work is done.
     Success,
+    /// No result: no usable answer, or the submit was refused.
     SoftFail,
+    /// The task cannot be done this way.
     HardFail,
 }
 
 impl Status {
+    /// Its name in the CommitResult: `SUCCESS`, `SOFT_FAIL`, `HARD_FAIL`.
     pub fn as_str(self) -> &'static str {
         match self {
             Status::Success => "SUCCESS",
@@ -28,6 +32,7 @@ impl Status {
         }
     }
 
+    /// The exit code of `liza builtin` for it: 0, 3 or 4.
     pub fn exit_code(self) -> i32 {
         match self {
             Status::Success => EXIT_DONE,
@@ -39,13 +44,21 @@ impl Status {
 
 /// Everything one run works with.
 pub struct RunContext {
+    /// The project it works in.
     pub project: Project,
+    /// Who it writes as: the agent, with the generation the supervisor gave it.
     pub actor: Actor,
+    /// The agent's id (`LIZA_AGENT_ID`).
     pub agent: String,
+    /// The task, as the blackboard held it when the run started; `None` for the planner.
     pub task: Option<Task>,
+    /// Where it works: `LIZA_WORKTREE`, else the current directory.
     pub worktree: PathBuf,
+    /// The model client.
     pub client: ChatClient,
+    /// Where its debug artifacts go.
     pub artifacts: Artifacts,
+    /// Its run log.
     pub runlog: RunLog,
     /// The identity's `prompt_prefix`, opening every system message.
     pub identity_prefix: Option<String>,
@@ -54,6 +67,7 @@ pub struct RunContext {
 }
 
 impl RunContext {
+    /// The task's id, when there is a task.
     pub fn task_id(&self) -> Option<&TaskId> {
         self.task.as_ref().map(|t| &t.id)
     }

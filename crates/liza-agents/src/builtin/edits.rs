@@ -12,13 +12,17 @@ use crate::lifecycle::task_scope::TaskScope;
 
 use crate::sandbox::Jail;
 
+/// One file to write, whole.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Edit {
+    /// Where, relative to the worktree.
     pub path: String,
+    /// The file's full new content.
     pub content: String,
 }
 
 /// Why an edit's path is refused.
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PathRefusal {
     #[error("`{0}` is empty or not a file path")]

@@ -10,13 +10,19 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::blackboard::node::{Node, Pos, Value};
 use crate::blackboard::yaml;
 
+/// The identities file's name, at the project root.
 pub const FILE_NAME: &str = "identities.yaml";
 
+/// One perspective an agent can take.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Identity {
+    /// What `--identity` names it by: letters, digits, `-`, `_` and `.`, unique in the file.
     pub id: String,
+    /// Its name for people (`liza retro`'s report).
     pub name: String,
+    /// The text that opens every system message of an agent taking it.
     pub prompt_prefix: String,
+    /// What it is for, when the file says.
     pub description: Option<String>,
 }
 
@@ -24,9 +30,11 @@ pub struct Identity {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{file}{at}: {problem}")]
 pub struct IdentityError {
+    /// The file's path.
     pub file: String,
     /// `:line:column`, or empty when the whole file is concerned.
     pub at: String,
+    /// What is wrong, and what to write instead.
     pub problem: String,
 }
 

@@ -10,15 +10,22 @@ use serde_json::Value;
 
 use crate::blackboard::State;
 
+/// The metrics of one agent's built-in runs, or of all of them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct AgentMetrics {
+    /// Runs recorded.
     pub runs: u64,
+    /// Their durations added up, in milliseconds.
     pub latency_ms_total: u64,
+    /// The longest run, in milliseconds.
     pub latency_ms_max: u64,
     /// `transport`, `parse`, `schema`, `checks`.
     pub retries: BTreeMap<String, u64>,
+    /// Prompt tokens of every call.
     pub prompt_tokens: u64,
+    /// Completion tokens of every call.
     pub completion_tokens: u64,
+    /// Lines added and removed by the coders' commits.
     pub patch_lines: u64,
     /// `SUCCESS`, `SOFT_FAIL`, `HARD_FAIL` for coders; `approve`, `reject`, `no verdict`
     /// for reviewers.
@@ -64,9 +71,12 @@ impl AgentMetrics {
     }
 }
 
+/// The built-in runs' metrics, in total and per agent.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Metrics {
+    /// Every agent's together.
     pub total: AgentMetrics,
+    /// Each agent's, by agent id.
     pub agents: BTreeMap<String, AgentMetrics>,
 }
 

@@ -41,30 +41,51 @@ or {"status": "error", "reason": "<short reason>"}"#;
 /// A task of a plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Planned {
+    /// The id the model gave it: kept when it is a valid task id not in use, else
+    /// replaced by the next free `T<n>`; other tasks of the plan name it in `depends_on`.
     pub id: Option<String>,
+    /// A short action: the first line of the task's description.
     pub title: String,
+    /// Why: the rest of the description.
     pub rationale: String,
+    /// A verifiable result: the task's `done_when`.
     pub acceptance: String,
+    /// The files it touches: the task's `paths`.
     pub artifacts: Vec<String>,
+    /// The spec it implements: the task's `spec_ref`.
     pub spec_ref: Option<String>,
+    /// Where it works: the task's `scope` (the artifacts, joined, when absent).
     pub scope: Option<String>,
+    /// The task's `priority`.
     pub priority: Option<i64>,
+    /// The tasks it waits for: ids of this plan, or of tasks already on the blackboard.
     pub depends_on: Vec<String>,
 }
 
+/// What the planner answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Answer {
+    /// The tasks of a plan (`INITIAL_PLANNING`).
     Plan(Vec<Planned>),
+    /// Decisions on the conditions of the other triggers.
     Decisions(Vec<Decision>),
+    /// `{"status": "error"}`: the model cannot plan, and why.
     CannotPlan(String),
 }
 
+/// One decision of the planner on a condition it was woken for.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decision {
+    /// What to do: `unblock`, `rescope`, `abandon`, `add_task`, `convert_discovery`,
+    /// `defer_discovery`, `goal_complete` or `sprint_next`.
     pub kind: String,
+    /// The task it concerns (`unblock`, `rescope`, `abandon`).
     pub task: Option<String>,
+    /// The discovery it concerns (`convert_discovery`, `defer_discovery`).
     pub discovery: Option<String>,
+    /// Why, as the model gave it.
     pub reason: String,
+    /// The new tasks (`add_task`, `rescope`, `convert_discovery`).
     pub tasks: Vec<Planned>,
 }
 
@@ -189,6 +210,9 @@ fn finish(
     }
 }
 
+/// One turn of the planner: a plan on `INITIAL_PLANNING`, decisions on any other trigger
+/// that holds, nothing (SUCCESS) when none does. No usable answer, or nothing applied:
+/// SOFT_FAIL.
 pub async fn run(ctx: &RunContext) -> Status {
     let state = match ctx.project.store.snapshot() {
         Ok(s) => s.state,

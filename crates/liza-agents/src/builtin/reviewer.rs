@@ -40,28 +40,41 @@ JSON only:
  "overall": "<one paragraph>"}
 Each finding has 1 to 3 quotes."#;
 
+/// How much a finding weighs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Severity {
+    /// It must be fixed: a reject rests on at least one.
     Blocker,
+    /// Worth saying, not worth a reject.
     Concern,
 }
 
+/// One finding of the model on the change.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
+    /// Blocker or concern.
     pub severity: Severity,
+    /// The file it is about, relative to the worktree.
     pub path: String,
+    /// 1 to 3 quotes of the file at the review commit; after grounding, only those that
+    /// hold.
     pub quotes: Vec<Quote>,
+    /// What is wrong.
     pub issue: String,
+    /// How to fix it.
     pub suggestion: Option<String>,
     /// The 1-based line of the first quote in the file (set by grounding).
     pub line: usize,
 }
 
+/// What the model answered: the verdict, the findings and an overall judgement.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Review {
     /// `None`: no usable verdict (lenient reading of a broken one).
     pub approve: Option<bool>,
+    /// The findings, blockers and concerns.
     pub findings: Vec<Finding>,
+    /// One paragraph on the change as a whole.
     pub overall: String,
 }
 
@@ -164,6 +177,9 @@ struct Facts {
     blockers: Vec<String>,
 }
 
+/// One review of the task's submitted change: the checks and the mechanical blockers,
+/// the model's grounded verdict, then the verdict submitted and the run's result in the
+/// task's history. No verdict, or a refused one: SOFT_FAIL.
 pub async fn run(ctx: &RunContext) -> Status {
     let Some(task) = ctx.task.clone() else {
         eprintln!("liza builtin code-reviewer: no task given (--task ID)");

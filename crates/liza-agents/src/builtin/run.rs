@@ -18,9 +18,13 @@ use crate::ops::{self, Project};
 
 /// The options of `liza builtin`.
 pub struct Invocation {
+    /// The role to play.
     pub role: Role,
+    /// `--task ID`: the task to work on, as given (checked against the blackboard).
     pub task: Option<String>,
+    /// `--prompt-file`: the supervisor's prompt for this run (human notes, feedback).
     pub prompt_file: Option<PathBuf>,
+    /// The directory it was started in, where the project is looked for.
     pub cwd: PathBuf,
 }
 
@@ -94,6 +98,8 @@ pub fn context(inv: &Invocation) -> Result<RunContext, String> {
 }
 
 impl Invocation {
+    /// The role's name on the command line and in the run log: `planner`, `coder` or
+    /// `code-reviewer`.
     pub fn role_name(&self) -> &'static str {
         match self.role {
             Role::Planner => "planner",

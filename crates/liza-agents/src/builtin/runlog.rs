@@ -13,6 +13,7 @@ use crate::llm::scrub::Scrubber;
 /// The longest text field kept, in characters.
 pub const FIELD_CHARS: usize = 4000;
 
+/// The run log of one run: who writes, for which task, and the scrubber for its fields.
 pub struct RunLog {
     dir: PathBuf,
     agent: String,
@@ -22,6 +23,8 @@ pub struct RunLog {
 }
 
 impl RunLog {
+    /// The log of `agent` in `role` working on `task`, appended to under `liza_dir`'s
+    /// `runs/`.
     pub fn new(
         liza_dir: &std::path::Path,
         agent: &str,

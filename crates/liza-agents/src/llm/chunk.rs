@@ -6,22 +6,29 @@
 
 use super::text::{CharIndex, estimate_tokens};
 
+/// One slice of a source text, addressed by code-point offsets into the whole of it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chunk {
+    /// Its place among the text's chunks, from 0.
     pub chunk_index: usize,
     /// Code-point offsets into the whole text.
     pub start_pos: usize,
+    /// Where it ends, exclusive, in code points.
     pub end_pos: usize,
+    /// Its size in estimated tokens.
     pub token_count: usize,
 }
 
 impl Chunk {
+    /// Its text in `source`, the text it was cut from (`index` is that text's); empty when
+    /// the offsets do not fit it.
     pub fn text<'t>(&self, source: &'t str, index: &CharIndex) -> &'t str {
         index
             .slice(source, self.start_pos, self.end_pos)
             .unwrap_or("")
     }
 
+    /// Whether code point `pos` lies in it.
     pub fn contains(&self, pos: usize) -> bool {
         (self.start_pos..self.end_pos).contains(&pos)
     }

@@ -20,18 +20,23 @@ pub const DRY_RUN_USAGE: Usage = Usage {
     completion_tokens: 50,
 };
 
+/// The tokens a call used, as the endpoint reported them; added up per run and per task.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Usage {
+    /// Tokens of the messages sent.
     pub prompt_tokens: u64,
+    /// Tokens of the answer.
     pub completion_tokens: u64,
 }
 
 impl Usage {
+    /// Adds `other` to these counts.
     pub fn add(&mut self, other: Usage) {
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
     }
 
+    /// Prompt and completion tokens together.
     pub fn total(&self) -> u64 {
         self.prompt_tokens + self.completion_tokens
     }
@@ -75,10 +80,15 @@ impl RetryPolicy {
 /// Why an attempt was retried (the `reason` label of the retry metric is `transport`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Transient {
+    /// The request or the reading of the answer timed out.
     Timeout,
+    /// No connection could be made.
     Connect,
+    /// An HTTP 5xx, with its status.
     Server(u16),
+    /// HTTP 429.
     RateLimited {
+        /// The wait the endpoint's `Retry-After` asked for, when it gave one.
         retry_after: Option<Duration>,
     },
     /// The connection broke while the body was read.
@@ -102,14 +112,18 @@ impl std::fmt::Display for Transient {
 pub enum Failure {
     /// Still failing after every retry.
     Exhausted {
+        /// Why the last attempt failed.
         last: Transient,
     },
     /// A 4xx other than 429: asking again would not help. `detail` is the error message
     /// the endpoint gave, scrubbed and bounded.
     Rejected {
+        /// The HTTP status.
         status: u16,
+        /// The endpoint's error message.
         detail: String,
     },
+    /// The body is larger than [`MAX_BODY_BYTES`].
     TooLarge,
     /// HTTP 200 but not a chat-completions body.
     BadEnvelope(String),
@@ -149,7 +163,9 @@ impl std::fmt::Display for Failure {
 
 /// One model call: the messages, and what a dry run answers instead.
 pub struct Call<'a> {
+    /// The system message: the identity's prefix, then the role's rules.
     pub system: &'a str,
+    /// The user message: the role's prompt and the answer's expected shape.
     pub user: &'a str,
     /// A deterministic answer of the right shape for `DRY_RUN=1`.
     pub dry_run_answer: &'a str,
@@ -158,10 +174,13 @@ pub struct Call<'a> {
 /// The result of a call, with the retries it took.
 #[derive(Debug)]
 pub struct Outcome {
+    /// The answer, or why there is none.
     pub result: Result<Answer, Failure>,
+    /// Why each retried attempt failed, in order.
     pub retries: Vec<Transient>,
 }
 
+/// What the model answered.
 #[derive(Debug)]
 pub struct Answer {
     /// The message content (raw: for the debug artifacts and the parser, never the log).
@@ -170,6 +189,7 @@ pub struct Answer {
     pub usage: Option<Usage>,
 }
 
+/// The client of one endpoint, with its retry policy and the scrubber for its key.
 pub struct ChatClient {
     http: reqwest::Client,
     endpoint: Endpoint,
@@ -179,6 +199,9 @@ pub struct ChatClient {
 }
 
 impl ChatClient {
+    /// A client of `endpoint`; `dry_run` (`DRY_RUN=1`) answers every call with its
+    /// [`Call::dry_run_answer`] and makes no HTTP call. `Err` when the HTTP client cannot
+    /// be set up.
     pub fn new(
         endpoint: Endpoint,
         retry: RetryPolicy,
@@ -204,10 +227,12 @@ impl ChatClient {
         })
     }
 
+    /// The endpoint it calls, with the model and the validation settings.
     pub fn endpoint(&self) -> &Endpoint {
         &self.endpoint
     }
 
+    /// The scrubber for what it sends, which knows the configured key.
     pub fn scrubber(&self) -> &Scrubber {
         &self.scrubber
     }

@@ -7,10 +7,15 @@ use std::time::Duration;
 use crate::blackboard::ids::Role;
 use crate::blackboard::model::{BuiltinConfig, ValidationMode};
 
+/// The endpoint when `LIZA_LLM_BASE_URL` is not set.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The model when no setting names one.
 pub const DEFAULT_MODEL: &str = "gpt-4o";
+/// The request timeout when `LIZA_LLM_TIMEOUT` is not set.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Attempts per question when `config.builtin.max_attempts` is not set.
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 2;
+/// The context budget, in estimated tokens, when `config.builtin.context_tokens` is not set.
 pub const DEFAULT_CONTEXT_TOKENS: usize = 8_000;
 
 /// One endpoint and model, with the rules a role's calls follow.
@@ -20,12 +25,15 @@ pub struct Endpoint {
     pub base_url: String,
     /// Sent as a bearer token; never written anywhere (see [`super::scrub`]).
     pub api_key: Option<String>,
+    /// The model asked, sent as the request's `model`.
     pub model: String,
     /// The whole request, body included: a trickling server is cut off here.
     pub timeout: Duration,
+    /// How strictly an answer is held to the role's schema (`config.builtin.validation_mode`).
     pub validation_mode: ValidationMode,
     /// How many times a role asks again for an answer that fails its schema.
     pub max_attempts: u32,
+    /// The budget for the context a role sends, in estimated tokens (at least 256).
     pub context_tokens: usize,
 }
 
@@ -43,6 +51,7 @@ impl std::fmt::Debug for Endpoint {
 /// The environment a process reads its endpoint from (a function, so tests and the demo
 /// can give their own without touching the process environment).
 pub trait Env {
+    /// The value of variable `name`, if it is set.
     fn var(&self, name: &str) -> Option<String>;
 }
 
@@ -128,6 +137,7 @@ impl Endpoint {
         })
     }
 
+    /// The URL requests are posted to: the base URL and `/chat/completions`.
     pub fn chat_url(&self) -> String {
         format!("{}/chat/completions", self.base_url)
     }

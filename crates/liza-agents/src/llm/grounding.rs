@@ -9,19 +9,25 @@ use serde::{Deserialize, Serialize};
 use super::chunk::Chunk;
 use super::text::CharIndex;
 
+/// A passage a model cites as it says it appears in the source: its text and where.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Quote {
+    /// The quoted text.
     pub text: String,
+    /// Where it starts, in code points into the source.
     pub start_pos: usize,
+    /// Where it ends, exclusive, in code points into the source.
     pub end_pos: usize,
 }
 
 /// What checking a quote did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Checked {
+    /// The text is in the source at the offsets given.
     Verified(Quote),
     /// The text was found elsewhere; the offsets were corrected.
     Repaired(Quote),
+    /// The text is not in the source, or empty: why.
     Dropped(&'static str),
 }
 
@@ -32,6 +38,7 @@ pub struct Source<'t> {
 }
 
 impl<'t> Source<'t> {
+    /// `text`, indexed by code point.
     pub fn new(text: &'t str) -> Source<'t> {
         Source {
             text,
@@ -39,6 +46,7 @@ impl<'t> Source<'t> {
         }
     }
 
+    /// Its text.
     pub fn text(&self) -> &'t str {
         self.text
     }
@@ -113,12 +121,16 @@ impl<'t> Source<'t> {
 /// What grounding did to a set of quotes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct QuoteTally {
+    /// Quotes found at the offsets given.
     pub verified: usize,
+    /// Quotes found elsewhere, their offsets corrected.
     pub repaired: usize,
+    /// Quotes not in the source, or empty.
     pub dropped: usize,
 }
 
 impl QuoteTally {
+    /// Adds `other`'s counts to these.
     pub fn add(&mut self, other: QuoteTally) {
         self.verified += other.verified;
         self.repaired += other.repaired;

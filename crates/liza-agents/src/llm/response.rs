@@ -17,13 +17,18 @@ pub enum Expect {
 /// Which strategy found the JSON.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Strategy {
+    /// The whole answer is JSON.
     Direct,
+    /// A ```json fenced block.
     JsonFence,
+    /// A fenced block with no language tag.
     BareFence,
+    /// The first balanced JSON object or array in the text.
     Balanced,
 }
 
 impl Strategy {
+    /// Its name in the run log and the artifacts (`direct`, `json_fence`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::Direct => "direct",
@@ -34,9 +39,12 @@ impl Strategy {
     }
 }
 
+/// The JSON read from an answer, of the expected shape.
 #[derive(Debug)]
 pub struct Parsed {
+    /// The value, unwrapped when it came inside a wrapping object.
     pub value: Value,
+    /// The strategy that found it.
     pub strategy: Strategy,
     /// The key a wrapping object held the expected list under, when it was unwrapped.
     pub unwrapped: Option<&'static str>,
@@ -46,9 +54,15 @@ pub struct Parsed {
 /// the debug artifacts only).
 #[derive(Debug, PartialEq, Eq)]
 pub enum ParseFailure {
+    /// The answer is empty or only whitespace.
     Empty,
+    /// No strategy found JSON in it.
     NoJson,
-    WrongShape { found: &'static str },
+    /// JSON was found, but not of the expected shape.
+    WrongShape {
+        /// What the first JSON found was (`an object`, `a string`, …).
+        found: &'static str,
+    },
 }
 
 impl std::fmt::Display for ParseFailure {

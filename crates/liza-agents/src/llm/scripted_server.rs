@@ -28,12 +28,15 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::client::Usage;
 
+/// What the server answers, read from the JSON above.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
+    /// The steps; a request gets the first one that matches it and has answers left.
     pub steps: Vec<Step>,
 }
 
+/// One scripted answer, and which requests it answers.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
@@ -53,15 +56,19 @@ pub struct Step {
     /// Reported usage (default 10 + 5); `no_usage` leaves it out.
     #[serde(default)]
     pub usage: Option<Usage>,
+    /// Leave the usage out of the answer.
     #[serde(default)]
     pub no_usage: bool,
     /// Another status, with `body` as the raw body.
     #[serde(default)]
     pub status: Option<u16>,
+    /// The raw body, sent instead of a chat completion built from `content`.
     #[serde(default)]
     pub body: Option<String>,
+    /// Headers added to the answer (`retry-after`).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// Wait this long before answering, or before dropping the connection.
     #[serde(default)]
     pub delay_ms: u64,
     /// Send the body one byte at a time, this far apart.
@@ -96,10 +103,13 @@ impl Step {
 /// One request the server received.
 #[derive(Clone, Debug)]
 pub struct Recorded {
+    /// The request's path (`/v1/chat/completions`).
     pub path: String,
     /// Header names in lower case.
     pub headers: BTreeMap<String, String>,
+    /// The request's body (lossy UTF-8).
     pub body: String,
+    /// When it was read.
     pub received: std::time::Instant,
 }
 
@@ -157,6 +167,7 @@ impl ScriptedServer {
         format!("http://{}/v1", self.addr)
     }
 
+    /// Every request received so far, in order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared
             .lock()

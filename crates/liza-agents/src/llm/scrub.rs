@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+/// What a secret is replaced by.
 pub const REDACTED: &str = "[REDACTED]";
 
 /// The patterns of well-known secrets. Each match is replaced whole, except for the
@@ -155,6 +156,9 @@ impl Scrubber {
         earliest
     }
 
+    /// `text` with every secret it knows replaced by [`REDACTED`]: the literals, the key
+    /// shapes, and the values of secret-named assignments (a number is kept: a count is
+    /// no secret).
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for literal in &self.literals {
@@ -206,6 +210,7 @@ impl Stream {
     /// How much of an unterminated private-key block is held back.
     pub const PEM_LIMIT: usize = 64 * 1024;
 
+    /// A stream with nothing held back yet, scrubbed by `scrubber`.
     pub fn new(scrubber: Scrubber) -> Stream {
         Stream {
             scrubber,

@@ -9,6 +9,7 @@ pub struct CharIndex {
 }
 
 impl CharIndex {
+    /// The index of `text`.
     pub fn new(text: &str) -> CharIndex {
         let mut starts: Vec<usize> = text.char_indices().map(|(i, _)| i).collect();
         starts.push(text.len());
@@ -20,6 +21,7 @@ impl CharIndex {
         self.starts.len() - 1
     }
 
+    /// Whether the text is empty.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }

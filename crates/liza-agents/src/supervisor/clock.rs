@@ -13,8 +13,10 @@ use crate::blackboard::Timestamp;
 pub struct Moment(Duration);
 
 impl Moment {
+    /// The clock's start.
     pub const ZERO: Moment = Moment(Duration::ZERO);
 
+    /// How long after the clock's start it is.
     pub fn since_start(self) -> Duration {
         self.0
     }
@@ -46,7 +48,9 @@ impl std::ops::Add<Duration> for Moment {
 /// blackboard records as timestamps).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Now {
+    /// On the monotonic time line.
     pub at: Moment,
+    /// On the wall clock, to the second.
     pub wall: Timestamp,
     /// The machine's offset from UTC at `wall`, in seconds — the one place its time zone is
     /// read (a manual clock sets it), for the clock times providers announce without a
@@ -86,6 +90,7 @@ impl Now {
 
 /// Where the supervisor reads the time.
 pub trait Clock: Send + Sync {
+    /// The time now.
     fn now(&self) -> Now;
 }
 
@@ -98,6 +103,7 @@ pub struct SystemClock {
 }
 
 impl SystemClock {
+    /// The machine's clocks, the monotonic one starting now.
     pub fn new() -> SystemClock {
         SystemClock {
             start: Instant::now(),

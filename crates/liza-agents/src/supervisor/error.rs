@@ -36,6 +36,10 @@ pub const EXITS: &[(i32, &str)] = &[
     (EXIT_SIGNAL_BASE + 15, "SIGTERM"),
 ];
 
+/// Why a supervisor could not start or had to stop, with its exit code
+/// ([`SupervisorError::exit_code`]) and what a person can do about it
+/// ([`SupervisorError::hints`]).
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Debug, thiserror::Error)]
 pub enum SupervisorError {
     #[error(transparent)]
@@ -85,6 +89,7 @@ impl From<OpsError> for SupervisorError {
 }
 
 impl SupervisorError {
+    /// The exit code of `liza-agent` for it (specs/supervisor.md *Exit codes*).
     pub fn exit_code(&self) -> i32 {
         match self {
             SupervisorError::Identity(_)
@@ -108,6 +113,7 @@ impl SupervisorError {
         }
     }
 
+    /// What a person can do about it: the error's `hint:` lines.
     pub fn hints(&self) -> Vec<String> {
         match self {
             SupervisorError::Identity(e) => vec![format!("e.g. {}", e.example())],

@@ -5,6 +5,7 @@
 use crate::blackboard::{AgentId, Role};
 
 /// Why the role or identity given cannot be used.
+#[expect(missing_docs, reason = "each variant's message is its documentation")]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IdentityError {
     #[error("unknown role {0:?}: the roles are coder, code-reviewer and planner")]

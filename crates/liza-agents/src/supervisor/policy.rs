@@ -44,8 +44,11 @@ pub use task_memory::TaskMemory;
 
 /// What the supervisor sees when it decides.
 pub struct View<'a> {
+    /// The blackboard, as last read.
     pub state: &'a State,
+    /// The agent it supervises.
     pub agent: &'a AgentId,
+    /// The control files present in `.liza/`.
     pub controls: Controls,
     /// The other agents' leases, as this supervisor has watched them.
     pub leases: &'a Leases,
@@ -72,6 +75,7 @@ pub struct BackendView<'a> {
 }
 
 impl View<'_> {
+    /// The agent's role, from its id.
     pub fn role(&self) -> Role {
         self.agent.role()
     }
@@ -98,8 +102,11 @@ impl View<'_> {
 /// The control files of `.liza/` (specs/operations.md).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Controls {
+    /// `ABORT`: stop the agent, unregister, exit.
     pub abort: bool,
+    /// `PAUSE`: no new run until it is removed.
     pub pause: bool,
+    /// `CHECKPOINT`: no new run until a person resumes.
     pub checkpoint: bool,
 }
 
@@ -107,6 +114,7 @@ pub struct Controls {
 /// supervisor starts afresh, which is what a restart is for).
 #[derive(Debug, Default)]
 pub struct Memory {
+    /// What it remembers of each task it worked on: backoffs, crashes, counters.
     pub tasks: HashMap<TaskId, TaskMemory>,
     /// The planner's turns (it has no task to remember them by).
     pub planner: TaskMemory,
@@ -127,6 +135,8 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// A fresh memory at startup: `first_task` is `TASK_ID`, and the idle time counts
+    /// from `now`.
     pub fn new(first_task: Option<TaskId>, now: Now) -> Memory {
         Memory {
             first_task,
@@ -135,6 +145,7 @@ impl Memory {
         }
     }
 
+    /// What it remembers of `task`, made empty the first time.
     pub fn task(&mut self, task: &TaskId) -> &mut TaskMemory {
         self.tasks.entry(task.clone()).or_default()
     }
@@ -154,25 +165,53 @@ pub enum Observation {
     /// Look for work: at start, after a wake-up, a wait or finished work.
     Look,
     /// A coder's claim did not lead to a run.
-    ClaimEnded { task: TaskId, claim: ClaimResult },
+    ClaimEnded {
+        /// The task it tried to claim.
+        task: TaskId,
+        /// How the claim ended.
+        claim: ClaimResult,
+    },
     /// The run counter refused another run (the task is BLOCKED at its iteration limit).
-    IterationLimit { task: TaskId, limit: i64 },
+    IterationLimit {
+        /// The task claimed.
+        task: TaskId,
+        /// The runs allowed without approval.
+        limit: i64,
+    },
     /// A coder run on a claimed task ended.
     CoderRunEnded(CoderRun),
     /// A review claim did not lead to a run.
-    ReviewClaimEnded { task: TaskId, claim: ClaimResult },
+    ReviewClaimEnded {
+        /// The task whose review it tried to claim.
+        task: TaskId,
+        /// How the claim ended.
+        claim: ClaimResult,
+    },
     /// The worktree of a claimed review is missing (the claim still held).
-    WorktreeMissing { task: TaskId, revision: i64 },
+    WorktreeMissing {
+        /// The task under review.
+        task: TaskId,
+        /// The blackboard's revision when it was found missing (the alarm's key names it).
+        revision: i64,
+    },
     /// A review run ended.
     ReviewRunEnded(ReviewRun),
     /// A merge ended: `ran` when it merged or failed integration (not refused).
-    MergeEnded { task: TaskId, ran: bool },
+    MergeEnded {
+        /// The approved task.
+        task: TaskId,
+        /// It merged, or failed integration; not refused.
+        ran: bool,
+    },
     /// The planner's turn ended; `None` when no trigger held any more at launch.
     PlannerTurnEnded(Option<PlannerTurn>),
     /// What the planner was shown was acknowledged; these triggers still hold after.
     Acknowledged {
+        /// The triggers the planner was shown.
         shown: Vec<Trigger>,
+        /// The triggers that hold after the acknowledgement.
         remaining: Vec<Trigger>,
+        /// The blackboard's revision after it (the alarm's key names it).
         revision: i64,
     },
     /// A signal arrived (2, 15, 1).
@@ -190,7 +229,12 @@ pub enum ClaimResult {
     Refused,
     /// It failed (git, the store, …): counts toward the contention rule. `seed` spreads
     /// the retry.
-    Failed { why: String, seed: u64 },
+    Failed {
+        /// What failed.
+        why: String,
+        /// Spreads the retry.
+        seed: u64,
+    },
 }
 
 /// How an agent run ended, as the policies need it.
@@ -240,7 +284,9 @@ impl RunEnd {
 /// A coder run on `task`, reconciled.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CoderRun {
+    /// The task the run was on.
     pub task: TaskId,
+    /// How the run ended.
     pub end: RunEnd,
     /// The worktree changed, or the task left the agent (submitted, blocked).
     pub progressed: bool,
@@ -263,7 +309,9 @@ pub struct CoderRun {
 /// A review run on `task`, reconciled.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewRun {
+    /// The task under review.
     pub task: TaskId,
+    /// How the run ended.
     pub end: RunEnd,
     /// The task is still READY_FOR_REVIEW under this reviewer's claim.
     pub still_reviewing: bool,
@@ -277,18 +325,24 @@ pub struct ReviewRun {
     pub output_tail: String,
     /// What liza did for an agent that cannot run commands (`None`: nothing yet).
     pub on_behalf: Option<OnBehalf>,
+    /// The blackboard's revision after the run (alarm keys name it).
     pub revision: i64,
+    /// When the run ended, as logged (alarm keys name it).
     pub ended_at: Timestamp,
+    /// Spreads usage-limit waits.
     pub seed: u64,
 }
 
 /// A planner turn.
 #[derive(Debug, Clone)]
 pub struct PlannerTurn {
+    /// How the run ended.
     pub end: RunEnd,
     /// The triggers it was shown.
     pub shown: Vec<Trigger>,
+    /// When the run ended, as logged (alarm keys name it).
     pub ended_at: Timestamp,
+    /// Spreads usage-limit waits.
     pub seed: u64,
 }
 
@@ -309,8 +363,11 @@ pub enum Action {
     Acknowledge(Vec<Trigger>),
     /// CLAIMED → BLOCKED by the supervisor.
     Block {
+        /// The task.
         task: TaskId,
+        /// Why it is blocked.
         reason: String,
+        /// The questions for the planner.
         questions: Vec<String>,
     },
     /// Run the `on_review` checks and submit the run's commits as the agent, which cannot
@@ -319,40 +376,71 @@ pub enum Action {
     /// Record `verdict` on `commit` as the reviewer, which cannot run commands (→
     /// `ReviewRunEnded` again, with what came of it).
     VerdictForAgent {
+        /// The review run whose answer gave the verdict.
         run: Box<ReviewRun>,
+        /// The verdict of the answer's last `LIZA-VERDICT:` line.
         verdict: Verdict,
+        /// The commit under review.
         commit: String,
     },
     /// Release this reviewer's claim on `task`.
     ReleaseReview(TaskId),
     /// APPROVED/REJECTED → READY_FOR_REVIEW: the review run changed the worktree.
-    VoidVerdict { task: TaskId, why: String },
+    VoidVerdict {
+        /// The task.
+        task: TaskId,
+        /// What the run changed.
+        why: String,
+    },
     /// Log a role-boundary violation (then alarm).
     BoundaryViolation {
+        /// The task it concerns, if any.
         task: Option<TaskId>,
+        /// What was violated, for a person.
         message: String,
+        /// The alarm's key: one alarm per occurrence.
         key: String,
     },
     /// Commit the task worktree's uncommitted work as a WIP commit.
-    SaveWip { task: TaskId, why: String },
+    SaveWip {
+        /// The task whose worktree it is.
+        task: TaskId,
+        /// Why, in the commit's message (`WIP: saved by liza before <why>`).
+        why: String,
+    },
     /// Log a failed claim (`claim_failed`).
-    LogClaimFailed { task: TaskId, detail: String },
+    LogClaimFailed {
+        /// The task it tried to claim.
+        task: TaskId,
+        /// What failed.
+        detail: String,
+    },
     /// Raise an alarm once per key.
     Alarm {
+        /// How grave it is.
         level: Level,
+        /// Its kind, in capitals (`CRASH_LOOP`, `AGENT_AUTH`, …).
         category: String,
+        /// What happened, for a person.
         message: String,
+        /// The occurrence key: an alarm fires once per key.
         key: String,
     },
     /// No run before `until` (a usage limit; `None` clears it); heartbeats say until when.
-    UsageLimit { until: Option<(Moment, Timestamp)> },
+    UsageLimit {
+        /// The end of the wait, on the monotonic and the wall time lines.
+        until: Option<(Moment, Timestamp)>,
+    },
     /// A line for the supervisor's console.
     Say(String),
     /// Wait until `until`: also woken by a state change when `on_change` (a backoff
     /// ignores state changes; a signal ends any wait). Heartbeats say `why`.
     Wait {
+        /// When the wait ends at the latest.
         until: Moment,
+        /// A state change ends it too.
         on_change: bool,
+        /// What it waits for.
         why: Waiting,
     },
     /// Stop the supervisor.
@@ -432,6 +520,7 @@ impl Waiting {
         }
     }
 
+    /// Its name in the heartbeats (`waiting`) and in `liza status`.
     pub fn as_str(self) -> &'static str {
         match self {
             Waiting::Paused => "paused",
@@ -457,11 +546,19 @@ pub enum Exit {
     /// The registration was replaced (exit 1).
     Superseded(String),
     /// Claims kept failing (exit 6).
-    ClaimsFailing { count: u32, last: String },
+    ClaimsFailing {
+        /// Claims that failed in a row.
+        count: u32,
+        /// Why the last one failed.
+        last: String,
+    },
     /// The agent could not log in: every further run would fail the same way.
     AuthRequired {
+        /// The backend's name.
         backend: String,
+        /// The line of its output that says so.
         line: String,
+        /// What a person sets so it can log in.
         hint: String,
     },
 }

@@ -146,14 +146,24 @@ pub fn coder(
 
 /// What a reviewer is shown beyond the task itself.
 pub struct ReviewFacts {
+    /// The files the change touches, one `- <path>` a line.
     pub diff_stat: String,
+    /// The changed files that are tests (`config.test_paths`), or `NONE`.
     pub tests_changed: String,
+    /// Changed files outside the task's scope or in protected paths, one a line.
     pub path_warnings: String,
+    /// The results of the `on_review` checks liza ran on the review commit, or why none
+    /// ran.
     pub checks: String,
+    /// How the spec changed since the task was finalized, with the diff; empty when it
+    /// did not.
     pub spec_changed: String,
+    /// The prior rejection to check, and what an agent that cannot run commands does
+    /// instead.
     pub situation: String,
 }
 
+/// The reviewer's prompt for `task`, its worktree `workdir`, with `facts`.
 pub fn reviewer(
     state: &State,
     root: &Path,
@@ -197,6 +207,8 @@ pub fn reviewer(
     render(BASE, &vars) + "\n" + &render(REVIEWER, &vars)
 }
 
+/// The planner's prompt: the `triggers` that hold (the first named as the one to handle),
+/// the sprint, every task with its status, and the human notes addressed to all.
 pub fn planner(state: &State, root: &Path, agent: &AgentId, triggers: &[Trigger]) -> String {
     let mut vars = base_vars(state, root, agent, root);
     let listed: Vec<String> = triggers

@@ -29,6 +29,9 @@ use crate::off_runtime::off_runtime;
 use crate::ops::SUPERVISOR_PID_VAR;
 use crate::ops::{self, OpsError, Project};
 
+/// One registered supervisor: the agent it serves, its registration, its backend, and the
+/// runner around [`policy::decide`] — started by [`Session::start`], run by
+/// [`Session::serve`], ended by [`Session::finish`].
 pub struct Session {
     pub(super) project: Arc<Project>,
     pub(super) agent: AgentId,

@@ -15,6 +15,7 @@ use crate::supervisor::clock::Now;
 
 /// The first backoff after an unhandled turn, doubled up to `MAX_BACKOFF`.
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(30);
+/// The longest backoff after an unhandled turn.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 
 /// A turn when a trigger holds and no backoff runs; else a wake-up.

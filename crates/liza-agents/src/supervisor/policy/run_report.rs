@@ -74,7 +74,10 @@ pub fn schema() -> Value {
 /// A report as kept: the fields, and what validation found (lenient mode keeps going).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
+    /// The report: every field of the schema, empty where it was missing or wrong; in
+    /// `none` mode, the object as it came.
     pub fields: Map<String, Value>,
+    /// What was wrong with it, one line per problem (none in `none` mode).
     pub errors: Vec<String>,
 }
 

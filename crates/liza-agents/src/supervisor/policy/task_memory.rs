@@ -18,6 +18,7 @@ pub const CRASH_WINDOW: Duration = Duration::from_secs(300);
 /// ... when there are this many of them.
 pub const CRASH_LOOP: usize = 3;
 
+/// What a supervisor remembers of one task, or of the planner's turns.
 #[derive(Debug, Default, Clone)]
 pub struct TaskMemory {
     /// Exit-0 runs in a row that left the task CLAIMED and the worktree unchanged.

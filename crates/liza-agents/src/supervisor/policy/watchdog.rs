@@ -28,6 +28,8 @@ pub struct Limits {
 }
 
 impl Limits {
+    /// The limits of a `role` run under `config`: 30 min without progress, and 2 h for a
+    /// coder, 30 min for a reviewer, 1 h for the planner, unless configured.
     pub fn of(config: &Config, role: Role) -> Limits {
         let progress = config
             .agent_progress_timeout
