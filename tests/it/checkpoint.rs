@@ -159,13 +159,14 @@ fn the_watchers_analysis_checkpoints_running_supervisors_and_resume_continues() 
         "default",
         "work \"$key.txt\" \"the text of $key\"\nsubmit\n",
     );
-    let mut watcher = repo
-        .command()
-        .args(["watch", "--interval", "0.2"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let watcher = Reaped(
+        repo.command()
+            .args(["watch", "--interval", "0.2"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // The summary is written once the checkpoint is committed, so after the status.
     project.wait_until("the automatic checkpoint", Duration::from_secs(60), || {
         model(repo)["sprint"]["status"] == "CHECKPOINT"
@@ -215,8 +216,7 @@ fn the_watchers_analysis_checkpoints_running_supervisors_and_resume_continues() 
         .filter(|e| e["action"] == "checkpoint")
         .count();
     assert_eq!(checkpoints, 1);
-    let _ = watcher.kill();
-    let _ = watcher.wait();
+    drop(watcher);
     let (code, output) = stop(coder, nix::sys::signal::Signal::SIGTERM);
     assert_eq!(code, Some(143), "{output}");
 }

@@ -308,6 +308,17 @@ impl Lcg {
     }
 }
 
+/// A long-running `liza` process a test started (a watcher): killed when the test ends,
+/// a failed assertion included, so nothing of a test outlives it.
+pub struct Reaped(pub std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 pub fn stdout(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
