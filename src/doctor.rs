@@ -231,11 +231,7 @@ fn git() -> Check {
             "install git (apt install git, brew install git)",
         );
     };
-    let out = std::process::Command::new(&path).arg("--version").output();
-    let text = out
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default();
+    let text = crate::git::cli::version(&path).unwrap_or_default();
     let version = text
         .split_whitespace()
         .nth(2)

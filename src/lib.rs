@@ -44,28 +44,19 @@
 //!   over what it observes and an injected clock; an async runner executes its actions.
 //!   Every supervisor write is fenced by its registration's generation.
 //!
-//! ## Modules
+//! ## Crates and modules
 //!
-//! Lower layers never use higher ones (ARCHITECTURE.md; a test checks there are no
-//! import cycles):
+//! The lower layers are crates of their own (ARCHITECTURE.md *Crates*: `liza-base`,
+//! `liza-yaml`, `liza-etcd`, `liza-model`, `liza-git`, `liza-store`, `liza-ops`,
+//! `liza-agents`), re-exported here under the paths they had: [`blackboard`] (the model,
+//! YAML, validation, the store, the activity log), `lifecycle`, `git`, [`sandbox`],
+//! [`ops`], [`supervisor`], [`backend`], [`llm`], `builtin`. This crate holds what is
+//! above them, each layer using only those below (a test checks it):
 //!
-//! - [`blackboard`]: model, YAML, validation, the store, the activity log.
-//! - `lifecycle`: the transition table and the pure state machines; refusals name
-//!   their [`ops::RuleId`].
-//! - `git`: the one git wrapper.
-//! - [`sandbox`]: bubblewrap around every agent and check; the channel's wire format.
-//! - [`ops`]: application operations (store + lifecycle + git).
-//! - [`supervisor`]: `liza-agent`, one agent's supervisor; [`backend`]: the agent CLIs.
-//! - [`llm`]: the model client over any OpenAI-compatible endpoint; `builtin`: liza's
-//!   own planner, coder and reviewer on top of it.
 //! - [`monitor`]: `liza watch` — alarms, the webhook, `/metrics`.
 //! - [`status`]: the status report; `dashboard`: `liza status --watch`.
 //! - [`cli`]: the `liza` command line; `doctor`, `retro`, `tmux` (`liza up`),
 //!   `demo` (a whole sprint offline).
-//! - `watch`: directory watching; `confine`: paths kept inside the project;
-//!   `terminal_text`: control characters made visible; `untrusted`: files an agent or a
-//!   check wrote, touched without following a link or waiting on a FIFO; `error`:
-//!   exit-code classes.
 //! - `bench` (feature `bench`, on in the tests and benchmarks): generated blackboards.
 
 #[cfg(any(test, feature = "bench"))]

@@ -141,15 +141,16 @@ pub(super) fn cmd_agent(args: AgentArgs, out: &Output) -> Result<i32, CliError> 
         no_sandbox: args.no_sandbox,
     };
     let terminal = Arc::new(Terminal::start());
-    let mut ports = supervisor::Ports::machine(terminal.clone()).map_err(|e| {
-        CliError::new(
-            crate::error::ErrorClass::Refused,
-            format!("cannot read the current directory: {e}"),
-        )
-    })?;
-    // The planner's supervisor also runs the watcher (specs/operations.md).
-    ports.beside_planner = Some(Box::new(crate::monitor::beside_planner));
-    let result = supervisor::run(options, ports);
+    let result = match supervisor::Ports::machine(terminal.clone()) {
+        Ok(mut ports) => {
+            // The planner's supervisor also runs the watcher (specs/operations.md).
+            ports.beside_planner = Some(Box::new(crate::monitor::beside_planner));
+            supervisor::run(options, ports)
+        }
+        Err(e) => Err(supervisor::SupervisorError::NoBlackboard(format!(
+            "cannot read the current directory: {e}"
+        ))),
+    };
     terminal.flush();
     match result {
         Ok(code) => Ok(code),

@@ -195,3 +195,47 @@ fn a_damaged_journal_entry_is_said_alike_by_history_and_doctor() {
         "{check}"
     );
 }
+
+/// The journal's last entry does not decode (a disk error) while state.yaml holds a
+/// person's edit: the command is refused naming that entry, with a hint that moves it
+/// aside — never one to copy the damaged entry over state.yaml — and every file is left
+/// as it was.
+#[test]
+fn an_undecodable_last_journal_entry_is_named_and_never_offered_as_the_restore() {
+    let repo = Repo::initialized();
+    assert_success(&repo.liza(&["note", "all", "one"]));
+    let journal = repo.liza_dir().join("journal");
+    let mut names: Vec<String> = std::fs::read_dir(&journal)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    // Named as liza names what it wrote (revision, length, hash): a whole entry, whose
+    // text does not decode.
+    let damaged = "tasks: [unclosed\n";
+    let revision = names.last().unwrap().split('-').next().unwrap().to_owned();
+    std::fs::remove_file(journal.join(names.last().unwrap())).unwrap();
+    let last = format!(
+        "{revision}-{}-{}.yaml",
+        damaged.len(),
+        blake3::hash(damaged.as_bytes()).to_hex()
+    );
+    std::fs::write(journal.join(&last), damaged).unwrap();
+    let state = repo.liza_dir().join("state.yaml");
+    let mut text = std::fs::read_to_string(&state).unwrap();
+    text.push_str("# a person's line\n");
+    std::fs::write(&state, text).unwrap();
+    let before = repo.files();
+
+    let out = repo.liza(&["note", "all", "two"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let said = stderr(&out);
+    assert!(said.contains(&last), "{said}");
+    assert!(said.contains("move it aside"), "{said}");
+    assert!(
+        !said.contains(&format!("cp .liza/journal/{last}")),
+        "{said}"
+    );
+    assert_eq!(repo.files(), before);
+}

@@ -26,6 +26,18 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// What `git --version` of the git at `path` prints (`liza doctor`), trimmed.
+pub fn version(path: &Path) -> Result<String, GitError> {
+    let out = Command::new(path)
+        .arg("--version")
+        .output()
+        .map_err(|source| GitError::NotRun {
+            command: "--version".into(),
+            source,
+        })?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
 /// The lines `git <args>` prints in `dir`; none when it fails (`git grep` finding
 /// nothing exits 1).
 pub fn git_lines(dir: &Path, args: &[&str]) -> Vec<String> {

@@ -272,6 +272,12 @@ impl Diagnostic for StoreError {
                 }
                 hints
             }
+            StoreError::Invalid { path, .. } if path.contains("/journal/") => {
+                // liza's own record is damaged, not a person's file: nothing is removed.
+                vec![format!(
+                    "the journal's last entry {path} is damaged (a disk error?): move it aside (mv {path} {path}.damaged), then copy the entry before it over .liza/state.yaml"
+                )]
+            }
             StoreError::Invalid { restore, .. } => {
                 let mut hints = vec![
                     "fix the file (`liza validate` lists every error) and run the command again"

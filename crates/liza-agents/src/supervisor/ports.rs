@@ -1,10 +1,11 @@
 //! The runner's ports to what liza does not own: the agent processes ([`Spawner`]), the
-//! terminal ([`Console`]), time ([`Clock`]), the directory it was started in and the
-//! process's signals — and what the front runs beside a planner ([`Beside`]: the
-//! watcher, a layer above the supervisor's). Every build people run uses the machine's ([`Ports::machine`]); the
-//! runner's tests put a scripted agent, a recording console and a manual clock in their
-//! place (`supervisor/tests.rs`). liza's own store and git are no ports: the tests use
-//! them for real, on a repository in a temporary directory.
+//! terminal ([`Console`]), time ([`Clock`]), the directory it was started in, the
+//! process's signals and liza's own executable — and what the front runs beside a planner
+//! ([`Beside`]: the watcher, a layer above the supervisor's). Every build people run uses
+//! the machine's ([`Ports::machine`]); the runner's tests put a scripted agent, a
+//! recording console, no signals and no liza executable in their place
+//! (`supervisor/tests.rs`). liza's own store and git are no ports: the tests use them for
+//! real, on a repository in a temporary directory.
 
 use std::fs::File;
 use std::future::Future;
@@ -126,6 +127,9 @@ pub struct Ports {
     pub cwd: PathBuf,
     /// SIGINT, SIGTERM and SIGHUP stop it (a test stops it by itself).
     pub signals: bool,
+    /// liza's own executable, which reads a live run's worktree in a process of its own
+    /// (`liza worktree-state`).
+    pub liza: PathBuf,
     /// What runs beside it when it supervises a planner.
     pub beside_planner: Option<Beside>,
 }
@@ -139,6 +143,7 @@ impl Ports {
             clock: Arc::new(SystemClock::new()),
             cwd: std::env::current_dir()?,
             signals: true,
+            liza: crate::program::liza_executable(),
             beside_planner: None,
         })
     }

@@ -426,10 +426,11 @@ impl Session {
                 return Ok(RunEnd::NotStarted(e.to_string()));
             }
         };
-        self.pulse.set_pgid(i64::from(process.pgid()));
-        self.heartbeat_now().await;
+        // The execution limit counts from the spawn.
         let limits = Limits::of(&state.config, self.role());
         let mut watch = RunWatch::new(limits, self.clock.now().at);
+        self.pulse.set_pgid(i64::from(process.pgid()));
+        self.heartbeat_now().await;
         let mut look = tokio::time::interval(limits.look_every());
         let stop = self.stop.clone();
         let grace = Duration::from_secs(10);
@@ -459,13 +460,19 @@ impl Session {
                             project.store.control_flags().is_ok_and(|f| f.is_raised(Control::Abort))
                         })
                         .await;
-                    let mut now_seen = self.progress_marks(workdir, sandbox.as_ref(), true).await;
-                    if now_seen.0.is_none() {
-                        // Unread is no news.
-                        now_seen.0.clone_from(&last_seen.0);
-                    }
-                    let changed = now_seen != last_seen;
-                    last_seen = now_seen;
+                    // ABORT stops the run at once: the worktree is not read first (a live
+                    // read may take up to LIVE_READ_LIMIT).
+                    let changed = !abort && {
+                        let mut now_seen =
+                            self.progress_marks(workdir, sandbox.as_ref(), true).await;
+                        if now_seen.0.is_none() {
+                            // Unread is no news.
+                            now_seen.0.clone_from(&last_seen.0);
+                        }
+                        let changed = now_seen != last_seen;
+                        last_seen = now_seen;
+                        changed
+                    };
                     let now = self.clock.now().at;
                     Seen::Look {
                         abort,
@@ -525,7 +532,7 @@ impl Session {
             None => None,
         };
         let worktree = if live {
-            live_worktree_state(&dir).await
+            live_worktree_state(&self.liza, &dir).await
         } else {
             Some(self.blocking(move |_| worktree_state(&dir)).await)
         };
@@ -581,8 +588,8 @@ const LIVE_READ_LIMIT: Duration = Duration::from_secs(30);
 /// A live run's worktree state, read by `liza worktree-state` in a child process that is
 /// killed after [`LIVE_READ_LIMIT`]: the run may put a FIFO where git reads, and a read
 /// of liza's own would wait on it for ever. `None`: not read in time.
-async fn live_worktree_state(dir: &Path) -> Option<(Option<CommitId>, Vec<String>)> {
-    let mut reader = tokio::process::Command::new(crate::program::liza_executable());
+async fn live_worktree_state(liza: &Path, dir: &Path) -> Option<(Option<CommitId>, Vec<String>)> {
+    let mut reader = tokio::process::Command::new(liza);
     reader
         .arg("worktree-state")
         .arg(dir)

@@ -41,6 +41,8 @@ pub struct Session {
     pub(super) console: Arc<dyn Console>,
     /// Where its agents come from.
     pub(super) spawner: Arc<dyn Spawner>,
+    /// liza's own executable (`liza worktree-state` reads a live run's worktree).
+    pub(super) liza: PathBuf,
     pub(super) wake: Wake,
     /// What heartbeats report (the agent's process group, a usage-limit wait, what the
     /// supervisor waits for), and the thread that beats.
@@ -85,6 +87,7 @@ impl Session {
             cwd,
             signals,
             beside_planner,
+            liza,
         } = ports;
         let role = normalise_role(&options.role).map_err(SupervisorError::Identity)?;
         let wanted = if options.auto_id {
@@ -199,6 +202,7 @@ impl Session {
             options,
             console,
             spawner,
+            liza,
             wake,
             pulse,
             heartbeats: Heartbeats::default(),

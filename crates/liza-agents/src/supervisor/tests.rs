@@ -14,8 +14,9 @@ use std::time::{Duration, Instant};
 
 use super::clock::SystemClock;
 use super::ports::{Pending, Ports, RunningAgent, Spawn, Spawner};
+use super::stop::Stop;
 use super::{Console, Options, Session};
-use crate::blackboard::model::{SandboxConfig, SandboxMode, TaskStatus};
+use crate::blackboard::model::{ExecutionTimeout, SandboxConfig, SandboxMode, TaskStatus};
 use crate::blackboard::{Actor, State, TaskId};
 use crate::lifecycle::NewTask;
 use crate::ops::{self, InitRequest, Project};
@@ -91,6 +92,8 @@ struct Scripted {
     script: Script,
     started: Mutex<Vec<(Vec<String>, PathBuf)>>,
     stopped: Arc<AtomicBool>,
+    /// A SIGTERM to the supervisor as the run ends (set once the session exists).
+    signal_at_exit: Mutex<Option<Stop>>,
 }
 
 impl Scripted {
@@ -99,6 +102,7 @@ impl Scripted {
             script,
             started: Mutex::default(),
             stopped: Arc::default(),
+            signal_at_exit: Mutex::default(),
         })
     }
 }
@@ -127,6 +131,7 @@ impl Spawner for Scripted {
             output,
             began: Instant::now(),
             stopped: self.stopped.clone(),
+            signal_at_exit: self.signal_at_exit.lock().unwrap().clone(),
         }))
     }
 }
@@ -137,6 +142,16 @@ struct ScriptedRun {
     output: String,
     began: Instant,
     stopped: Arc<AtomicBool>,
+    signal_at_exit: Option<Stop>,
+}
+
+/// The signal comes once the runner is done with the process: after its exit was seen.
+impl Drop for ScriptedRun {
+    fn drop(&mut self) {
+        if let Some(stop) = &self.signal_at_exit {
+            stop.signalled(15);
+        }
+    }
 }
 
 impl RunningAgent for ScriptedRun {
@@ -188,8 +203,19 @@ fn serve_once(root: &Path, agent: Arc<Scripted>, console: Arc<Lines>) -> i32 {
     serve_once_as("coder-1", root, agent, console)
 }
 
-/// Runs the supervisor of `id` on aider, `--once`.
+/// Runs the supervisor of `id` on aider, `--once`; `signal_at_exit`: SIGTERM arrives as the
+/// agent's run ends.
 fn serve_once_as(id: &str, root: &Path, agent: Arc<Scripted>, console: Arc<Lines>) -> i32 {
+    serve(id, root, agent, console, false)
+}
+
+fn serve(
+    id: &str,
+    root: &Path,
+    agent: Arc<Scripted>,
+    console: Arc<Lines>,
+    signal_at_exit: bool,
+) -> i32 {
     let role = id.rsplit_once('-').unwrap().0;
     let options = Options {
         role: role.into(),
@@ -200,11 +226,13 @@ fn serve_once_as(id: &str, root: &Path, agent: Arc<Scripted>, console: Arc<Lines
     };
     let ports = Ports {
         console,
-        spawner: agent,
+        spawner: agent.clone(),
         clock: Arc::new(SystemClock::new()),
         cwd: root.to_path_buf(),
         signals: false,
         beside_planner: None,
+        // No `liza worktree-state` here: a live run's worktree reads as unread.
+        liza: PathBuf::from("/nonexistent/liza"),
     };
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -212,6 +240,9 @@ fn serve_once_as(id: &str, root: &Path, agent: Arc<Scripted>, console: Arc<Lines
         .unwrap()
         .block_on(async move {
             let mut session = Session::start(options, ports).await.unwrap();
+            if signal_at_exit {
+                *agent.signal_at_exit.lock().unwrap() = Some(session.stop.clone());
+            }
             let code = session.serve().await.unwrap();
             session.finish().await;
             code
@@ -247,7 +278,15 @@ fn the_commit_of_an_agent_that_cannot_run_commands_is_submitted_for_it() {
 /// the coder's task is blocked for it.
 #[test]
 fn a_silent_agent_is_stopped_by_the_watchdog_and_its_task_blocked() {
-    let (dir, project) = project(|state| state.config.agent_progress_timeout = Some(1));
+    let (dir, project) = project(|state| {
+        state.config.agent_progress_timeout = Some(1);
+        // A backstop: broken, the watchdog's stall rule fails the test at this limit
+        // (another reason), never hangs it.
+        state.config.execution_timeout = Some(ExecutionTimeout {
+            coder: Some(10),
+            ..ExecutionTimeout::default()
+        });
+    });
     let agent = Scripted::new(Script::Hang);
     let console = Arc::new(Lines::default());
     assert_eq!(serve_once(dir.path(), agent.clone(), console), 0);
@@ -285,4 +324,20 @@ fn the_verdict_line_of_a_reviewer_that_cannot_run_commands_is_recorded_then_merg
     assert_eq!(status(&project, "t-1").0, TaskStatus::Merged);
     let started = reviewer.started.lock().unwrap();
     assert!(started[0].1.ends_with(".worktrees/t-1"), "{started:?}");
+}
+
+/// SIGTERM arrives as the run of an agent that cannot run commands ends: what liza does
+/// for it is still done before the supervisor stops (the stopping path), then it exits
+/// 128 + 15.
+#[test]
+fn a_signal_as_the_run_ends_still_lets_liza_submit_for_the_agent() {
+    let (dir, project) = project(|_| {});
+    let agent = Scripted::new(Script::CommitAndExit { file: "report.rs" });
+    let console = Arc::new(Lines::default());
+    assert_eq!(
+        serve("coder-1", dir.path(), agent, console.clone(), true),
+        143
+    );
+    assert_eq!(status(&project, "t-1").0, TaskStatus::ReadyForReview);
+    assert!(console.said("submitted t-1 for review on the agent's behalf"));
 }

@@ -326,7 +326,9 @@ mod tests {
     }
 
     /// Every name the layout puts under a project's prefix is one no project's prefix
-    /// may go through (else a project `team/p/task` would share keys with `team/p`).
+    /// may go through (else a project `team/p/task` would share keys with `team/p`) —
+    /// but `delivered`, whose keys are hex (no name of the layout is) and which projects
+    /// made before it may have in their prefix.
     #[test]
     fn the_names_under_a_prefix_are_reserved_for_it() {
         let a = address();
@@ -336,7 +338,6 @@ mod tests {
             task_key(&a, &id),
             note_key(&a, "n-1"),
             alarm_key(&a, "k"),
-            delivered_key(&a, "k"),
         ];
         let prefix = a.key("");
         for key in keys {
