@@ -516,7 +516,7 @@ fn endpoint_check(project: &Project, state: &State, env: &dyn Env) -> Option<Che
             return Some(Check::problem(
                 Status::Fail,
                 "model endpoint",
-                e,
+                e.to_string(),
                 "set LIZA_LLM_BASE_URL to the OpenAI-compatible API's base URL",
             ));
         }

@@ -63,8 +63,12 @@ pub enum RetroError {
     Ops(#[from] OpsError),
     #[error("{message}")]
     Refused { message: String, hint: String },
-    #[error("{0}")]
-    Endpoint(String),
+    #[error(transparent)]
+    Endpoint(#[from] crate::llm::endpoint::EndpointError),
+    #[error(
+        "the model endpoint answered none of the {0} calls, so no report was written (each failure is in .liza/agent-outputs/retro-*)"
+    )]
+    Unanswered(usize),
     #[error("could not write {path}: {source}")]
     Write {
         path: String,
@@ -76,7 +80,7 @@ impl Diagnostic for RetroError {
     fn class(&self) -> ErrorClass {
         match self {
             RetroError::Ops(e) => e.class(),
-            RetroError::Endpoint(_) => ErrorClass::MissingProgram,
+            RetroError::Endpoint(_) | RetroError::Unanswered(_) => ErrorClass::MissingProgram,
             _ => ErrorClass::Refused,
         }
     }
@@ -88,7 +92,7 @@ impl Diagnostic for RetroError {
             ],
             RetroError::Ops(e) => e.hints(),
             RetroError::Refused { hint, .. } => vec![hint.clone()],
-            RetroError::Endpoint(_) => vec![
+            RetroError::Endpoint(_) | RetroError::Unanswered(_) => vec![
                 "check LIZA_LLM_BASE_URL and LIZA_LLM_API_KEY (`liza doctor` tries the endpoint), or run with DRY_RUN=1".into(),
             ],
             RetroError::Write { .. } => vec!["check the permissions of .liza/retro/".into()],
@@ -158,9 +162,7 @@ pub(crate) fn run(project: &Project, options: &Options) -> Result<Retro, RetroEr
     let calls: usize = results.iter().map(|r| r.tally.chunks).sum();
     let unanswered: usize = results.iter().map(|r| r.tally.calls_failed).sum();
     if calls > 0 && unanswered == calls {
-        return Err(RetroError::Endpoint(format!(
-            "the model endpoint answered none of the {calls} calls, so no report was written (each failure is in .liza/agent-outputs/retro-*)"
-        )));
+        return Err(RetroError::Unanswered(calls));
     }
     let codes = merge::merge(&results);
     let runs = identities

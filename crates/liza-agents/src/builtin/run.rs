@@ -53,9 +53,10 @@ pub fn context(inv: &Invocation) -> Result<RunContext, String> {
         .map(PathBuf::from)
         .unwrap_or_else(|| inv.cwd.clone());
     let config = state.config.builtin.clone().unwrap_or_default();
-    let endpoint = Endpoint::resolve(&ProcessEnv, &config, inv.role)?;
+    let endpoint = Endpoint::resolve(&ProcessEnv, &config, inv.role).map_err(|e| e.to_string())?;
     let dry_run = std::env::var("DRY_RUN").is_ok_and(|v| v.trim() == "1");
-    let client = ChatClient::new(endpoint, RetryPolicy::from_env(), dry_run)?;
+    let client =
+        ChatClient::new(endpoint, RetryPolicy::from_env(), dry_run).map_err(|e| e.to_string())?;
     let identity_prefix = match std::env::var("LIZA_IDENTITY")
         .ok()
         .filter(|s| !s.is_empty())

@@ -206,7 +206,7 @@ impl ChatClient {
         endpoint: Endpoint,
         retry: RetryPolicy,
         dry_run: bool,
-    ) -> Result<ChatClient, String> {
+    ) -> Result<ChatClient, super::endpoint::EndpointError> {
         let mut builder = reqwest::Client::builder()
             .timeout(endpoint.timeout)
             .connect_timeout(endpoint.timeout.min(Duration::from_secs(10)))
@@ -216,7 +216,7 @@ impl ChatClient {
         }
         let http = builder
             .build()
-            .map_err(|e| format!("could not set up the HTTP client: {e}"))?;
+            .map_err(super::endpoint::EndpointError::Client)?;
         let scrubber = Scrubber::new(endpoint.api_key.clone());
         Ok(ChatClient {
             http,

@@ -70,11 +70,31 @@ impl<F: Fn(&str) -> Option<String>> Env for F {
     }
 }
 
+/// Why the model endpoint cannot be used as set, or its client set up.
+#[derive(Debug, thiserror::Error)]
+pub enum EndpointError {
+    /// `LIZA_LLM_BASE_URL` is no HTTP URL.
+    #[error(
+        "LIZA_LLM_BASE_URL is `{0}`: it must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1 for Ollama)"
+    )]
+    BaseUrl(String),
+    /// `LIZA_LLM_TIMEOUT` is no number of seconds.
+    #[error("LIZA_LLM_TIMEOUT is `{0}`: give the request timeout in seconds, e.g. 120")]
+    Timeout(String),
+    /// The HTTP client could not be set up.
+    #[error("could not set up the HTTP client: {0}")]
+    Client(#[source] reqwest::Error),
+}
+
 impl Endpoint {
     /// The endpoint for `role`. The model is the most specific setting:
     /// `config.builtin.<role>.model`, then `LIZA_LLM_MODEL`, then `config.builtin.model`,
     /// then `gpt-4o`. The timeout is `LIZA_LLM_TIMEOUT` seconds (default 120).
-    pub fn resolve(env: &dyn Env, config: &BuiltinConfig, role: Role) -> Result<Endpoint, String> {
+    pub fn resolve(
+        env: &dyn Env,
+        config: &BuiltinConfig,
+        role: Role,
+    ) -> Result<Endpoint, EndpointError> {
         let role_model = match role {
             Role::Planner => config.planner.as_ref(),
             Role::Coder => config.coder.as_ref(),
@@ -86,7 +106,10 @@ impl Endpoint {
 
     /// The endpoint for model work that belongs to no agent role (`liza retro`'s coder
     /// agents): the model is `LIZA_LLM_MODEL`, then `config.builtin.model`, then gpt-4o.
-    pub fn resolve_roleless(env: &dyn Env, config: &BuiltinConfig) -> Result<Endpoint, String> {
+    pub fn resolve_roleless(
+        env: &dyn Env,
+        config: &BuiltinConfig,
+    ) -> Result<Endpoint, EndpointError> {
         Endpoint::resolve_model(env, config, None)
     }
 
@@ -94,15 +117,13 @@ impl Endpoint {
         env: &dyn Env,
         config: &BuiltinConfig,
         role_model: Option<String>,
-    ) -> Result<Endpoint, String> {
+    ) -> Result<Endpoint, EndpointError> {
         let base_url = env
             .var("LIZA_LLM_BASE_URL")
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned());
         let base_url = base_url.trim().trim_end_matches('/').to_owned();
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-            return Err(format!(
-                "LIZA_LLM_BASE_URL is `{base_url}`: it must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1 for Ollama)"
-            ));
+            return Err(EndpointError::BaseUrl(base_url));
         }
         let api_key = env
             .var("LIZA_LLM_API_KEY")
@@ -115,11 +136,7 @@ impl Endpoint {
             None => DEFAULT_TIMEOUT,
             Some(text) => match text.trim().parse::<f64>() {
                 Ok(secs) if secs.is_finite() && secs > 0.0 => Duration::from_secs_f64(secs),
-                _ => {
-                    return Err(format!(
-                        "LIZA_LLM_TIMEOUT is `{text}`: give the request timeout in seconds, e.g. 120"
-                    ));
-                }
+                _ => return Err(EndpointError::Timeout(text)),
             },
         };
         Ok(Endpoint {
@@ -214,14 +231,16 @@ mod tests {
             &BuiltinConfig::default(),
             Role::Coder,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("http://"), "{err}");
         let err = Endpoint::resolve(
             &env(&[("LIZA_LLM_TIMEOUT", "soon")]),
             &BuiltinConfig::default(),
             Role::Coder,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("seconds"), "{err}");
     }
 

@@ -144,13 +144,13 @@ impl Session {
                 run.progressed = true;
                 OnBehalf::Done
             }
-            Err(why) => OnBehalf::Refused(why),
+            Err(why) => OnBehalf::Refused(why.to_string()),
         });
         Observation::CoderRunEnded(run)
     }
 
-    async fn checked_submission(&mut self, task: &TaskId) -> Result<(), String> {
-        let state = self.snapshot().await.map_err(|e| e.to_string())?;
+    async fn checked_submission(&mut self, task: &TaskId) -> Result<(), NotSubmitted> {
+        let state = self.snapshot().await.map_err(NotSubmitted::Unread)?;
         let checks: Vec<_> = state.config.review_checks().cloned().collect();
         let dir = worktree_dir(&self.project.root, task);
         let sandbox = state.config.sandbox();
@@ -170,14 +170,14 @@ impl Session {
             })
             .await;
         if !failed.is_empty() {
-            return Err(failed.join("\n"));
+            return Err(NotSubmitted::ChecksFailed(failed.join("\n")));
         }
         let actor = self.as_agent();
         let id = task.clone();
         let submitted = self
             .blocking(move |project| ops::submit_for_review(project, &actor, &id, None))
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(NotSubmitted::Refused)?;
         self.console.info(&format!(
             "{}: submitted {task} for review on the agent's behalf ({})",
             self.agent, submitted.value
@@ -193,6 +193,20 @@ impl Session {
         let dir = dir.to_path_buf();
         self.blocking(move |_| worktree_state(&dir)).await
     }
+}
+
+/// Why liza did not submit for an agent that cannot run commands.
+#[derive(Debug, thiserror::Error)]
+enum NotSubmitted {
+    /// The blackboard could not be read.
+    #[error("{0}")]
+    Unread(SupervisorError),
+    /// A review check failed: each one's name, exit and last lines.
+    #[error("{0}")]
+    ChecksFailed(String),
+    /// The submission was refused.
+    #[error("{0}")]
+    Refused(OpsError),
 }
 
 /// Why this run happens, for the prompt.

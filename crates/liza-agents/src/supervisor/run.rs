@@ -344,7 +344,7 @@ impl Session {
             }),
         };
         if let Err(why) = self.update_confinement(state) {
-            return Ok(RunEnd::NotStarted(why));
+            return Ok(RunEnd::NotStarted(why.to_string()));
         }
         let sandboxed = self.sandbox_for_agent().is_some();
         let invocation =
@@ -367,7 +367,7 @@ impl Session {
             .await
         {
             Ok(sandbox) => sandbox,
-            Err(why) => return Ok(RunEnd::NotStarted(why)),
+            Err(why) => return Ok(RunEnd::NotStarted(why.to_string())),
         };
         if self.options.interactive {
             self.console

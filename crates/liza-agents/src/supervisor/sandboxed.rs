@@ -74,6 +74,17 @@ impl SandboxedRun {
     }
 }
 
+/// Why a run may not start confined as the configuration asks.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum CannotConfine {
+    /// `config.sandbox.mode: required`, and no sandbox here.
+    #[error("{0}; fix: {fix}", fix = .0.fix)]
+    Required(sandbox::SandboxRequired),
+    /// The sandbox could not be prepared.
+    #[error("cannot prepare the sandbox: {0}")]
+    Prepare(Box<SupervisorError>),
+}
+
 impl Session {
     /// How this run is confined (config.sandbox as it is now): the prepared sandbox, none
     /// (unconfined, said in the heartbeats and the run's log), or why the run cannot start
@@ -88,7 +99,7 @@ impl Session {
         prompt_file: &Path,
         report_dir: Option<&Path>,
         state: &State,
-    ) -> Result<Option<SandboxedRun>, String> {
+    ) -> Result<Option<SandboxedRun>, CannotConfine> {
         let Some(bwrap) = self.sandbox_for_agent().cloned() else {
             return Ok(None);
         };
@@ -100,14 +111,14 @@ impl Session {
         self.prepare_sandbox(&bwrap, task, workdir, argv, env, handed, state, interactive)
             .await
             .map(Some)
-            .map_err(|e| format!("cannot prepare the sandbox: {e}"))
+            .map_err(|e| CannotConfine::Prepare(Box::new(e)))
     }
 
     /// Decides how the next run is confined, from `config.sandbox` as it is now; `Err`:
     /// why no run may start (`required`, and no sandbox here).
-    pub(super) fn update_confinement(&mut self, state: &State) -> Result<(), String> {
+    pub(super) fn update_confinement(&mut self, state: &State) -> Result<(), CannotConfine> {
         let confinement = sandbox::Confinement::for_process(&state.config.sandbox())
-            .map_err(|e| format!("{e}; fix: {}", e.fix))?;
+            .map_err(CannotConfine::Required)?;
         if confinement != self.confinement {
             self.console
                 .info(&super::session::confinement_line(&self.agent, &confinement));

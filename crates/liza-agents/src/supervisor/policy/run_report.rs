@@ -118,7 +118,7 @@ pub fn read(text: Option<&str>, mode: ValidationMode) -> Result<Option<RunReport
             "{} bytes, more than the {MAX_REPORT_BYTES} kept",
             t.len()
         ))),
-        Some(t) => json_object(t).map_err(ReportProblem::Unparseable),
+        Some(t) => json_object(t),
     };
     let object = match parsed {
         Ok(object) => object,
@@ -140,18 +140,21 @@ pub fn read(text: Option<&str>, mode: ValidationMode) -> Result<Option<RunReport
     }
 }
 
-/// The JSON object in `text`: the whole text, or a ```json (or bare ```) fenced block.
-fn json_object(text: &str) -> Result<Map<String, Value>, String> {
+/// The JSON object in `text`: the whole text, or the first fenced block.
+fn json_object(text: &str) -> Result<Map<String, Value>, ReportProblem> {
     let direct = serde_json::from_str::<Value>(text);
     let value = match direct {
         Ok(v) => v,
         Err(e) => fenced(text)
             .and_then(|block| serde_json::from_str::<Value>(block).ok())
-            .ok_or_else(|| e.to_string())?,
+            .ok_or_else(|| ReportProblem::Unparseable(e.to_string()))?,
     };
     match value {
         Value::Object(map) => Ok(map),
-        other => Err(format!("a JSON {} instead of an object", kind(&other))),
+        other => Err(ReportProblem::Unparseable(format!(
+            "a JSON {} instead of an object",
+            kind(&other)
+        ))),
     }
 }
 
