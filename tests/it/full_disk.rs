@@ -164,12 +164,7 @@ fn a_damaged_journal_entry_is_said_alike_by_history_and_doctor() {
     let repo = Repo::initialized();
     assert_success(&repo.liza(&["note", "all", "one"]));
     let journal = repo.liza_dir().join("journal");
-    let mut names: Vec<String> = std::fs::read_dir(&journal)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().into_string().unwrap())
-        .collect();
-    names.sort();
+    let names = journal_names(&journal);
     let first = &names[0];
     let revision: u64 = first.split('-').next().unwrap().parse().unwrap();
     std::fs::write(journal.join(first), "").unwrap();
@@ -205,12 +200,7 @@ fn an_undecodable_last_journal_entry_is_named_and_never_offered_as_the_restore()
     let repo = Repo::initialized();
     assert_success(&repo.liza(&["note", "all", "one"]));
     let journal = repo.liza_dir().join("journal");
-    let mut names: Vec<String> = std::fs::read_dir(&journal)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().into_string().unwrap())
-        .collect();
-    names.sort();
+    let names = journal_names(&journal);
     // Named as liza names what it wrote (revision, length, hash): a whole entry, whose
     // text does not decode.
     let damaged = "tasks: [unclosed\n";
@@ -238,4 +228,15 @@ fn an_undecodable_last_journal_entry_is_named_and_never_offered_as_the_restore()
         "{said}"
     );
     assert_eq!(repo.files(), before);
+}
+
+/// The journal's entries, oldest first.
+fn journal_names(journal: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(journal)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
 }
