@@ -476,17 +476,11 @@ fn library_crates_return_no_text_as_an_error() {
     let textual =
         regex::Regex::new(r"Result<[^;{]*?,\s*(?:std::string::)?String\s*,?\s*>").unwrap();
     let mut found = Vec::new();
-    // The built-in roles still return text errors (what their model is told to fix, what
-    // stderr says before HARD_FAIL): their own step of issue 37 to type.
-    let pending = (workspace().join("crates/liza-agents/src"), "builtin");
     for src in crate_sources() {
         if !src.starts_with(workspace().join("crates")) {
             continue;
         }
         for (module, code) in modules(&src) {
-            if src == pending.0 && module.first().is_some_and(|m| m == pending.1) {
-                continue;
-            }
             for hit in textual.find_iter(&code) {
                 let text: Vec<&str> = hit.as_str().split_whitespace().collect();
                 let at = format!("{}: {}", src.display(), module.join("/"));

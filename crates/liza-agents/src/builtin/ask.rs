@@ -165,12 +165,24 @@ fn again(user: &str, problems: &[String]) -> String {
 pub mod read {
     use serde_json::Value;
 
-    /// `value[key]` as non-empty text, or an error naming where.
-    pub fn text(value: &Value, key: &str, at: &str) -> Result<String, String> {
+    /// A field of the model's answer that is not what the schema asks; its text is what
+    /// the model is told to fix.
+    #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+    pub enum FieldProblem {
+        /// The field is absent.
+        #[error("{0} is missing")]
+        Missing(String),
+        /// The field is there but is not non-empty text.
+        #[error("{0} must be non-empty text")]
+        NotText(String),
+    }
+
+    /// `value[key]` as non-empty text, or a problem naming where (`at.key`).
+    pub fn text(value: &Value, key: &str, at: &str) -> Result<String, FieldProblem> {
         match value.get(key) {
             Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.clone()),
-            Some(_) => Err(format!("{at}.{key} must be non-empty text")),
-            None => Err(format!("{at}.{key} is missing")),
+            Some(_) => Err(FieldProblem::NotText(format!("{at}.{key}"))),
+            None => Err(FieldProblem::Missing(format!("{at}.{key}"))),
         }
     }
 
@@ -181,7 +193,9 @@ pub mod read {
         at: &str,
         errors: &mut Vec<String>,
     ) -> Option<String> {
-        text(value, key, at).map_err(|e| errors.push(e)).ok()
+        text(value, key, at)
+            .map_err(|e| errors.push(e.to_string()))
+            .ok()
     }
 
     /// `value[key]` as text when present.
@@ -202,6 +216,39 @@ pub mod read {
                 .filter_map(|i| i.as_str().map(str::to_owned))
                 .collect(),
             _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read::{FieldProblem, text};
+    use serde_json::json;
+
+    #[test]
+    fn a_field_that_is_not_text_is_named_with_where_it_is() {
+        let item = json!({"path": "src/a.rs", "empty": "  ", "number": 3});
+        assert_eq!(text(&item, "path", "answer.edits[0]").unwrap(), "src/a.rs");
+        for (key, problem, said) in [
+            (
+                "empty",
+                FieldProblem::NotText("answer.edits[0].empty".into()),
+                "answer.edits[0].empty must be non-empty text",
+            ),
+            (
+                "number",
+                FieldProblem::NotText("answer.edits[0].number".into()),
+                "answer.edits[0].number must be non-empty text",
+            ),
+            (
+                "content",
+                FieldProblem::Missing("answer.edits[0].content".into()),
+                "answer.edits[0].content is missing",
+            ),
+        ] {
+            let got = text(&item, key, "answer.edits[0]").unwrap_err();
+            assert_eq!(got, problem);
+            assert_eq!(got.to_string(), said);
         }
     }
 }

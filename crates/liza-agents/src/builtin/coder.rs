@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::ask::{self, Question, read};
 use super::context::{RunContext, Status};
-use super::edits::{self, DiffFailure, Edit};
+use super::edits::{self, Edit, NotApplied};
 use crate::blackboard::model::{Task, ValidationMode};
 use crate::blackboard::node::Node;
 use crate::git::cli::git_lines;
@@ -84,7 +84,7 @@ pub fn read_answer(
                 path,
                 content: content.to_owned(),
             }),
-            (Err(e), _) => errors.push(e),
+            (Err(e), _) => errors.push(e.to_string()),
             (_, None) => errors.push(format!("{at}.content must be text (the full file)")),
         }
     }
@@ -165,7 +165,7 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
         Ok(c) => c,
         Err(why) => {
             result.status = Status::HardFail;
-            result.notes.push(why);
+            result.notes.push(why.to_string());
             return result;
         }
     };
@@ -225,8 +225,7 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
             Answer::Diff(diff) => {
                 match edits::apply_diff(&ctx.worktree, &diff, &scope, &apply_jail(ctx)) {
                     Ok(files) => Ok(files),
-                    Err(DiffFailure::Refused(why)) => Err(why),
-                    Err(DiffFailure::Rejected(why)) => {
+                    Err(NotApplied::Rejected { said: why }) => {
                         ctx.runlog.append("error", json!({"draft": draft + 1, "reason": format!("patch does not apply: {why}")}));
                         result.status = Status::HardFail;
                         result.notes.push(format!(
@@ -234,14 +233,17 @@ async fn work(ctx: &RunContext, task: &Task) -> CommitResult {
                         ));
                         return result;
                     }
+                    Err(refused) => Err(refused),
                 }
             }
         };
         let files = match applied {
             Ok(files) => files,
             Err(why) => {
-                ctx.runlog
-                    .append("error", json!({"draft": draft + 1, "reason": why}));
+                ctx.runlog.append(
+                    "error",
+                    json!({"draft": draft + 1, "reason": why.to_string()}),
+                );
                 result
                     .notes
                     .push(format!("draft {}: edit refused: {why}", draft + 1));
@@ -502,13 +504,23 @@ fn report(ctx: &RunContext, task: &Task, result: &CommitResult, took: std::time:
     }
 }
 
+/// The task and its spec alone do not fit the context budget: no draft could be asked for.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "context over budget: the task and its spec alone are ~{needed} tokens, more than config.builtin.context_tokens ({budget})"
+)]
+struct OverBudget {
+    needed: usize,
+    budget: usize,
+}
+
 /// The task, its spec, earlier feedback and the relevant files, within `budget` tokens.
 fn gather_context(
     ctx: &RunContext,
     task: &Task,
     scope: &TaskScope,
     budget: usize,
-) -> Result<String, String> {
+) -> Result<String, OverBudget> {
     let mut text = format!(
         "# Task {}\n\n{}\n",
         task.id,
@@ -545,11 +557,9 @@ fn gather_context(
             truncate_output(failure.log.as_deref().unwrap_or(""))
         ));
     }
-    if estimate_tokens(&text) > budget {
-        return Err(format!(
-            "context over budget: the task and its spec alone are ~{} tokens, more than config.builtin.context_tokens ({budget})",
-            estimate_tokens(&text)
-        ));
+    let needed = estimate_tokens(&text);
+    if needed > budget {
+        return Err(OverBudget { needed, budget });
     }
     let files = worktree_files(&ctx.worktree);
     text.push_str(&format!(

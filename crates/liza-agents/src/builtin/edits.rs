@@ -82,40 +82,54 @@ pub fn check_path(worktree: &Path, rel: &str, scope: &TaskScope) -> Result<PathB
     Ok(worktree.join(normal))
 }
 
-/// Writes full-file edits after checking every path; returns the paths written.
+/// Writes full-file edits after checking every path; returns the paths written. A refused
+/// path writes nothing.
 pub fn apply_edits(
     worktree: &Path,
     edits: &[Edit],
     scope: &TaskScope,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, NotApplied> {
     let mut checked = Vec::with_capacity(edits.len());
     for edit in edits {
-        checked.push((
-            check_path(worktree, &edit.path, scope).map_err(|e| e.to_string())?,
-            edit,
-        ));
+        checked.push((check_path(worktree, &edit.path, scope)?, edit));
     }
     checked.sort_by(|a, b| a.1.path.cmp(&b.1.path));
     let mut written = Vec::new();
     for (path, edit) in checked {
+        let unwritable = |source| NotApplied::Unwritable {
+            path: edit.path.clone(),
+            source,
+        };
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("could not create the folder of {}: {e}", edit.path))?;
+            std::fs::create_dir_all(parent).map_err(unwritable)?;
         }
-        std::fs::write(&path, &edit.content)
-            .map_err(|e| format!("could not write {}: {e}", edit.path))?;
+        std::fs::write(&path, &edit.content).map_err(unwritable)?;
         written.push(edit.path.trim().to_owned());
     }
     Ok(written)
 }
 
-/// Why a diff did not apply.
-#[derive(Debug, PartialEq, Eq)]
-pub enum DiffFailure {
-    /// A path in it is refused (nothing applied).
-    Refused(String),
-    /// `git apply` rejected it, also with trailing whitespace stripped.
-    Rejected(String),
+/// Why the model's edits or diff were not applied; the text is what the model is told.
+#[derive(Debug, thiserror::Error)]
+pub enum NotApplied {
+    /// A path in them is refused (nothing applied).
+    #[error(transparent)]
+    Refused(#[from] PathRefusal),
+    /// A file (or its folder) could not be written.
+    #[error("could not write {path}: {source}")]
+    Unwritable {
+        /// The path as the model gave it.
+        path: String,
+        /// What the file system said.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `git apply` rejected the diff, also with trailing whitespace stripped.
+    #[error("{said}")]
+    Rejected {
+        /// git's own words (or why git could not run).
+        said: String,
+    },
 }
 
 /// The files a unified diff touches (`--- a/…` / `+++ b/…`, `/dev/null` skipped).
@@ -144,13 +158,15 @@ pub fn apply_diff(
     diff: &str,
     scope: &TaskScope,
     jail: &Jail,
-) -> Result<Vec<String>, DiffFailure> {
+) -> Result<Vec<String>, NotApplied> {
     let paths = diff_paths(diff);
     if paths.is_empty() {
-        return Err(DiffFailure::Rejected("the diff names no file".into()));
+        return Err(NotApplied::Rejected {
+            said: "the diff names no file".into(),
+        });
     }
     for p in &paths {
-        check_path(worktree, p, scope).map_err(|e| DiffFailure::Refused(e.to_string()))?;
+        check_path(worktree, p, scope)?;
     }
     match git_apply(worktree, diff, jail) {
         Ok(()) => Ok(paths),
@@ -161,18 +177,20 @@ pub fn apply_diff(
                 .collect();
             git_apply(worktree, &stripped, jail)
                 .map(|()| paths)
-                .map_err(DiffFailure::Rejected)
+                .map_err(|e| NotApplied::Rejected {
+                    // What the model is shown of a refused patch: git's own words.
+                    said: match e {
+                        crate::git::GitError::Refused { said, .. } => said,
+                        other => other.to_string(),
+                    },
+                })
         }
     }
 }
 
 /// The diff applied in the task's sandbox, through the git wrapper.
-fn git_apply(worktree: &Path, diff: &str, jail: &Jail) -> Result<(), String> {
-    crate::git::cli::apply_patch(worktree, diff, |argv| jail.argv(argv)).map_err(|e| match e {
-        // What the model is shown of a refused patch: git's own words.
-        crate::git::GitError::Refused { said, .. } => said,
-        other => other.to_string(),
-    })
+fn git_apply(worktree: &Path, diff: &str, jail: &Jail) -> Result<(), crate::git::GitError> {
+    crate::git::cli::apply_patch(worktree, diff, |argv| jail.argv(argv))
 }
 
 #[cfg(test)]
@@ -296,12 +314,12 @@ mod tests {
         let bad = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1 +1 @@\n-fn zzz() {}\n+fn y() {}\n";
         assert!(matches!(
             apply_diff(wt, bad, &open(), &Jail::Unconfined),
-            Err(DiffFailure::Rejected(_))
+            Err(NotApplied::Rejected { .. })
         ));
         let escape = "--- a/../x\n+++ b/../x\n@@ -0,0 +1 @@\n+x\n";
         assert!(matches!(
             apply_diff(wt, escape, &open(), &Jail::Unconfined),
-            Err(DiffFailure::Refused(_))
+            Err(NotApplied::Refused(_))
         ));
     }
 }

@@ -438,31 +438,33 @@ fn apply_decisions(ctx: &RunContext, state: &State, decisions: &[Decision]) -> S
     let mut applied = 0;
     for d in decisions {
         let task = d.task.as_deref().and_then(|t| TaskId::parse(t).ok());
-        let result: Result<(), String> = match (d.kind.as_str(), &task) {
+        let result = match (d.kind.as_str(), &task) {
             ("unblock", Some(t)) => ops::unblock(&ctx.project, &ctx.actor, t, &d.reason, false)
                 .map(drop)
-                .map_err(|e| e.to_string()),
+                .map_err(DecisionRefused::from),
             ("abandon", Some(t)) => ops::abandon(&ctx.project, &ctx.actor, t, &d.reason)
                 .map(drop)
-                .map_err(|e| e.to_string()),
+                .map_err(DecisionRefused::from),
             ("rescope", Some(t)) => rescope(ctx, state, t, d),
             ("add_task", _) => add_and_finalize(ctx, state, &d.tasks, None),
             ("convert_discovery", _) | ("defer_discovery", _) => discovery(ctx, state, d),
             ("goal_complete", _) => ops::goal_complete(&ctx.project, &ctx.actor)
                 .map(drop)
-                .map_err(|e| e.to_string()),
+                .map_err(DecisionRefused::from),
             ("sprint_next", _) => ops::sprint_next(&ctx.project, &ctx.actor)
                 .map(drop)
-                .map_err(|e| e.to_string()),
-            (kind, None) => Err(format!("a {kind} decision needs the task it concerns")),
-            (kind, _) => Err(format!("unknown decision {kind}")),
+                .map_err(DecisionRefused::from),
+            (kind, None) => Err(DecisionRefused::NoTask(kind.to_owned())),
+            (kind, _) => Err(DecisionRefused::Unknown(kind.to_owned())),
         };
         match result {
             Ok(()) => applied += 1,
             Err(e) => {
                 eprintln!("liza builtin planner: {} refused: {e}", d.kind);
-                ctx.runlog
-                    .append("error", json!({"decision": d.kind, "reason": e}));
+                ctx.runlog.append(
+                    "error",
+                    json!({"decision": d.kind, "reason": e.to_string()}),
+                );
             }
         }
     }
@@ -477,14 +479,34 @@ fn apply_decisions(ctx: &RunContext, state: &State, decisions: &[Decision]) -> S
     }
 }
 
+/// Why one of the planner's decisions was not applied.
+#[derive(Debug, thiserror::Error)]
+enum DecisionRefused {
+    /// liza refused the move (the text carries the findings that explain it).
+    #[error("{}", refusal_text(.0))]
+    Ops(#[from] ops::OpsError),
+    /// The decision concerns a task and names none (or no valid one).
+    #[error("a {0} decision needs the task it concerns")]
+    NoTask(String),
+    /// The decision is not one the planner may take.
+    #[error("unknown decision {0}")]
+    Unknown(String),
+    /// `add_task`, `rescope` or `convert_discovery` with an empty `tasks`.
+    #[error("no tasks given")]
+    NoTasks,
+    /// A discovery decision without the discovery's id.
+    #[error("a discovery decision needs `discovery`")]
+    NoDiscovery,
+}
+
 fn add_and_finalize(
     ctx: &RunContext,
     state: &State,
     planned: &[Planned],
     supersedes: Option<&TaskId>,
-) -> Result<(), String> {
+) -> Result<(), DecisionRefused> {
     if planned.is_empty() {
-        return Err("no tasks given".into());
+        return Err(DecisionRefused::NoTasks);
     }
     let ids = plan_ids(state, planned);
     let mut new: Vec<NewTask> = planned
@@ -495,7 +517,7 @@ fn add_and_finalize(
     for t in &mut new {
         t.supersedes = supersedes.map(ToString::to_string);
     }
-    ops::add_tasks(&ctx.project, &ctx.actor, &new).map_err(|e| e.to_string())?;
+    ops::add_tasks(&ctx.project, &ctx.actor, &new)?;
     if supersedes.is_none() {
         for id in ids.iter().filter_map(|i| TaskId::parse(i).ok()) {
             let _ = ops::finalize_tasks(&ctx.project, &ctx.actor, std::slice::from_ref(&id), false);
@@ -505,22 +527,24 @@ fn add_and_finalize(
 }
 
 /// Replacements as drafts superseding `task`, the rescope, then finalizing them.
-fn rescope(ctx: &RunContext, state: &State, task: &TaskId, d: &Decision) -> Result<(), String> {
+fn rescope(
+    ctx: &RunContext,
+    state: &State,
+    task: &TaskId,
+    d: &Decision,
+) -> Result<(), DecisionRefused> {
     let ids = plan_ids(state, &d.tasks);
     add_and_finalize(ctx, state, &d.tasks, Some(task))?;
     let into: Vec<TaskId> = ids.iter().filter_map(|i| TaskId::parse(i).ok()).collect();
-    ops::rescope(&ctx.project, &ctx.actor, task, &into, &d.reason).map_err(|e| e.to_string())?;
+    ops::rescope(&ctx.project, &ctx.actor, task, &into, &d.reason)?;
     for id in &into {
         let _ = ops::finalize_tasks(&ctx.project, &ctx.actor, std::slice::from_ref(id), false);
     }
     Ok(())
 }
 
-fn discovery(ctx: &RunContext, state: &State, d: &Decision) -> Result<(), String> {
-    let id = d
-        .discovery
-        .as_deref()
-        .ok_or("a discovery decision needs `discovery`")?;
+fn discovery(ctx: &RunContext, state: &State, d: &Decision) -> Result<(), DecisionRefused> {
+    let id = d.discovery.as_deref().ok_or(DecisionRefused::NoDiscovery)?;
     let decision = if d.kind == "defer_discovery" {
         DiscoveryDecision::Defer {
             reason: d.reason.clone(),
@@ -531,12 +555,11 @@ fn discovery(ctx: &RunContext, state: &State, d: &Decision) -> Result<(), String
         let task = ids
             .first()
             .and_then(|i| TaskId::parse(i).ok())
-            .ok_or("convert_discovery needs the new task")?;
+            .ok_or(DecisionRefused::NoTasks)?;
         DiscoveryDecision::Convert { task }
     };
-    ops::discovery(&ctx.project, &ctx.actor, id, &decision)
-        .map(drop)
-        .map_err(|e| e.to_string())
+    ops::discovery(&ctx.project, &ctx.actor, id, &decision)?;
+    Ok(())
 }
 
 fn planning_prompt(ctx: &RunContext, state: &State) -> String {

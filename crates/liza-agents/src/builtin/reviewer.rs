@@ -494,29 +494,38 @@ fn prompt_head(ctx: &RunContext, task: &Task, facts: &Facts) -> String {
     text
 }
 
+/// Why the facts of a review could not be gathered (the run ends HARD_FAIL).
+#[derive(Debug, thiserror::Error)]
+enum NoFacts {
+    /// The task has no commit to review, or no base to compare it with.
+    #[error("the task has no {0}")]
+    Missing(&'static str),
+    /// git could not show the change.
+    #[error(transparent)]
+    Git(#[from] crate::git::GitError),
+}
+
 /// Changed files, the diff, the checks and the mechanical blockers; also logs the
 /// anomalies liza can see itself (`scope_deviation`).
-fn facts(ctx: &RunContext, state: &State, task: &Task) -> Result<Facts, String> {
+fn facts(ctx: &RunContext, state: &State, task: &Task) -> Result<Facts, NoFacts> {
     let head = task
         .review_commit
         .as_ref()
         .map(ToString::to_string)
-        .ok_or("the task has no review_commit")?;
+        .ok_or(NoFacts::Missing("review_commit"))?;
     let base = task
         .base_commit
         .as_ref()
         .map(ToString::to_string)
-        .ok_or("the task has no base_commit")?;
+        .ok_or(NoFacts::Missing("base_commit"))?;
     let changed: Vec<String> = git(
         &ctx.worktree,
         &["diff", "--name-only", &format!("{base}..{head}")],
-    )
-    .map_err(|e| e.to_string())?
+    )?
     .lines()
     .map(str::to_owned)
     .collect();
-    let diff =
-        git(&ctx.worktree, &["diff", &format!("{base}..{head}")]).map_err(|e| e.to_string())?;
+    let diff = git(&ctx.worktree, &["diff", &format!("{base}..{head}")])?;
     let jail =
         crate::sandbox::Jail::for_checks(&ctx.project.root, &ctx.worktree, &state.config.sandbox());
     let checks: Vec<CheckRun> = state

@@ -11,9 +11,9 @@ use super::context::RunContext;
 use super::runlog::RunLog;
 use super::{EXIT_HARD_FAIL, identities};
 use crate::blackboard::ids::Role;
-use crate::blackboard::{Actor, TaskId};
+use crate::blackboard::{Actor, IdError, StoreError, TaskId};
 use crate::llm::client::{ChatClient, RetryPolicy};
-use crate::llm::endpoint::{Endpoint, ProcessEnv};
+use crate::llm::endpoint::{Endpoint, EndpointError, ProcessEnv};
 use crate::ops::{self, Project};
 
 /// The options of `liza builtin`.
@@ -28,24 +28,57 @@ pub struct Invocation {
     pub cwd: PathBuf,
 }
 
-/// Sets the run up from the environment; `Err` is a message for stderr (HARD_FAIL).
-pub fn context(inv: &Invocation) -> Result<RunContext, String> {
-    let project = Project::discover(&inv.cwd).map_err(|e| e.to_string())?;
-    let actor = ops::actor_from_env().map_err(|e| e.to_string())?;
+/// Why a run could not be set up; its text goes to stderr before HARD_FAIL.
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    /// No project here, or no agent id in the environment.
+    #[error(transparent)]
+    Project(#[from] ops::OpsError),
+    /// `LIZA_AGENT_ID` is unset: a person ran `liza builtin` by hand.
+    #[error(
+        "LIZA_AGENT_ID is not set: `liza builtin` is run by the supervisor (liza-agent --cli builtin)"
+    )]
+    NotAnAgent,
+    /// The blackboard could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// `--task` is not a task id.
+    #[error("--task {given}: {problem}")]
+    TaskId {
+        /// The text given.
+        given: String,
+        /// What is wrong with it.
+        problem: IdError,
+    },
+    /// `--task` names no task on the blackboard.
+    #[error("there is no task {0}")]
+    NoSuchTask(TaskId),
+    /// The model endpoint is not configured, or its client cannot be built.
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    /// `LIZA_IDENTITY` names an identity that cannot be read.
+    #[error(transparent)]
+    Identity(#[from] identities::IdentityError),
+}
+
+/// Sets the run up from the environment.
+pub fn context(inv: &Invocation) -> Result<RunContext, SetupError> {
+    let project = Project::discover(&inv.cwd)?;
+    let actor = ops::actor_from_env()?;
     let agent = match &actor {
         Actor::Agent { id, .. } => id.to_string(),
-        Actor::Human | Actor::Liza | Actor::Supervisor { .. } => return Err("LIZA_AGENT_ID is not set: `liza builtin` is run by the supervisor (liza-agent --cli builtin)".into()),
+        Actor::Human | Actor::Liza | Actor::Supervisor { .. } => {
+            return Err(SetupError::NotAnAgent);
+        }
     };
-    let state = project.store.snapshot().map_err(|e| e.to_string())?.state;
+    let state = project.store.snapshot()?.state;
     let task = match &inv.task {
         Some(id) if !id.is_empty() => {
-            let id = TaskId::parse(id).map_err(|e| format!("--task {id}: {e}"))?;
-            Some(
-                state
-                    .task(&id)
-                    .cloned()
-                    .ok_or_else(|| format!("there is no task {id}"))?,
-            )
+            let id = TaskId::parse(id).map_err(|problem| SetupError::TaskId {
+                given: id.clone(),
+                problem,
+            })?;
+            Some(state.task(&id).cloned().ok_or(SetupError::NoSuchTask(id))?)
         }
         _ => None,
     };
@@ -53,19 +86,14 @@ pub fn context(inv: &Invocation) -> Result<RunContext, String> {
         .map(PathBuf::from)
         .unwrap_or_else(|| inv.cwd.clone());
     let config = state.config.builtin.clone().unwrap_or_default();
-    let endpoint = Endpoint::resolve(&ProcessEnv, &config, inv.role).map_err(|e| e.to_string())?;
+    let endpoint = Endpoint::resolve(&ProcessEnv, &config, inv.role)?;
     let dry_run = std::env::var("DRY_RUN").is_ok_and(|v| v.trim() == "1");
-    let client =
-        ChatClient::new(endpoint, RetryPolicy::from_env(), dry_run).map_err(|e| e.to_string())?;
+    let client = ChatClient::new(endpoint, RetryPolicy::from_env(), dry_run)?;
     let identity_prefix = match std::env::var("LIZA_IDENTITY")
         .ok()
         .filter(|s| !s.is_empty())
     {
-        Some(id) => Some(
-            identities::find(&project.root, &id)
-                .map_err(|e| e.to_string())?
-                .prompt_prefix,
-        ),
+        Some(id) => Some(identities::find(&project.root, &id)?.prompt_prefix),
         None => None,
     };
     let liza_dir = project.store.paths().dir.clone();
