@@ -94,7 +94,9 @@ async fn answer(
     let head = request.method() == Method::HEAD;
     let (status, body) = match (request.method(), request.uri().path()) {
         (&Method::GET | &Method::HEAD, "/metrics") => {
-            // Reading the blackboard blocks: off the connections' thread.
+            // Reading the blackboard blocks: off the connections' thread. Not through
+            // `off_runtime`, which carries a panic back to its caller: a rendering that
+            // panics answers this one scrape and leaves the server up.
             let body = tokio::task::spawn_blocking(move || render())
                 .await
                 .unwrap_or_else(|_| "# rendering the metrics failed\n".to_owned());

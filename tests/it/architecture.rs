@@ -80,8 +80,7 @@ fn dependencies(known: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<M
         r"\b(crate|(?:super::)+)(?:::)?((?:[a-z_][a-z0-9_]*::)*[a-z_][a-z0-9_]*)",
     )
     .unwrap();
-    let group = regex::Regex::new(r"use (crate|(?:super::)+)(?:::)?\{([^}]*)\}").unwrap();
-    let name = regex::Regex::new(r"[a-z_][a-z0-9_]*(?:::[a-z_][a-z0-9_]*)*").unwrap();
+    let group = regex::Regex::new(r"use (crate|(?:super::)+)(?:::)?\{").unwrap();
     let children =
         regex::Regex::new(r"(?m)^\s*(?:pub(?:\([a-z]+\))? )?mod ([a-z_][a-z0-9_]*);").unwrap();
     let mut edges = BTreeMap::new();
@@ -109,8 +108,12 @@ fn dependencies(known: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<M
             add(&c[1], &c[2]);
         }
         for c in group.captures_iter(code) {
-            for n in name.find_iter(&c[2]) {
-                add(&c[1], n.as_str());
+            let open = c.get(0).unwrap().end();
+            let Some(inner) = braced(&code[open..]) else {
+                continue;
+            };
+            for used in group_paths(inner) {
+                add(&c[1], &used);
             }
         }
         // A child module used by its relative path (`usage::wait(…)`, `use self::usage`,
@@ -130,6 +133,65 @@ fn dependencies(known: &BTreeMap<Module, String>) -> BTreeMap<Module, BTreeSet<M
         edges.insert(module.clone(), targets);
     }
     edges
+}
+
+/// The text up to the brace that closes one already open (`a, b::{c}} …` → `a, b::{c}`).
+fn braced(text: &str) -> Option<&str> {
+    let mut depth = 1;
+    for (i, c) in text.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&text[..i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The paths a `use` group names, nested groups expanded: `a::{b, c::{self, d}}, e as f`
+/// → `a::b`, `a::c`, `a::c::d`, `e`.
+fn group_paths(group: &str) -> Vec<String> {
+    let mut items = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&group[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&group[start..]);
+    let mut paths = Vec::new();
+    for item in items.iter().map(|i| i.trim()).filter(|i| !i.is_empty()) {
+        match item.split_once('{') {
+            Some((prefix, rest)) => {
+                let prefix = prefix.trim().trim_end_matches("::");
+                for inner in group_paths(braced(rest).unwrap_or(rest)) {
+                    paths.push(if inner == "self" {
+                        prefix.to_owned()
+                    } else {
+                        format!("{prefix}::{inner}")
+                    });
+                }
+            }
+            None => {
+                let path = item.split(" as ").next().unwrap_or(item).trim();
+                if path != "*" {
+                    paths.push(path.trim_end_matches("::*").to_owned());
+                }
+            }
+        }
+    }
+    paths
 }
 
 /// The groups of modules that depend on each other (Tarjan's strongly connected
@@ -458,13 +520,27 @@ fn the_layer_check_finds_an_upward_use() {
         m(&["monitor"]),
         "use crate::supervisor::Console;".to_owned(),
     );
-    let layers: BTreeMap<String, usize> = [("ops", 0), ("supervisor", 1), ("monitor", 2)]
-        .into_iter()
-        .map(|(m, l)| (m.to_owned(), l))
-        .collect();
+    // The last name of a nested group, over lines as rustfmt writes it.
+    known.insert(
+        m(&["supervisor", "run"]),
+        "use crate::{\n    ops::{f, g},\n    tmux::Pane,\n};".to_owned(),
+    );
+    known.insert(m(&["tmux"]), "fn p() {}".to_owned());
+    let layers: BTreeMap<String, usize> =
+        [("ops", 0), ("supervisor", 1), ("monitor", 2), ("tmux", 2)]
+            .into_iter()
+            .map(|(m, l)| (m.to_owned(), l))
+            .collect();
     assert_eq!(
         upward_uses(&dependencies(&known), &layers),
-        ["supervisor::policy (1) uses monitor (2)"]
+        [
+            "supervisor::policy (1) uses monitor (2)",
+            "supervisor::run (1) uses tmux (2)"
+        ]
+    );
+    assert_eq!(
+        group_paths("a::{b, c::{d, self}}, e as f, g::*"),
+        ["a::b", "a::c::d", "a::c", "e", "g"]
     );
 }
 
