@@ -134,5 +134,7 @@ impl Diagnostic for GitError {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 #[cfg(test)]
 mod tests;

@@ -4,35 +4,17 @@
 
 use std::path::Path;
 
+use super::testing::commit_file;
 use super::*;
 use liza_model::ids::TaskId;
 
 /// A repository with one commit on `main` (`a.txt`), and its path.
 fn repo() -> (tempfile::TempDir, Repo) {
     let dir = tempfile::tempdir().unwrap();
-    let inner = git2::Repository::init(dir.path()).unwrap();
-    inner.set_head("refs/heads/main").unwrap();
-    drop(inner);
+    testing::init(dir.path(), "main");
     let repo = Repo::open(dir.path()).unwrap();
     commit_file(dir.path(), "a.txt", "one\n", "first");
     (dir, repo)
-}
-
-/// Commits `path` with `text` on the checkout at `dir`'s HEAD; returns the commit.
-fn commit_file(dir: &Path, path: &str, text: &str, message: &str) -> CommitId {
-    std::fs::write(dir.join(path), text).unwrap();
-    let repo = git2::Repository::open(dir).unwrap();
-    let mut index = repo.index().unwrap();
-    index.add_path(Path::new(path)).unwrap();
-    index.write().unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = git2::Signature::now("t", "t@t").unwrap();
-    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
-    let parents: Vec<&git2::Commit<'_>> = parent.iter().collect();
-    let oid = repo
-        .commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
-        .unwrap();
-    CommitId::of_object(oid.to_string())
 }
 
 fn task(id: &str) -> TaskId {

@@ -8,6 +8,8 @@
 
 pub mod ops;
 pub mod sandbox;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 
 // The crates below, by the paths the modules here name them.
 use liza_base::{confine, error, failpoint, program, untrusted};

@@ -19,26 +19,13 @@ use super::{Console, Options, Session};
 use crate::blackboard::model::{ExecutionTimeout, SandboxConfig, SandboxMode, TaskStatus};
 use crate::blackboard::{Actor, State, TaskId};
 use crate::lifecycle::NewTask;
-use crate::ops::{self, InitRequest, Project};
+use crate::ops::{self, Project};
+use liza_git::testing::commit_file;
 
 /// A git repository with one commit and a spec, initialised as a liza project whose
 /// runs are not sandboxed (no process is started), with one task ready to claim.
 fn project(configure: impl Fn(&mut State)) -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = git2::Repository::init(dir.path()).unwrap();
-    std::fs::create_dir_all(dir.path().join("specs")).unwrap();
-    std::fs::write(dir.path().join("specs/vision.md"), "# Vision\n").unwrap();
-    commit(&repo, "specs/vision.md", "spec");
-    ops::init(InitRequest {
-        goal: "Add a --json flag".into(),
-        spec: None,
-        integration_branch: None,
-        base: None,
-        git_remote: None,
-        cwd: dir.path().to_path_buf(),
-    })
-    .unwrap();
-    let project = Project::discover(dir.path()).unwrap();
+    let (dir, project) = liza_ops::testing::project();
     project
         .store
         .transact(&Actor::Human, |tx| {
@@ -61,19 +48,6 @@ fn project(configure: impl Fn(&mut State)) -> (tempfile::TempDir, Project) {
     };
     ops::add_tasks(&project, &Actor::Human, &[task]).unwrap();
     (dir, project)
-}
-
-/// Adds `path` (already written) to the index of `repo` and commits it on HEAD.
-fn commit(repo: &git2::Repository, path: &str, message: &str) {
-    let mut index = repo.index().unwrap();
-    index.add_path(Path::new(path)).unwrap();
-    index.write().unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = git2::Signature::now("t", "t@t").unwrap();
-    let parent = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
-    let parents: Vec<&git2::Commit> = parent.iter().collect();
-    repo.commit(Some("HEAD"), &sig, &sig, message, &tree, &parents)
-        .unwrap();
 }
 
 /// What the scripted agent does once started.
@@ -117,9 +91,7 @@ impl Spawner for Scripted {
         started.push((spawn.invocation.argv.clone(), spawn.cwd.to_path_buf()));
         let (exit, output) = match self.script {
             Script::CommitAndExit { file } => {
-                std::fs::write(spawn.cwd.join(file), "fn main() {}\n")?;
-                let repo = git2::Repository::open(spawn.cwd).map_err(std::io::Error::other)?;
-                commit(&repo, file, "aider: add --json");
+                commit_file(spawn.cwd, file, "fn main() {}\n", "aider: add --json");
                 let said = format!("Applied edit to {file}\nCommit 1a2b3c4 aider: add --json\n");
                 (Some(0), said)
             }

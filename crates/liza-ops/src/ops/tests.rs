@@ -2,37 +2,10 @@
 //! of a supervisor's registration, and the checks a write goes through before its
 //! transaction.
 
-use std::path::Path;
-
 use super::*;
 use crate::blackboard::{Actor, AgentId, StoreError};
 use crate::lifecycle::{Leases, Registration};
-
-/// A git repository with one commit and a spec, initialised as a liza project.
-fn project() -> (tempfile::TempDir, Project) {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = git2::Repository::init(dir.path()).unwrap();
-    std::fs::create_dir_all(dir.path().join("specs")).unwrap();
-    std::fs::write(dir.path().join("specs/vision.md"), "# Vision\n").unwrap();
-    let mut index = repo.index().unwrap();
-    index.add_path(Path::new("specs/vision.md")).unwrap();
-    index.write().unwrap();
-    let tree = repo.find_tree(index.write_tree().unwrap()).unwrap();
-    let sig = git2::Signature::now("t", "t@t").unwrap();
-    repo.commit(Some("HEAD"), &sig, &sig, "spec", &tree, &[])
-        .unwrap();
-    init(InitRequest {
-        goal: "Add a --json flag".into(),
-        spec: None,
-        integration_branch: None,
-        base: None,
-        git_remote: None,
-        cwd: dir.path().to_path_buf(),
-    })
-    .unwrap();
-    let project = Project::discover(dir.path()).unwrap();
-    (dir, project)
-}
+use crate::testing::project;
 
 fn coder(n: u32) -> AgentId {
     AgentId::parse(&format!("coder-{n}")).unwrap()
