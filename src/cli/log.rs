@@ -86,8 +86,11 @@ pub(super) fn cmd_log(args: LogArgs, out: &Output) -> Result<i32, CliError> {
                 first = false;
             }
             Ok(_) => {}
-            Err((line, message)) => {
-                eprintln!("warning: log.yaml line {line}: unreadable entry skipped ({message})");
+            Err(item) => {
+                eprintln!(
+                    "warning: log.yaml line {}: unreadable entry skipped ({})",
+                    item.line, item.problem
+                );
             }
         })?;
     if envelope {

@@ -95,12 +95,16 @@ async fn answer(
     let (status, body) = match (request.method(), request.uri().path()) {
         (&Method::GET | &Method::HEAD, "/metrics") => {
             // Reading the blackboard blocks: off the connections' thread. Not through
-            // `off_runtime`, which carries a panic back to its caller: a rendering that
-            // panics answers this one scrape and leaves the server up.
-            let body = tokio::task::spawn_blocking(move || render())
-                .await
-                .unwrap_or_else(|_| "# rendering the metrics failed\n".to_owned());
-            (StatusCode::OK, body)
+            // `off_runtime`, which carries a panic on to its caller (here it would drop
+            // the connection unanswered): a rendering that panics answers this scrape
+            // with a 500, which Prometheus counts as a failed scrape.
+            match tokio::task::spawn_blocking(move || render()).await {
+                Ok(body) => (StatusCode::OK, body),
+                Err(_) => (
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "# rendering the metrics failed\n".to_owned(),
+                ),
+            }
         }
         (&Method::GET | &Method::HEAD, _) => (
             StatusCode::NOT_FOUND,
@@ -126,4 +130,47 @@ async fn answer(
     );
     headers.insert(CONTENT_LENGTH, HeaderValue::from(length));
     Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    fn get(addr: SocketAddr) -> String {
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        stream
+            .write_all(b"GET /metrics HTTP/1.1\r\nHost: liza\r\n\r\n")
+            .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        answer
+    }
+
+    /// A rendering that panics fails its scrape with a 500 (Prometheus marks the target
+    /// down) and the next scrape is served.
+    #[test]
+    fn a_rendering_that_panics_answers_500_and_the_server_stays_up() {
+        let calls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen = calls.clone();
+        let render: Render = Arc::new(move || {
+            if seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0 {
+                panic!("the blackboard could not be rendered");
+            }
+            "liza_tasks 1\n".to_owned()
+        });
+        let addr = serve("127.0.0.1:0".parse().unwrap(), render).unwrap();
+        let failed = get(addr);
+        assert!(failed.starts_with("HTTP/1.1 500"), "{failed}");
+        assert!(
+            failed.ends_with("# rendering the metrics failed\n"),
+            "{failed}"
+        );
+        let served = get(addr);
+        assert!(served.starts_with("HTTP/1.1 200"), "{served}");
+        assert!(served.ends_with("liza_tasks 1\n"), "{served}");
+    }
 }

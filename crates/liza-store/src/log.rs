@@ -204,8 +204,8 @@ pub struct LogRead {
     pub entries: Vec<LogEntry>,
     /// The final item was incomplete (a crash during an append); it was skipped.
     pub torn_tail: bool,
-    /// Items in the middle that could not be read, with their first line number.
-    pub unreadable: Vec<(usize, String)>,
+    /// Items in the middle that could not be read.
+    pub unreadable: Vec<UnreadableItem>,
 }
 
 /// Reads every entry of `path`; a missing file is an empty log.
@@ -219,8 +219,18 @@ pub fn read(path: &Path) -> io::Result<LogRead> {
 }
 
 /// One item of the log as [`EntryReader`] reads it: an entry, or an item in the middle
-/// that could not be read (its first line, and why).
-pub type Item = Result<LogEntry, (usize, String)>;
+/// that could not be read.
+pub type Item = Result<LogEntry, UnreadableItem>;
+
+/// An item in the middle of the log that does not read as an entry.
+#[derive(Debug, thiserror::Error)]
+#[error("line {line}: {problem}")]
+pub struct UnreadableItem {
+    /// The item's first line (1-based).
+    pub line: usize,
+    /// Why it does not read.
+    pub problem: ItemProblem,
+}
 
 /// Reads a log entry by entry, holding one item at a time — memory bounded by the
 /// largest entry, whatever the log's size (`liza log` on a log of 200 000 entries). Reads
@@ -300,7 +310,12 @@ impl<R: io::BufRead> Iterator for EntryReader<R> {
                     match parse_item(&text) {
                         Ok(Some(entry)) => return Some(Ok(entry)),
                         Ok(None) => continue,
-                        Err(problem) => return Some(Err((first, problem.to_string()))),
+                        Err(problem) => {
+                            return Some(Err(UnreadableItem {
+                                line: first,
+                                problem,
+                            }));
+                        }
                     }
                 }
                 Some(line) if starts_item(&line) => self.item = Some((self.line_no, line)),
@@ -320,7 +335,10 @@ impl<R: io::BufRead> Iterator for EntryReader<R> {
                             self.torn_tail = true;
                             None
                         }
-                        Err(problem) => Some(Err((first, problem.to_string()))),
+                        Err(problem) => Some(Err(UnreadableItem {
+                            line: first,
+                            problem,
+                        })),
                     };
                 }
             }
@@ -349,9 +367,10 @@ pub fn parse_items(bytes: &[u8], first_line: usize) -> LogRead {
                 // An incomplete last item that happens to end at a line break.
                 out.torn_tail = true;
             }
-            Err(problem) => out
-                .unreadable
-                .push((first_line + line, problem.to_string())),
+            Err(problem) => out.unreadable.push(UnreadableItem {
+                line: first_line + line,
+                problem,
+            }),
         }
     }
     out
@@ -380,10 +399,11 @@ fn split_items(text: &str) -> Vec<(usize, &str)> {
 
 /// Why a log item does not read.
 #[derive(Debug, thiserror::Error)]
-enum ItemProblem {
+pub enum ItemProblem {
     /// Not YAML: the parser's message.
     #[error("{0}")]
     Yaml(String),
+    /// YAML, but not an item of the log's list.
     #[error("not a list item")]
     NotAListItem,
     /// Not an entry: the first finding, its path and message.

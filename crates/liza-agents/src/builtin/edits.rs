@@ -96,14 +96,15 @@ pub fn apply_edits(
     checked.sort_by(|a, b| a.1.path.cmp(&b.1.path));
     let mut written = Vec::new();
     for (path, edit) in checked {
-        let unwritable = |source| NotApplied::Unwritable {
+        let unwritable = |folder, source| NotApplied::Unwritable {
             path: edit.path.clone(),
+            folder,
             source,
         };
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(unwritable)?;
+            std::fs::create_dir_all(parent).map_err(|e| unwritable(true, e))?;
         }
-        std::fs::write(&path, &edit.content).map_err(unwritable)?;
+        std::fs::write(&path, &edit.content).map_err(|e| unwritable(false, e))?;
         written.push(edit.path.trim().to_owned());
     }
     Ok(written)
@@ -116,10 +117,12 @@ pub enum NotApplied {
     #[error(transparent)]
     Refused(#[from] PathRefusal),
     /// A file (or its folder) could not be written.
-    #[error("could not write {path}: {source}")]
+    #[error("could not {} {path}: {source}", if *.folder { "create the folder of" } else { "write" })]
     Unwritable {
         /// The path as the model gave it.
         path: String,
+        /// It is the file's folder that could not be made.
+        folder: bool,
         /// What the file system said.
         #[source]
         source: std::io::Error,

@@ -497,6 +497,9 @@ enum DecisionRefused {
     /// A discovery decision without the discovery's id.
     #[error("a discovery decision needs `discovery`")]
     NoDiscovery,
+    /// `convert_discovery` whose new task has no valid id.
+    #[error("convert_discovery needs the new task")]
+    NoNewTask,
 }
 
 fn add_and_finalize(
@@ -555,7 +558,7 @@ fn discovery(ctx: &RunContext, state: &State, d: &Decision) -> Result<(), Decisi
         let task = ids
             .first()
             .and_then(|i| TaskId::parse(i).ok())
-            .ok_or(DecisionRefused::NoTasks)?;
+            .ok_or(DecisionRefused::NoNewTask)?;
         DiscoveryDecision::Convert { task }
     };
     ops::discovery(&ctx.project, &ctx.actor, id, &decision)?;

@@ -103,13 +103,10 @@ pub fn parse(text: &str, expect: Expect) -> Result<Parsed, ParseFailure> {
                     unwrapped,
                 });
             }
-            Err(found) => wrong_shape = wrong_shape.or(Some(found)),
+            Err(wrong) => wrong_shape = wrong_shape.or(Some(wrong)),
         }
     }
-    let failure = match wrong_shape {
-        Some(found) => ParseFailure::WrongShape { found },
-        None => ParseFailure::NoJson,
-    };
+    let failure = wrong_shape.unwrap_or(ParseFailure::NoJson);
     tracing::warn!(%failure, "could not read the model answer");
     Err(failure)
 }
@@ -145,7 +142,9 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn shape(value: Value, expect: Expect) -> Result<(Value, Option<&'static str>), &'static str> {
+/// `value` as `expect` asks, a list unwrapped from its object (and the key it was under);
+/// else what the value was.
+fn shape(value: Value, expect: Expect) -> Result<(Value, Option<&'static str>), ParseFailure> {
     match (expect, value) {
         (Expect::Object, v @ Value::Object(_)) => Ok((v, None)),
         (Expect::List(_), v @ Value::Array(_)) => Ok((v, None)),
@@ -155,9 +154,9 @@ fn shape(value: Value, expect: Expect) -> Result<(Value, Option<&'static str>), 
                     return Ok((map.remove(*key).unwrap_or_default(), Some(*key)));
                 }
             }
-            Err("an object")
+            Err(ParseFailure::WrongShape { found: "an object" })
         }
-        (_, v) => Err(kind(&v)),
+        (_, v) => Err(ParseFailure::WrongShape { found: kind(&v) }),
     }
 }
 

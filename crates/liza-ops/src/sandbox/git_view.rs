@@ -375,26 +375,8 @@ mod tests {
     /// A repository with a commit on `main` and task t-1's worktree.
     fn project() -> (tempfile::TempDir, Repo, TaskId, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .args(args)
-                .current_dir(dir.path())
-                .env("GIT_AUTHOR_NAME", "t")
-                .env("GIT_AUTHOR_EMAIL", "t@t")
-                .env("GIT_COMMITTER_NAME", "t")
-                .env("GIT_COMMITTER_EMAIL", "t@t")
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        };
-        git(&["init", "-q", "-b", "main"]);
-        std::fs::write(dir.path().join("a.txt"), "a\n").unwrap();
-        git(&["add", "."]);
-        git(&["commit", "-q", "-m", "one"]);
+        liza_git::testing::init(dir.path(), "main");
+        liza_git::testing::commit_file(dir.path(), "a.txt", "a\n", "one");
         let repo = Repo::open(dir.path()).unwrap();
         let task = TaskId::parse("t-1").unwrap();
         let base = repo.resolve_commit("HEAD").unwrap();
