@@ -937,9 +937,12 @@ pub fn integration_branch_problem(name: &str) -> Option<String> {
 
 fn is_branch_name(name: &str) -> bool {
     !name.is_empty()
-        && !name.starts_with(['-', '/', '.'])
+        && !name.starts_with(['-', '/'])
         && !name.ends_with(['/', '.'])
-        && !name.ends_with(".lock")
+        // git check-ref-format: no component starts with `.` or ends with `.lock`.
+        && !name
+            .split('/')
+            .any(|part| part.starts_with('.') || part.ends_with(".lock"))
         && !name.contains("..")
         && !name.contains("//")
         && !name.contains("@{")
@@ -991,7 +994,15 @@ mod tests {
 
     #[test]
     fn branch_names() {
-        for good in ["integration", "liza/integration", "int-2"] {
+        // As git 2.47's `git check-ref-format --branch` judges them.
+        for good in [
+            "integration",
+            "liza/integration",
+            "int-2",
+            "x/-y",
+            "a@b",
+            "a.b/c",
+        ] {
             assert!(is_branch_name(good), "{good}");
         }
         for bad in [
@@ -1005,7 +1016,10 @@ mod tests {
             assert!(integration_branch_problem(bad).is_some(), "{bad}");
         }
         assert_eq!(integration_branch_problem("liza/integration"), None);
-        for bad in ["", "-x", "a..b", "a b", "x.lock", "a~1", "a:b", "a/", "@"] {
+        for bad in [
+            "", "-x", "a..b", "a b", "x.lock", "a~1", "a:b", "a/", "@", "a/.b", "a.lock/b",
+            "a/.lock", ".a", "a//b",
+        ] {
             assert!(!is_branch_name(bad), "{bad}");
         }
     }
