@@ -391,21 +391,25 @@ impl Repo {
         Ok(Some(self.keep_in_attic(id, &commit_id(keep))?))
     }
 
-    /// Removes the index lock of task `id`'s worktree when no process holds it open: a
-    /// git killed mid-commit (the end of the previous run kills its whole group) left it,
-    /// and every later commit in the worktree would fail on it. Returns what it removed.
-    pub fn clear_stale_index_lock(&self, id: &TaskId) -> Option<super::locks::LockFile> {
-        let path = self
-            .common_dir()
-            .join("worktrees")
-            .join(id.as_str())
-            .join("index.lock");
-        let lock = super::locks::LockFile::inspect(&path);
-        if !lock.present() || !lock.holders.is_empty() {
-            return None;
-        }
-        std::fs::remove_file(&path).ok()?;
-        Some(lock)
+    /// Removes the locks a commit in task `id`'s worktree takes — its `index.lock` and
+    /// `HEAD.lock`, and the task branch's `refs/heads/task/<id>.lock` — that no process
+    /// holds open: a git killed mid-commit (the end of the previous run kills its whole
+    /// group) left them, and every later commit in the worktree would fail on them.
+    /// Returns what it removed.
+    pub fn clear_stale_commit_locks(&self, id: &TaskId) -> Vec<super::locks::LockFile> {
+        let common = self.common_dir();
+        let admin = common.join("worktrees").join(id.as_str());
+        let branch_lock = common.join(format!("refs/heads/{}.lock", task_branch(id)));
+        [
+            admin.join("index.lock"),
+            admin.join("HEAD.lock"),
+            branch_lock,
+        ]
+        .into_iter()
+        .map(|path| super::locks::LockFile::inspect(&path))
+        .filter(|lock| lock.present() && lock.holders.is_empty())
+        .filter(|lock| std::fs::remove_file(&lock.path).is_ok())
+        .collect()
     }
 
     /// Keeps `commit` as the next free `liza/attic/<id>-<n>`; returns the branch's name.

@@ -57,19 +57,19 @@ impl Session {
         let Some(t) = state.task(&task).cloned() else {
             return Ok(Observation::Look);
         };
-        // A git the last run's end killed mid-commit left its lock: every commit of this
-        // run would fail on it (specs/git.md *Git's locks*).
+        // A git the last run's end killed mid-commit left its locks: every commit of this
+        // run would fail on them (specs/git.md *Git's locks*).
         let id = task.clone();
         let cleared = self
             .blocking(move |project| {
                 Ok::<_, OpsError>(
                     crate::git::Repo::open(&project.root)
-                        .ok()
-                        .and_then(|repo| repo.clear_stale_index_lock(&id)),
+                        .map(|repo| repo.clear_stale_commit_locks(&id))
+                        .unwrap_or_default(),
                 )
             })
             .await?;
-        if let Some(lock) = cleared {
+        for lock in cleared {
             self.console.info(&format!(
                 "{}: removed git's stale lock {} before the run",
                 self.agent,
