@@ -396,3 +396,43 @@ fn a_stale_index_lock_in_a_worktree_is_named_with_its_file() {
     std::fs::remove_file(&lock).unwrap();
     assert!(repo.commit_all(&wt, "WIP").unwrap().is_some());
 }
+
+/// The locks a commit in a worktree takes are removed when no process holds them and they
+/// are older than the caller's quiet time; a younger one may be a live git's between
+/// closing its lock and renaming it (a hook, an editor), and is kept; one held open is
+/// kept (specs/git.md *Git's locks*).
+#[test]
+fn stale_commit_locks_are_removed_only_when_unheld_and_older_than_the_quiet_time() {
+    let (dir, repo) = repo();
+    let id = task("t-1");
+    let base = head_of(dir.path()).unwrap();
+    repo.create_task_worktree(dir.path(), &id, &base, "main", "test")
+        .unwrap();
+    let admin = repo.inner.path().join("worktrees/t-1");
+    let refs = repo.inner.path().join("refs/heads/task");
+    let locks = [
+        admin.join("index.lock"),
+        admin.join("HEAD.lock"),
+        admin.join("AUTO_MERGE.lock"),
+        refs.join("t-1.lock"),
+    ];
+    for lock in &locks {
+        std::fs::write(lock, "").unwrap();
+    }
+    let hour = std::time::Duration::from_secs(3600);
+    assert!(repo.clear_stale_commit_locks(&id, hour).is_empty());
+    assert!(locks.iter().all(|l| l.exists()));
+
+    let held = std::fs::File::open(&locks[0]).unwrap();
+    let removed = repo.clear_stale_commit_locks(&id, std::time::Duration::ZERO);
+    assert_eq!(removed.len(), 3, "{removed:?}");
+    assert!(locks[0].exists(), "a lock held open is kept");
+    assert!(locks[1..].iter().all(|l| !l.exists()));
+    drop(held);
+    assert_eq!(
+        repo.clear_stale_commit_locks(&id, std::time::Duration::ZERO)
+            .len(),
+        1
+    );
+    assert!(!locks[0].exists());
+}

@@ -391,23 +391,33 @@ impl Repo {
         Ok(Some(self.keep_in_attic(id, &commit_id(keep))?))
     }
 
-    /// Removes the locks a commit in task `id`'s worktree takes — its `index.lock` and
-    /// `HEAD.lock`, and the task branch's `refs/heads/task/<id>.lock` — that no process
-    /// holds open: a git killed mid-commit (the end of the previous run kills its whole
-    /// group) left them, and every later commit in the worktree would fail on them.
+    /// Removes the locks a commit in task `id`'s worktree takes — its `index.lock`,
+    /// `HEAD.lock` and `AUTO_MERGE.lock`, and the task branch's
+    /// `refs/heads/task/<id>.lock` — that no process holds open and that are at least
+    /// `quiet_for` old: a git killed mid-commit (the end of the previous run kills its whole
+    /// group) left them, and every later commit in the worktree would fail on them. git
+    /// closes a lock's file long before it renames it (a hook or an editor runs between),
+    /// so a lock no process holds may still be a live git's: one younger than `quiet_for`
+    /// (the time since the caller last knew no git of its own ran there) is kept.
     /// Returns what it removed.
-    pub fn clear_stale_commit_locks(&self, id: &TaskId) -> Vec<super::locks::LockFile> {
+    pub fn clear_stale_commit_locks(
+        &self,
+        id: &TaskId,
+        quiet_for: std::time::Duration,
+    ) -> Vec<super::locks::LockFile> {
         let common = self.common_dir();
         let admin = common.join("worktrees").join(id.as_str());
         let branch_lock = common.join(format!("refs/heads/{}.lock", task_branch(id)));
         [
             admin.join("index.lock"),
             admin.join("HEAD.lock"),
+            admin.join("AUTO_MERGE.lock"),
             branch_lock,
         ]
         .into_iter()
         .map(|path| super::locks::LockFile::inspect(&path))
         .filter(|lock| lock.present() && lock.holders.is_empty())
+        .filter(|lock| lock.age.is_some_and(|age| age >= quiet_for))
         .filter(|lock| std::fs::remove_file(&lock.path).is_ok())
         .collect()
     }

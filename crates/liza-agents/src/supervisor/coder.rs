@@ -59,12 +59,12 @@ impl Session {
         };
         // A git the last run's end killed mid-commit left its locks: every commit of this
         // run would fail on them (specs/git.md *Git's locks*).
-        let id = task.clone();
+        let (id, quiet_for) = (task.clone(), self.clock.now().at.since(self.quiet_since));
         let cleared = self
             .blocking(move |project| {
                 Ok::<_, OpsError>(
                     crate::git::Repo::open(&project.root)
-                        .map(|repo| repo.clear_stale_commit_locks(&id))
+                        .map(|repo| repo.clear_stale_commit_locks(&id, quiet_for))
                         .unwrap_or_default(),
                 )
             })

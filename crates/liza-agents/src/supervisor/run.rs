@@ -149,6 +149,7 @@ impl Session {
             Node::new(crate::blackboard::node::Value::Int(state.revision() as i64)),
         );
         self.last_run_end = Some(now);
+        self.quiet_since = self.clock.now().at;
         self.append_log(entry).await;
     }
 

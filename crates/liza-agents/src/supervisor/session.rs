@@ -59,6 +59,9 @@ pub struct Session {
     /// When the last agent run ended, as logged (`agent_run_ended`): alarm keys of crash
     /// loops and usage limits name it, as the watcher's rules do.
     pub(super) last_run_end: Option<crate::blackboard::Timestamp>,
+    /// Since when no agent of this supervisor has run (its start, then each run's end):
+    /// a git lock older than that is no live git's of its own (specs/git.md *Git's locks*).
+    pub(super) quiet_since: super::clock::Moment,
     /// Milliseconds from the last state change to the wake-up it caused (-1: none
     /// pending); logged as `woke` when the wake-up leads to work.
     pending_wake_us: Arc<AtomicI64>,
@@ -208,6 +211,7 @@ impl Session {
             heartbeats: Heartbeats::default(),
             stop: Stop::default(),
             memory: Memory::new(first_task, clock.now()),
+            quiet_since: clock.now().at,
             clock,
             last_output: String::new(),
             last_run_end: None,
