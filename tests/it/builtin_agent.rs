@@ -301,6 +301,35 @@ fn the_builtin_planner_plans_drafts_and_finalizes_those_whose_gates_pass() {
     );
 }
 
+/// Two decisions of one answer each add a task without an id: each gets its own (T1, T2),
+/// not the same next free id from the snapshot taken before either was applied.
+#[test]
+fn two_decisions_of_one_answer_add_two_tasks_with_their_own_ids() {
+    let repo = Repo::initialized();
+    add(&repo, "t-1", "");
+    crate::common::assert_success(&repo.liza(&["note", "all", "add a greeting and a farewell"]));
+    let task = |title: &str, file: &str| {
+        json!({"title": title, "acceptance": format!("sh {file} exits 0"),
+               "spec_ref": "specs/vision.md", "scope": file, "artifacts": [file]})
+    };
+    let decisions = json!({"decisions": [
+        {"decision": "add_task", "reason": "the note asks for a greeting",
+         "tasks": [task("Add greet.sh", "greet.sh")]},
+        {"decision": "add_task", "reason": "the note asks for a farewell",
+         "tasks": [task("Add bye.sh", "bye.sh")]}
+    ]});
+    let server = ScriptedServer::start(Script {
+        steps: vec![Step::answer(decisions.to_string())],
+    })
+    .unwrap();
+    let text = run_agent(&repo, "planner", "planner-1", &server);
+    assert!(text.contains("2 of 2 decisions applied"), "{text}");
+    let t1 = crate::common::supervision::task_of(&repo, "T1");
+    let t2 = crate::common::supervision::task_of(&repo, "T2");
+    assert_eq!(t1["paths"], json!(["greet.sh"]), "{text}\n{t1:#}");
+    assert_eq!(t2["paths"], json!(["bye.sh"]), "{text}\n{t2:#}");
+}
+
 #[test]
 fn a_planner_that_cannot_plan_raises_an_alarm_and_changes_nothing() {
     let repo = Repo::initialized();

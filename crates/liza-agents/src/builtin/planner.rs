@@ -437,6 +437,10 @@ fn apply_decisions(ctx: &RunContext, state: &State, decisions: &[Decision]) -> S
     ctx.runlog.append("plan", json!({"decisions": decisions.iter().map(|d| json!({"decision": d.kind, "task": d.task})).collect::<Vec<_>>()}));
     let mut applied = 0;
     for d in decisions {
+        // The blackboard as the decisions before this one left it: a new task's id is the
+        // next one free after theirs.
+        let fresh = ctx.project.store.snapshot().map(|s| s.state).ok();
+        let state = fresh.as_ref().unwrap_or(state);
         let task = d.task.as_deref().and_then(|t| TaskId::parse(t).ok());
         let result = match (d.kind.as_str(), &task) {
             ("unblock", Some(t)) => ops::unblock(&ctx.project, &ctx.actor, t, &d.reason, false)
