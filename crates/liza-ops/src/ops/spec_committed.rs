@@ -58,7 +58,8 @@ pub fn start_tip(root: &Path, config: &Config) -> Result<Option<CommitId>, OpsEr
 /// Where the integration branch a spec must be on is.
 #[derive(Debug, Clone, Copy)]
 pub enum Start<'a> {
-    /// `init` is about to create it at this commit.
+    /// Neither here nor on the shared remote yet: `init` is about to create it at the
+    /// commit it starts from (the `tip` the refusal names).
     NewBranch,
     /// This repository's branch.
     Local,
