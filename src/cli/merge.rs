@@ -1,5 +1,6 @@
-//! `liza merge <task>`: merge an APPROVED task into the integration branch. Exits 0 when
-//! MERGED, 1 when the merge ended INTEGRATION_FAILED (recorded on the blackboard).
+//! `liza merge [<task>]`: merge the queue of APPROVED tasks into the integration branch,
+//! batch after batch, until `<task>` is merged (or every task, without one). Exits 0 when
+//! MERGED, 1 when the merge ended otherwise (recorded on the blackboard).
 
 use super::output::Output;
 use super::progress::Progress;
@@ -9,15 +10,22 @@ use crate::ops::{self, MergeResult};
 
 #[derive(clap::Args)]
 pub(super) struct MergeArgs {
-    /// The APPROVED task to merge.
-    task: String,
+    /// The APPROVED task to merge (the queue is merged up to it); without one, the whole
+    /// queue.
+    task: Option<String>,
 }
 
 pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> {
-    let id = task_id(&args.task)?;
+    let id = args.task.as_deref().map(task_id).transpose()?;
     let (project, actor) = context()?;
     let progress = Progress::start(out.json);
-    let done = ops::merge(&project, &actor, &id, &mut |line| progress.step(line));
+    let done = ops::merge(
+        &project,
+        &actor,
+        id.as_ref(),
+        ops::MergeWait::Wait,
+        &mut |line| progress.step(line),
+    );
     progress.finish();
     let done = done?;
     for r in &done.value.recovered {
@@ -28,7 +36,33 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
             );
         }
     }
-    match &done.value.result {
+    if !out.json {
+        for t in done
+            .value
+            .tasks
+            .iter()
+            .filter(|t| Some(&t.task) != id.as_ref())
+        {
+            eprintln!("liza: {}: {}", t.task, describe(&t.result));
+        }
+    }
+    let Some(id) = id else {
+        let failed = done
+            .value
+            .tasks
+            .iter()
+            .filter(|t| !matches!(t.result, MergeResult::Merged { .. }))
+            .count();
+        show(out, &done, |_| {
+            format!(
+                "the merge queue is merged: {} task(s) ended, {failed} of them not merged\n",
+                done.value.tasks.len()
+            )
+        })?;
+        return Ok(if failed == 0 { EXIT_OK } else { 1 });
+    };
+    let result = done.value.result.clone().unwrap_or(MergeResult::Queued);
+    match &result {
         MergeResult::Merged {
             merge_commit,
             merge_type,
@@ -41,6 +75,18 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
                 )
             })?;
             Ok(EXIT_OK)
+        }
+        MergeResult::Queued => {
+            let err = CliError::refused(format!("task {id} is still in the merge queue"))
+                .with_hint("another merge is running; `liza status` shows the queue");
+            let text = || format!("task {id} still queued\n");
+            Ok(out.fail_with_result(transition_json(&done), &err, text))
+        }
+        MergeResult::Withdrawn { reason } => {
+            let err = CliError::refused(format!("task {id} is not merged: {reason}"))
+                .with_hint("a reviewer reviews the branch as it is now; to merge what was approved, reset the branch to the approved commit (keep the later commits on another branch first)");
+            let text = || format!("task {id} READY_FOR_REVIEW: {reason}\n");
+            Ok(out.fail_with_result(transition_json(&done), &err, text))
         }
         MergeResult::NothingToMerge => {
             let err = CliError::refused(format!(
@@ -87,5 +133,22 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
             };
             Ok(out.fail_with_result(transition_json(&done), &err, text))
         }
+    }
+}
+
+/// One line for a task another's merge ended.
+fn describe(result: &MergeResult) -> String {
+    match result {
+        MergeResult::Merged {
+            merge_type,
+            merge_commit,
+            ..
+        } => format!("MERGED ({merge_type} {merge_commit})"),
+        MergeResult::IntegrationFailed { kind, reason, .. } => {
+            format!("INTEGRATION_FAILED ({kind}): {reason}")
+        }
+        MergeResult::NothingToMerge => "BLOCKED: nothing of it reaches integration".into(),
+        MergeResult::Withdrawn { reason } => format!("READY_FOR_REVIEW: {reason}"),
+        MergeResult::Queued => "still queued".into(),
     }
 }

@@ -231,9 +231,12 @@ fn a_clean_fast_forward_publishes_the_approved_commit_and_leaves_the_main_checko
 fn a_merge_commit_is_built_when_integration_moved_since_the_claim() {
     let team = Team::new(None);
     let before = main_checkout(&team.repo);
-    let first = team.approved("t-1", "coder-1", &[("report.txt", "json\n")]);
-    let second = team.approved("t-2", "coder-2", &[("totals.txt", "totals\n")]);
+    // Both claimed on one base; t-2 approved only once t-1 is merged.
+    team.work("t-1", "coder-1", &[("report.txt", "json\n")]);
+    team.work("t-2", "coder-2", &[("totals.txt", "totals\n")]);
+    let first = team.approve("t-1", "coder-1");
     assert_eq!(team.merge("t-1").0, 0);
+    let second = team.approve("t-2", "coder-2");
     let (code, value) = team.merge("t-2");
     assert_eq!(code, 0, "{value}");
     assert_eq!(value["merge_type"], "merge-commit");
@@ -261,9 +264,11 @@ fn a_merge_commit_is_built_when_integration_moved_since_the_claim() {
 fn a_conflict_fails_integration_and_an_integration_fix_resolves_it() {
     let team = Team::new(None);
     let before = main_checkout(&team.repo);
-    team.approved("t-1", "coder-1", &[("report.txt", "one\n")]);
-    team.approved("t-2", "coder-2", &[("report.txt", "two\n")]);
+    team.work("t-1", "coder-1", &[("report.txt", "one\n")]);
+    team.work("t-2", "coder-2", &[("report.txt", "two\n")]);
+    team.approve("t-1", "coder-1");
     assert_eq!(team.merge("t-1").0, 0);
+    team.approve("t-2", "coder-2");
     let tip = team.integration();
 
     let (code, value) = team.merge("t-2");
@@ -729,21 +734,33 @@ fn a_worktree_or_branch_deleted_by_hand_loses_no_commit() {
             .contains(&second)
     );
 
-    // Commits made after the approval are refused, not merged; the branch keeps them.
+    // Commits made after the approval are not merged: the task goes back to review with
+    // the branch as it is now, and the branch keeps them.
     let approved = team.approved("t-3", "coder-3", &[("c.txt", "c\n")]);
     let later = team.commit("t-3", &[("c.txt", "changed after approval\n")]);
-    let before = team.repo.files();
-    let out = team.repo.liza(&["merge", "t-3"]);
-    assert_exit(&out, 1);
-    assert!(stderr(&out).contains("[branch-moved]"), "{}", stderr(&out));
-    assert_eq!(before, team.repo.files(), "the refusal changed files");
+    let tip = team.integration();
+    let (code, value) = team.merge("t-3");
+    assert_eq!(code, 1, "{value}");
+    assert_eq!(value["status"], "READY_FOR_REVIEW", "{value}");
+    assert!(
+        value["reason"].as_str().unwrap().contains(&approved[..12]),
+        "{value}"
+    );
+    assert_eq!(team.integration(), tip, "nothing was published");
     assert_eq!(team.repo.git(&["rev-parse", "task/t-3"]).trim(), later);
-    // The person keeps the later work on a branch of their own and merges what was reviewed.
-    team.repo.git(&["branch", "after-approval", &later]);
-    team.repo
-        .git_in(&team.worktree("t-3"), &["reset", "-q", "--keep", &approved]);
+    let task = team.task("t-3");
+    assert_eq!(task["status"], "READY_FOR_REVIEW");
+    assert_eq!(task["review_commit"], later.as_str());
+    assert!(task["approved_by"].is_null() && task["merge_intent"].is_null());
+    assert_eq!(team.log_entry("approval_withdrawn", "t-3")["agent"], "liza");
+    // Reviewed again, the branch as it is is merged.
+    assert_success(&team.repo.liza(&["claim-review", "t-3", "code-reviewer-1"]));
+    assert_success(&team.repo.liza_env(
+        &team.env("code-reviewer-1"),
+        &["submit-verdict", "t-3", "approve", "--commit", &later],
+    ));
     assert_eq!(team.merge("t-3").0, 0);
-    assert_eq!(team.integration(), approved);
+    assert_eq!(team.integration(), later);
 }
 
 #[test]
@@ -1126,8 +1143,9 @@ fn a_rewound_integration_is_named_and_nothing_is_published_on_top_until_accepted
     let base = team.integration();
     team.approved("t-1", "coder-1", &[("one.txt", "one\n")]);
     team.approved("t-2", "coder-2", &[("two.txt", "two\n")]);
+    // One batch merges both.
     assert_eq!(team.merge("t-1").0, 0);
-    assert_eq!(team.merge("t-2").0, 0);
+    assert_eq!(team.task("t-2")["status"], "MERGED");
     let t1 = team.task("t-1")["merge_commit"]
         .as_str()
         .unwrap()

@@ -17,19 +17,56 @@ pub fn integration_worktree_dir(root: &Path) -> PathBuf {
     root.join(".worktrees").join(INTEGRATION_WORKTREE)
 }
 
+/// The name of integration worktree `slot`: `_integration` for the first batch in flight,
+/// `_integration-<n>` (n ≥ 2) for the others (specs/git.md *A batch*).
+pub(crate) fn slot_name(slot: usize) -> String {
+    if slot == 0 {
+        INTEGRATION_WORKTREE.to_owned()
+    } else {
+        format!("{INTEGRATION_WORKTREE}-{}", slot + 1)
+    }
+}
+
+/// Whether `name` (under `.worktrees/`) is one of the integration worktrees.
+pub(crate) fn is_integration_name(name: &str) -> bool {
+    name == INTEGRATION_WORKTREE
+        || name
+            .strip_prefix(INTEGRATION_WORKTREE)
+            .and_then(|n| n.strip_prefix('-'))
+            .and_then(|n| n.parse::<usize>().ok())
+            .is_some_and(|n| n >= 2 && slot_name(n - 1) == name)
+}
+
+/// The directory of integration worktree `slot` (0: `.worktrees/_integration`).
+pub fn integration_slot_dir(root: &Path, slot: usize) -> PathBuf {
+    root.join(".worktrees").join(slot_name(slot))
+}
+
 impl Repo {
     /// Checks out `commit` (detached) in the integration worktree, creating it if needed.
     /// Files from an earlier candidate that are not ignored are removed; ignored build
     /// output stays so incremental builds stay fast.
     pub fn checkout_integration(&self, root: &Path, commit: &str) -> Result<PathBuf, GitError> {
-        let dir = integration_worktree_dir(root);
+        self.checkout_integration_slot(root, 0, commit)
+    }
+
+    /// [`Repo::checkout_integration`] in integration worktree `slot`, for a batch checked
+    /// beside another.
+    pub fn checkout_integration_slot(
+        &self,
+        root: &Path,
+        slot: usize,
+        commit: &str,
+    ) -> Result<PathBuf, GitError> {
+        let name = slot_name(slot);
+        let dir = root.join(".worktrees").join(&name);
         let valid = dir.join(".git").exists()
             && self
                 .inner
-                .find_worktree(INTEGRATION_WORKTREE)
+                .find_worktree(&name)
                 .is_ok_and(|w| w.validate().is_ok());
         if !valid {
-            self.create_integration_worktree(&dir, commit)?;
+            self.create_integration_worktree(&name, &dir, commit)?;
         }
         let repo = super::worktree::open_checkout(&dir).map_err(git2_err(format!(
             "open the integration worktree {}",
@@ -61,8 +98,13 @@ impl Repo {
 
     /// libgit2 adds worktrees on a branch only: add it on a short-lived branch, detach it,
     /// delete the branch. A leftover directory is liza's own scratch space and is removed.
-    fn create_integration_worktree(&self, dir: &Path, commit: &str) -> Result<(), GitError> {
-        if let Ok(wt) = self.inner.find_worktree(INTEGRATION_WORKTREE) {
+    fn create_integration_worktree(
+        &self,
+        name: &str,
+        dir: &Path,
+        commit: &str,
+    ) -> Result<(), GitError> {
+        if let Ok(wt) = self.inner.find_worktree(name) {
             wt.prune(Some(
                 git2::WorktreePruneOptions::new()
                     .valid(true)
@@ -86,7 +128,11 @@ impl Repo {
             fs::create_dir_all(parent).map_err(io("create"))?;
         }
         let target = oid(commit)?;
-        let temporary = "liza/integration-worktree";
+        let temporary = format!(
+            "liza/integration-worktree{}",
+            &name[INTEGRATION_WORKTREE.len()..]
+        );
+        let temporary = temporary.as_str();
         if self.branch_tip(temporary)?.is_some() {
             self.delete_branch(temporary)?;
         }
@@ -99,7 +145,7 @@ impl Repo {
         options.reference(Some(branch.get()));
         let added = self
             .inner
-            .worktree(INTEGRATION_WORKTREE, dir, Some(&options))
+            .worktree(name, dir, Some(&options))
             .map_err(git2_err("create the integration worktree"))
             .and_then(|_| {
                 git2::Repository::open(dir)

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::Path;
 
 use super::GitError;
-use super::integration_worktree::INTEGRATION_WORKTREE;
+use super::integration_worktree::is_integration_name;
 use super::repo::{Repo, git2_err};
 
 /// Names found under `.worktrees/` and `task/*`, liza's own `_integration` and `_attic`
@@ -30,7 +30,7 @@ impl Inventory {
 }
 
 fn ours(name: &str) -> bool {
-    name == INTEGRATION_WORKTREE || name == "_attic"
+    is_integration_name(name) || name == "_attic"
 }
 
 impl Repo {

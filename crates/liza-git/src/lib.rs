@@ -13,6 +13,7 @@ mod integration_worktree;
 mod inventory;
 pub mod locks;
 mod merge;
+mod preserved;
 mod private_store;
 mod remote;
 mod repo;
@@ -20,8 +21,9 @@ mod sandbox_config;
 mod worktree;
 
 pub use discover::find_project_root;
-pub use integration_worktree::integration_worktree_dir;
+pub use integration_worktree::{integration_slot_dir, integration_worktree_dir};
 pub use merge::{Candidate, Published, WorktreeMerge};
+pub use preserved::Presence;
 pub use private_store::{BranchSync, Imported};
 pub use remote::{Lease, Pushed, Remote};
 pub use repo::Repo;

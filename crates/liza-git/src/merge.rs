@@ -315,7 +315,7 @@ impl Repo {
 }
 
 /// The paths with conflicts in a merged index, each once.
-fn conflict_paths(index: &git2::Index) -> Result<Vec<String>, GitError> {
+pub(super) fn conflict_paths(index: &git2::Index) -> Result<Vec<String>, GitError> {
     let mut paths: Vec<String> = Vec::new();
     let conflicts = index
         .conflicts()

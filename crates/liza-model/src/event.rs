@@ -51,6 +51,9 @@ events! {
     Amended => "amended",
     /// `anomaly`: an agent reported an anomaly.
     Anomaly => "anomaly",
+    /// `approval_withdrawn`: the task branch moved after its approval; the task went back
+    /// to review instead of being merged.
+    ApprovalWithdrawn => "approval_withdrawn",
     /// `approved`: a reviewer approved a task.
     Approved => "approved",
     /// `archived`: terminal tasks were moved to `archive/<sprint>.yaml`.

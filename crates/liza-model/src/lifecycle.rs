@@ -19,6 +19,7 @@ pub mod context;
 pub mod idle;
 pub mod leases;
 pub mod limits;
+pub mod merge_queue;
 pub mod merging;
 pub mod planner_moves;
 pub mod planner_triggers;
@@ -41,9 +42,10 @@ pub use claims::{
 pub use context::{Outcome, Who};
 pub use leases::{LeaseKey, LeaseWatch, Leases};
 pub use limits::{RunStart, iteration_limit, start_run};
+pub use merge_queue::merge_queue;
 pub use merging::{
     MergeFailure, MergeRecord, MergeStart, begin_merge, drop_merge_intent, integration_failed,
-    merged, nothing_to_merge, set_merge_candidate,
+    merged, nothing_to_merge, set_merge_candidate, withdraw_approval,
 };
 pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
 pub use planner_triggers::{Trigger, TriggerKind, acknowledge, planner_triggers};

@@ -60,14 +60,27 @@ impl Session {
         let id = task.clone();
         let merged = self
             .write(move |project, actor| {
-                ops::merge(project, actor, &id, &mut |line| {
-                    console.info(&format!("merge {id}: {line}"))
-                })
+                ops::merge(
+                    project,
+                    actor,
+                    Some(&id),
+                    ops::MergeWait::Leave,
+                    &mut |line| console.info(&format!("merge {id}: {line}")),
+                )
             })
             .await;
         match merged {
             Ok(done) => {
-                match &done.value.result {
+                for other in done.value.tasks.iter().filter(|t| t.task != task) {
+                    self.console.info(&format!(
+                        "{}: merged with {task}'s batch: {:?}",
+                        other.task, other.result
+                    ));
+                }
+                let Some(result) = &done.value.result else {
+                    return Observation::MergeEnded { task, ran: false };
+                };
+                match result {
                     MergeResult::Merged {
                         merge_commit,
                         merge_type,
@@ -82,6 +95,15 @@ impl Session {
                     MergeResult::NothingToMerge => self.console.info(&format!(
                         "{task}: BLOCKED: nothing of it reaches integration; the planner decides"
                     )),
+                    MergeResult::Withdrawn { reason } => self
+                        .console
+                        .info(&format!("{task}: back to review: {reason}")),
+                    MergeResult::Queued => {
+                        self.console.info(&format!(
+                            "{task}: in the merge queue; another merge is running"
+                        ));
+                        return Observation::MergeEnded { task, ran: false };
+                    }
                 }
                 Observation::MergeEnded { task, ran: true }
             }

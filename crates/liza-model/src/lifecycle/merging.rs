@@ -40,6 +40,8 @@ pub struct MergeRecord {
     pub drift_commits: u64,
     /// The compare-and-swap found integration moved this many times.
     pub retries: u32,
+    /// How many tasks its batch held (1: merged alone).
+    pub batch: usize,
 }
 
 /// Records `merge_intent` on an APPROVED task before the merge's git work: `approved` is
@@ -188,6 +190,7 @@ pub fn merged(
     );
     release_agent(state, coder.as_ref(), id);
     release_agent(state, reviewer.as_ref(), id);
+    super::merge_queue::dequeue(state, id);
     let mut outcome = Outcome::default();
     outcome.event(
         row.event,
@@ -200,6 +203,9 @@ pub fn merged(
     outcome.field("drift_commits", Field::Int(drift));
     if merge.retries > 0 {
         outcome.field("publish_retries", Field::Int(i64::from(merge.retries)));
+    }
+    if merge.batch > 1 {
+        outcome.field("batch", Field::Int(merge.batch as i64));
     }
     Ok(outcome)
 }
@@ -250,6 +256,7 @@ pub fn nothing_to_merge(
         &[("reason", text(reason.clone()))],
     );
     release_agent(state, coder.as_ref(), id);
+    super::merge_queue::dequeue(state, id);
     let mut outcome = Outcome::default();
     outcome.event(row.event, "liza", Some(id), Some(reason));
     Ok(outcome)
@@ -288,6 +295,7 @@ pub fn integration_failed(
         fields.push(("log", text(log.clone())));
     }
     history(t, now, row.event, "liza", &fields);
+    super::merge_queue::dequeue(state, id);
     let mut outcome = Outcome::default();
     let detail = match (failure.paths.is_empty(), failure.reason.is_empty()) {
         (false, _) => format!("{}: {}", failure.kind.as_str(), failure.paths.join(", ")),
@@ -299,5 +307,57 @@ pub fn integration_failed(
     if let Some(log) = &failure.log {
         outcome.field("log", Field::Text(log.clone()));
     }
+    Ok(outcome)
+}
+
+/// APPROVED → READY_FOR_REVIEW: the task branch moved after the approval (a commit, a
+/// reset, a rewrite, a force push), so what would be merged is not what was reviewed
+/// (specs/git.md *A batch*). `head` is where the branch points now; it is what the next
+/// review judges.
+pub fn withdraw_approval(
+    state: &mut State,
+    id: &TaskId,
+    head: &CommitId,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    let t = task(state, id)?;
+    let row = row(Command::WithdrawApproval, Some(t.status), Kind::Supervisor)?;
+    let approved = t.review_commit.clone();
+    let reviewer = t.approved_by.clone();
+    let reason = format!(
+        "{} moved from the approved {} to {head} after the approval: what would be merged was not reviewed",
+        format_args!("task/{id}"),
+        approved
+            .as_ref()
+            .map_or("(none)".to_owned(), |c| c.to_string()),
+    );
+    let t = task_mut(state, id);
+    t.approved_by = None;
+    t.merge_intent = None;
+    t.reviewing_by = None;
+    t.review_lease_expires = None;
+    t.review_commit = Some(head.clone());
+    set_status(t, TaskStatus::ReadyForReview, now);
+    let mut fields = vec![
+        ("reason", text(reason.clone())),
+        ("commit", text(head.to_string())),
+    ];
+    if let Some(approved) = &approved {
+        fields.push(("approved_commit", text(approved.to_string())));
+    }
+    history(t, now, row.event, "liza", &fields);
+    super::merge_queue::dequeue(state, id);
+    let mut outcome = Outcome::default();
+    outcome.event(
+        row.event,
+        "liza",
+        Some(id),
+        Some(format!(
+            "{reason}{}",
+            reviewer
+                .map(|r| format!(" (approved by {r})"))
+                .unwrap_or_default()
+        )),
+    );
     Ok(outcome)
 }

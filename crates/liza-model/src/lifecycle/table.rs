@@ -91,6 +91,8 @@ pub enum Command {
     Merge,
     /// APPROVED → BLOCKED: merging it would change nothing on integration.
     NothingToMerge,
+    /// APPROVED → READY_FOR_REVIEW: the task branch moved after the approval.
+    WithdrawApproval,
     /// `merge` conflicted or its checks failed: APPROVED → INTEGRATION_FAILED.
     IntegrationFailed,
     /// `reassign`: BLOCKED, REJECTED, INTEGRATION_FAILED or CLAIMED → UNCLAIMED.
@@ -126,7 +128,10 @@ impl Command {
             Command::VoidVerdict => "void verdict",
             Command::ReviewDeadlock => "review deadlock block",
             Command::Block => "block",
-            Command::Merge | Command::IntegrationFailed | Command::NothingToMerge => "merge",
+            Command::Merge
+            | Command::IntegrationFailed
+            | Command::NothingToMerge
+            | Command::WithdrawApproval => "merge",
             Command::Reassign => "reassign",
             Command::Unblock => "unblock",
             Command::Rescope => "rescope",
@@ -293,6 +298,13 @@ pub const ROWS: &[Row] = &[
         to: Some(Blocked),
         actors: &[S],
         event: EventKind::Blocked,
+    },
+    Row {
+        command: Command::WithdrawApproval,
+        from: &[Approved],
+        to: Some(ReadyForReview),
+        actors: &[S],
+        event: EventKind::ApprovalWithdrawn,
     },
     Row {
         command: Command::IntegrationFailed,

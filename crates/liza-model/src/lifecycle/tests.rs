@@ -214,6 +214,7 @@ fn merge_record() -> MergeRecord {
         merge_type: "fast-forward".into(),
         drift_commits: 2,
         retries: 0,
+        batch: 1,
     }
 }
 

@@ -272,6 +272,7 @@ pub fn verdict(
                 reviewer.as_str(),
                 &[("commit", text(review_commit.to_string()))],
             );
+            super::merge_queue::enqueue(state, id);
             outcome.event(
                 row.event,
                 reviewer.as_str(),

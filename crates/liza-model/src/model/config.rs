@@ -341,6 +341,25 @@ record!(JournalKeep {
     opt bytes: "bytes",
 });
 
+/// `config.merge`: the merge queue (specs/git.md *Merge*).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MergeConfig {
+    /// Tasks checked together in one batch (default 8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_batch: Option<i64>,
+    /// Batches in flight at once, each on top of the one before (default 2; 1: no
+    /// speculation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_batches: Option<i64>,
+    /// Keys liza does not know, kept as written.
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(MergeConfig {
+    opt max_batch: "max_batch",
+    opt parallel_batches: "parallel_batches",
+});
+
 /// `config`: the settings of specs/blackboard.md *config*. Every key is optional; the
 /// accessors give the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -433,6 +452,9 @@ pub struct Config {
     /// How agents and checks are confined (specs/sandbox.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxConfig>,
+    /// The merge queue's batches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge: Option<MergeConfig>,
     /// Keys liza does not know, kept as written; the validator warns about them, v0.1's
     /// unused keys ([`LEGACY_CONFIG_KEYS`]) aside.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
@@ -467,6 +489,7 @@ record!(Config {
     opt journal_keep: "journal_keep",
     opt archive_after: "archive_after",
     opt sandbox: "sandbox",
+    opt merge: "merge",
 });
 
 /// A positive setting read with its default: out-of-range values are reported by the
@@ -477,7 +500,7 @@ fn positive(value: Option<i64>, default: i64) -> i64 {
 
 impl Config {
     /// The integer settings with their allowed minimum, for the validator.
-    pub fn integer_settings(&self) -> [(&'static str, Option<i64>, i64); 14] {
+    pub fn integer_settings(&self) -> [(&'static str, Option<i64>, i64); 16] {
         [
             ("archive_after", self.archive_after, 1),
             ("max_coder_iterations", self.max_coder_iterations, 1),
@@ -500,6 +523,16 @@ impl Config {
                 "journal_keep.bytes",
                 self.journal_keep.as_ref().and_then(|j| j.bytes),
                 1024,
+            ),
+            (
+                "merge.max_batch",
+                self.merge.as_ref().and_then(|m| m.max_batch),
+                1,
+            ),
+            (
+                "merge.parallel_batches",
+                self.merge.as_ref().and_then(|m| m.parallel_batches),
+                1,
             ),
         ]
     }
@@ -540,6 +573,16 @@ impl Config {
             .as_deref()
             .filter(|b| !b.is_empty())
             .unwrap_or("integration")
+    }
+
+    /// `merge.max_batch` when positive, else its default 8.
+    pub fn max_batch(&self) -> usize {
+        positive(self.merge.as_ref().and_then(|m| m.max_batch), 8) as usize
+    }
+
+    /// `merge.parallel_batches` when positive, else its default 2.
+    pub fn parallel_batches(&self) -> usize {
+        positive(self.merge.as_ref().and_then(|m| m.parallel_batches), 2) as usize
     }
 
     /// Seconds to wait for the state lock (humans' commands; supervisors wait longer).

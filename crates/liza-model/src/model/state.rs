@@ -49,6 +49,9 @@ pub struct State {
     /// liza's index of the tasks moved to `archive/`: `{status, sprint}` by task id.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived: Option<IdMap<TaskId, ArchivedTask>>,
+    /// The merge queue's order: task ids (specs/git.md *The queue*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_queue: Option<Vec<TaskId>>,
     /// The settings; missing keys take defaults.
     pub config: Config,
     /// Every other top-level key, kept as written: liza's `past_sprints` and `past_goals`,
@@ -70,6 +73,7 @@ record!(State missing = (Some(1), "top-level-key") {
     req sprint: "sprint",
     opt circuit_breaker: "circuit_breaker",
     opt archived: "archived",
+    opt merge_queue: "merge_queue",
     req config: "config",
 });
 
@@ -96,6 +100,7 @@ impl State {
             sprint: Sprint::start("sprint-1".into(), "goal-1", now),
             circuit_breaker: None,
             archived: None,
+            merge_queue: None,
             config: Config {
                 integration_branch: Some(branch.to_owned()),
                 ..Default::default()

@@ -19,6 +19,8 @@ pub(super) struct IntegrationLock {
     file: File,
     path: PathBuf,
     holder: String,
+    /// The process groups of the checks running now, by integration worktree slot.
+    checks: std::collections::BTreeMap<usize, i32>,
 }
 
 /// Whether a merge holds the integration lock right now (for `liza doctor`; never waits).
@@ -91,23 +93,32 @@ impl IntegrationLock {
             Err(TryLockError::Error(e)) => return Err(io("lock")(e)),
         }
         let previous = read_holder(&mut file);
-        if let Some(group) = field(&previous, "check_pgid").and_then(|p| p.parse::<i32>().ok())
-            && group > 1
-            && runs_in(group, integration_dir)
-            && killpg(Pid::from_raw(group), Signal::SIGKILL).is_ok()
-        {
-            tracing::warn!(
-                pgid = group,
-                "stopped the check of an interrupted merge that was still running"
-            );
+        // The checks of a merger that died: each ran in an integration worktree (the
+        // slots are `.worktrees/_integration` and `.worktrees/_integration-<n>`; task ids
+        // never start with `_`).
+        for group in fields(&previous, "check_pgid").filter_map(|p| p.parse::<i32>().ok()) {
+            if group > 1
+                && runs_in_integration(group, integration_dir)
+                && killpg(Pid::from_raw(group), Signal::SIGKILL).is_ok()
+            {
+                tracing::warn!(
+                    pgid = group,
+                    "stopped the check of an interrupted merge that was still running"
+                );
+            }
         }
         let holder = format!(
             "pid={}\ntask={task}\nsince={}\n",
             std::process::id(),
             Timestamp::now()
         );
-        let mut lock = IntegrationLock { file, path, holder };
-        lock.write(None)?;
+        let mut lock = IntegrationLock {
+            file,
+            path,
+            holder,
+            checks: Default::default(),
+        };
+        lock.write()?;
         Ok(Some(lock))
     }
 
@@ -120,16 +131,21 @@ impl IntegrationLock {
         Self::take(store, task, integration_dir, &mut |_| {}, false)
     }
 
-    /// Records the process group of the check now running (`None` when it ended).
-    pub(super) fn record_check(&mut self, pgid: Option<i32>) {
-        if let Err(e) = self.write(pgid) {
+    /// Records the process group of the check now running in integration worktree
+    /// `slot` (`None` when it ended).
+    pub(super) fn record_check(&mut self, slot: usize, pgid: Option<i32>) {
+        match pgid {
+            Some(pgid) => self.checks.insert(slot, pgid),
+            None => self.checks.remove(&slot),
+        };
+        if let Err(e) = self.write() {
             tracing::warn!(error = %e, "could not record the running check in the integration lock");
         }
     }
 
-    fn write(&mut self, pgid: Option<i32>) -> Result<(), OpsError> {
+    fn write(&mut self) -> Result<(), OpsError> {
         let mut text = self.holder.clone();
-        if let Some(pgid) = pgid {
+        for pgid in self.checks.values() {
             text.push_str(&format!("check_pgid={pgid}\n"));
         }
         let result = self
@@ -151,16 +167,35 @@ impl Drop for IntegrationLock {
     /// A clean release leaves no check recorded (the file itself stays: locks are never
     /// deleted, so no two processes can lock different files of the same name).
     fn drop(&mut self) {
-        let _ = self.write(None);
+        self.checks.clear();
+        let _ = self.write();
     }
 }
 
-/// Whether process `pid` still runs inside `dir` (a recorded process group id may have
-/// been reused by an unrelated process since).
-fn runs_in(pid: i32, dir: &Path) -> bool {
-    let cwd = std::fs::read_link(format!("/proc/{pid}/cwd"));
-    let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
-    cwd.is_ok_and(|cwd| cwd.starts_with(&dir))
+/// Whether process `pid` still runs inside an integration worktree — `integration_dir` or
+/// one of its numbered siblings (a recorded process group id may have been reused by an
+/// unrelated process since).
+fn runs_in_integration(pid: i32, integration_dir: &Path) -> bool {
+    let Ok(cwd) = std::fs::read_link(format!("/proc/{pid}/cwd")) else {
+        return false;
+    };
+    let dir =
+        std::fs::canonicalize(integration_dir).unwrap_or_else(|_| integration_dir.to_path_buf());
+    let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+        return false;
+    };
+    cwd.strip_prefix(parent)
+        .ok()
+        .and_then(|rest| rest.components().next())
+        .is_some_and(|first| {
+            let first = first.as_os_str().to_string_lossy();
+            let name = name.to_string_lossy();
+            first == name
+                || first
+                    .strip_prefix(name.as_ref())
+                    .and_then(|n| n.strip_prefix('-'))
+                    .is_some_and(|n| n.parse::<usize>().is_ok())
+        })
 }
 
 fn read_holder(file: &mut File) -> String {
@@ -171,8 +206,12 @@ fn read_holder(file: &mut File) -> String {
     text
 }
 
-fn field<'t>(text: &'t str, key: &str) -> Option<&'t str> {
+fn field<'t>(text: &'t str, key: &'t str) -> Option<&'t str> {
+    fields(text, key).next()
+}
+
+fn fields<'t>(text: &'t str, key: &'t str) -> impl Iterator<Item = &'t str> {
     text.lines()
-        .find_map(|l| l.strip_prefix(key)?.strip_prefix('='))
+        .filter_map(move |l| l.strip_prefix(key)?.strip_prefix('='))
         .map(str::trim)
 }

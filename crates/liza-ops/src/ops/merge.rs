@@ -1,45 +1,59 @@
-//! `liza merge <task>` (specs/git.md *Merge*): run by the reviewer's supervisor after approval,
-//! by people on the CLI. Under the integration lock for its whole length (merges run one
-//! after the other); the state lock only for the short transactions: record
-//! `merge_intent`, record the candidate, and MERGED or INTEGRATION_FAILED. The git work
-//! and the checks run outside it. Interrupted merges are recovered first.
+//! `liza merge [<task>]` and the reviewer's merges (specs/git.md *Merge*): the merge queue,
+//! drained batch after batch under the integration lock. Each round builds its batches
+//! (`merge_batch`), records their candidates, checks them side by side
+//! (`merge_round`), and publishes what passed in one compare-and-swap; the schedule
+//! (`merge_plan`) decides what is bisected and what is checked again. The state lock is
+//! held only for the short transactions; git and the checks run outside it. Interrupted
+//! merges are recovered first.
 
-use crate::blackboard::State;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
 use serde::Serialize;
 
 use super::integration_lock::IntegrationLock;
-use super::merge_checks::{MergeChecks, Verdict};
+use super::merge_batch::{LeftOut, Member, Merged, build, first_lost};
 use super::merge_outcome::{Committed, drift, finish_merged, short};
-use super::merge_recovery::{Recovery, RecoveryAction, merged_result, recover_locked};
+use super::merge_plan::{Schedule, Unit, UnitVerdict};
+use super::merge_recovery::{Recovery, recover_locked};
+use super::merge_round::{Checked, check_round};
 use super::task_lock::TaskLock;
-use super::{
-    Authority, OpsError, Project, Transition, dry_run, still_current, supervisor_only, transition,
-};
-use crate::blackboard::model::{CommitId, FailureKind};
+use super::{OpsError, Project, Transition, still_current, supervisor_only};
+use crate::blackboard::model::{CommitId, FailureKind, State, TaskStatus};
 use crate::blackboard::{Actor, TaskId};
 use crate::failpoint;
-use std::time::Duration;
-
-use crate::git::{
-    Candidate, GitError, Published, Repo, SavedWork, integration_worktree_dir, task_branch,
-};
-use crate::lifecycle::{self, MergeFailure, MergeRecord, MergeStart, Refusal, RuleId};
+use crate::git::{GitError, Published, Repo, SavedWork, integration_worktree_dir, task_branch};
+use crate::lifecycle::{self, MergeFailure, MergeRecord, RuleId};
 
 pub use super::merge_outcome::MergeResult;
 
-/// How many times a merge goes back to build a new candidate when integration moved
-/// under it before it gives up.
+/// How many times a task goes back to be built on a new tip when integration moved under
+/// its batch before it gives up.
 pub const PUBLISH_RETRIES: u32 = 3;
+
+/// Whether a merger waits for another that holds the integration lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MergeWait {
+    /// Wait, then merge (a person's `liza merge`).
+    Wait,
+    /// Leave the queue to the merger at work (a reviewer's supervisor: it reviews
+    /// meanwhile).
+    Leave,
+}
 
 /// What `liza merge` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct MergeReport {
-    /// The task merged, or not.
-    pub task: TaskId,
-    /// How it ended.
+    /// The task asked for, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskId>,
+    /// How the task asked for ended (or stands).
     #[serde(flatten)]
-    pub result: MergeResult,
-    /// Interrupted merges finished or dropped before this one.
+    pub result: Option<MergeResult>,
+    /// Every task whose merge this merger ended, in the order they ended.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskMerge>,
+    /// Interrupted merges finished or dropped first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub recovered: Vec<Recovery>,
     /// Files the task's worktree still held, saved before its removal.
@@ -47,339 +61,715 @@ pub struct MergeReport {
     pub saved: Option<SavedWork>,
 }
 
-/// `merge <task>`: people and scripts on the CLI (agents refused), or the supervisor.
+/// One task's merge, as this merger ended it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaskMerge {
+    /// The task.
+    pub task: TaskId,
+    /// How it ended.
+    #[serde(flatten)]
+    pub result: MergeResult,
+}
+
+/// `merge [<task>]`: people and scripts on the CLI (agents refused), or a supervisor.
+/// Drains the queue until `target` has left APPROVED, or until it is empty.
 pub fn merge(
     project: &Project,
     actor: &Actor,
-    id: &TaskId,
+    target: Option<&TaskId>,
+    wait: MergeWait,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Transition<MergeReport>, OpsError> {
     supervisor_only(actor, "merge")?;
-    let placeholder = CommitId::parse(&"0".repeat(40)).expect("40 zeros are a commit id");
-    let probe = dry_run(&project.store, actor, Authority::Supervisor, |s, _, now| {
-        let approved = s.task(id).and_then(|t| t.review_commit.clone());
-        let approved = approved.unwrap_or_else(|| placeholder.clone());
-        lifecycle::begin_merge(s, id, &approved, &placeholder, now).map(|(o, _)| o)
-    })?;
-    let integration = probe.config.integration_branch().to_owned();
+    let snapshot = project.store.snapshot()?;
+    if let Some(id) = target {
+        refuse_unless_queued(&snapshot.state, id)?;
+    }
+    let integration = snapshot.state.config.integration_branch().to_owned();
     let repo = Repo::open(&project.root)?;
     refuse_checked_out(&repo, &integration)?;
-    let _task_lock = TaskLock::try_acquire(&project.store, id)?;
-    let mut lock = IntegrationLock::acquire(
-        &project.store,
-        id,
-        &integration_worktree_dir(&project.root),
-        progress,
-    )?;
-    let mut committed = Committed::default();
-    let recovered = recover_locked(
-        project,
-        actor,
-        &repo,
-        &integration,
-        Some(id),
-        &mut committed,
-    )?;
-    if let Some(done) = recovered
-        .iter()
-        .find(|r| &r.task == id && r.action == RecoveryAction::Finished)
-    {
-        let report = MergeReport {
-            task: id.clone(),
-            result: merged_result(project, id, &done.candidate)?,
-            recovered,
-            saved: None,
-        };
-        return Ok(finish(committed, report));
-    }
-    // Step 2's branch check comes before the intent is recorded, so that a refusal
-    // leaves the blackboard untouched; it merges the approved commit, not the branch.
-    let snapshot = project.store.snapshot()?;
     // Checks run sandboxed (specs/sandbox.md *Checks*): where `required` cannot be met,
     // the merge is refused before it records anything.
     crate::sandbox::Confinement::for_process(&snapshot.state.config.sandbox())
         .map_err(|e| OpsError::refused(RuleId::SandboxRequired, e.to_string(), e.fix.clone()))?;
-    // The approved commit may have been made on another host; integration may have
-    // moved there.
-    super::shared_git::sync_task(project, &repo, &snapshot.state, id)?;
-    super::shared_git::sync_integration(project, &repo, &snapshot.state)?;
-    // Nothing is published on a branch that lost merged work (specs/git.md *Integration
-    // keeps what was merged*).
-    super::integration_check::refuse_if_rewound(project, &repo, &snapshot.state)?;
-    let review_commit = snapshot
-        .state
-        .task(id)
-        .and_then(|t| t.review_commit.clone());
-    let tip = integration_tip(&repo, &integration)?;
-    let approved = match &review_commit {
-        Some(review) => approved_commit(&repo, id, review.as_str(), &tip, &mut committed)?,
-        // begin_merge refuses a task without a review commit.
-        None => placeholder.clone(),
-    };
-    let start = committed.add(transition(
-        &project.store,
-        actor,
-        Authority::Supervisor,
-        |state, _who, now| {
-            let (outcome, start) = lifecycle::begin_merge(state, id, &approved, &tip, now)?;
-            if Some(&start.review_commit) != review_commit.as_ref() {
-                return Err(Refusal::new(
-                    RuleId::ReviewCommit,
-                    format!("the review_commit of task {id} changed while the merge started"),
-                    "run `liza merge` again",
-                ));
-            }
-            Ok((outcome, start))
-        },
-    )?);
-    let config = snapshot.state.config.clone();
-    let checks = config.checks.clone().unwrap_or_default();
-    let sandbox = config.sandbox();
-    let mut run = MergeRun {
-        project,
-        actor,
-        repo: &repo,
-        state: &snapshot.state,
-        id,
-        integration: &integration,
-        start: &start,
-        approved,
-        checks: MergeChecks::new(&project.root, id, &start.allow_protected, &checks, &sandbox),
-        committed: &mut committed,
-    };
-    let ending = match run.attempt(tip, &mut lock, progress) {
-        Ok(ending) => ending,
-        Err(e) => {
-            let reason = format!("merge stopped: {e}");
-            let dropped = committed.run(project, actor, |state, now| {
-                lifecycle::drop_merge_intent(state, id, &reason, now)
-            });
-            if let Err(not_dropped) = dropped {
-                tracing::warn!(task = %id, error = %not_dropped, "could not drop the merge intent; the next merge recovers it");
-            }
+    let holder = target
+        .cloned()
+        .unwrap_or_else(|| TaskId::parse("queue").expect("a valid id"));
+    let dir = integration_worktree_dir(&project.root);
+    let mut committed = Committed::default();
+    let mut drain = Drain::new(project, actor, &repo, &integration, target);
+    loop {
+        let lock = match wait {
+            MergeWait::Wait => Some(IntegrationLock::acquire(
+                &project.store,
+                &holder,
+                &dir,
+                progress,
+            )?),
+            MergeWait::Leave => IntegrationLock::try_acquire(&project.store, &holder, &dir)?,
+        };
+        let Some(mut lock) = lock else {
+            // The merger at work takes this task too: it drains until the queue is empty
+            // and looks again after it lets the lock go.
+            progress("another merge is running; it merges the queue");
+            break;
+        };
+        let recovered = recover_locked(project, actor, &repo, &integration, None, &mut committed)?;
+        drain.recovered.extend(recovered);
+        let drained = drain.run(&mut lock, &mut committed, progress);
+        drop(lock);
+        if let Err(e) = drained {
+            drain.drop_intents(&mut committed);
             return Err(e);
         }
-    };
-    let (result, saved) = run.record(ending)?;
-    drop(lock);
-    let report = MergeReport {
-        task: id.clone(),
-        result,
-        recovered,
-        saved,
-    };
-    Ok(finish(committed, report))
-}
-
-fn finish(committed: Committed, report: MergeReport) -> Transition<MergeReport> {
-    Transition {
-        value: report,
-        outcome: committed.outcome,
-        revision: committed.revision,
+        // Anything approved while the lock was held and not taken is merged now, by this
+        // merger or by the one that holds the lock by then.
+        if drain.done() || !drain.more_waiting()? {
+            break;
+        }
     }
+    drain.report(committed)
 }
 
-/// How the git side of a merge ended.
-enum Ending {
-    Published {
-        candidate: Candidate,
-        tip: CommitId,
-        retries: u32,
-    },
-    Failed(MergeFailure),
-    /// Merging would change no file of integration: not a merge.
-    NothingReaches,
+/// A task that cannot be merged as asked: not APPROVED.
+fn refuse_unless_queued(state: &State, id: &TaskId) -> Result<(), OpsError> {
+    let Some(task) = state.task(id) else {
+        return Err(OpsError::refused(
+            RuleId::TaskExists,
+            format!("there is no task {id}"),
+            "`liza status` lists the tasks",
+        ));
+    };
+    if task.status != TaskStatus::Approved {
+        lifecycle::table::row(
+            lifecycle::Command::Merge,
+            Some(task.status),
+            lifecycle::Kind::Supervisor,
+        )?;
+    }
+    Ok(())
 }
 
-struct MergeRun<'a> {
+/// A task admitted to the line: what its merge needs.
+struct Admitted {
+    member: Member,
+    base_commit: Option<CommitId>,
+    allow_protected: Vec<String>,
+    _lock: TaskLock,
+}
+
+/// One merger's work on the queue.
+struct Drain<'a> {
     project: &'a Project,
     actor: &'a Actor,
     repo: &'a Repo,
-    /// The state the merge started from (its config: the branch, the shared remote).
-    state: &'a State,
-    id: &'a TaskId,
     integration: &'a str,
-    start: &'a MergeStart,
-    /// The approved commit, full SHA.
-    approved: CommitId,
-    checks: MergeChecks<'a>,
-    committed: &'a mut Committed,
+    target: Option<&'a TaskId>,
+    schedule: Schedule,
+    admitted: BTreeMap<TaskId, Admitted>,
+    /// Tasks passed over in this drain (their task lock was busy, or they cannot be
+    /// merged): not taken again by it.
+    passed_over: BTreeMap<TaskId, String>,
+    retries: BTreeMap<TaskId, u32>,
+    ended: Vec<TaskMerge>,
+    recovered: Vec<Recovery>,
+    saved: Option<SavedWork>,
+    /// An error that concerns the target alone (it cannot be merged).
+    target_error: Option<OpsError>,
 }
 
-impl MergeRun<'_> {
-    /// Steps 2–4: build the candidate, check it, publish it; back to building against
-    /// the new tip when integration moved meanwhile.
-    fn attempt(
+impl<'a> Drain<'a> {
+    fn new(
+        project: &'a Project,
+        actor: &'a Actor,
+        repo: &'a Repo,
+        integration: &'a str,
+        target: Option<&'a TaskId>,
+    ) -> Drain<'a> {
+        Drain {
+            project,
+            actor,
+            repo,
+            integration,
+            target,
+            schedule: Schedule::new(8, 2),
+            admitted: BTreeMap::new(),
+            passed_over: BTreeMap::new(),
+            retries: BTreeMap::new(),
+            ended: Vec::new(),
+            recovered: Vec::new(),
+            saved: None,
+            target_error: None,
+        }
+    }
+
+    /// Whether the task asked for has left the queue (or could not be merged).
+    fn done(&self) -> bool {
+        self.target.is_some_and(|t| {
+            self.ended.iter().any(|e| &e.task == t) || self.passed_over.contains_key(t)
+        })
+    }
+
+    /// Whether the queue holds a task this drain has not taken yet.
+    fn more_waiting(&self) -> Result<bool, OpsError> {
+        let snapshot = self.project.store.snapshot()?;
+        Ok(lifecycle::merge_queue(&snapshot.state)
+            .iter()
+            .any(|id| !self.passed_over.contains_key(id)))
+    }
+
+    /// Rounds until the queue is empty (or the target's merge ended).
+    fn run(
         &mut self,
-        mut tip: CommitId,
         lock: &mut IntegrationLock,
+        committed: &mut Committed,
         progress: &mut dyn FnMut(&str),
-    ) -> Result<Ending, OpsError> {
-        let approved = self.approved.clone();
-        let message = format!(
-            "Merge {}: {}",
-            task_branch(self.id),
-            self.start.description.lines().next().unwrap_or("").trim()
-        );
-        let mut intent = (approved.clone(), tip.clone());
-        let mut retries = 0;
+    ) -> Result<(), OpsError> {
         loop {
-            progress(&format!(
-                "merging {} onto {} ({})",
-                task_branch(self.id),
-                self.integration,
-                short(&tip)
-            ));
-            let candidate = self.repo.merge_candidate(&tip, &approved, &message)?;
-            let commit = match &candidate {
-                Candidate::Conflict { paths } => {
-                    return Ok(Ending::Failed(MergeFailure {
-                        kind: FailureKind::Conflict,
-                        paths: paths.clone(),
-                        log: None,
-                        reason: format!(
-                            "conflicts with {} in {}",
-                            self.integration,
-                            paths.join(", ")
-                        ),
-                    }));
+            let snapshot = self.project.store.snapshot()?;
+            let state = &snapshot.state;
+            self.schedule
+                .configure(state.config.max_batch(), state.config.parallel_batches());
+            if self.done() {
+                return Ok(());
+            }
+            self.admit(state, committed, progress)?;
+            if self.schedule.is_empty() {
+                return Ok(());
+            }
+            super::shared_git::sync_integration(self.project, self.repo, state)?;
+            // Nothing is published on a branch that lost merged work (specs/git.md
+            // *Integration keeps what was merged*).
+            super::integration_check::refuse_if_rewound(self.project, self.repo, state)?;
+            let tip = self
+                .repo
+                .branch_tip(self.integration)?
+                .ok_or_else(|| no_integration(self.integration))?;
+            self.round(state, &tip, lock, committed, progress)?;
+        }
+    }
+
+    /// Takes the queue's new tasks into the line, each under its task lock, after
+    /// checking its branch still points at what was approved.
+    fn admit(
+        &mut self,
+        state: &State,
+        committed: &mut Committed,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), OpsError> {
+        for id in lifecycle::merge_queue(state) {
+            if self.admitted.contains_key(&id) || self.passed_over.contains_key(&id) {
+                continue;
+            }
+            let lock = match TaskLock::try_acquire(&self.project.store, &id) {
+                Ok(lock) => lock,
+                Err(OpsError::TaskBusy { .. }) => {
+                    self.pass_over(
+                        &id,
+                        OpsError::TaskBusy {
+                            task: id.to_string(),
+                        },
+                    );
+                    continue;
                 }
-                Candidate::FastForward { commit } | Candidate::MergeCommit { commit }
-                    if self.repo.same_tree(commit, &tip)? =>
-                {
-                    // The task's commits change nothing integration does not hold: a
-                    // merge would record work that is not there (specs/git.md *Merge*).
-                    return Ok(Ending::NothingReaches);
-                }
-                Candidate::FastForward { commit }
-                | Candidate::MergeCommit { commit }
-                | Candidate::AlreadyMerged { commit } => commit.clone(),
+                Err(e) => return Err(e),
             };
-            if intent != (commit.clone(), tip.clone()) {
-                let id = self.id;
-                self.committed.run(self.project, self.actor, |state, now| {
-                    lifecycle::set_merge_candidate(state, id, &commit, &tip, now)
-                })?;
-                intent = (commit.clone(), tip.clone());
-            }
-            if !matches!(candidate, Candidate::AlreadyMerged { .. })
-                && let Verdict::Failed { reason } =
-                    self.checks.run(self.repo, &tip, &commit, lock, progress)?
-            {
-                return Ok(Ending::Failed(MergeFailure {
-                    kind: FailureKind::Tests,
-                    paths: Vec::new(),
-                    log: self.checks.log_path().map(str::to_owned),
-                    reason,
-                }));
-            }
-            failpoint::hit("merge-before-publish");
-            still_current(&self.project.store, self.actor)?;
-            let reason = format!("liza: merge {}", task_branch(self.id));
-            let published = waiting_for_git_locks(self.state, progress, || {
-                super::shared_git::publish(
-                    self.project,
-                    self.repo,
-                    self.state,
-                    &tip,
-                    &commit,
-                    &reason,
-                )
-            })?;
-            match published {
-                Published::Done => {
-                    failpoint::hit("merge-after-publish");
-                    return Ok(Ending::Published {
-                        candidate,
-                        tip,
-                        retries,
-                    });
+            let Some(task) = state.task(&id) else {
+                continue;
+            };
+            let Some(review) = task.review_commit.clone() else {
+                continue;
+            };
+            // The approved commit may have been made on another host.
+            super::shared_git::sync_task(self.project, self.repo, state, &id)?;
+            let tip = self.repo.branch_tip(self.integration)?;
+            let tip = tip.as_ref().map_or("", CommitId::as_str);
+            match approved_commit(self.repo, &id, review.as_str(), tip, committed) {
+                Ok(Branch::Approved(approved)) => {
+                    let message = format!(
+                        "Merge {}: {}",
+                        task_branch(&id),
+                        task.description
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                            .trim()
+                    );
+                    self.admitted.insert(
+                        id.clone(),
+                        Admitted {
+                            member: Member {
+                                task: id.clone(),
+                                approved,
+                                message,
+                            },
+                            base_commit: task.base_commit.clone(),
+                            allow_protected: task.allow_protected.clone().unwrap_or_default(),
+                            _lock: lock,
+                        },
+                    );
+                    self.schedule.push(id.clone());
                 }
-                Published::Moved { tip: moved } => {
-                    retries += 1;
-                    let Some(moved) = moved else {
-                        return Err(no_integration(self.integration));
-                    };
-                    if retries > PUBLISH_RETRIES {
-                        return Ok(Ending::Failed(MergeFailure {
+                Ok(Branch::Moved { head }) => {
+                    progress(&format!(
+                        "{} moved after its approval; {id} goes back to review",
+                        task_branch(&id)
+                    ));
+                    let reason = committed.run(self.project, self.actor, |s, now| {
+                        lifecycle::withdraw_approval(s, &id, &head, now)
+                    });
+                    reason?;
+                    let reason = format!(
+                        "{} moved from the approved {} to {} after the approval; it goes back to review",
+                        task_branch(&id),
+                        short(review.as_str()),
+                        short(head.as_str())
+                    );
+                    self.end(&id, MergeResult::Withdrawn { reason });
+                }
+                Err(e) => self.pass_over(&id, e),
+            }
+        }
+        Ok(())
+    }
+
+    fn pass_over(&mut self, id: &TaskId, why: OpsError) {
+        self.passed_over.insert(id.clone(), why.to_string());
+        if self.target == Some(id) {
+            self.target_error = Some(why);
+        }
+    }
+
+    fn end(&mut self, id: &TaskId, result: MergeResult) {
+        self.admitted.remove(id);
+        self.schedule.remove(id);
+        self.ended.push(TaskMerge {
+            task: id.clone(),
+            result,
+        });
+    }
+
+    /// One round: build, record, check, resolve, publish.
+    fn round(
+        &mut self,
+        state: &State,
+        tip: &CommitId,
+        lock: &mut IntegrationLock,
+        committed: &mut Committed,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), OpsError> {
+        let units = self.schedule.round();
+        // Build each batch on the tip, or on the last commit of the one under it.
+        let mut built: Vec<(Unit, Vec<Merged>, CommitId)> = Vec::new();
+        for unit in units {
+            let (base, below): (CommitId, Vec<Merged>) = match built.last() {
+                Some((_, _, last)) if unit.stacked => (
+                    last.clone(),
+                    built
+                        .iter()
+                        .flat_map(|(_, m, _)| m.iter().cloned())
+                        .collect(),
+                ),
+                _ => (tip.clone(), Vec::new()),
+            };
+            let members: Vec<Member> = unit
+                .tasks
+                .iter()
+                .filter_map(|t| self.admitted.get(t).map(|a| a.member.clone()))
+                .collect();
+            progress(&format!(
+                "merging {} onto {}{}",
+                names(&unit.tasks),
+                if unit.stacked {
+                    "the batch under it at "
+                } else {
+                    ""
+                },
+                short(base.as_str())
+            ));
+            let (merged, left) = build(self.repo, &base, &members, &below)?;
+            for out in left {
+                self.left_out(out, committed)?;
+            }
+            if merged.is_empty() {
+                continue;
+            }
+            let last = merged.last().map(|m| m.commit.clone()).unwrap_or(base);
+            let unit = Unit {
+                tasks: merged.iter().map(|m| m.task.clone()).collect(),
+                ..unit
+            };
+            built.push((unit, merged, last));
+        }
+        if built.is_empty() {
+            return Ok(());
+        }
+        // The candidates, before any check runs: a crash from here on is recovered by
+        // what integration holds (specs/git.md *A batch*, crash safety).
+        let intents: Vec<(TaskId, CommitId, CommitId, CommitId)> = built
+            .iter()
+            .flat_map(|(_, merged, _)| {
+                merged.iter().map(|m| {
+                    (
+                        m.task.clone(),
+                        m.approved.clone(),
+                        m.commit.clone(),
+                        m.base.clone(),
+                    )
+                })
+            })
+            .collect();
+        committed.run(self.project, self.actor, |s, now| {
+            let mut outcome = lifecycle::Outcome::default();
+            for (id, approved, candidate, base) in &intents {
+                if s.task(id).is_some_and(|t| t.merge_intent.is_none()) {
+                    let (o, _) = lifecycle::begin_merge(s, id, approved, base, now)?;
+                    outcome.merge(o);
+                }
+                outcome.merge(lifecycle::set_merge_candidate(s, id, candidate, base, now)?);
+            }
+            Ok(outcome)
+        })?;
+        let checks = state.config.checks.clone().unwrap_or_default();
+        let sandbox = state.config.sandbox();
+        let jobs: Vec<Checked> = built
+            .iter()
+            .enumerate()
+            .map(|(slot, (unit, merged, last))| Checked {
+                slot,
+                tasks: unit.tasks.clone(),
+                stacked: unit.stacked,
+                base: merged
+                    .first()
+                    .map(|m| m.base.clone())
+                    .unwrap_or_else(|| tip.clone()),
+                candidate: last.clone(),
+                allow_protected: unit
+                    .tasks
+                    .iter()
+                    .filter_map(|t| self.admitted.get(t).map(|a| a.allow_protected.clone()))
+                    .collect(),
+            })
+            .collect();
+        let results = check_round(&self.project.root, &jobs, &checks, &sandbox, lock, progress)?;
+        let units: Vec<Unit> = built.iter().map(|(u, _, _)| u.clone()).collect();
+        let verdicts: Vec<UnitVerdict> = results.iter().map(|r| r.verdict).collect();
+        let resolution = self.schedule.resolve(&units, &verdicts);
+        for id in &resolution.failed {
+            let i = units.iter().position(|u| u.tasks.contains(id)).unwrap_or(0);
+            let failure = MergeFailure {
+                kind: FailureKind::Tests,
+                paths: Vec::new(),
+                log: results[i].log.clone(),
+                reason: results[i].reason.clone().unwrap_or_default(),
+            };
+            self.fail(id, failure, committed)?;
+        }
+        if resolution.publish.is_empty() {
+            return Ok(());
+        }
+        let published: Vec<&(Unit, Vec<Merged>, CommitId)> =
+            resolution.publish.iter().map(|i| &built[*i]).collect();
+        let last = published
+            .last()
+            .map(|(_, _, c)| c.clone())
+            .unwrap_or_else(|| tip.clone());
+        let merged: Vec<Merged> = published
+            .iter()
+            .flat_map(|(_, m, _)| m.iter().cloned())
+            .collect();
+        // Nothing lost: every change about to be published is at the commit published.
+        if let Some((lost, paths)) = first_lost(self.repo, merged.iter(), &last)? {
+            // The build verified each step; a change missing now means the chain was not
+            // what was built. Nothing is published; the batches are built again.
+            tracing::warn!(task = %lost, ?paths, "a change would be lost; building the batches again");
+            self.schedule.put_back(
+                &published
+                    .iter()
+                    .map(|(u, _, _)| u.clone())
+                    .collect::<Vec<_>>(),
+            );
+            return Err(OpsError::refused(
+                RuleId::MergeIntent,
+                format!(
+                    "the change of {lost} is not at {} in {}; nothing was published",
+                    short(last.as_str()),
+                    paths.join(", ")
+                ),
+                "run `liza merge` again",
+            ));
+        }
+        failpoint::hit("merge-before-publish");
+        still_current(&self.project.store, self.actor)?;
+        let reason = format!(
+            "liza: merge {}",
+            names(&merged.iter().map(|m| m.task.clone()).collect::<Vec<_>>())
+        );
+        let outcome = waiting_for_git_locks(state, progress, || {
+            super::shared_git::publish(
+                self.project,
+                self.repo,
+                state,
+                tip.as_str(),
+                last.as_str(),
+                &reason,
+            )
+        })?;
+        match outcome {
+            Published::Done => {
+                failpoint::hit("merge-after-publish");
+                let batch = merged.len();
+                for m in &merged {
+                    self.record_merged(m, batch, committed)?;
+                }
+                Ok(())
+            }
+            Published::Moved { tip: moved } => {
+                let Some(moved) = moved else {
+                    return Err(no_integration(self.integration));
+                };
+                progress(&format!(
+                    "{} moved to {} during the merge; merging again",
+                    self.integration,
+                    short(moved.as_str())
+                ));
+                let units: Vec<Unit> = published.iter().map(|(u, _, _)| u.clone()).collect();
+                self.schedule.put_back(&units);
+                for m in &merged {
+                    let n = self.retries.entry(m.task.clone()).or_default();
+                    *n += 1;
+                    if *n > PUBLISH_RETRIES {
+                        let failure = MergeFailure {
                             kind: FailureKind::Conflict,
                             paths: Vec::new(),
-                            log: self.checks.log_path().map(str::to_owned),
+                            log: None,
                             reason: format!(
-                                "{} moved {retries} times while the merge was checked; nothing was published",
+                                "{} moved {n} times while the merge was checked; nothing was published",
                                 self.integration
                             ),
-                        }));
+                        };
+                        self.fail(&m.task, failure, committed)?;
                     }
-                    progress(&format!(
-                        "{} moved to {} during the merge; merging again",
-                        self.integration,
-                        short(&moved)
-                    ));
-                    tip = moved;
                 }
+                Ok(())
             }
         }
     }
 
-    /// Step 5: the worktree saved and removed, then MERGED — or INTEGRATION_FAILED with
-    /// the worktree kept.
-    fn record(&mut self, ending: Ending) -> Result<(MergeResult, Option<SavedWork>), OpsError> {
-        match ending {
-            Ending::NothingReaches => {
-                let (id, integration) = (self.id, self.integration);
-                self.committed.run(self.project, self.actor, |state, now| {
-                    lifecycle::nothing_to_merge(state, id, integration, now)
-                })?;
-                Ok((MergeResult::NothingToMerge, None))
-            }
-            Ending::Failed(failure) => {
-                let id = self.id;
-                self.committed.run(self.project, self.actor, |state, now| {
-                    lifecycle::integration_failed(state, id, &failure, now)
-                })?;
-                Ok((
-                    MergeResult::IntegrationFailed {
-                        kind: failure.kind.as_str().to_owned(),
-                        paths: failure.paths,
-                        log: failure.log,
-                        reason: failure.reason,
-                    },
-                    None,
-                ))
-            }
-            Ending::Published {
-                candidate,
-                tip,
-                retries,
-            } => {
-                let merge = MergeRecord {
-                    commit: candidate.commit().unwrap_or(&tip).clone(),
-                    merge_type: candidate.merge_type().to_owned(),
-                    drift_commits: drift(self.repo, self.start.base_commit.as_ref(), &tip),
-                    retries,
-                };
-                let saved = finish_merged(
-                    self.project,
-                    self.actor,
-                    self.repo,
+    /// A task left out of its batch while it was built.
+    fn left_out(&mut self, out: LeftOut, committed: &mut Committed) -> Result<(), OpsError> {
+        match out {
+            LeftOut::Conflict { task, paths } => {
+                let reason = format!(
+                    "conflicts with {} in {}",
                     self.integration,
-                    self.id,
-                    &merge,
-                    self.committed,
-                )?;
-                Ok((
-                    MergeResult::Merged {
-                        merge_commit: merge.commit.to_string(),
-                        merge_type: merge.merge_type,
-                        drift_commits: merge.drift_commits,
-                        retries,
-                    },
-                    saved,
-                ))
+                    paths.join(", ")
+                );
+                let failure = MergeFailure {
+                    kind: FailureKind::Conflict,
+                    paths,
+                    log: None,
+                    reason,
+                };
+                self.fail(&task, failure, committed)
+            }
+            LeftOut::Loses { task, lost, paths } => {
+                let whose = if lost == task {
+                    "its own change".to_owned()
+                } else {
+                    format!("the change of {lost}, merged before it")
+                };
+                let failure = MergeFailure {
+                    kind: FailureKind::Conflict,
+                    reason: format!(
+                        "merging it would lose {whose} in {}: its branch undoes or rewrites it",
+                        paths.join(", ")
+                    ),
+                    paths,
+                    log: None,
+                };
+                self.fail(&task, failure, committed)
+            }
+            LeftOut::NothingReaches { task } => {
+                let integration = self.integration;
+                committed.run(self.project, self.actor, |s, now| {
+                    if s.task(&task).is_some_and(|t| t.merge_intent.is_some()) {
+                        lifecycle::drop_merge_intent(
+                            s,
+                            &task,
+                            "nothing of it reaches integration",
+                            now,
+                        )?;
+                    }
+                    lifecycle::nothing_to_merge(s, &task, integration, now)
+                })?;
+                self.end(&task, MergeResult::NothingToMerge);
+                Ok(())
             }
         }
     }
+
+    fn fail(
+        &mut self,
+        id: &TaskId,
+        failure: MergeFailure,
+        committed: &mut Committed,
+    ) -> Result<(), OpsError> {
+        committed.run(self.project, self.actor, |s, now| {
+            lifecycle::integration_failed(s, id, &failure, now)
+        })?;
+        self.end(
+            id,
+            MergeResult::IntegrationFailed {
+                kind: failure.kind.as_str().to_owned(),
+                paths: failure.paths.clone(),
+                log: failure.log.clone(),
+                reason: failure.reason.clone(),
+            },
+        );
+        Ok(())
+    }
+
+    fn record_merged(
+        &mut self,
+        m: &Merged,
+        batch: usize,
+        committed: &mut Committed,
+    ) -> Result<(), OpsError> {
+        let base = self
+            .admitted
+            .get(&m.task)
+            .and_then(|a| a.base_commit.clone());
+        let record = MergeRecord {
+            commit: m.commit.clone(),
+            merge_type: m.merge_type.to_owned(),
+            drift_commits: drift(self.repo, base.as_ref(), m.onto.as_str()),
+            retries: self.retries.get(&m.task).copied().unwrap_or(0),
+            batch,
+        };
+        let saved = finish_merged(
+            self.project,
+            self.actor,
+            self.repo,
+            self.integration,
+            &m.task,
+            &record,
+            committed,
+        )?;
+        if self.target == Some(&m.task) {
+            self.saved = saved;
+        }
+        self.end(
+            &m.task,
+            MergeResult::Merged {
+                merge_commit: record.commit.to_string(),
+                merge_type: record.merge_type,
+                drift_commits: record.drift_commits,
+                retries: record.retries,
+            },
+        );
+        Ok(())
+    }
+
+    /// After an error: the intents of tasks still in the line are dropped (they stay
+    /// APPROVED, in the queue).
+    fn drop_intents(&mut self, committed: &mut Committed) {
+        for id in self.schedule.tasks() {
+            let dropped = committed.run(self.project, self.actor, |s, now| {
+                if s.task(&id).is_some_and(|t| t.merge_intent.is_some()) {
+                    lifecycle::drop_merge_intent(s, &id, "merge stopped", now)
+                } else {
+                    Ok(lifecycle::Outcome::default())
+                }
+            });
+            if let Err(e) = dropped {
+                tracing::warn!(task = %id, error = %e, "could not drop the merge intent; the next merge recovers it");
+            }
+        }
+    }
+
+    fn report(mut self, committed: Committed) -> Result<Transition<MergeReport>, OpsError> {
+        let result = match self.target {
+            None => None,
+            Some(id) => {
+                if let Some(e) = self.target_error.take() {
+                    return Err(e);
+                }
+                match self.ended.iter().find(|e| &e.task == id) {
+                    Some(e) => Some(e.result.clone()),
+                    None => Some(standing(self.project, id)?),
+                }
+            }
+        };
+        Ok(Transition {
+            value: MergeReport {
+                task: self.target.cloned(),
+                result,
+                tasks: self.ended,
+                recovered: self.recovered,
+                saved: self.saved,
+            },
+            outcome: committed.outcome,
+            revision: committed.revision,
+        })
+    }
+}
+
+/// How a task this merger did not end stands: merged by another merger, or still queued.
+fn standing(project: &Project, id: &TaskId) -> Result<MergeResult, OpsError> {
+    let snapshot = project.store.snapshot()?;
+    let Some(task) = snapshot.state.task(id) else {
+        return Ok(MergeResult::Queued);
+    };
+    match task.status {
+        TaskStatus::Merged => super::merge_recovery::merged_result(
+            project,
+            id,
+            task.merge_commit.as_ref().map_or("", CommitId::as_str),
+        ),
+        TaskStatus::IntegrationFailed => {
+            let f = task.integration_failure.as_ref();
+            Ok(MergeResult::IntegrationFailed {
+                kind: f.map_or("tests", |f| f.kind.as_str()).to_owned(),
+                paths: f.and_then(|f| f.paths.clone()).unwrap_or_default(),
+                log: f.and_then(|f| f.log.clone()),
+                reason: f
+                    .and_then(|f| f.extra.get("reason"))
+                    .and_then(|n| n.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+            })
+        }
+        TaskStatus::Blocked => Ok(MergeResult::NothingToMerge),
+        TaskStatus::ReadyForReview => Ok(MergeResult::Withdrawn {
+            reason: "its branch moved after the approval; it went back to review".into(),
+        }),
+        _ => Ok(MergeResult::Queued),
+    }
+}
+
+fn names(tasks: &[TaskId]) -> String {
+    match tasks {
+        [one] => task_branch(one),
+        many => format!(
+            "{} tasks ({})",
+            many.len(),
+            many.iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Where a task branch stands against the approval.
+enum Branch {
+    Approved(CommitId),
+    /// It moved after the approval: the task goes back to review.
+    Moved {
+        head: CommitId,
+    },
 }
 
 /// The approved commit, after checking the task branch still points at it. A branch
@@ -390,14 +780,16 @@ fn approved_commit(
     review: &str,
     integration_tip: &str,
     committed: &mut Committed,
-) -> Result<CommitId, OpsError> {
+) -> Result<Branch, OpsError> {
     let branch = task_branch(id);
     // What the task brings is read by git first: a damaged object fails there with a
     // message, where libgit2 would loop for ever (git::cli::unreadable_object). A commit
     // that is not there at all is said below.
-    if let Some(why) =
-        crate::git::cli::unreadable_object(&repo.common_dir(), review, Some(integration_tip))
-        && !why.contains("bad object")
+    if let Some(why) = crate::git::cli::unreadable_object(
+        &repo.common_dir(),
+        review,
+        Some(integration_tip).filter(|t| !t.is_empty()),
+    ) && !why.contains("bad object")
         && !why.contains("unknown revision")
     {
         return Err(OpsError::Git(GitError::Unreadable {
@@ -411,44 +803,24 @@ fn approved_commit(
         }
         OpsError::refused(
             RuleId::ReviewCommit,
+            format!("the approved commit {review} of task {id} is not in the repository"),
             format!(
-                "the approved commit {review} of task {} is not in the repository",
-                id
-            ),
-            format!(
-                "look for the work in {branch} or liza/attic/{}-*; reassign the task to redo it",
-                id
+                "look for the work in {branch} or liza/attic/{id}-*; reassign the task to redo it"
             ),
         )
     })?;
     match repo.branch_tip(&branch)? {
-        Some(head) if head == approved => Ok(approved),
-        Some(head) => Err(OpsError::refused(
-            RuleId::BranchMoved,
-            format!(
-                "{branch} is at {} but the reviewer approved {}: commits made after the approval were not reviewed",
-                short(&head),
-                short(&approved)
-            ),
-            format!(
-                "to merge what was reviewed, keep the later commits on a branch (git branch <name> {head}), then git -C .worktrees/{} reset --keep {approved}",
-                id
-            ),
-        )),
+        Some(head) if head == approved => Ok(Branch::Approved(approved)),
+        Some(head) => Ok(Branch::Moved { head }),
         None => {
-            repo.create_branch(&branch, &approved)?;
+            repo.create_branch(&branch, approved.as_str())?;
             committed.outcome.warnings.push(format!(
                 "{branch} was missing; recreated it at the approved commit {}",
-                short(&approved)
+                short(approved.as_str())
             ));
-            Ok(approved)
+            Ok(Branch::Approved(approved))
         }
     }
-}
-
-fn integration_tip(repo: &Repo, integration: &str) -> Result<CommitId, OpsError> {
-    repo.branch_tip(integration)?
-        .ok_or_else(|| no_integration(integration))
 }
 
 fn no_integration(integration: &str) -> OpsError {

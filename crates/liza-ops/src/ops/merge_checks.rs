@@ -9,13 +9,14 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::OpsError;
 use super::command::{self, Bounded};
-use super::integration_lock::IntegrationLock;
 use crate::blackboard::model::{Check, SandboxConfig};
 use crate::blackboard::{StoreError, TaskId, Timestamp};
+use crate::failpoint;
 use crate::git::Repo;
 use crate::lifecycle::text_rules::any_match;
 use crate::sandbox::Jail;
@@ -27,13 +28,18 @@ pub(super) const SCRIPT_TIMEOUT: Duration = Duration::from_secs(1800);
 /// How long a `config.checks` entry without its own `timeout` may run.
 pub(super) const DEFAULT_CHECK_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The checks of one merge, sharing one log across publish retries.
+/// The checks of one batch (specs/git.md *A batch*, step 4), in integration worktree
+/// `slot`, with one log.
 pub(super) struct MergeChecks<'a> {
     pub root: &'a Path,
-    pub task: &'a TaskId,
-    pub allow_protected: &'a [String],
+    /// The batch's tasks, in order.
+    pub tasks: &'a [TaskId],
+    /// Whether a task of the batch may change the integration script (its
+    /// `allow_protected` covers it): then the batch's version runs.
+    pub script_allowed: bool,
     pub checks: &'a [Check],
     pub sandbox: &'a SandboxConfig,
+    pub slot: usize,
     log: Option<(File, String)>,
 }
 
@@ -45,22 +51,28 @@ pub(super) enum Verdict {
     Failed {
         reason: String,
     },
+    /// Stopped before the end: a batch under it failed.
+    Stopped,
 }
 
 impl<'a> MergeChecks<'a> {
     pub(super) fn new(
         root: &'a Path,
-        task: &'a TaskId,
-        allow_protected: &'a [String],
+        tasks: &'a [TaskId],
+        allow_protected: &[&[String]],
         checks: &'a [Check],
         sandbox: &'a SandboxConfig,
+        slot: usize,
     ) -> MergeChecks<'a> {
         MergeChecks {
             root,
-            task,
-            allow_protected,
+            tasks,
+            script_allowed: allow_protected
+                .iter()
+                .any(|globs| any_match(globs, INTEGRATION_SCRIPT)),
             checks,
             sandbox,
+            slot,
             log: None,
         }
     }
@@ -70,21 +82,20 @@ impl<'a> MergeChecks<'a> {
         self.log.as_ref().map(|(_, p)| p.as_str())
     }
 
-    /// Checks out `candidate` in the integration worktree and runs the checks there.
+    /// Checks out `candidate` in the batch's integration worktree and runs the checks
+    /// there. `record` is told the process group of the check running (`None` when it
+    /// ended); `stop` set by another thread ends the run before its next check.
     pub(super) fn run(
         &mut self,
         repo: &Repo,
         tip: &str,
         candidate: &str,
-        lock: &mut IntegrationLock,
-        progress: &mut dyn FnMut(&str),
+        record: &(dyn Fn(Option<i32>) + Sync),
+        stop: &AtomicBool,
+        progress: &(dyn Fn(&str) + Sync),
     ) -> Result<Verdict, OpsError> {
         let mut steps: Vec<(String, Vec<String>, Duration)> = Vec::new();
-        let script_source = if any_match(self.allow_protected, INTEGRATION_SCRIPT) {
-            candidate
-        } else {
-            tip
-        };
+        let script_source = if self.script_allowed { candidate } else { tip };
         let script = repo.file_at(script_source, INTEGRATION_SCRIPT)?;
         for check in self.checks.iter().filter(|c| c.on_merge == Some(true)) {
             if let Some(argv) = command::argv(&check.run) {
@@ -102,7 +113,7 @@ impl<'a> MergeChecks<'a> {
             "checking out {} for the integration checks",
             short(candidate)
         ));
-        let dir = repo.checkout_integration(self.root, candidate)?;
+        let dir = repo.checkout_integration_slot(self.root, self.slot, candidate)?;
         if let Some(script) = &script {
             let path = install_script(&dir, script)?;
             let argv = if script.starts_with(b"#!") {
@@ -115,14 +126,22 @@ impl<'a> MergeChecks<'a> {
         }
         self.open_log()?;
         let jail = Jail::for_checks(self.root, &dir, self.sandbox);
+        let names: Vec<String> = self.tasks.iter().map(ToString::to_string).collect();
         let env = [
-            ("LIZA_TASK", self.task.to_string()),
+            ("LIZA_TASK", names.first().cloned().unwrap_or_default()),
+            ("LIZA_TASKS", names.join(" ")),
             ("LIZA_CANDIDATE", candidate.to_owned()),
             ("LIZA_INTEGRATION_TIP", tip.to_owned()),
         ];
         for (name, argv, timeout) in steps {
+            if stop.load(Ordering::SeqCst) {
+                return Ok(Verdict::Stopped);
+            }
             progress(&format!("running {name}"));
-            self.write_log(&format!("==> {name}: candidate {candidate} onto {tip}\n"))?;
+            self.write_log(&format!(
+                "==> {name}: candidate {candidate} ({}) onto {tip}\n",
+                names.join(", ")
+            ))?;
             let (file, _) = self.log.as_ref().expect("the log was opened above");
             let run = Bounded {
                 dir: &dir,
@@ -132,8 +151,15 @@ impl<'a> MergeChecks<'a> {
                 env: &env,
             };
             let started = Instant::now();
-            let exit = run.run(&argv, |pgid| lock.record_check(Some(pgid)));
-            lock.record_check(None);
+            let exit = run.run(&argv, |pgid| record(Some(pgid)));
+            record(None);
+            failpoint::hit("merge-checking");
+            if stop.load(Ordering::SeqCst) {
+                self.write_log(&format!(
+                    "==> {name} stopped: a batch under this one failed\n\n"
+                ))?;
+                return Ok(Verdict::Stopped);
+            }
             self.write_log(&format!(
                 "==> {name} {} after {:.1} s\n\n",
                 exit.describe(),
@@ -154,6 +180,15 @@ impl<'a> MergeChecks<'a> {
         }
         let stamp = Timestamp::now().to_string().replace(['-', ':'], "");
         let dir = self.root.join(".liza");
+        let first = self
+            .tasks
+            .first()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        let who = match self.tasks.len() {
+            0 | 1 => first,
+            n => format!("{first}-and-{}-more", n - 1),
+        };
         let mut n = 1;
         loop {
             let suffix = if n == 1 {
@@ -161,7 +196,7 @@ impl<'a> MergeChecks<'a> {
             } else {
                 format!("-{n}")
             };
-            let name = format!(".liza/integration-test-{}-{stamp}{suffix}.log", self.task);
+            let name = format!(".liza/integration-test-{who}-{stamp}{suffix}.log");
             let path = self.root.join(&name);
             match OpenOptions::new().append(true).create_new(true).open(&path) {
                 Ok(file) => {

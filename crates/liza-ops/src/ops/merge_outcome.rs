@@ -28,6 +28,15 @@ pub enum MergeResult {
         /// How many times integration moved under the merge before it was published.
         retries: u32,
     },
+    /// The task branch moved after the approval: back to review, not merged.
+    #[serde(rename = "READY_FOR_REVIEW")]
+    Withdrawn {
+        /// Which commit was approved, and where the branch is now.
+        reason: String,
+    },
+    /// Still in the queue: another merger works on it.
+    #[serde(rename = "APPROVED")]
+    Queued,
     /// Merging would change no file of integration: BLOCKED for the planner.
     #[serde(rename = "BLOCKED")]
     NothingToMerge,

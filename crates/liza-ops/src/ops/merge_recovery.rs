@@ -124,6 +124,7 @@ pub(super) fn recover_locked(
                     intent.integration_tip.as_str(),
                 ),
                 retries: 0,
+                batch: 1,
             };
             finish_merged(
                 project,
