@@ -705,6 +705,7 @@ fn doctor_reports_a_merge_intent_left_by_a_killed_merge() {
             candidate: sha.clone(),
             integration_tip: sha,
             at: Some(now),
+            merger: None,
             extra: Default::default(),
         });
     });

@@ -316,17 +316,16 @@ fn two_hosts_publishing_integration_at_once_one_wins_and_the_other_merges_again(
     );
     let head1 = worked_on(&hosts, a, "t-1", "coder-1", &c1);
     let head2 = worked_on(&hosts, b, "t-2", "coder-2", &c2);
-    for (checkout, task, reviewer, generation, head) in [
-        (a, "t-1", "code-reviewer-1", &r1, &head1),
-        (b, "t-2", "code-reviewer-2", &r2, &head2),
-    ] {
+    let approve = |checkout: &Repo, task: &str, reviewer: &str, generation: &str, head: &str| {
         assert_success(&checkout.liza(&["claim-review", task, reviewer]));
         assert_success(&checkout.liza_env(
             &as_agent(reviewer, generation),
             &["submit-verdict", task, "approve", "--commit", head],
         ));
-    }
-    // Both merges stop right before publishing, and are let go at once.
+    };
+    // Both merges stop right before publishing, and are let go at once. Each host's
+    // merger takes the queue as it finds it: t-2 is approved once A's merger holds t-1,
+    // so B's takes t-2 alone (a task another host's merger holds is its own).
     let gates = tempfile::tempdir().unwrap();
     let merge = |checkout: &Repo, task: &str, gate: &str| {
         let failpoint = format!(
@@ -342,12 +341,21 @@ fn two_hosts_publishing_integration_at_once_one_wins_and_the_other_merges_again(
             .spawn()
             .unwrap()
     };
-    let merges = [merge(a, "t-1", "a"), merge(b, "t-2", "b")];
+    approve(a, "t-1", "code-reviewer-1", &r1, &head1);
+    let first = merge(a, "t-1", "a");
     hosts.project.wait_until(
-        "both merges ready to publish",
+        "A's merge ready to publish",
         Duration::from_secs(60),
-        || gates.path().join("a.waiting").exists() && gates.path().join("b.waiting").exists(),
+        || gates.path().join("a.waiting").exists(),
     );
+    approve(b, "t-2", "code-reviewer-2", &r2, &head2);
+    let second = merge(b, "t-2", "b");
+    hosts.project.wait_until(
+        "B's merge ready to publish",
+        Duration::from_secs(60),
+        || gates.path().join("b.waiting").exists(),
+    );
+    let merges = [first, second];
     std::fs::write(gates.path().join("a"), "").unwrap();
     std::fs::write(gates.path().join("b"), "").unwrap();
     let mut retries = Vec::new();

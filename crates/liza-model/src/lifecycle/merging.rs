@@ -16,6 +16,64 @@ use super::refusal::Refusal;
 use super::table::{Command, Kind, row};
 use super::work_done::same_commit;
 
+/// How long a merge intent recorded on another host counts as that host's merger at work:
+/// longer than a batch's checks may take (the integration script's 30 min and the
+/// `on_merge` checks' 10 min each, specs/git.md *A batch*). Past it, the merger is taken
+/// for dead and its intent is recovered like one of this host's.
+pub const FOREIGN_INTENT_LIVES: i64 = 3600;
+
+/// A merger: the host it runs on, its process id and its checkout, as
+/// `merge_intent.merger` names it (`<host>/<pid>/<checkout>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merger {
+    /// `LIZA_HOST_ID`, else the hostname.
+    pub host: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Its checkout (a short hash of the root's path): each checkout has its own
+    /// integration lock.
+    pub checkout: String,
+}
+
+impl Merger {
+    /// `<host>/<pid>/<checkout>`.
+    pub fn name(&self) -> String {
+        format!("{}/{}/{}", self.host, self.pid, self.checkout)
+    }
+
+    /// Whether `intent` belongs to another merger that may be at work now. One of this
+    /// checkout's is not (this merger holds the checkout's integration lock whenever it
+    /// asks); one of another checkout of this host is while its process lives
+    /// (`alive`); one of another host is for [`FOREIGN_INTENT_LIVES`] after it was
+    /// recorded.
+    pub fn other_at_work(
+        &self,
+        intent: &MergeIntent,
+        now: Timestamp,
+        alive: impl Fn(u32) -> bool,
+    ) -> bool {
+        let Some(name) = intent.merger.as_deref() else {
+            return false;
+        };
+        let mut parts = name.rsplitn(3, '/');
+        let (checkout, pid, host) = (parts.next(), parts.next(), parts.next());
+        let (Some(checkout), Some(pid), Some(host)) = (checkout, pid, host) else {
+            return false;
+        };
+        let recent = intent
+            .at
+            .is_some_and(|at| now.seconds_since(at) < FOREIGN_INTENT_LIVES);
+        if host != self.host {
+            return recent;
+        }
+        checkout != self.checkout
+            && recent
+            && pid
+                .parse::<u32>()
+                .is_ok_and(|pid| pid != self.pid && alive(pid))
+    }
+}
+
 /// What the merge needs to know about the task, read when its intent is recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MergeStart {
@@ -51,10 +109,13 @@ pub fn begin_merge(
     id: &TaskId,
     approved: &CommitId,
     tip: &CommitId,
+    merger: &Merger,
+    alive: &dyn Fn(u32) -> bool,
     now: Timestamp,
 ) -> Result<(Outcome, MergeStart), Refusal> {
     let t = task(state, id)?;
     row(Command::Merge, Some(t.status), Kind::Supervisor)?;
+    refuse_other_merger(t, merger, alive, now)?;
     let Some(review_commit) = t.review_commit.clone() else {
         return Err(Refusal::new(
             RuleId::ReviewCommit,
@@ -75,7 +136,15 @@ pub fn begin_merge(
         description: t.description.clone().unwrap_or_default(),
         allow_protected: t.allow_protected.clone().unwrap_or_default(),
     };
-    let outcome = record_intent(state, id, EventKind::MergeStarted, approved, tip, now);
+    let outcome = record_intent(
+        state,
+        id,
+        EventKind::MergeStarted,
+        approved,
+        tip,
+        merger,
+        now,
+    );
     Ok((outcome, start))
 }
 
@@ -86,6 +155,8 @@ pub fn set_merge_candidate(
     id: &TaskId,
     candidate: &CommitId,
     tip: &CommitId,
+    merger: &Merger,
+    alive: &dyn Fn(u32) -> bool,
     now: Timestamp,
 ) -> Result<Outcome, Refusal> {
     let t = task(state, id)?;
@@ -93,14 +164,39 @@ pub fn set_merge_candidate(
     if t.merge_intent.is_none() {
         return Err(no_intent(id));
     }
+    refuse_other_merger(t, merger, alive, now)?;
     Ok(record_intent(
         state,
         id,
         EventKind::MergeCandidate,
         candidate,
         tip,
+        merger,
         now,
     ))
+}
+
+/// Two mergers never merge one task at once: the first to record its intent has it (the
+/// blackboard's transactions decide). `alive` is the caller's word on this host's
+/// processes.
+fn refuse_other_merger(
+    t: &crate::model::Task,
+    merger: &Merger,
+    alive: &dyn Fn(u32) -> bool,
+    now: Timestamp,
+) -> Result<(), Refusal> {
+    match &t.merge_intent {
+        Some(intent) if merger.other_at_work(intent, now, alive) => Err(Refusal::new(
+            RuleId::MergeIntent,
+            format!(
+                "task {} is being merged by {}",
+                t.id,
+                intent.merger.as_deref().unwrap_or("another merger")
+            ),
+            "its merger publishes it; `liza status` shows the queue",
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn record_intent(
@@ -109,12 +205,14 @@ fn record_intent(
     event: EventKind,
     candidate: &CommitId,
     tip: &CommitId,
+    merger: &Merger,
     now: Timestamp,
 ) -> Outcome {
     task_mut(state, id).merge_intent = Some(MergeIntent {
         candidate: candidate.clone(),
         integration_tip: tip.clone(),
         at: Some(now),
+        merger: Some(merger.name()),
         extra: Default::default(),
     });
     let mut outcome = Outcome::default();

@@ -229,6 +229,9 @@ pub struct MergeIntent {
     /// When the intent was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<Timestamp>,
+    /// The merger at work: `<host>/<pid>` (absent in intents written before the queue).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merger: Option<String>,
     /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
@@ -237,6 +240,7 @@ record!(MergeIntent {
     req candidate: "candidate",
     req integration_tip: "integration_tip",
     opt at: "at",
+    opt merger: "merger",
 });
 
 /// `usage`: token and run totals of the task.

@@ -21,9 +21,10 @@ use super::task_lock::TaskLock;
 use super::{OpsError, Project, Transition, still_current, supervisor_only};
 use crate::blackboard::model::{CommitId, FailureKind, State, TaskStatus};
 use crate::blackboard::{Actor, TaskId};
+use crate::error::{Diagnostic, ErrorClass};
 use crate::failpoint;
 use crate::git::{GitError, Published, Repo, SavedWork, integration_worktree_dir, task_branch};
-use crate::lifecycle::{self, MergeFailure, MergeRecord, RuleId};
+use crate::lifecycle::{self, MergeFailure, MergeRecord, Merger, RuleId};
 
 pub use super::merge_outcome::MergeResult;
 
@@ -69,6 +70,23 @@ pub struct TaskMerge {
     /// How it ended.
     #[serde(flatten)]
     pub result: MergeResult,
+}
+
+/// This process as a merger.
+pub(super) fn this_merger(project: &Project) -> Merger {
+    let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
+    let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
+    Merger {
+        host: crate::blackboard::liveness::host_id().unwrap_or_else(|| "localhost".into()),
+        pid: std::process::id(),
+        checkout: hash[..8].to_owned(),
+    }
+}
+
+/// Whether process `pid` of this host lives.
+pub(super) fn pid_alive(pid: u32) -> bool {
+    i32::try_from(pid)
+        .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok())
 }
 
 /// `merge [<task>]`: people and scripts on the CLI (agents refused), or a supervisor.
@@ -125,6 +143,18 @@ pub fn merge(
         // Anything approved while the lock was held and not taken is merged now, by this
         // merger or by the one that holds the lock by then.
         if drain.done() || !drain.more_waiting()? {
+            if wait == MergeWait::Wait
+                && let Some(id) = target
+                && drain.merged_elsewhere(id)
+            {
+                // Another host's merger has it: its end is waited for, then the queue
+                // looked at again.
+                progress(&format!(
+                    "{id} is being merged on another host; waiting for it"
+                ));
+                drain.wait_for_other_merger(id)?;
+                continue;
+            }
             break;
         }
     }
@@ -176,6 +206,10 @@ struct Drain<'a> {
     saved: Option<SavedWork>,
     /// An error that concerns the target alone (it cannot be merged).
     target_error: Option<OpsError>,
+    /// This process, as it names itself in the intents it records.
+    merger: Merger,
+    /// Tasks another host's merger has (their intent says so).
+    elsewhere: Vec<TaskId>,
 }
 
 impl<'a> Drain<'a> {
@@ -200,6 +234,8 @@ impl<'a> Drain<'a> {
             recovered: Vec::new(),
             saved: None,
             target_error: None,
+            merger: this_merger(project),
+            elsewhere: Vec::new(),
         }
     }
 
@@ -208,6 +244,34 @@ impl<'a> Drain<'a> {
         self.target.is_some_and(|t| {
             self.ended.iter().any(|e| &e.task == t) || self.passed_over.contains_key(t)
         })
+    }
+
+    /// Whether `id` was passed over because another host's merger has it.
+    fn merged_elsewhere(&self, id: &TaskId) -> bool {
+        self.elsewhere.contains(id)
+    }
+
+    /// Waits until `id` leaves APPROVED, or its other merger's intent is gone; then it is
+    /// this drain's to take again.
+    fn wait_for_other_merger(&mut self, id: &TaskId) -> Result<(), OpsError> {
+        loop {
+            let snapshot = self.project.store.snapshot()?;
+            let Some(task) = snapshot.state.task(id) else {
+                break;
+            };
+            let at_work = task.merge_intent.as_ref().is_some_and(|i| {
+                self.merger
+                    .other_at_work(i, crate::blackboard::Timestamp::now(), pid_alive)
+            });
+            if task.status != TaskStatus::Approved || !at_work {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        self.passed_over.remove(id);
+        self.elsewhere.retain(|t| t != id);
+        self.target_error = None;
+        Ok(())
     }
 
     /// Whether the queue holds a task this drain has not taken yet.
@@ -234,6 +298,19 @@ impl<'a> Drain<'a> {
                 return Ok(());
             }
             self.admit(state, committed, progress)?;
+            let gone: Vec<TaskId> = self
+                .schedule
+                .tasks()
+                .into_iter()
+                .filter(|id| {
+                    state
+                        .task(id)
+                        .is_none_or(|t| t.status != TaskStatus::Approved)
+                })
+                .collect();
+            for id in gone {
+                self.forget(&id, "it left APPROVED meanwhile".into());
+            }
             if self.schedule.is_empty() {
                 return Ok(());
             }
@@ -421,17 +498,38 @@ impl<'a> Drain<'a> {
                 })
             })
             .collect();
-        committed.run(self.project, self.actor, |s, now| {
+        let merger = self.merger.clone();
+        let recorded = committed.run(self.project, self.actor, |s, now| {
             let mut outcome = lifecycle::Outcome::default();
             for (id, approved, candidate, base) in &intents {
                 if s.task(id).is_some_and(|t| t.merge_intent.is_none()) {
-                    let (o, _) = lifecycle::begin_merge(s, id, approved, base, now)?;
+                    let (o, _) =
+                        lifecycle::begin_merge(s, id, approved, base, &merger, &pid_alive, now)?;
                     outcome.merge(o);
                 }
-                outcome.merge(lifecycle::set_merge_candidate(s, id, candidate, base, now)?);
+                outcome.merge(lifecycle::set_merge_candidate(
+                    s, id, candidate, base, &merger, &pid_alive, now,
+                )?);
             }
             Ok(outcome)
-        })?;
+        });
+        if let Err(e) = recorded {
+            // Another host's merger took a task since the snapshot, or a task left
+            // APPROVED: the round is built again without what is no longer this
+            // merger's.
+            let units: Vec<Unit> = built.iter().map(|(u, _, _)| u.clone()).collect();
+            self.schedule.put_back(&units);
+            if e.class() != ErrorClass::Refused {
+                return Err(e);
+            }
+            self.forget_taken(
+                &intents
+                    .iter()
+                    .map(|(id, ..)| id.clone())
+                    .collect::<Vec<_>>(),
+            )?;
+            return Ok(());
+        }
         let checks = state.config.checks.clone().unwrap_or_default();
         let sandbox = state.config.sandbox();
         let jobs: Vec<Checked> = built
@@ -556,6 +654,40 @@ impl<'a> Drain<'a> {
                 Ok(())
             }
         }
+    }
+
+    /// Takes out of the line the tasks of `ids` that left APPROVED or that another host's
+    /// merger has now.
+    fn forget_taken(&mut self, ids: &[TaskId]) -> Result<(), OpsError> {
+        let snapshot = self.project.store.snapshot()?;
+        let now = crate::blackboard::Timestamp::now();
+        for id in ids {
+            let Some(task) = snapshot.state.task(id) else {
+                self.forget(id, "it is gone from the blackboard".into());
+                continue;
+            };
+            if task.status != TaskStatus::Approved {
+                self.forget(id, format!("it is {} now", task.status));
+            } else if let Some(intent) = &task.merge_intent
+                && self.merger.other_at_work(intent, now, pid_alive)
+            {
+                self.elsewhere.push(id.clone());
+                self.forget(
+                    id,
+                    format!(
+                        "it is being merged by {}",
+                        intent.merger.as_deref().unwrap_or("another merger")
+                    ),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn forget(&mut self, id: &TaskId, why: String) {
+        self.admitted.remove(id);
+        self.schedule.remove(id);
+        self.passed_over.insert(id.clone(), why);
     }
 
     /// A task left out of its batch while it was built.

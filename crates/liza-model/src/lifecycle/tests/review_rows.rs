@@ -373,7 +373,7 @@ fn merge_intent_is_recorded_updated_and_dropped_on_approved_tasks_only() {
     let mut start = None;
     w.ok(|s, n| {
         let approved = s.task(&id("t-1")).unwrap().review_commit.clone().unwrap();
-        let (outcome, facts) = begin_merge(s, &id("t-1"), &approved, &tip, n)?;
+        let (outcome, facts) = begin_merge(s, &id("t-1"), &approved, &tip, &here(), &|_| true, n)?;
         start = Some(facts);
         Ok(outcome)
     });
@@ -384,7 +384,7 @@ fn merge_intent_is_recorded_updated_and_dropped_on_approved_tasks_only() {
     assert_eq!(w.task("t-1").status, S::Approved);
 
     let candidate = CommitId::parse(&"c".repeat(40)).unwrap();
-    w.ok(|s, n| set_merge_candidate(s, &id("t-1"), &candidate, &tip, n));
+    w.ok(|s, n| set_merge_candidate(s, &id("t-1"), &candidate, &tip, &here(), &|_| true, n));
     assert_eq!(
         w.task("t-1").merge_intent.clone().unwrap().candidate,
         candidate
@@ -396,20 +396,131 @@ fn merge_intent_is_recorded_updated_and_dropped_on_approved_tasks_only() {
         "merge-intent"
     );
     assert_eq!(
-        w.refused(|s, n| set_merge_candidate(s, &id("t-1"), &candidate, &tip, n)),
+        w.refused(|s, n| set_merge_candidate(
+            s,
+            &id("t-1"),
+            &candidate,
+            &tip,
+            &here(),
+            &|_| true,
+            n
+        )),
         "merge-intent"
     );
 
     w.claimed("t-2", 2);
     assert_eq!(
-        w.refused(|s, n| begin_merge(s, &id("t-2"), &tip, &tip, n).map(|(o, _)| o)),
+        w.refused(
+            |s, n| begin_merge(s, &id("t-2"), &tip, &tip, &here(), &|_| true, n).map(|(o, _)| o)
+        ),
         "forbidden-transition"
     );
     w.approved("t-3");
     assert_eq!(
-        w.refused(|s, n| begin_merge(s, &id("t-3"), &tip, &tip, n).map(|(o, _)| o)),
+        w.refused(
+            |s, n| begin_merge(s, &id("t-3"), &tip, &tip, &here(), &|_| true, n).map(|(o, _)| o)
+        ),
         "review-commit",
         "only the approved commit is merged"
+    );
+}
+
+fn here() -> Merger {
+    Merger {
+        host: "host-a".into(),
+        pid: 100,
+        checkout: "c1".into(),
+    }
+}
+
+#[test]
+fn a_task_another_hosts_merger_holds_is_refused_until_its_intent_is_an_hour_old() {
+    let mut w = W::new();
+    w.approved("t-1");
+    let tip = CommitId::parse(&"b".repeat(40)).unwrap();
+    let approved = w.task("t-1").review_commit.clone().unwrap();
+    let other = Merger {
+        host: "host-b".into(),
+        pid: 100,
+        checkout: "c1".into(),
+    };
+    w.ok(|s, n| begin_merge(s, &id("t-1"), &approved, &tip, &other, &|_| true, n).map(|(o, _)| o));
+    assert_eq!(
+        w.task("t-1")
+            .merge_intent
+            .clone()
+            .unwrap()
+            .merger
+            .as_deref(),
+        Some("host-b/100/c1")
+    );
+    assert_eq!(
+        w.refused(
+            |s, n| begin_merge(s, &id("t-1"), &approved, &tip, &here(), &|_| true, n)
+                .map(|(o, _)| o)
+        ),
+        "merge-intent"
+    );
+    // Another merger of the same checkout is dead while this one holds its integration
+    // lock.
+    let sibling = Merger {
+        host: "host-b".into(),
+        pid: 200,
+        checkout: "c1".into(),
+    };
+    w.ok(|s, n| set_merge_candidate(s, &id("t-1"), &tip, &tip, &sibling, &|_| true, n));
+    // An hour later, the other host's merger is taken for dead.
+    let intent = w.task("t-1").merge_intent.clone().unwrap();
+    let at = intent.at.unwrap();
+    let later = at.plus_seconds(FOREIGN_INTENT_LIVES);
+    let alive = |_| true;
+    assert!(here().other_at_work(&intent, at, alive));
+    assert!(!here().other_at_work(&intent, later, alive));
+    assert!(!sibling.other_at_work(&intent, at, alive));
+    // Another checkout of the same host: at work while its process lives.
+    let neighbour = Merger {
+        host: "host-b".into(),
+        pid: 300,
+        checkout: "c2".into(),
+    };
+    assert!(neighbour.other_at_work(&intent, at, |pid| pid == 200));
+    assert!(!neighbour.other_at_work(&intent, at, |_| false));
+}
+
+#[test]
+fn an_approval_joins_the_merge_queue_and_the_merges_end_takes_it_out() {
+    let mut w = W::new();
+    w.approved("t-2");
+    w.approved("t-1");
+    assert_eq!(merge_queue(&w.s), [id("t-2"), id("t-1")]);
+    assert_eq!(w.s.merge_queue, Some(vec![id("t-2"), id("t-1")]));
+    // An APPROVED task the list misses (a hand edit, v0.1) comes after the listed ones;
+    // an entry that is not APPROVED is passed over.
+    w.approved("t-3");
+    w.s.merge_queue = Some(vec![id("t-1"), id("t-9")]);
+    assert_eq!(merge_queue(&w.s), [id("t-1"), id("t-2"), id("t-3")]);
+    let record = MergeRecord {
+        commit: CommitId::parse(&"a".repeat(40)).unwrap(),
+        merge_type: "fast-forward".into(),
+        drift_commits: 0,
+        retries: 0,
+        batch: 2,
+    };
+    w.ok(|s, n| merged(s, &id("t-1"), &record, n));
+    assert_eq!(w.s.merge_queue, Some(vec![id("t-2"), id("t-3")]));
+    let head = CommitId::parse(&"d".repeat(40)).unwrap();
+    w.ok(|s, n| withdraw_approval(s, &id("t-2"), &head, n));
+    let t = w.task("t-2");
+    assert_eq!(t.status, S::ReadyForReview);
+    assert_eq!(t.review_commit.as_ref(), Some(&head));
+    assert!(t.approved_by.is_none());
+    assert_eq!(t.history().last().unwrap().event, "approval_withdrawn");
+    assert_eq!(w.s.merge_queue, Some(vec![id("t-3")]));
+    w.ok(|s, n| nothing_to_merge(s, &id("t-3"), "integration", n));
+    assert_eq!(w.s.merge_queue, None, "an empty queue leaves the file");
+    assert_eq!(
+        w.refused(|s, n| withdraw_approval(s, &id("t-3"), &head, n)),
+        "no-such-transition"
     );
 }
 
