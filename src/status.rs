@@ -27,6 +27,8 @@ pub struct Report {
     pub plan_waiting: usize,
     pub agents: Vec<AgentLine>,
     pub tasks: Vec<TaskLine>,
+    /// The merge queue, in the order its tasks are merged (specs/git.md *The queue*).
+    pub merge_queue: Vec<QueueLine>,
     /// The last alarms whose cause is still there (at most [`ALARMS_SHOWN`]).
     pub alarms: Vec<String>,
     /// Alarms among those read whose cause is gone (ops::alarms::still_current).
@@ -40,6 +42,36 @@ pub struct Report {
     /// Sprint and goal states that wait for a person, each with the command that
     /// continues (shown at the top).
     pub attention: Vec<Attention>,
+}
+
+/// A task in the merge queue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct QueueLine {
+    pub task: String,
+    /// A merger has built its merge (its `merge_intent`): checked or about to be.
+    pub merging: bool,
+    /// Its merge commit being checked, when it is merging.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidate: Option<String>,
+    /// The merger at work (`<host>/<pid>/<checkout>`), when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub merger: Option<String>,
+}
+
+/// The merge queue as `status` shows it.
+pub fn queue_lines(state: &State) -> Vec<QueueLine> {
+    crate::lifecycle::merge_queue(state)
+        .into_iter()
+        .map(|id| {
+            let intent = state.task(&id).and_then(|t| t.merge_intent.as_ref());
+            QueueLine {
+                task: id.to_string(),
+                merging: intent.is_some(),
+                candidate: intent.map(|i| i.candidate.to_string()),
+                merger: intent.and_then(|i| i.merger.clone()),
+            }
+        })
+        .collect()
 }
 
 /// A state of the sprint or goal that holds the agents or waits for a person, and what
@@ -297,6 +329,7 @@ impl Report {
                     depends_on: t.depends_on().iter().map(ToString::to_string).collect(),
                 })
                 .collect(),
+            merge_queue: queue_lines(state),
             alarms_cleared,
             alarms,
             builtin: crate::builtin::metrics::collect(state),
@@ -411,6 +444,17 @@ impl Report {
         let _ = writeln!(s, "\nTasks ({})", self.tasks.len());
         let rows: Vec<Vec<String>> = self.tasks.iter().map(TaskLine::cells).collect();
         table(&mut s, &TaskLine::HEADER, &rows);
+
+        if !self.merge_queue.is_empty() {
+            let _ = writeln!(s, "\nMerge queue ({})", self.merge_queue.len());
+            for (place, q) in self.merge_queue.iter().enumerate() {
+                let doing = match &q.candidate {
+                    Some(c) => format!(" — merging, {} checked", &c[..12.min(c.len())]),
+                    None => String::new(),
+                };
+                let _ = writeln!(s, "  {}. {}{doing}", place + 1, q.task);
+            }
+        }
 
         let _ = writeln!(s, "\nAlarms");
         if self.alarms.is_empty() {

@@ -78,7 +78,30 @@ pub(super) fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
                 .collect(),
         );
     }
+    // Its place in the merge queue (specs/git.md *The queue*).
+    let queue = crate::lifecycle::merge_queue(state);
+    let place = queue.iter().position(|t| t == &id);
+    if let Some(place) = place
+        && let Some(object) = json.as_object_mut()
+    {
+        object.insert(
+            "merge_queue".into(),
+            serde_json::json!({"place": place + 1, "of": queue.len(), "merging": task.merge_intent.is_some()}),
+        );
+    }
     out.ok(json, || {
+        let queued = place.map_or_else(String::new, |p| {
+            format!(
+                "# merge queue: {} of {}{}\n",
+                p + 1,
+                queue.len(),
+                if task.merge_intent.is_some() {
+                    ", being merged"
+                } else {
+                    ""
+                }
+            )
+        });
         let ready = task
             .depends_on()
             .iter()
@@ -110,7 +133,7 @@ pub(super) fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
             })
             .collect();
         format!(
-            "# task {id} · {} · revision {}\n{deps}{saved}{runs}{text}",
+            "# task {id} · {} · revision {}\n{queued}{deps}{saved}{runs}{text}",
             task.status,
             state.revision()
         )

@@ -119,12 +119,25 @@ fn draw_header(frame: &mut Frame, view: &View, area: Rect) {
         .iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect();
-    let second = Line::from(format!(
-        "{} {}/{} terminal · {}",
-        bar(r.sprint.planned_terminal, r.sprint.planned, 16),
-        r.sprint.planned_terminal,
-        r.sprint.planned,
-        counts.join(" · ")
+    let queue = if r.merge_queue.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = r
+            .merge_queue
+            .iter()
+            .map(|q| format!("{}{}", q.task, if q.merging { "*" } else { "" }))
+            .collect();
+        format!(" · merge queue: {}", names.join(" "))
+    };
+    let second = Line::from(shorten(
+        &format!(
+            "{} {}/{} terminal · {}{queue}",
+            bar(r.sprint.planned_terminal, r.sprint.planned, 16),
+            r.sprint.planned_terminal,
+            r.sprint.planned,
+            counts.join(" · ")
+        ),
+        area.width as usize,
     ));
     let mut lines = vec![first, second];
     for a in &r.attention {

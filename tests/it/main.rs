@@ -38,6 +38,7 @@ mod hand_edits;
 mod lifecycle;
 mod live_endpoint;
 mod merge;
+mod merge_queue;
 mod metrics;
 mod misbehaving_agents;
 mod model_client;

@@ -16,13 +16,18 @@ use serde_json::Value;
 
 /// A project with registered coders and a reviewer; `script` is committed as
 /// `scripts/integration-test.sh` before `liza init`.
-struct Team {
-    repo: Repo,
+pub(crate) struct Team {
+    pub(crate) repo: Repo,
     generations: BTreeMap<String, String>,
 }
 
 impl Team {
-    fn new(script: Option<&str>) -> Team {
+    pub(crate) fn new(script: Option<&str>) -> Team {
+        Team::with_coders(script, 3)
+    }
+
+    /// A team of `coders` coders (`coder-1`…) and one reviewer.
+    pub(crate) fn with_coders(script: Option<&str>, coders: usize) -> Team {
         let repo = Repo::new();
         if let Some(script) = script {
             write(&repo.path().join("scripts/integration-test.sh"), script);
@@ -31,28 +36,32 @@ impl Team {
         }
         assert_success(&repo.liza(&["init", "Add a --json flag to the report CLI"]));
         let mut generations = BTreeMap::new();
-        for agent in ["coder-1", "coder-2", "coder-3", "code-reviewer-1"] {
-            generations.insert(agent.to_owned(), register(&repo, agent));
+        let agents = (1..=coders)
+            .map(|n| format!("coder-{n}"))
+            .chain(["code-reviewer-1".to_owned()]);
+        for agent in agents {
+            let generation = register(&repo, &agent);
+            generations.insert(agent, generation);
         }
         Team { repo, generations }
     }
 
-    fn env<'a>(&'a self, agent: &'a str) -> [(&'a str, &'a str); 2] {
+    pub(crate) fn env<'a>(&'a self, agent: &'a str) -> [(&'a str, &'a str); 2] {
         as_agent(agent, &self.generations[agent])
     }
 
-    fn worktree(&self, task: &str) -> PathBuf {
+    pub(crate) fn worktree(&self, task: &str) -> PathBuf {
         self.repo.path().join(".worktrees").join(task)
     }
 
     /// Adds and claims `task` for `coder`, commits `files` in its worktree; returns HEAD.
-    fn work(&self, task: &str, coder: &str, files: &[(&str, &str)]) -> String {
+    pub(crate) fn work(&self, task: &str, coder: &str, files: &[(&str, &str)]) -> String {
         add(&self.repo, task, "");
         assert_success(&self.repo.liza(&["claim-task", task, coder]));
         self.commit(task, files)
     }
 
-    fn commit(&self, task: &str, files: &[(&str, &str)]) -> String {
+    pub(crate) fn commit(&self, task: &str, files: &[(&str, &str)]) -> String {
         let wt = self.worktree(task);
         for (path, text) in files {
             write(&wt.join(path), text);
@@ -63,7 +72,7 @@ impl Team {
         self.head(&wt)
     }
 
-    fn head(&self, dir: &Path) -> String {
+    pub(crate) fn head(&self, dir: &Path) -> String {
         self.repo
             .git_in(dir, &["rev-parse", "HEAD"])
             .trim()
@@ -71,7 +80,7 @@ impl Team {
     }
 
     /// Submits `task` (its worktree HEAD) as `coder` and has the reviewer approve it.
-    fn approve(&self, task: &str, coder: &str) -> String {
+    pub(crate) fn approve(&self, task: &str, coder: &str) -> String {
         let head = self.head(&self.worktree(task));
         assert_success(
             &self
@@ -86,13 +95,13 @@ impl Team {
         head
     }
 
-    fn approved(&self, task: &str, coder: &str, files: &[(&str, &str)]) -> String {
+    pub(crate) fn approved(&self, task: &str, coder: &str, files: &[(&str, &str)]) -> String {
         self.work(task, coder, files);
         self.approve(task, coder)
     }
 
     /// `liza --json merge <task>`: the exit code and the transition's value.
-    fn merge(&self, task: &str) -> (i32, Value) {
+    pub(crate) fn merge(&self, task: &str) -> (i32, Value) {
         let out = self.repo.liza(&["--json", "merge", task]);
         let v: Value = serde_json::from_slice(&out.stdout)
             .unwrap_or_else(|_| panic!("merge {task}: {}{}", stdout(&out), stderr(&out)));
@@ -102,14 +111,14 @@ impl Team {
         )
     }
 
-    fn integration(&self) -> String {
+    pub(crate) fn integration(&self) -> String {
         self.repo
             .git(&["rev-parse", "integration"])
             .trim()
             .to_owned()
     }
 
-    fn task(&self, task: &str) -> Value {
+    pub(crate) fn task(&self, task: &str) -> Value {
         model(&self.repo)["tasks"]
             .as_array()
             .unwrap()
@@ -119,7 +128,7 @@ impl Team {
             .unwrap()
     }
 
-    fn branch_exists(&self, name: &str) -> bool {
+    pub(crate) fn branch_exists(&self, name: &str) -> bool {
         !self
             .repo
             .git(&["branch", "--list", name, "--format=%(refname)"])
@@ -127,7 +136,7 @@ impl Team {
             .is_empty()
     }
 
-    fn log_entry(&self, action: &str, task: &str) -> Value {
+    pub(crate) fn log_entry(&self, action: &str, task: &str) -> Value {
         self.repo
             .log()
             .into_iter()
@@ -489,7 +498,7 @@ fn on_merge_checks_run_with_their_timeouts_and_others_do_not() {
     assert_eq!(team.merge("t-3").0, 0);
 }
 
-fn check(
+pub(crate) fn check(
     name: &str,
     argv: &[&str],
     timeout: Option<i64>,
