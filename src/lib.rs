@@ -26,11 +26,13 @@
 //!   the integration tip outside the state lock; before any worktree is removed or
 //!   replaced its uncommitted files become a WIP commit and unmerged commits an attic
 //!   branch, so nothing in a worktree is ever deleted.
-//! - **Merges.** `liza merge` holds the integration lock from start to publish, so merges
-//!   run one at a time; it records `merge_intent` before its git work, builds the candidate
-//!   in memory, tests it in the detached `.worktrees/_integration`, and publishes by a
-//!   compare-and-swap of the integration ref (merging again if someone moved it). A crash
-//!   leaves an intent the next merge finishes or drops. No person's checkout is touched.
+//! - **Merges.** Approved tasks wait in the merge queue on the blackboard; a merger (the
+//!   reviewer's supervisor or `liza merge`) drains it under the integration lock in
+//!   batches: merged in memory one after another, each change verified to be kept,
+//!   checked once per batch in detached `.worktrees/_integration*` worktrees — the next
+//!   batch speculatively on top — bisected when they fail, and published by one
+//!   compare-and-swap of the integration ref. A crash leaves intents the next merger
+//!   finishes or drops. No person's checkout is touched.
 //! - **Operations.** [`ops`] combines the store, the lifecycle and git so the CLI, the
 //!   supervisor and the built-in agent share one implementation of each operation; [`cli`]
 //!   renders them.

@@ -1,9 +1,10 @@
-//! The integration checks of a merge candidate (specs/git.md *Merge* step 3), run in the
-//! integration worktree: `scripts/integration-test.sh` as it is at the integration tip
-//! (a task cannot change the test that judges it unless its `allow_protected` covers the
-//! script — then the reviewer saw the change and the candidate's version runs), then every
+//! The integration checks of a batch (specs/git.md *A batch*, step 4), run in an
+//! integration worktree of its own: `scripts/integration-test.sh` as it is at the batch's
+//! base (a task cannot change the test that judges it unless its `allow_protected` covers
+//! the script — then the reviewer saw the change and the batch's version runs), then every
 //! `config.checks` entry with `on_merge: true`. All output goes to one log,
-//! `.liza/integration-test-<task>-<timestamp>.log`; the first failure stops the run.
+//! `.liza/integration-test-<first task>[-and-<n>-more]-<timestamp>.log`; the first failure
+//! stops the run.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
