@@ -147,8 +147,58 @@ pub fn rows(samples: usize) -> Vec<Row> {
     });
 
     rows.push(contention(p));
+    rows.extend(processes(p, samples));
     rows.push(wake_across_hosts(&member, samples / 2));
     rows
+}
+
+/// E5 and E4: `liza note` as whole processes — one at a time, and 16 at once × 100 — on
+/// etcd, beside the same on a file store of the same blackboard in the same run (P1, P4):
+/// agents use liza one process per command.
+fn processes(etcd: &Path, samples: usize) -> Vec<Row> {
+    let (file, _) = super::project(50, 2600, false);
+    let mut on_file = Vec::new();
+    let mut on_etcd = Vec::new();
+    let mut floors = Vec::new();
+    // Alternated, so drift in the machine affects both alike.
+    for i in 0..samples {
+        for (dir, times) in [(file.path(), &mut on_file), (etcd, &mut on_etcd)] {
+            let t = Instant::now();
+            super::liza(dir, &["note", "all", &format!("process note {i}")]);
+            times.push(t.elapsed());
+        }
+        floors.push(floor_once());
+    }
+    let p1 = sample_of(&mut on_file, &mut floors.clone());
+    let e5 = sample_of(&mut on_etcd, &mut floors);
+    let ratio = e5.median.as_secs_f64() / p1.median.as_secs_f64();
+    let file_rate = super::contention(file.path());
+    let etcd_rate = super::contention(etcd);
+    let rate = |row: &Row| 1.0 / row.sample.median.as_secs_f64();
+    let (e4, p4) = (rate(&etcd_rate), rate(&file_rate));
+    let exact = etcd_rate.scenario.contains("(exact)");
+    vec![
+        Row {
+            id: "E5",
+            scenario: format!(
+                "etcd: `liza note` whole process, 50 tasks: {ratio:.2} × the file store's P1 ({:.2} ms) in this run",
+                super::ms(p1.median)
+            ),
+            target: "≤ 1.5 × P1".into(),
+            verdict: verdict(ratio <= 1.5),
+            sample: e5,
+        },
+        Row {
+            id: "E4",
+            scenario: format!(
+                "etcd: 16 processes × 100 `liza note`: {e4:.0}/s against the file store's {p4:.0}/s (P4) in this run; revision {}",
+                if exact { "exact +1600" } else { "LOST UPDATES" }
+            ),
+            target: "≥ P4, exact +1600".into(),
+            verdict: verdict(e4 >= p4 && exact),
+            sample: etcd_rate.sample,
+        },
+    ]
 }
 
 /// `liza` in `dir` with `env`; its stdout.
