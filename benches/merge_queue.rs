@@ -1,20 +1,24 @@
-//! The merge queue benchmark (specs/quality.md Q1, Q2): 16 approved one-file tasks and an
-//! `on_merge` check that sleeps 2 s, merged by `liza merge` — with the queue's batches and
-//! speculation, and side by side in the same run one task at a time (`merge.max_batch: 1`,
-//! `parallel_batches: 1`, how merges went before the queue). Times are given in units of
-//! the check's own time. Real repositories, the real `liza` binary, the check run
-//! sandboxed. Run with `cargo bench --bench merge_queue` (or `scripts/bench`).
+//! The merge queue benchmark (specs/quality.md Q1, Q2, Q3). Q1, Q2: 16 approved one-file
+//! tasks and an `on_merge` check that sleeps 2 s, merged by `liza merge` — with the
+//! queue's batches and speculation, and side by side in the same run one task at a time
+//! (`merge.max_batch: 1`, `parallel_batches: 1`, how merges went before the queue); times
+//! in units of the check's own time. Q3: a whole sprint — 32 tasks, 8 coder and 2 reviewer
+//! supervisors whose agents (the fake agent CLI of the tests) take a fixed time per run —
+//! against the schedule's lower bound. Real repositories, the real `liza` binary, agents
+//! and checks sandboxed. Run with `cargo bench --bench merge_queue` (or `scripts/bench`).
 
 #![expect(
     clippy::unwrap_used,
     reason = "a benchmark's setup that fails is a failed run, with its line"
 )]
 
-use std::path::Path;
-use std::process::Command;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use liza::blackboard::model::{Check, CommandSpec, MergeConfig, TaskStatus};
+use liza::blackboard::model::{
+    AgentTool, Check, CommandSpec, MergeConfig, PromptMode, SandboxConfig, TaskStatus,
+};
 use liza::blackboard::{Actor, TaskId};
 
 const LIZA: &str = env!("CARGO_BIN_EXE_liza");
@@ -178,6 +182,152 @@ fn drain(failing: &[usize], max_batch: i64, parallel: i64) -> Duration {
     elapsed
 }
 
+/// Q3's agents: a coder's run and a reviewer's take this long.
+const CODER_RUN: Duration = Duration::from_secs(4);
+const REVIEW_RUN: Duration = Duration::from_secs(1);
+const SPRINT_TASKS: usize = 32;
+const CODERS: usize = 8;
+const REVIEWERS: usize = 2;
+
+/// The sprint's lower bound: the coders' runs in waves then the last review, or the
+/// reviewers' runs after the first coder run — whichever is longer — then one check.
+fn ideal_makespan() -> Duration {
+    let waves = SPRINT_TASKS.div_ceil(CODERS) as u32;
+    let reviews = SPRINT_TASKS.div_ceil(REVIEWERS) as u32;
+    (CODER_RUN * waves + REVIEW_RUN).max(CODER_RUN + REVIEW_RUN * reviews) + CHECK
+}
+
+/// Q3: the time from the supervisors' start until every task is MERGED.
+fn sprint() -> Duration {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
+    std::fs::create_dir_all(&root).unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("liza-sprint-")
+        .tempdir_in(&root)
+        .unwrap();
+    let p = dir.path();
+    run(p, "git", &["init", "-q", "-b", "main"], &[]);
+    std::fs::create_dir_all(p.join("specs")).unwrap();
+    std::fs::write(p.join("specs/vision.md"), "# Vision\n").unwrap();
+    run(p, "git", &["add", "."], &[]);
+    run(p, "git", &["commit", "-q", "-m", "start"], &[]);
+    run(p, LIZA, &["init", "Benchmark a sprint"], &[]);
+    let scenario = tempfile::tempdir().unwrap();
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let agent: PathBuf = tests.join("fake-agent/agent.sh");
+    let store = liza::ops::open_store(p).unwrap();
+    let check = format!("sleep {}", CHECK.as_secs());
+    store
+        .transact(&Actor::Human, |tx| {
+            // The fake agent counts its runs in the scenario directory: the one place
+            // outside its worktree a sandboxed run may write.
+            tx.state.config.sandbox = Some(SandboxConfig {
+                writable: Some(vec![scenario.path().display().to_string()]),
+                read_only: Some(vec![tests.display().to_string()]),
+                ..Default::default()
+            });
+            let tool = AgentTool {
+                executable: Some(agent.display().to_string()),
+                prompt: Some(PromptMode::Stdin),
+                ..Default::default()
+            };
+            tx.state.config.agent_tools =
+                Some(liza::blackboard::codec::IdMap(vec![("fake".into(), tool)]));
+            tx.state.config.default_cli = Some("fake".into());
+            tx.state.config.checks = Some(vec![Check {
+                name: "slow-check".into(),
+                run: CommandSpec::Argv(vec!["sh".into(), "-c".into(), check.clone()]),
+                timeout: Some(120),
+                on_review: None,
+                on_merge: Some(true),
+                extra: Default::default(),
+            }]);
+            tx.log_named("bench_config");
+            Ok::<_, ()>(())
+        })
+        .unwrap();
+    for i in 1..=SPRINT_TASKS {
+        let task = format!("t-{i}");
+        run(
+            p,
+            LIZA,
+            &[
+                "add-task",
+                "--id",
+                &task,
+                "--desc",
+                "One file",
+                "--spec",
+                "specs/vision.md",
+                "--done",
+                "the file is there",
+                "--scope",
+                &format!("{task}.txt"),
+                "--finalize",
+            ],
+            &[],
+        );
+    }
+    for (role, script) in [
+        (
+            "coder",
+            format!(
+                "sleep {}\nwork \"$key.txt\" \"text of $key\"\nsubmit\n",
+                CODER_RUN.as_secs_f64()
+            ),
+        ),
+        (
+            "code-reviewer",
+            format!("sleep {}\napprove\n", REVIEW_RUN.as_secs_f64()),
+        ),
+    ] {
+        let path = scenario.path().join(role).join("default.sh");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, script).unwrap();
+    }
+    let supervisor = |role: &str, id: String| -> Child {
+        Command::new(LIZA)
+            .args(["agent", role])
+            .current_dir(p)
+            .env("LIZA_AGENT_ID", &id)
+            .env("FAKE_AGENT_DIR", scenario.path())
+            .env("GIT_AUTHOR_NAME", "bench")
+            .env("GIT_AUTHOR_EMAIL", "bench@example.com")
+            .env("GIT_COMMITTER_NAME", "bench")
+            .env("GIT_COMMITTER_EMAIL", "bench@example.com")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(scenario.path().join(format!("{id}.err"))).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let started = Instant::now();
+    let mut supervisors: Vec<Child> = (1..=CODERS)
+        .map(|n| supervisor("coder", format!("coder-{n}")))
+        .chain((1..=REVIEWERS).map(|n| supervisor("code-reviewer", format!("code-reviewer-{n}"))))
+        .collect();
+    let all_merged = || {
+        store
+            .snapshot()
+            .is_ok_and(|s| s.state.tasks.iter().all(|t| t.status == TaskStatus::Merged))
+    };
+    let deadline = started + Duration::from_secs(300);
+    while !all_merged() {
+        assert!(Instant::now() < deadline, "the sprint did not end in 300 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let makespan = started.elapsed();
+    for child in &mut supervisors {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
+    }
+    for mut child in supervisors {
+        let _ = child.wait();
+    }
+    makespan
+}
+
 fn main() {
     let check = CHECK.as_secs_f64();
     println!(
@@ -198,7 +348,9 @@ fn main() {
             6.0,
         ),
     ];
-    for (id, scenario, failing, target) in rows {
+    // `LIZA_BENCH_ONLY=sprint`: Q3 alone.
+    let sprint_only = std::env::var("LIZA_BENCH_ONLY").is_ok_and(|o| o == "sprint");
+    for (id, scenario, failing, target) in rows.into_iter().filter(|_| !sprint_only) {
         let queued = drain(&failing, 8, 2);
         let serial = drain(&failing, 1, 1);
         let ratio = queued.as_secs_f64() / check;
@@ -212,5 +364,24 @@ fn main() {
             if ratio <= target { "ok" } else { "MISSED" }
         );
     }
+    let makespan = sprint();
+    let ideal = ideal_makespan();
+    let ratio = makespan.as_secs_f64() / ideal.as_secs_f64();
+    println!(
+        "{:<4} {:<78} {:>8.1}s {:>8} {:>9.1}s {:>8}  {:<12} {}",
+        "Q3",
+        format!(
+            "a sprint: {SPRINT_TASKS} tasks, {CODERS} coders ({} s runs), {REVIEWERS} reviewers ({} s), a {} s check: makespan ÷ ideal {ratio:.2}",
+            CODER_RUN.as_secs(),
+            REVIEW_RUN.as_secs(),
+            CHECK.as_secs()
+        ),
+        makespan.as_secs_f64(),
+        "",
+        ideal.as_secs_f64(),
+        "(ideal)",
+        "≤ 1.25 × ideal",
+        if ratio <= 1.25 { "ok" } else { "MISSED" }
+    );
     let _ = std::fs::remove_dir_all(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp"));
 }

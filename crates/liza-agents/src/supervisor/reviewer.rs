@@ -53,66 +53,57 @@ impl Session {
         }
     }
 
-    /// `Action::Merge`: merges an approved task; `ran` when the merge ran (MERGED or
-    /// INTEGRATION_FAILED).
+    /// `Action::Merge`: merges the queue up to an approved task, on a thread of its own
+    /// (the reviewer goes on reviewing while the checks run). A merge this supervisor has
+    /// at work already takes the task; another merger's too (it drains the queue). The
+    /// thread wakes the loop when it ends, so an approval that came meanwhile is merged.
     pub(super) async fn merge(&mut self, task: TaskId) -> Observation {
-        let console = self.console.clone();
-        let id = task.clone();
-        let merged = self
-            .write(move |project, actor| {
-                ops::merge(
-                    project,
-                    actor,
+        if self
+            .background_merge
+            .as_ref()
+            .is_some_and(|m| !m.is_finished())
+        {
+            return Observation::MergeEnded { task, ran: false };
+        }
+        if let Some(done) = self.background_merge.take() {
+            let _ = done.join();
+        }
+        // Another merger at work drains the queue, this task with it, and looks at the
+        // queue again once it lets the lock go: nothing to start here.
+        let project = self.project.clone();
+        if crate::off_runtime::off_runtime(move || ops::merge_running(&project.store)).await {
+            return Observation::MergeEnded { task, ran: false };
+        }
+        let (project, actor, console) = (self.project.clone(), self.actor(), self.console.clone());
+        let (stop, wake, id) = (self.stop.clone(), self.wake.notifier(), task.clone());
+        let started = std::thread::Builder::new()
+            .name("liza-merge".into())
+            .spawn(move || {
+                let merged = ops::merge(
+                    &project,
+                    &actor,
                     Some(&id),
                     ops::MergeWait::Leave,
                     &mut |line| console.info(&format!("merge {id}: {line}")),
-                )
-            })
-            .await;
-        match merged {
-            Ok(done) => {
-                for other in done.value.tasks.iter().filter(|t| t.task != task) {
-                    self.console.info(&format!(
-                        "{}: merged with {task}'s batch: {:?}",
-                        other.task, other.result
-                    ));
-                }
-                let Some(result) = &done.value.result else {
-                    return Observation::MergeEnded { task, ran: false };
-                };
-                match result {
-                    MergeResult::Merged {
-                        merge_commit,
-                        merge_type,
-                        ..
-                    } => self
-                        .console
-                        .info(&format!("{task}: MERGED ({merge_type} {merge_commit})")),
-                    MergeResult::IntegrationFailed { kind, reason, .. } => {
-                        self.console
-                            .info(&format!("{task}: INTEGRATION_FAILED ({kind}): {reason}"));
+                );
+                match merged {
+                    Ok(done) => {
+                        for t in &done.value.tasks {
+                            console.info(&format!("{}: {}", t.task, describe(&t.result)));
+                        }
                     }
-                    MergeResult::NothingToMerge => self.console.info(&format!(
-                        "{task}: BLOCKED: nothing of it reaches integration; the planner decides"
-                    )),
-                    MergeResult::Withdrawn { reason } => self
-                        .console
-                        .info(&format!("{task}: back to review: {reason}")),
-                    MergeResult::Queued => {
-                        self.console.info(&format!(
-                            "{task}: in the merge queue; another merge is running"
-                        ));
-                        return Observation::MergeEnded { task, ran: false };
-                    }
+                    Err(e) if e.superseded() => stop.supersede(e.to_string()),
+                    Err(e) => console.info(&format!("merge of {id} not done: {e}")),
                 }
-                Observation::MergeEnded { task, ran: true }
-            }
-            Err(e) if e.superseded() => Observation::Superseded(e.to_string()),
-            Err(e) => {
-                self.console.info(&format!("merge of {task} not done: {e}"));
-                Observation::MergeEnded { task, ran: false }
-            }
+                wake.notify_one();
+            });
+        match started {
+            Ok(handle) => self.background_merge = Some(handle),
+            Err(e) => self
+                .console
+                .info(&format!("merge of {task} not started: no thread ({e})")),
         }
+        Observation::MergeEnded { task, ran: false }
     }
 
     /// Whether `task` left review for a coder's rework since `reviewed` was read (a fresh
@@ -339,5 +330,24 @@ impl Session {
             ops::run_review_checks(&checks, &dir, &jail)
         })
         .await
+    }
+}
+
+/// One line for a task a merge ended.
+fn describe(result: &MergeResult) -> String {
+    match result {
+        MergeResult::Merged {
+            merge_type,
+            merge_commit,
+            ..
+        } => format!("MERGED ({merge_type} {merge_commit})"),
+        MergeResult::IntegrationFailed { kind, reason, .. } => {
+            format!("INTEGRATION_FAILED ({kind}): {reason}")
+        }
+        MergeResult::NothingToMerge => {
+            "BLOCKED: nothing of it reaches integration; the planner decides".into()
+        }
+        MergeResult::Withdrawn { reason } => format!("back to review: {reason}"),
+        MergeResult::Queued => "in the merge queue; another merge is running".into(),
     }
 }

@@ -67,6 +67,9 @@ pub struct Session {
     pending_wake_us: Arc<AtomicI64>,
     /// Stops what runs beside the planner (its watcher) when the supervisor ends.
     beside_stop: Arc<std::sync::atomic::AtomicBool>,
+    /// The reviewer's merge of the queue, on a thread of its own so the reviewer reviews
+    /// while the checks run (specs/git.md *The queue*); joined before the supervisor ends.
+    pub(super) background_merge: Option<std::thread::JoinHandle<()>>,
     /// How the last run was confined (specs/sandbox.md *Modes*), as heartbeats report it.
     pub(super) confinement: crate::sandbox::Confinement,
     /// A short private directory for the channel's socket, when the agent's scratch
@@ -217,6 +220,7 @@ impl Session {
             last_run_end: None,
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             beside_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
+            background_merge: None,
             confinement,
             socket_dir: std::sync::OnceLock::new(),
             lease_watch: std::sync::Mutex::default(),
@@ -470,6 +474,12 @@ impl Session {
     /// Unregisters (only this generation) and stops heartbeats' effect.
     pub async fn finish(&mut self) {
         self.beside_stop.store(true, Ordering::SeqCst);
+        // A merge at work ends first: cut, it would leave intents for the next merger.
+        if let Some(merge) = self.background_merge.take() {
+            self.console
+                .info("waiting for the merge of the queue to end");
+            let _ = off_runtime(move || merge.join()).await;
+        }
         self.stop_heartbeats();
         if self.superseded_by().is_some() {
             // The entry is the newer registration's now.

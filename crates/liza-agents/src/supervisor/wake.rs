@@ -31,6 +31,11 @@ impl Wake {
         Wake { notify }
     }
 
+    /// What wakes the loop from another thread (a background merge that ended).
+    pub(super) fn notifier(&self) -> Arc<Notify> {
+        self.notify.clone()
+    }
+
     /// Waits for a change, at most `timeout`; `true` when one was seen.
     pub(super) async fn wait(&self, timeout: Duration) -> bool {
         tokio::time::timeout(timeout, self.notify.notified())
