@@ -26,6 +26,7 @@ mod merge_outcome;
 mod merge_plan;
 mod merge_recovery;
 mod merge_round;
+mod merger;
 mod moves;
 mod note;
 mod project;

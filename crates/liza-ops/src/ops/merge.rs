@@ -17,6 +17,7 @@ use super::merge_outcome::{Committed, drift, finish_merged, short};
 use super::merge_plan::{Schedule, Unit, UnitVerdict};
 use super::merge_recovery::{Recovery, recover_locked};
 use super::merge_round::{Checked, check_round};
+use super::merger::{pid_alive, this_merger};
 use super::task_lock::TaskLock;
 use super::{OpsError, Project, Transition, still_current, supervisor_only};
 use crate::blackboard::model::{CommitId, FailureKind, State, TaskStatus};
@@ -70,23 +71,6 @@ pub struct TaskMerge {
     /// How it ended.
     #[serde(flatten)]
     pub result: MergeResult,
-}
-
-/// This process as a merger.
-pub(super) fn this_merger(project: &Project) -> Merger {
-    let root = std::fs::canonicalize(&project.root).unwrap_or_else(|_| project.root.clone());
-    let hash = blake3::hash(root.as_os_str().as_encoded_bytes()).to_hex();
-    Merger {
-        host: crate::blackboard::liveness::host_id().unwrap_or_else(|| "localhost".into()),
-        pid: std::process::id(),
-        checkout: hash[..8].to_owned(),
-    }
-}
-
-/// Whether process `pid` of this host lives.
-pub(super) fn pid_alive(pid: u32) -> bool {
-    i32::try_from(pid)
-        .is_ok_and(|pid| nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok())
 }
 
 /// `merge [<task>]`: people and scripts on the CLI (agents refused), or a supervisor.

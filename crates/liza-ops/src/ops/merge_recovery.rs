@@ -94,11 +94,11 @@ pub(super) fn recover_locked(
         .iter()
         .filter_map(|t| Some((t.clone(), t.merge_intent.clone()?)))
         .collect();
-    let me = super::merge::this_merger(project);
+    let me = super::merger::this_merger(project);
     let now = crate::blackboard::Timestamp::now();
     for (task, intent) in interrupted {
         // Another host's merger at work keeps its intents (specs/git.md *A batch*).
-        if me.other_at_work(&intent, now, super::merge::pid_alive) {
+        if me.other_at_work(&intent, now, super::merger::pid_alive) {
             continue;
         }
         let _task_lock = if held == Some(&task.id) {
