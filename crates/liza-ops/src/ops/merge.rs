@@ -6,17 +6,19 @@
 //! held only for the short transactions; git and the checks run outside it. Interrupted
 //! merges are recovered first.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Mutex, mpsc};
 use std::time::Duration;
 
 use serde::Serialize;
 
 use super::integration_lock::IntegrationLock;
 use super::merge_batch::{LeftOut, Member, Merged, build, first_lost};
+use super::merge_checks::Verdict;
 use super::merge_outcome::{Committed, drift, finish_merged, short};
-use super::merge_plan::{Schedule, Unit, UnitVerdict};
+use super::merge_plan::{Decision, Schedule, Unit, UnitVerdict};
 use super::merge_recovery::{Recovery, recover_locked};
-use super::merge_round::{Checked, check_round};
+use super::merge_round::{Checked, Stopper, check};
 use super::merger::{pid_alive, this_merger};
 use super::task_lock::TaskLock;
 use super::{OpsError, Project, Transition, still_current, supervisor_only};
@@ -119,11 +121,11 @@ pub fn merge(
         let recovered = recover_locked(project, actor, &repo, &integration, None, &mut committed)?;
         drain.recovered.extend(recovered);
         let drained = drain.run(&mut lock, &mut committed, progress);
+        // Tasks still in the line (left for later, or stopped by an error) keep no
+        // intent of a merge that is over.
+        drain.drop_intents(&mut committed);
         drop(lock);
-        if let Err(e) = drained {
-            drain.drop_intents(&mut committed);
-            return Err(e);
-        }
+        drained?;
         // Anything approved while the lock was held and not taken is merged now, by this
         // merger or by the one that holds the lock by then.
         if drain.done() || !drain.more_waiting()? {
@@ -162,6 +164,33 @@ fn refuse_unless_queued(state: &State, id: &TaskId) -> Result<(), OpsError> {
         )?;
     }
     Ok(())
+}
+
+/// A batch in flight: what was merged into it, and how to stop its checks.
+struct InFlight {
+    /// Its integration worktree.
+    #[allow(dead_code)]
+    slot: usize,
+    /// What it was built on: the tip, or the last commit of the batch under it.
+    base: CommitId,
+    /// Its last merge commit: what integration moves to when it is published.
+    last: CommitId,
+    merged: Vec<Merged>,
+    stopper: Stopper,
+    /// Its check log, once it ended.
+    log: Option<String>,
+    /// The check that failed, and how.
+    reason: Option<String>,
+}
+
+/// What a check's thread tells the merger.
+enum Message {
+    Progress(String),
+    Ended {
+        id: u64,
+        slot: usize,
+        outcome: Result<(Verdict, Option<String>), OpsError>,
+    },
 }
 
 /// A task admitted to the line: what its merge needs.
@@ -266,48 +295,380 @@ impl<'a> Drain<'a> {
             .any(|id| !self.passed_over.contains_key(id)))
     }
 
-    /// Rounds until the queue is empty (or the target's merge ended).
+    /// Drains the queue until it is empty (or the target's merge ended): batches start
+    /// as soon as a slot is free — a new approval is built on the batch in flight —, and
+    /// each check's end is settled as it comes.
     fn run(
         &mut self,
         lock: &mut IntegrationLock,
         committed: &mut Committed,
         progress: &mut dyn FnMut(&str),
     ) -> Result<(), OpsError> {
-        loop {
-            let snapshot = self.project.store.snapshot()?;
-            let state = &snapshot.state;
-            self.schedule
-                .configure(state.config.max_batch(), state.config.parallel_batches());
-            if self.done() {
-                return Ok(());
+        let lock = Mutex::new(lock);
+        let root = self.project.root.clone();
+        std::thread::scope(|scope| {
+            let (send, receive) = mpsc::channel::<Message>();
+            let mut flights: BTreeMap<u64, InFlight> = BTreeMap::new();
+            let mut busy: BTreeSet<usize> = BTreeSet::new();
+            let mut tip: Option<CommitId> = None;
+            let drained = (|| -> Result<(), OpsError> {
+                loop {
+                    let snapshot = self.project.store.snapshot()?;
+                    let state = &snapshot.state;
+                    self.schedule
+                        .configure(state.config.max_batch(), state.config.parallel_batches());
+                    if !self.done() {
+                        self.admit(state, committed, progress)?;
+                    }
+                    let gone: Vec<TaskId> = self
+                        .schedule
+                        .tasks()
+                        .into_iter()
+                        .filter(|id| {
+                            state
+                                .task(id)
+                                .is_none_or(|t| t.status != TaskStatus::Approved)
+                        })
+                        .collect();
+                    for id in gone {
+                        self.forget(&id, "it left APPROVED meanwhile".into());
+                    }
+                    if self.done() && !self.schedule.flying() || self.schedule.is_empty() {
+                        return Ok(());
+                    }
+                    while !self.done() {
+                        if !self.schedule.flying() || tip.is_none() {
+                            tip = Some(self.integration_tip(state)?);
+                        }
+                        let Some((id, unit)) = self.schedule.start() else {
+                            break;
+                        };
+                        let current = tip.clone().unwrap_or_else(|| unreachable!());
+                        let slot = (0..).find(|s| !busy.contains(s)).unwrap_or(0);
+                        let Some(flight) = self.launch(
+                            id, &unit, slot, &current, &flights, state, committed, progress,
+                        )?
+                        else {
+                            continue;
+                        };
+                        let job = Checked {
+                            slot,
+                            tasks: flight.merged.iter().map(|m| m.task.clone()).collect(),
+                            base: flight.base.clone(),
+                            candidate: flight.last.clone(),
+                            allow_protected: flight
+                                .merged
+                                .iter()
+                                .filter_map(|m| {
+                                    self.admitted
+                                        .get(&m.task)
+                                        .map(|a| a.allow_protected.clone())
+                                })
+                                .collect(),
+                        };
+                        let checks = state.config.checks.clone().unwrap_or_default();
+                        let sandbox = state.config.sandbox();
+                        let (stopper, send, lock, root) =
+                            (flight.stopper.clone(), send.clone(), &lock, &root);
+                        busy.insert(slot);
+                        flights.insert(id, flight);
+                        scope.spawn(move || {
+                            let say = |line: &str| {
+                                let _ = send.send(Message::Progress(line.to_owned()));
+                            };
+                            let outcome =
+                                check(root, &job, &checks, &sandbox, &stopper, lock, &say);
+                            let _ = send.send(Message::Ended { id, slot, outcome });
+                        });
+                    }
+                    if flights.is_empty() {
+                        continue;
+                    }
+                    // A check's end, or a look at the queue for new approvals.
+                    match receive.recv_timeout(Duration::from_millis(200)) {
+                        Ok(Message::Progress(line)) => progress(&line),
+                        Ok(Message::Ended { id, slot, outcome }) => {
+                            busy.remove(&slot);
+                            let Some(flight) = flights.get_mut(&id) else {
+                                continue;
+                            };
+                            let verdict = match outcome {
+                                Ok((verdict, log)) => {
+                                    flight.log = log;
+                                    match verdict {
+                                        Verdict::Passed => UnitVerdict::Passed,
+                                        Verdict::Stopped => UnitVerdict::Stopped,
+                                        Verdict::Failed { reason } => {
+                                            flight.reason = Some(reason);
+                                            UnitVerdict::Failed
+                                        }
+                                    }
+                                }
+                                Err(e) => return Err(e),
+                            };
+                            for decision in self.schedule.finished(id, verdict) {
+                                self.carry_out(
+                                    decision,
+                                    &mut flights,
+                                    &mut tip,
+                                    state,
+                                    committed,
+                                    progress,
+                                )?;
+                            }
+                        }
+                        Err(mpsc::RecvTimeoutError::Timeout) => {}
+                        Err(mpsc::RecvTimeoutError::Disconnected) => {}
+                    }
+                }
+            })();
+            // Whatever ends the drain, no check of it goes on.
+            for flight in flights.values() {
+                flight.stopper.stop();
             }
-            self.admit(state, committed, progress)?;
-            let gone: Vec<TaskId> = self
-                .schedule
-                .tasks()
-                .into_iter()
-                .filter(|id| {
-                    state
-                        .task(id)
-                        .is_none_or(|t| t.status != TaskStatus::Approved)
-                })
-                .collect();
-            for id in gone {
-                self.forget(&id, "it left APPROVED meanwhile".into());
+            drained
+        })
+    }
+
+    /// The integration tip, synced with the shared remote, checked to hold what was
+    /// merged before anything is published on it.
+    fn integration_tip(&self, state: &State) -> Result<CommitId, OpsError> {
+        super::shared_git::sync_integration(self.project, self.repo, state)?;
+        // Nothing is published on a branch that lost merged work (specs/git.md
+        // *Integration keeps what was merged*).
+        super::integration_check::refuse_if_rewound(self.project, self.repo, state)?;
+        self.repo
+            .branch_tip(self.integration)?
+            .ok_or_else(|| no_integration(self.integration))
+    }
+
+    /// Builds flight `id` on the tip or on the flight under it, and records its
+    /// candidates; `None` when none of its tasks is left to check.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(
+        &mut self,
+        id: u64,
+        unit: &Unit,
+        slot: usize,
+        tip: &CommitId,
+        flights: &BTreeMap<u64, InFlight>,
+        state: &State,
+        committed: &mut Committed,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<Option<InFlight>, OpsError> {
+        // A stacked batch goes on the top flight; what the stack holds is verified again
+        // at each of its merges.
+        let (base, below): (CommitId, Vec<Merged>) = match flights.values().last() {
+            Some(top) if unit.stacked => (
+                top.last.clone(),
+                flights
+                    .values()
+                    .flat_map(|f| f.merged.iter().cloned())
+                    .collect(),
+            ),
+            _ => (tip.clone(), Vec::new()),
+        };
+        let members: Vec<Member> = unit
+            .tasks
+            .iter()
+            .filter_map(|t| self.admitted.get(t).map(|a| a.member.clone()))
+            .collect();
+        progress(&format!(
+            "merging {} onto {}{}",
+            names(&unit.tasks),
+            if unit.stacked {
+                "the batch in flight at "
+            } else {
+                ""
+            },
+            short(base.as_str())
+        ));
+        let built = build(self.repo, &base, &members, &below);
+        let (merged, left) = match built {
+            Ok(built) => built,
+            Err(e) => {
+                self.schedule.abort(id);
+                return Err(e.into());
             }
-            if self.schedule.is_empty() {
-                return Ok(());
-            }
-            super::shared_git::sync_integration(self.project, self.repo, state)?;
-            // Nothing is published on a branch that lost merged work (specs/git.md
-            // *Integration keeps what was merged*).
-            super::integration_check::refuse_if_rewound(self.project, self.repo, state)?;
-            let tip = self
-                .repo
-                .branch_tip(self.integration)?
-                .ok_or_else(|| no_integration(self.integration))?;
-            self.round(state, &tip, lock, committed, progress)?;
+        };
+        self.schedule
+            .built(id, merged.iter().map(|m| m.task.clone()).collect());
+        for out in left {
+            self.left_out(out, committed)?;
         }
+        if merged.is_empty() {
+            return Ok(None);
+        }
+        // The candidates, before any check runs: a crash from here on is recovered by
+        // what integration holds (specs/git.md *A batch*, crash safety).
+        let merger = self.merger.clone();
+        let recorded = committed.run(self.project, self.actor, |s, now| {
+            let mut outcome = lifecycle::Outcome::default();
+            for m in &merged {
+                if s.task(&m.task).is_some_and(|t| t.merge_intent.is_none()) {
+                    let (o, _) = lifecycle::begin_merge(
+                        s,
+                        &m.task,
+                        &m.approved,
+                        &m.base,
+                        &merger,
+                        &pid_alive,
+                        now,
+                    )?;
+                    outcome.merge(o);
+                }
+                outcome.merge(lifecycle::set_merge_candidate(
+                    s, &m.task, &m.commit, &m.base, &merger, &pid_alive, now,
+                )?);
+            }
+            Ok(outcome)
+        });
+        if let Err(e) = recorded {
+            // Another host's merger took a task since the snapshot, or a task left
+            // APPROVED: the flight is built again without what is no longer this
+            // merger's.
+            self.schedule.abort(id);
+            if e.class() != ErrorClass::Refused {
+                return Err(e);
+            }
+            self.forget_taken(&merged.iter().map(|m| m.task.clone()).collect::<Vec<_>>())?;
+            return Ok(None);
+        }
+        let _ = state;
+        let last = merged
+            .last()
+            .map_or_else(|| base.clone(), |m| m.commit.clone());
+        Ok(Some(InFlight {
+            slot,
+            base,
+            last,
+            merged,
+            stopper: Stopper::default(),
+            log: None,
+            reason: None,
+        }))
+    }
+
+    /// Carries out what the schedule decided when a check ended.
+    fn carry_out(
+        &mut self,
+        decision: Decision,
+        flights: &mut BTreeMap<u64, InFlight>,
+        tip: &mut Option<CommitId>,
+        state: &State,
+        committed: &mut Committed,
+        progress: &mut dyn FnMut(&str),
+    ) -> Result<(), OpsError> {
+        match decision {
+            Decision::Stop(id) => {
+                if let Some(flight) = flights.remove(&id) {
+                    flight.stopper.stop();
+                }
+            }
+            Decision::Done(id) => {
+                flights.remove(&id);
+            }
+            Decision::Failed(id, task) => {
+                let flight = flights.remove(&id);
+                let failure = MergeFailure {
+                    kind: FailureKind::Tests,
+                    paths: Vec::new(),
+                    log: flight.as_ref().and_then(|f| f.log.clone()),
+                    reason: flight.and_then(|f| f.reason).unwrap_or_default(),
+                };
+                self.fail(&task, failure, committed)?;
+            }
+            Decision::Publish(id) => {
+                let Some(flight) = flights.remove(&id) else {
+                    return Ok(());
+                };
+                let from = flight.base.clone();
+                // Nothing lost: every change about to be published is at the commit
+                // published (each merge was verified as it was built; this is the last
+                // word before integration moves).
+                if let Some((lost, paths)) =
+                    first_lost(self.repo, flight.merged.iter(), &flight.last)?
+                {
+                    return Err(OpsError::refused(
+                        RuleId::MergeIntent,
+                        format!(
+                            "the change of {lost} is not at {} in {}; nothing was published",
+                            short(flight.last.as_str()),
+                            paths.join(", ")
+                        ),
+                        "run `liza merge` again",
+                    ));
+                }
+                failpoint::hit("merge-before-publish");
+                still_current(&self.project.store, self.actor)?;
+                let tasks: Vec<TaskId> = flight.merged.iter().map(|m| m.task.clone()).collect();
+                let reason = format!("liza: merge {}", names(&tasks));
+                let outcome = waiting_for_git_locks(state, progress, || {
+                    super::shared_git::publish(
+                        self.project,
+                        self.repo,
+                        state,
+                        from.as_str(),
+                        flight.last.as_str(),
+                        &reason,
+                    )
+                })?;
+                match outcome {
+                    Published::Done => {
+                        failpoint::hit("merge-after-publish");
+                        *tip = Some(flight.last.clone());
+                        let batch = flight.merged.len();
+                        for m in &flight.merged {
+                            self.record_merged(m, batch, committed)?;
+                        }
+                    }
+                    Published::Moved { tip: moved } => {
+                        let Some(moved) = moved else {
+                            return Err(no_integration(self.integration));
+                        };
+                        progress(&format!(
+                            "{} moved to {} during the merge; merging again",
+                            self.integration,
+                            short(moved.as_str())
+                        ));
+                        *tip = None;
+                        // Everything in flight was built on what is no longer the tip.
+                        let unit = Unit {
+                            tasks: tasks.clone(),
+                            stacked: false,
+                            half: false,
+                        };
+                        let mut again: Vec<Merged> = flight.merged.clone();
+                        for d in self.schedule.integration_moved() {
+                            if let Decision::Stop(other) = d
+                                && let Some(f) = flights.remove(&other)
+                            {
+                                f.stopper.stop();
+                                again.extend(f.merged);
+                            }
+                        }
+                        self.schedule.put_back(std::slice::from_ref(&unit));
+                        for m in &again {
+                            let n = self.retries.entry(m.task.clone()).or_default();
+                            *n += 1;
+                            if *n > PUBLISH_RETRIES {
+                                let failure = MergeFailure {
+                                    kind: FailureKind::Conflict,
+                                    paths: Vec::new(),
+                                    log: None,
+                                    reason: format!(
+                                        "{} moved {n} times while the merge was checked; nothing was published",
+                                        self.integration
+                                    ),
+                                };
+                                self.fail(&m.task, failure, committed)?;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Takes the queue's new tasks into the line, each under its task lock, after
@@ -410,234 +771,6 @@ impl<'a> Drain<'a> {
             task: id.clone(),
             result,
         });
-    }
-
-    /// One round: build, record, check, resolve, publish.
-    fn round(
-        &mut self,
-        state: &State,
-        tip: &CommitId,
-        lock: &mut IntegrationLock,
-        committed: &mut Committed,
-        progress: &mut dyn FnMut(&str),
-    ) -> Result<(), OpsError> {
-        let units = self.schedule.round();
-        // Build each batch on the tip, or on the last commit of the one under it.
-        let mut built: Vec<(Unit, Vec<Merged>, CommitId)> = Vec::new();
-        for unit in units {
-            let (base, below): (CommitId, Vec<Merged>) = match built.last() {
-                Some((_, _, last)) if unit.stacked => (
-                    last.clone(),
-                    built
-                        .iter()
-                        .flat_map(|(_, m, _)| m.iter().cloned())
-                        .collect(),
-                ),
-                _ => (tip.clone(), Vec::new()),
-            };
-            let members: Vec<Member> = unit
-                .tasks
-                .iter()
-                .filter_map(|t| self.admitted.get(t).map(|a| a.member.clone()))
-                .collect();
-            progress(&format!(
-                "merging {} onto {}{}",
-                names(&unit.tasks),
-                if unit.stacked {
-                    "the batch under it at "
-                } else {
-                    ""
-                },
-                short(base.as_str())
-            ));
-            let (merged, left) = build(self.repo, &base, &members, &below)?;
-            for out in left {
-                self.left_out(out, committed)?;
-            }
-            if merged.is_empty() {
-                continue;
-            }
-            let last = merged.last().map(|m| m.commit.clone()).unwrap_or(base);
-            let unit = Unit {
-                tasks: merged.iter().map(|m| m.task.clone()).collect(),
-                ..unit
-            };
-            built.push((unit, merged, last));
-        }
-        if built.is_empty() {
-            return Ok(());
-        }
-        // The candidates, before any check runs: a crash from here on is recovered by
-        // what integration holds (specs/git.md *A batch*, crash safety).
-        let intents: Vec<(TaskId, CommitId, CommitId, CommitId)> = built
-            .iter()
-            .flat_map(|(_, merged, _)| {
-                merged.iter().map(|m| {
-                    (
-                        m.task.clone(),
-                        m.approved.clone(),
-                        m.commit.clone(),
-                        m.base.clone(),
-                    )
-                })
-            })
-            .collect();
-        let merger = self.merger.clone();
-        let recorded = committed.run(self.project, self.actor, |s, now| {
-            let mut outcome = lifecycle::Outcome::default();
-            for (id, approved, candidate, base) in &intents {
-                if s.task(id).is_some_and(|t| t.merge_intent.is_none()) {
-                    let (o, _) =
-                        lifecycle::begin_merge(s, id, approved, base, &merger, &pid_alive, now)?;
-                    outcome.merge(o);
-                }
-                outcome.merge(lifecycle::set_merge_candidate(
-                    s, id, candidate, base, &merger, &pid_alive, now,
-                )?);
-            }
-            Ok(outcome)
-        });
-        if let Err(e) = recorded {
-            // Another host's merger took a task since the snapshot, or a task left
-            // APPROVED: the round is built again without what is no longer this
-            // merger's.
-            let units: Vec<Unit> = built.iter().map(|(u, _, _)| u.clone()).collect();
-            self.schedule.put_back(&units);
-            if e.class() != ErrorClass::Refused {
-                return Err(e);
-            }
-            self.forget_taken(
-                &intents
-                    .iter()
-                    .map(|(id, ..)| id.clone())
-                    .collect::<Vec<_>>(),
-            )?;
-            return Ok(());
-        }
-        let checks = state.config.checks.clone().unwrap_or_default();
-        let sandbox = state.config.sandbox();
-        let jobs: Vec<Checked> = built
-            .iter()
-            .enumerate()
-            .map(|(slot, (unit, merged, last))| Checked {
-                slot,
-                tasks: unit.tasks.clone(),
-                stacked: unit.stacked,
-                base: merged
-                    .first()
-                    .map(|m| m.base.clone())
-                    .unwrap_or_else(|| tip.clone()),
-                candidate: last.clone(),
-                allow_protected: unit
-                    .tasks
-                    .iter()
-                    .filter_map(|t| self.admitted.get(t).map(|a| a.allow_protected.clone()))
-                    .collect(),
-            })
-            .collect();
-        let results = check_round(&self.project.root, &jobs, &checks, &sandbox, lock, progress)?;
-        let units: Vec<Unit> = built.iter().map(|(u, _, _)| u.clone()).collect();
-        let verdicts: Vec<UnitVerdict> = results.iter().map(|r| r.verdict).collect();
-        let resolution = self.schedule.resolve(&units, &verdicts);
-        for id in &resolution.failed {
-            let i = units.iter().position(|u| u.tasks.contains(id)).unwrap_or(0);
-            let failure = MergeFailure {
-                kind: FailureKind::Tests,
-                paths: Vec::new(),
-                log: results[i].log.clone(),
-                reason: results[i].reason.clone().unwrap_or_default(),
-            };
-            self.fail(id, failure, committed)?;
-        }
-        if resolution.publish.is_empty() {
-            return Ok(());
-        }
-        let published: Vec<&(Unit, Vec<Merged>, CommitId)> =
-            resolution.publish.iter().map(|i| &built[*i]).collect();
-        let last = published
-            .last()
-            .map(|(_, _, c)| c.clone())
-            .unwrap_or_else(|| tip.clone());
-        let merged: Vec<Merged> = published
-            .iter()
-            .flat_map(|(_, m, _)| m.iter().cloned())
-            .collect();
-        // Nothing lost: every change about to be published is at the commit published.
-        if let Some((lost, paths)) = first_lost(self.repo, merged.iter(), &last)? {
-            // The build verified each step; a change missing now means the chain was not
-            // what was built. Nothing is published; the batches are built again.
-            tracing::warn!(task = %lost, ?paths, "a change would be lost; building the batches again");
-            self.schedule.put_back(
-                &published
-                    .iter()
-                    .map(|(u, _, _)| u.clone())
-                    .collect::<Vec<_>>(),
-            );
-            return Err(OpsError::refused(
-                RuleId::MergeIntent,
-                format!(
-                    "the change of {lost} is not at {} in {}; nothing was published",
-                    short(last.as_str()),
-                    paths.join(", ")
-                ),
-                "run `liza merge` again",
-            ));
-        }
-        failpoint::hit("merge-before-publish");
-        still_current(&self.project.store, self.actor)?;
-        let reason = format!(
-            "liza: merge {}",
-            names(&merged.iter().map(|m| m.task.clone()).collect::<Vec<_>>())
-        );
-        let outcome = waiting_for_git_locks(state, progress, || {
-            super::shared_git::publish(
-                self.project,
-                self.repo,
-                state,
-                tip.as_str(),
-                last.as_str(),
-                &reason,
-            )
-        })?;
-        match outcome {
-            Published::Done => {
-                failpoint::hit("merge-after-publish");
-                let batch = merged.len();
-                for m in &merged {
-                    self.record_merged(m, batch, committed)?;
-                }
-                Ok(())
-            }
-            Published::Moved { tip: moved } => {
-                let Some(moved) = moved else {
-                    return Err(no_integration(self.integration));
-                };
-                progress(&format!(
-                    "{} moved to {} during the merge; merging again",
-                    self.integration,
-                    short(moved.as_str())
-                ));
-                let units: Vec<Unit> = published.iter().map(|(u, _, _)| u.clone()).collect();
-                self.schedule.put_back(&units);
-                for m in &merged {
-                    let n = self.retries.entry(m.task.clone()).or_default();
-                    *n += 1;
-                    if *n > PUBLISH_RETRIES {
-                        let failure = MergeFailure {
-                            kind: FailureKind::Conflict,
-                            paths: Vec::new(),
-                            log: None,
-                            reason: format!(
-                                "{} moved {n} times while the merge was checked; nothing was published",
-                                self.integration
-                            ),
-                        };
-                        self.fail(&m.task, failure, committed)?;
-                    }
-                }
-                Ok(())
-            }
-        }
     }
 
     /// Takes out of the line the tasks of `ids` that left APPROVED or that another host's
@@ -792,7 +925,7 @@ impl<'a> Drain<'a> {
     /// After an error: the intents of tasks still in the line are dropped (they stay
     /// APPROVED, in the queue).
     fn drop_intents(&mut self, committed: &mut Committed) {
-        for id in self.schedule.tasks() {
+        for id in self.schedule.all_tasks() {
             let dropped = committed.run(self.project, self.actor, |s, now| {
                 if s.task(&id).is_some_and(|t| t.merge_intent.is_some()) {
                     lifecycle::drop_merge_intent(s, &id, "merge stopped", now)

@@ -2,10 +2,11 @@
 //! together in a round, on what, and what a round's verdicts mean — what is published,
 //! what is bisected, what failed. No git, no blackboard: the merger carries it out.
 //!
-//! A round is either a **stack** of fresh batches, each on top of the one before it (the
-//! first on the integration tip): speculation, published as far as they pass in order; or
-//! **halves** of failing batches, each on the tip by itself (one of two halves holds the
-//! failure, so neither is built on the other): the first that passes is published.
+//! Batches in flight are either a **stack** of fresh batches, each on top of the one
+//! before it (the first on the integration tip): speculation, published from the bottom
+//! as they pass; or **halves** of failing batches, each on the tip by itself (one of two
+//! halves holds the failure, so neither is built on the other): the first that passes is
+//! published, and the others that pass are checked again on top of it.
 
 use std::collections::VecDeque;
 
@@ -31,16 +32,6 @@ pub(super) enum UnitVerdict {
     Stopped,
 }
 
-/// What a round's verdicts decide.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(super) struct Resolution {
-    /// The rounds' batches to publish, by index, each on the one before (the first on the
-    /// tip): integration moves to the last one's commit.
-    pub publish: Vec<usize>,
-    /// Tasks whose own batch of one failed: INTEGRATION_FAILED.
-    pub failed: Vec<TaskId>,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Entry {
     /// A task not yet known to fail.
@@ -54,14 +45,43 @@ enum Entry {
 #[derive(Debug, Clone)]
 pub(super) struct Schedule {
     line: VecDeque<Entry>,
+    /// The batches in flight, bottom first.
+    flights: Vec<Flight>,
+    next_id: u64,
     max_batch: usize,
     parallel: usize,
+}
+
+/// A batch in flight: checked now, or checked and waiting for those under it.
+#[derive(Debug, Clone)]
+struct Flight {
+    id: u64,
+    unit: Unit,
+    verdict: Option<UnitVerdict>,
+    /// A half beside it was published: it was checked on what is no longer the tip.
+    stale: bool,
+}
+
+/// What the schedule asks of the merger once a check ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Decision {
+    /// Publish this flight: integration moves to its last commit.
+    Publish(u64),
+    /// This flight's only task fails the checks: INTEGRATION_FAILED.
+    Failed(u64, TaskId),
+    /// Stop this flight's checks: what it was built on failed. Its tasks are back in the
+    /// line.
+    Stop(u64),
+    /// This flight ended without a publication (bisected, or back in the line).
+    Done(u64),
 }
 
 impl Schedule {
     pub(super) fn new(max_batch: usize, parallel: usize) -> Schedule {
         Schedule {
             line: VecDeque::new(),
+            flights: Vec::new(),
+            next_id: 1,
             max_batch: max_batch.max(1),
             parallel: parallel.max(1),
         }
@@ -99,9 +119,127 @@ impl Schedule {
         });
     }
 
-    /// Whether nothing waits.
+    /// Whether nothing waits and nothing flies.
     pub(super) fn is_empty(&self) -> bool {
-        self.line.is_empty()
+        self.line.is_empty() && self.flights.is_empty()
+    }
+
+    /// Every task the schedule holds, waiting or in flight.
+    pub(super) fn all_tasks(&self) -> Vec<TaskId> {
+        let mut all = self.tasks();
+        for f in &self.flights {
+            all.extend(f.unit.tasks.iter().cloned());
+        }
+        all
+    }
+
+    /// Whether a batch is in flight.
+    pub(super) fn flying(&self) -> bool {
+        !self.flights.is_empty()
+    }
+
+    /// The unit of flight `id`.
+    #[cfg(test)]
+    pub(super) fn unit(&self, id: u64) -> Option<&Unit> {
+        self.flights.iter().find(|f| f.id == id).map(|f| &f.unit)
+    }
+
+    /// Starts the next batch, if one may start now: its flight id and unit.
+    pub(super) fn start(&mut self) -> Option<(u64, Unit)> {
+        let flying: Vec<Unit> = self.flights.iter().map(|f| f.unit.clone()).collect();
+        let unit = self.next_unit(&flying)?;
+        let id = self.next_id;
+        self.next_id += 1;
+        self.flights.push(Flight {
+            id,
+            unit: unit.clone(),
+            verdict: None,
+            stale: false,
+        });
+        Some((id, unit))
+    }
+
+    /// Flight `id` as it was built: the tasks merged into it (those left out — a
+    /// conflict, nothing to merge, a lost change — ended on their own). A flight left
+    /// with none is gone.
+    pub(super) fn built(&mut self, id: u64, tasks: Vec<TaskId>) {
+        if tasks.is_empty() {
+            self.flights.retain(|f| f.id != id);
+        } else if let Some(f) = self.flights.iter_mut().find(|f| f.id == id) {
+            f.unit.tasks = tasks;
+        }
+    }
+
+    /// Takes back flight `id` before its check started (it could not be built or
+    /// recorded): its tasks go back to the front of the line.
+    pub(super) fn abort(&mut self, id: u64) {
+        if let Some(i) = self.flights.iter().position(|f| f.id == id) {
+            let flight = self.flights.remove(i);
+            self.put_back(std::slice::from_ref(&flight.unit));
+        }
+    }
+
+    /// Integration moved under every flight (someone outside liza committed to it): all
+    /// stop, their tasks back in the line in order.
+    pub(super) fn integration_moved(&mut self) -> Vec<Decision> {
+        let flights = std::mem::take(&mut self.flights);
+        let units: Vec<Unit> = flights.iter().map(|f| f.unit.clone()).collect();
+        self.put_back(&units);
+        flights.iter().map(|f| Decision::Stop(f.id)).collect()
+    }
+
+    /// Flight `id`'s checks ended with `verdict`: what the merger does now, in order.
+    pub(super) fn finished(&mut self, id: u64, verdict: UnitVerdict) -> Vec<Decision> {
+        let Some(flight) = self.flights.iter_mut().find(|f| f.id == id) else {
+            return Vec::new();
+        };
+        flight.verdict = Some(verdict);
+        let mut decisions = Vec::new();
+        if self.flights.iter().any(|f| f.unit.half) {
+            // Halves: each settles on its own.
+            let done: Vec<Flight> = self
+                .flights
+                .iter()
+                .filter(|f| f.verdict.is_some())
+                .cloned()
+                .collect();
+            self.flights.retain(|f| f.verdict.is_none());
+            let mut published = false;
+            for f in done {
+                let verdict = f.verdict.unwrap_or(UnitVerdict::Stopped);
+                match self.settle(&f.unit, verdict, !f.stale && !published) {
+                    Settled::Publish => {
+                        published = true;
+                        for other in &mut self.flights {
+                            other.stale = true;
+                        }
+                        decisions.push(Decision::Publish(f.id));
+                    }
+                    Settled::Failed(task) => decisions.push(Decision::Failed(f.id, task)),
+                    Settled::Bisected | Settled::Again => decisions.push(Decision::Done(f.id)),
+                }
+            }
+            return decisions;
+        }
+        // A stack: from the bottom, as far as verdicts are in.
+        while self.flights.first().is_some_and(|f| f.verdict.is_some()) {
+            let bottom = self.flights.remove(0);
+            let verdict = bottom.verdict.unwrap_or(UnitVerdict::Stopped);
+            if verdict != UnitVerdict::Passed {
+                // What was built on it means nothing now: back in the line, behind the
+                // halves of the failing batch.
+                let above = std::mem::take(&mut self.flights);
+                let units: Vec<Unit> = above.iter().map(|f| f.unit.clone()).collect();
+                self.put_back(&units);
+                decisions.extend(above.iter().map(|f| Decision::Stop(f.id)));
+            }
+            match self.settle(&bottom.unit, verdict, true) {
+                Settled::Publish => decisions.push(Decision::Publish(bottom.id)),
+                Settled::Failed(task) => decisions.push(Decision::Failed(bottom.id, task)),
+                Settled::Bisected | Settled::Again => decisions.push(Decision::Done(bottom.id)),
+            }
+        }
+        decisions
     }
 
     /// The tasks waiting, in order.
@@ -116,49 +254,49 @@ impl Schedule {
         all
     }
 
-    /// The next round's batches, taken out of the line. Empty when nothing waits.
-    pub(super) fn round(&mut self) -> Vec<Unit> {
-        let mut units = Vec::new();
-        if matches!(self.line.front(), Some(Entry::Half(_))) {
-            while units.len() < self.parallel {
-                let Some(Entry::Half(tasks)) = self.line.front().cloned() else {
-                    break;
-                };
+    /// The next batch to start beside `flying` (the batches in flight, bottom first), if
+    /// one may: fresh batches stack on the fresh ones in flight (the first on the tip);
+    /// halves go beside halves, each on the tip. The two never fly together: a half's
+    /// verdict is about the tip, a stack's about what is under it.
+    fn next_unit(&mut self, flying: &[Unit]) -> Option<Unit> {
+        if flying.len() >= self.parallel {
+            return None;
+        }
+        let halves_flying = flying.iter().any(|u| u.half);
+        match self.line.front()? {
+            Entry::Half(tasks) if halves_flying || flying.is_empty() => {
+                let tasks = tasks.clone();
                 self.line.pop_front();
-                units.push(Unit {
+                Some(Unit {
                     tasks,
                     stacked: false,
                     half: true,
-                });
+                })
             }
-            return units;
-        }
-        while units.len() < self.parallel {
-            let mut tasks = Vec::new();
-            while tasks.len() < self.max_batch {
-                match self.line.front() {
-                    Some(Entry::Fresh(t)) => {
-                        tasks.push(t.clone());
-                        self.line.pop_front();
+            Entry::Fresh(_) if !halves_flying => {
+                let mut tasks = Vec::new();
+                while tasks.len() < self.max_batch {
+                    match self.line.front() {
+                        Some(Entry::Fresh(t)) => {
+                            tasks.push(t.clone());
+                            self.line.pop_front();
+                        }
+                        _ => break,
                     }
-                    _ => break,
                 }
+                Some(Unit {
+                    tasks,
+                    stacked: !flying.is_empty(),
+                    half: false,
+                })
             }
-            if tasks.is_empty() {
-                break;
-            }
-            let stacked = !units.is_empty();
-            units.push(Unit {
-                tasks,
-                stacked,
-                half: false,
-            });
+            _ => None,
         }
-        units
     }
 
-    /// Puts a round's batches back, unchecked (integration moved under them, or the
-    /// merger stops): their tasks go back to the front of the line in their order.
+    /// Puts batches back unsettled (integration moved, a batch under them failed): their
+    /// tasks go back to the front of the line in their order; a half stays a half (its
+    /// batch failed: one of the halves holds the failure).
     pub(super) fn put_back(&mut self, units: &[Unit]) {
         for unit in units.iter().rev() {
             if unit.half {
@@ -171,61 +309,44 @@ impl Schedule {
         }
     }
 
-    /// What the verdicts of `units` (the last round) decide; the line gets the batches to
-    /// check again: halves of each failing batch first, then what must be checked again
-    /// on what was published.
-    pub(super) fn resolve(&mut self, units: &[Unit], verdicts: &[UnitVerdict]) -> Resolution {
-        let mut resolution = Resolution::default();
-        let mut front: Vec<Entry> = Vec::new();
-        let mut again: Vec<Entry> = Vec::new();
-        if units.iter().any(|u| u.half) {
-            // Each on the tip: the first that passes is published; the others that pass
-            // were checked without it and are checked again on top of it.
-            for (i, (unit, verdict)) in units.iter().zip(verdicts).enumerate() {
-                match verdict {
-                    UnitVerdict::Passed if resolution.publish.is_empty() => {
-                        resolution.publish.push(i)
-                    }
-                    UnitVerdict::Passed | UnitVerdict::Stopped => {
-                        again.extend(unit.tasks.iter().cloned().map(Entry::Fresh))
-                    }
-                    UnitVerdict::Failed => self.failed(unit, &mut front, &mut resolution),
+    /// What the verdict of `unit`, settled once every batch under it is, decides. `valid`:
+    /// it was checked on what integration is now (its base was published, or is the tip).
+    /// A failing batch's halves go to the front of the line; a batch that passed on what
+    /// is no longer the tip is checked again, as a fresh batch.
+    fn settle(&mut self, unit: &Unit, verdict: UnitVerdict, valid: bool) -> Settled {
+        match verdict {
+            UnitVerdict::Passed if valid => Settled::Publish,
+            UnitVerdict::Failed if valid || unit.half => {
+                if let [task] = unit.tasks.as_slice() {
+                    return Settled::Failed(task.clone());
                 }
+                let middle = unit.tasks.len().div_ceil(2);
+                let (left, right) = unit.tasks.split_at(middle);
+                self.line.push_front(Entry::Half(right.to_vec()));
+                self.line.push_front(Entry::Half(left.to_vec()));
+                Settled::Bisected
             }
-        } else {
-            // A stack: published as far as it passes in order; the first failure is
-            // bisected, and what was built on it is checked again.
-            let mut broken = false;
-            for (i, (unit, verdict)) in units.iter().zip(verdicts).enumerate() {
-                match verdict {
-                    UnitVerdict::Passed if !broken => resolution.publish.push(i),
-                    UnitVerdict::Failed if !broken => {
-                        broken = true;
-                        self.failed(unit, &mut front, &mut resolution);
-                    }
-                    _ => {
-                        broken = true;
-                        again.extend(unit.tasks.iter().cloned().map(Entry::Fresh));
-                    }
+            _ => {
+                for t in unit.tasks.iter().rev() {
+                    self.line.push_front(Entry::Fresh(t.clone()));
                 }
+                Settled::Again
             }
         }
-        for e in front.into_iter().chain(again).rev() {
-            self.line.push_front(e);
-        }
-        resolution
     }
+}
 
-    fn failed(&self, unit: &Unit, front: &mut Vec<Entry>, resolution: &mut Resolution) {
-        if let [task] = unit.tasks.as_slice() {
-            resolution.failed.push(task.clone());
-            return;
-        }
-        let middle = unit.tasks.len().div_ceil(2);
-        let (left, right) = unit.tasks.split_at(middle);
-        front.push(Entry::Half(left.to_vec()));
-        front.push(Entry::Half(right.to_vec()));
-    }
+/// What a settled batch's verdict decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Settled {
+    /// Publish it.
+    Publish,
+    /// Its only task fails the checks: INTEGRATION_FAILED.
+    Failed(TaskId),
+    /// Split in two halves, at the front of the line.
+    Bisected,
+    /// Back in the line, to be checked again.
+    Again,
 }
 
 #[cfg(test)]
