@@ -528,3 +528,73 @@ fn liza_log_on_etcd_pages_through_a_long_log_in_order() {
     let _ = follow.wait();
     assert!(line.contains("after the pages"), "{line}");
 }
+
+/// A new process starts from what the checkout's last process read or wrote
+/// (`.liza/etcd.known`): stale (another host wrote since), it still loses nothing —
+/// the commit, guarded by "nothing changed since", brings back what changed; damaged or
+/// another blackboard's, it is not used.
+#[test]
+fn a_process_starts_from_the_state_its_checkout_kept_and_a_stale_one_loses_nothing() {
+    let Some(board) = board() else { return };
+    let (_, address) = board.etcd.as_ref().unwrap();
+    let known = board.repo.liza_dir().join("etcd.known");
+    assert_success(&board.repo.liza(&["note", "all", "a1"]));
+    assert!(known.exists(), "the process kept what it wrote");
+    let start = board.repo.revision();
+    let other = second_checkout(&board);
+    assert_success(&other.liza(&["join", address]));
+    assert_success(&other.liza(&["note", "all", "b1"]));
+    // A's kept state is a revision behind: its next process still commits once, on top.
+    assert_success(&board.repo.liza(&["note", "all", "a2"]));
+    assert_success(&other.liza(&["note", "all", "b2"]));
+    assert_success(&board.repo.liza(&["note", "all", "a3"]));
+    assert_eq!(board.repo.revision(), start + 4);
+    let notes: Vec<String> = crate::common::team::model(&board.repo)["human_notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["message"].as_str().unwrap().to_owned())
+        .collect();
+    for n in ["a1", "b1", "a2", "b2", "a3"] {
+        assert!(notes.contains(&n.to_owned()), "{n} missing: {notes:?}");
+    }
+    // A refusal on a kept state is checked again on the blackboard as it is: t-9 exists
+    // only since A's last process, and a note for it is not refused.
+    assert_success(&other.liza(&[
+        "add-task",
+        "--id",
+        "t-9",
+        "--desc",
+        "Added on B",
+        "--spec",
+        "specs/vision.md",
+        "--done",
+        "report --json prints JSON",
+        "--scope",
+        "src/report.rs",
+    ]));
+    assert_success(&board.repo.liza(&["note", "t-9", "for the task B added"]));
+    assert_eq!(board.repo.revision(), start + 6);
+    // What a process reads from its kept state is what etcd holds.
+    assert_eq!(
+        json(&board.repo.liza(&["--json", "status"]))["result"]["revision"],
+        json(&other.liza(&["--json", "status"]))["result"]["revision"]
+    );
+    // A damaged file is not used (and is written whole again).
+    let mut bytes = std::fs::read(&known).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x55;
+    std::fs::write(&known, &bytes).unwrap();
+    assert_success(&board.repo.liza(&["note", "all", "a4"]));
+    assert_eq!(board.repo.revision(), start + 7);
+    assert_ne!(std::fs::read(&known).unwrap(), bytes, "written whole again");
+    // Another blackboard's is not used either.
+    let text = std::fs::read_to_string(&known).unwrap_or_default();
+    std::fs::write(
+        &known,
+        text.replacen(address.as_str(), "etcd://127.0.0.1:1/elsewhere", 1),
+    )
+    .unwrap();
+    assert_success(&board.repo.liza(&["note", "all", "a5"]));
+    assert_eq!(board.repo.revision(), start + 8);
+}

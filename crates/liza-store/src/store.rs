@@ -495,6 +495,14 @@ trait Transactional {
     fn was_applied(&self, unknown: &Unknown) -> Result<Option<bool>, StoreError>;
     /// The project root (validation checks paths under it).
     fn root(&self) -> &Path;
+    /// Whether the state `attempt` started from is older than the blackboard now (it
+    /// came from what the process knew, not from a read): a refusal on it is checked
+    /// again on the newer state before it is final. The file store reads under its lock:
+    /// never.
+    fn outdated(&self, attempt: Self::Attempt) -> Result<bool, StoreError> {
+        drop(attempt);
+        Ok(false)
+    }
 }
 
 /// How a commit ended.
@@ -548,6 +556,10 @@ impl Transactional for EtcdStore {
         EtcdStore::begin(self)
     }
 
+    fn outdated(&self, attempt: EtcdAttempt) -> Result<bool, StoreError> {
+        EtcdStore::outdated(self, attempt)
+    }
+
     fn finish(
         &self,
         attempt: EtcdAttempt,
@@ -577,6 +589,8 @@ fn run<S: Transactional, R, E, F: FnMut(&mut Tx) -> Result<R, E> + ?Sized>(
     // Commits sent with no answer back, each with what its change returned: at most one
     // of them can land (each was guarded by a head read after the one before it).
     let mut unknowns: Vec<(Unknown, R)> = Vec::new();
+    // A refusal was checked again on a state read for it.
+    let mut rechecked = false;
     loop {
         // Settled after the read the attempt starts from, never before: a commit that
         // lands between the two would be in the attempt's state and applied again.
@@ -611,12 +625,25 @@ fn run<S: Transactional, R, E, F: FnMut(&mut Tx) -> Result<R, E> + ?Sized>(
             .filter(|f| f.is_error())
             .map(Finding::identity)
             .collect();
-        let value = change(&mut tx).map_err(TxError::Refused)?;
+        let value = match change(&mut tx) {
+            Ok(value) => value,
+            // Refused on what this process knew: final only once the blackboard is
+            // known to be no newer.
+            Err(_) if !rechecked && store.outdated(attempt)? => {
+                rechecked = true;
+                continue;
+            }
+            Err(e) => return Err(TxError::Refused(e)),
+        };
         let introduced: Vec<Finding> = validate(&tx.state, &env)
             .into_iter()
             .filter(|f| f.is_error() && !before.contains(&f.identity()))
             .collect();
         if !introduced.is_empty() {
+            if !rechecked && store.outdated(attempt)? {
+                rechecked = true;
+                continue;
+            }
             return Err(StoreError::WouldInvalidate {
                 findings: introduced,
             }

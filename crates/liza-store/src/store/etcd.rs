@@ -22,6 +22,7 @@ use group_commit::{Known, Outcome, Sealed, Settled};
 mod backend;
 mod documents;
 mod group_commit;
+mod known_file;
 pub mod layout;
 use crate::liveness::{LiveRecord, LiveRecords};
 use crate::log::LogEntry;
@@ -77,9 +78,24 @@ pub struct EtcdStore {
     conflicts: std::sync::atomic::AtomicU32,
     /// Set once the checkout's `.liza/store` was seen to name this blackboard.
     own: std::sync::OnceLock<()>,
+    /// Set once the state kept by the checkout's last process was looked for
+    /// (`known_file`).
+    warmed: std::sync::OnceLock<()>,
     /// How long an operation waits for an etcd that does not answer (restarting, a
     /// failover) before it fails: what a command waits for the file store's lock.
     wait: Duration,
+}
+
+impl Drop for EtcdStore {
+    /// The newest state this process read or wrote is kept for the checkout's next
+    /// process (`known_file`).
+    fn drop(&mut self) {
+        if let Some(known) = self.pipeline.committed()
+            && self.is_checkouts_own()
+        {
+            known_file::save(&known_file::path(&self.paths.dir), &self.address, &known);
+        }
+    }
 }
 
 /// A transaction between its read and its commit: its turn, which holds the state it
@@ -163,6 +179,7 @@ impl EtcdStore {
             mirror_writer: Mutex::new(None),
             conflicts: std::sync::atomic::AtomicU32::new(0),
             own: std::sync::OnceLock::new(),
+            warmed: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
     }
@@ -261,6 +278,7 @@ impl EtcdStore {
     /// reads what it changed, not the whole blackboard.
     fn read(&self, at: i64) -> Result<Read, StoreError> {
         let known = if at == 0 {
+            self.warm();
             self.pipeline.committed()
         } else {
             None
@@ -313,6 +331,21 @@ impl EtcdStore {
         })
     }
 
+    /// A process that has read nothing yet starts from what the checkout's last process
+    /// kept (`known_file`): it then asks etcd only for what changed since.
+    fn warm(&self) {
+        if self.warmed.get().is_some() || self.pipeline.committed().is_some() {
+            return;
+        }
+        let _ = self.warmed.set(());
+        if !self.is_checkouts_own() {
+            return;
+        }
+        if let Some(known) = known_file::load(&known_file::path(&self.paths.dir), &self.address) {
+            self.pipeline.remember(known);
+        }
+    }
+
     /// Keeps `state` and `live`, as of etcd revision `revision`, for the next read and
     /// the next transaction.
     fn remember(&self, revision: i64, state: &Arc<State>, live: &LiveRecords) {
@@ -329,6 +362,7 @@ impl EtcdStore {
     /// `send`). A process with nothing known reads first. The transaction has its turn
     /// until it commits or gives up (see [`group_commit`]).
     pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
+        self.warm();
         let turn = self.pipeline.turn(self.wait, || {
             let fresh = self.read(0)?;
             Ok(Known {
@@ -342,6 +376,16 @@ impl EtcdStore {
         // the state, as on files (specs/blackboard.md *Liveness*).
         crate::liveness::fold(&mut state, &turn.base.live);
         Ok((state, EtcdAttempt { turn }))
+    }
+
+    /// Whether the blackboard is newer than the state `attempt` started from (read now,
+    /// asking only for what changed): the read is what the next attempt starts from.
+    pub(super) fn outdated(&self, attempt: EtcdAttempt) -> Result<bool, StoreError> {
+        let started_from = attempt.read().revision();
+        // The turn goes first: the read does not need it, and other writers may.
+        drop(attempt);
+        let fresh = self.read(0)?;
+        Ok(fresh.state.revision() != started_from)
     }
 
     /// Commits `state` as the next revision, in a batch with this process's other
