@@ -18,12 +18,13 @@
 //! end <blake3 of everything above>
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use liza_etcd::{KeyValue, StoreAddress};
+use liza_etcd::{Change, KeyValue, StoreAddress};
+use liza_model::model::State;
 
 use super::group_commit::Known;
 use super::layout;
@@ -35,22 +36,17 @@ pub(super) fn path(dir: &Path) -> PathBuf {
     dir.join("etcd.known")
 }
 
-/// The newest revision this process loaded or saved, by file: a save that would write
-/// nothing newer is skipped.
-fn seen() -> &'static Mutex<HashMap<PathBuf, i64>> {
-    static SEEN: OnceLock<Mutex<HashMap<PathBuf, i64>>> = OnceLock::new();
-    SEEN.get_or_init(Default::default)
+/// What this process loaded from or saved to a file: the state and its keys' bytes, so
+/// the next save re-encodes only what changed.
+struct Kept {
+    revision: i64,
+    state: Arc<State>,
+    keys: BTreeMap<Vec<u8>, Vec<u8>>,
 }
 
-fn note_seen(path: &Path, revision: i64) -> bool {
-    let mut seen = seen().lock().unwrap_or_else(|e| e.into_inner());
-    let newest = seen.entry(path.to_path_buf()).or_insert(0);
-    if revision > *newest {
-        *newest = revision;
-        true
-    } else {
-        false
-    }
+fn kept() -> &'static Mutex<HashMap<PathBuf, Kept>> {
+    static KEPT: OnceLock<Mutex<HashMap<PathBuf, Kept>>> = OnceLock::new();
+    KEPT.get_or_init(Default::default)
 }
 
 /// The state kept at `path` for `address`, if the file is whole and names it.
@@ -89,12 +85,20 @@ pub(super) fn load(path: &Path, address: &StoreAddress) -> Option<Known> {
             _ => return None,
         }
     }
-    let state = layout::decode_since(address, &state_kvs, None).ok()?;
+    let state = Arc::new(layout::decode_since(address, &state_kvs, None).ok()?);
     let live = super::live_records(&address.key("live/"), &live_kvs);
-    note_seen(path, revision);
+    let keys = state_kvs.into_iter().map(|kv| (kv.key, kv.value)).collect();
+    kept().lock().unwrap_or_else(|e| e.into_inner()).insert(
+        path.to_path_buf(),
+        Kept {
+            revision,
+            state: Arc::clone(&state),
+            keys,
+        },
+    );
     Some(Known {
         revision,
-        state: Arc::new(state),
+        state,
         live,
     })
 }
@@ -102,10 +106,29 @@ pub(super) fn load(path: &Path, address: &StoreAddress) -> Option<Known> {
 /// Keeps `known` at `path` for the next process, unless this process kept or loaded as
 /// new a state already. A failure is only a cache not written.
 pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
-    if !note_seen(path, known.revision) {
-        return;
-    }
-    let mut body = Vec::with_capacity(256 * 1024);
+    let mut all = kept().lock().unwrap_or_else(|e| e.into_inner());
+    let keys = match all.remove(path) {
+        Some(k) if k.revision >= known.revision => {
+            all.insert(path.to_path_buf(), k);
+            return;
+        }
+        // Only what changed since is encoded again.
+        Some(mut k) => {
+            for change in layout::changes(address, &k.state, &known.state) {
+                match change {
+                    Change::Put { key, value, .. } => {
+                        k.keys.insert(key, value);
+                    }
+                    Change::Delete(key) => {
+                        k.keys.remove(&key);
+                    }
+                }
+            }
+            k.keys
+        }
+        None => layout::encode(address, &known.state).into_iter().collect(),
+    };
+    let mut body = Vec::with_capacity(keys.values().map(Vec::len).sum::<usize>() + 64 * 1024);
     body.extend_from_slice(FORMAT.as_bytes());
     body.push(b'\n');
     body.extend_from_slice(address.to_string().as_bytes());
@@ -117,8 +140,8 @@ pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
         body.extend_from_slice(key);
         body.extend_from_slice(value);
     };
-    for (key, value) in layout::encode(address, &known.state) {
-        entry("s", &key, &value);
+    for (key, value) in &keys {
+        entry("s", key, value);
     }
     for (agent, record) in &known.live.0 {
         let key = address.key(&format!("live/{}.{}", agent.as_str(), record.generation));
@@ -127,6 +150,15 @@ pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
         };
         entry("l", &key, &value);
     }
+    all.insert(
+        path.to_path_buf(),
+        Kept {
+            revision: known.revision,
+            state: Arc::clone(&known.state),
+            keys,
+        },
+    );
+    drop(all);
     body.push(b'\n');
     let end = format!("end {}\n", blake3::hash(&body).to_hex());
     body.extend_from_slice(end.as_bytes());
