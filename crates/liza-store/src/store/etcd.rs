@@ -22,6 +22,7 @@ use group_commit::{Known, Outcome, Sealed, Settled};
 mod backend;
 mod documents;
 mod group_commit;
+mod host_lock;
 mod known_file;
 pub mod layout;
 use crate::liveness::{LiveRecord, LiveRecords};
@@ -102,6 +103,8 @@ impl Drop for EtcdStore {
 /// started from (what the change is compared with to know what to write).
 pub(super) struct EtcdAttempt {
     turn: group_commit::Turn,
+    /// The checkout's writers' turn (`host_lock`), held to the commit.
+    _host: Option<host_lock::HostTurn>,
 }
 
 impl EtcdAttempt {
@@ -363,6 +366,10 @@ impl EtcdStore {
     /// until it commits or gives up (see [`group_commit`]).
     pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
         self.warm();
+        let host = self
+            .is_checkouts_own()
+            .then(|| host_lock::take(&self.paths.dir, self.wait))
+            .flatten();
         let turn = self.pipeline.turn(self.wait, || {
             let fresh = self.read(0)?;
             Ok(Known {
@@ -375,7 +382,7 @@ impl EtcdStore {
         // Heartbeats renewed leases in liveness records; the commit makes them part of
         // the state, as on files (specs/blackboard.md *Liveness*).
         crate::liveness::fold(&mut state, &turn.base.live);
-        Ok((state, EtcdAttempt { turn }))
+        Ok((state, EtcdAttempt { turn, _host: host }))
     }
 
     /// Whether the blackboard is newer than the state `attempt` started from (read now,
