@@ -46,13 +46,12 @@ fn run(dir: &Path, program: &str, args: &[&str], env: &[(&str, &str)]) -> String
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// A project whose queue holds `TASKS` approved one-file tasks; those of `failing` write a
-/// file the check rejects.
-fn queue(failing: &[usize], max_batch: i64, parallel: i64) -> tempfile::TempDir {
+/// A repository with a spec, and `liza init` run in it, under `target/bench-tmp`.
+fn fresh_project(prefix: &str, goal: &str) -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
     std::fs::create_dir_all(&root).unwrap();
     let dir = tempfile::Builder::new()
-        .prefix("liza-queue-")
+        .prefix(prefix)
         .tempdir_in(&root)
         .unwrap();
     let p = dir.path();
@@ -61,7 +60,34 @@ fn queue(failing: &[usize], max_batch: i64, parallel: i64) -> tempfile::TempDir 
     std::fs::write(p.join("specs/vision.md"), "# Vision\n").unwrap();
     run(p, "git", &["add", "."], &[]);
     run(p, "git", &["commit", "-q", "-m", "start"], &[]);
-    run(p, LIZA, &["init", "Benchmark the merge queue"], &[]);
+    run(p, LIZA, &["init", goal], &[]);
+    dir
+}
+
+/// Adds `task`, one file in `scope`, finalized.
+fn add_task(p: &Path, task: &str, scope: &str) {
+    let args = [
+        "add-task",
+        "--id",
+        task,
+        "--desc",
+        "One file",
+        "--spec",
+        "specs/vision.md",
+        "--done",
+        "the file is there",
+        "--scope",
+        scope,
+        "--finalize",
+    ];
+    run(p, LIZA, &args, &[]);
+}
+
+/// A project whose queue holds `TASKS` approved one-file tasks; those of `failing` write a
+/// file the check rejects.
+fn queue(failing: &[usize], max_batch: i64, parallel: i64) -> tempfile::TempDir {
+    let dir = fresh_project("liza-queue-", "Benchmark the merge queue");
+    let p = dir.path();
     let store = liza::ops::open_store(p).unwrap();
     let script = format!(
         "sleep {}; if grep -rl BROKEN --include='*.txt' . ; then exit 1; fi",
@@ -95,25 +121,7 @@ fn queue(failing: &[usize], max_batch: i64, parallel: i64) -> tempfile::TempDir 
             ("LIZA_AGENT_ID", coder.as_str()),
             ("LIZA_AGENT_GENERATION", generation.trim()),
         ];
-        run(
-            p,
-            LIZA,
-            &[
-                "add-task",
-                "--id",
-                &task,
-                "--desc",
-                "One file",
-                "--spec",
-                "specs/vision.md",
-                "--done",
-                "the file is there",
-                "--scope",
-                "one file",
-                "--finalize",
-            ],
-            &[],
-        );
+        add_task(p, &task, "one file");
         run(p, LIZA, &["claim-task", &task, &coder], &[]);
         let wt = p.join(".worktrees").join(&task);
         let text = if failing.contains(&i) {
@@ -199,19 +207,8 @@ fn ideal_makespan() -> Duration {
 
 /// Q3: the time from the supervisors' start until every task is MERGED.
 fn sprint() -> Duration {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp");
-    std::fs::create_dir_all(&root).unwrap();
-    let dir = tempfile::Builder::new()
-        .prefix("liza-sprint-")
-        .tempdir_in(&root)
-        .unwrap();
+    let dir = fresh_project("liza-sprint-", "Benchmark a sprint");
     let p = dir.path();
-    run(p, "git", &["init", "-q", "-b", "main"], &[]);
-    std::fs::create_dir_all(p.join("specs")).unwrap();
-    std::fs::write(p.join("specs/vision.md"), "# Vision\n").unwrap();
-    run(p, "git", &["add", "."], &[]);
-    run(p, "git", &["commit", "-q", "-m", "start"], &[]);
-    run(p, LIZA, &["init", "Benchmark a sprint"], &[]);
     let scenario = tempfile::tempdir().unwrap();
     let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
     let agent: PathBuf = tests.join("fake-agent/agent.sh");
@@ -248,25 +245,7 @@ fn sprint() -> Duration {
         .unwrap();
     for i in 1..=SPRINT_TASKS {
         let task = format!("t-{i}");
-        run(
-            p,
-            LIZA,
-            &[
-                "add-task",
-                "--id",
-                &task,
-                "--desc",
-                "One file",
-                "--spec",
-                "specs/vision.md",
-                "--done",
-                "the file is there",
-                "--scope",
-                &format!("{task}.txt"),
-                "--finalize",
-            ],
-            &[],
-        );
+        add_task(p, &task, &format!("{task}.txt"));
     }
     for (role, script) in [
         (

@@ -43,7 +43,7 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
             .iter()
             .filter(|t| Some(&t.task) != id.as_ref())
         {
-            eprintln!("liza: {}: {}", t.task, describe(&t.result));
+            eprintln!("liza: {}: {}", t.task, t.result.describe());
         }
     }
     let Some(id) = id else {
@@ -133,22 +133,5 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
             };
             Ok(out.fail_with_result(transition_json(&done), &err, text))
         }
-    }
-}
-
-/// One line for a task another's merge ended.
-fn describe(result: &MergeResult) -> String {
-    match result {
-        MergeResult::Merged {
-            merge_type,
-            merge_commit,
-            ..
-        } => format!("MERGED ({merge_type} {merge_commit})"),
-        MergeResult::IntegrationFailed { kind, reason, .. } => {
-            format!("INTEGRATION_FAILED ({kind}): {reason}")
-        }
-        MergeResult::NothingToMerge => "BLOCKED: nothing of it reaches integration".into(),
-        MergeResult::Withdrawn { reason } => format!("READY_FOR_REVIEW: {reason}"),
-        MergeResult::Queued => "still queued".into(),
     }
 }

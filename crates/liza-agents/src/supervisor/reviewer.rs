@@ -16,7 +16,7 @@ use crate::error::{Diagnostic, ErrorClass};
 use crate::git::{Repo, worktree_dir};
 use crate::lifecycle::Verdict;
 use crate::lifecycle::text_rules::any_match;
-use crate::ops::{self, MergeResult};
+use crate::ops;
 
 impl Session {
     /// `Action::Review`: claims the review of `task` and runs the reviewer once.
@@ -89,7 +89,7 @@ impl Session {
                 match merged {
                     Ok(done) => {
                         for t in &done.value.tasks {
-                            console.info(&format!("{}: {}", t.task, describe(&t.result)));
+                            console.info(&format!("{}: {}", t.task, t.result.describe()));
                         }
                     }
                     Err(e) if e.superseded() => stop.supersede(e.to_string()),
@@ -330,24 +330,5 @@ impl Session {
             ops::run_review_checks(&checks, &dir, &jail)
         })
         .await
-    }
-}
-
-/// One line for a task a merge ended.
-fn describe(result: &MergeResult) -> String {
-    match result {
-        MergeResult::Merged {
-            merge_type,
-            merge_commit,
-            ..
-        } => format!("MERGED ({merge_type} {merge_commit})"),
-        MergeResult::IntegrationFailed { kind, reason, .. } => {
-            format!("INTEGRATION_FAILED ({kind}): {reason}")
-        }
-        MergeResult::NothingToMerge => {
-            "BLOCKED: nothing of it reaches integration; the planner decides".into()
-        }
-        MergeResult::Withdrawn { reason } => format!("back to review: {reason}"),
-        MergeResult::Queued => "in the merge queue; another merge is running".into(),
     }
 }

@@ -54,6 +54,27 @@ pub enum MergeResult {
     },
 }
 
+impl MergeResult {
+    /// One line for a person: the task's new status and why.
+    pub fn describe(&self) -> String {
+        match self {
+            MergeResult::Merged {
+                merge_type,
+                merge_commit,
+                ..
+            } => format!("MERGED ({merge_type} {merge_commit})"),
+            MergeResult::IntegrationFailed { kind, reason, .. } => {
+                format!("INTEGRATION_FAILED ({kind}): {reason}")
+            }
+            MergeResult::NothingToMerge => {
+                "BLOCKED: nothing of it reaches integration; the planner decides".into()
+            }
+            MergeResult::Withdrawn { reason } => format!("READY_FOR_REVIEW: {reason}"),
+            MergeResult::Queued => "APPROVED: in the merge queue; another merge is running".into(),
+        }
+    }
+}
+
 /// The outcomes and last revision of the several transactions of one merge.
 #[derive(Default)]
 pub(super) struct Committed {
