@@ -39,6 +39,7 @@ mod lifecycle;
 mod live_endpoint;
 mod merge;
 mod merge_queue;
+mod merge_queue_faults;
 mod metrics;
 mod misbehaving_agents;
 mod model_client;

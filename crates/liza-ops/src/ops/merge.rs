@@ -531,7 +531,14 @@ impl<'a> Drain<'a> {
             if e.class() != ErrorClass::Refused {
                 return Err(e);
             }
-            self.forget_taken(&merged.iter().map(|m| m.task.clone()).collect::<Vec<_>>())?;
+            let tasks: Vec<TaskId> = merged.iter().map(|m| m.task.clone()).collect();
+            self.forget_taken(&tasks)?;
+            // Refused for another reason (a superseded registration, a review_commit
+            // edited by hand, a blackboard the change would make invalid): building the
+            // same flight again would be refused again. The drain stops, saying why.
+            if tasks.iter().all(|t| !self.passed_over.contains_key(t)) {
+                return Err(e);
+            }
             return Ok(None);
         }
         let _ = state;
@@ -700,6 +707,14 @@ impl<'a> Drain<'a> {
                 continue;
             };
             let Some(review) = task.review_commit.clone() else {
+                self.pass_over(
+                    &id,
+                    OpsError::refused(
+                        RuleId::ReviewCommit,
+                        format!("task {id} is APPROVED but has no review_commit to merge"),
+                        "a reviewer approves a specific commit; reassign the task or set review_commit by hand",
+                    ),
+                );
                 continue;
             };
             // The approved commit may have been made on another host.
@@ -925,9 +940,15 @@ impl<'a> Drain<'a> {
     /// After an error: the intents of tasks still in the line are dropped (they stay
     /// APPROVED, in the queue).
     fn drop_intents(&mut self, committed: &mut Committed) {
+        let me = self.merger.name();
         for id in self.schedule.all_tasks() {
             let dropped = committed.run(self.project, self.actor, |s, now| {
-                if s.task(&id).is_some_and(|t| t.merge_intent.is_some()) {
+                // Only this merger's own: another's intent is its claim on the task.
+                let own = s
+                    .task(&id)
+                    .and_then(|t| t.merge_intent.as_ref())
+                    .is_some_and(|i| i.merger.as_deref().is_none_or(|m| m == me));
+                if own {
                     lifecycle::drop_merge_intent(s, &id, "merge stopped", now)
                 } else {
                     Ok(lifecycle::Outcome::default())
