@@ -79,13 +79,10 @@ impl Session {
         let started = std::thread::Builder::new()
             .name("liza-merge".into())
             .spawn(move || {
-                let merged = ops::merge(
-                    &project,
-                    &actor,
-                    Some(&id),
-                    ops::MergeWait::Leave,
-                    &mut |line| console.info(&format!("merge {id}: {line}")),
-                );
+                let merged =
+                    ops::merge(&project, &actor, None, ops::MergeWait::Leave, &mut |line| {
+                        console.info(&format!("merge {id}: {line}"))
+                    });
                 match merged {
                     Ok(done) => {
                         for t in &done.value.tasks {

@@ -608,6 +608,9 @@ impl<'a> Drain<'a> {
                 }
                 failpoint::hit("merge-before-publish");
                 still_current(&self.project.store, self.actor)?;
+                // A drain may run for hours: a person may have checked integration out
+                // since it started.
+                refuse_checked_out(self.repo, self.integration)?;
                 let tasks: Vec<TaskId> = flight.merged.iter().map(|m| m.task.clone()).collect();
                 let reason = format!("liza: merge {}", names(&tasks));
                 let outcome = waiting_for_git_locks(state, progress, || {

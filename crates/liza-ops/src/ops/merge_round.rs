@@ -59,6 +59,12 @@ pub(super) fn check(
 ) -> Result<(Verdict, Option<String>), OpsError> {
     let record = |pgid: Option<i32>| {
         *stopper.group.lock().unwrap_or_else(|e| e.into_inner()) = pgid;
+        // Stopped between the flag's last look and the spawn: killed now.
+        if let Some(pgid) = pgid
+            && stopper.stop.load(Ordering::SeqCst)
+        {
+            let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+        }
         lock.lock()
             .unwrap_or_else(|e| e.into_inner())
             .record_check(job.slot, pgid);
