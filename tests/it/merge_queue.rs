@@ -55,7 +55,7 @@ fn status(team: &Team, task: &str) -> String {
     team.task(task)["status"].as_str().unwrap().to_owned()
 }
 
-fn set_batches(team: &Team, max_batch: i64, parallel: i64) {
+pub(crate) fn set_batches(team: &Team, max_batch: i64, parallel: i64) {
     configure(&team.repo, |c| {
         c.merge = Some(liza::blackboard::model::MergeConfig {
             max_batch: Some(max_batch),

@@ -8,16 +8,7 @@ use std::time::{Duration, Instant};
 use crate::common::team::*;
 use crate::common::*;
 use crate::merge::Team;
-
-fn set_batches(team: &Team, max_batch: i64, parallel: i64) {
-    configure(&team.repo, |c| {
-        c.merge = Some(liza::blackboard::model::MergeConfig {
-            max_batch: Some(max_batch),
-            parallel_batches: Some(parallel),
-            extra: Default::default(),
-        });
-    });
-}
+use crate::merge_queue::set_batches;
 
 /// Runs `liza <args>` with `env`; `None` when still running after `limit` (killed then).
 fn liza_within(
