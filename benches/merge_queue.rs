@@ -205,8 +205,9 @@ fn ideal_makespan() -> Duration {
     (CODER_RUN * waves + REVIEW_RUN).max(CODER_RUN + REVIEW_RUN * reviews) + CHECK
 }
 
-/// Q3: the time from the supervisors' start until every task is MERGED.
-fn sprint() -> Duration {
+/// Q3: the time from the supervisors' start until every task is MERGED, and the
+/// reviewers' gaps between runs.
+fn sprint() -> (Duration, Vec<f64>) {
     let dir = fresh_project("liza-sprint-", "Benchmark a sprint");
     let p = dir.path();
     let scenario = tempfile::tempdir().unwrap();
@@ -247,17 +248,28 @@ fn sprint() -> Duration {
         let task = format!("t-{i}");
         add_task(p, &task, &format!("{task}.txt"));
     }
+    // Each run notes when it started and ended (`$dir` is the scenario directory), so
+    // the time a reviewer spends between runs is shown beside the makespan.
+    let stamp =
+        |what: &str| format!("echo \"{what} $(date +%s.%N)\" >> \"$dir/times.$LIZA_AGENT_ID\"\n");
     for (role, script) in [
         (
             "coder",
             format!(
-                "sleep {}\nwork \"$key.txt\" \"text of $key\"\nsubmit\n",
-                CODER_RUN.as_secs_f64()
+                "{}sleep {}\nwork \"$key.txt\" \"text of $key\"\nsubmit\n{}",
+                stamp("start"),
+                CODER_RUN.as_secs_f64(),
+                stamp("end")
             ),
         ),
         (
             "code-reviewer",
-            format!("sleep {}\napprove\n", REVIEW_RUN.as_secs_f64()),
+            format!(
+                "{}sleep {}\napprove\n{}",
+                stamp("start"),
+                REVIEW_RUN.as_secs_f64(),
+                stamp("end")
+            ),
         ),
     ] {
         let path = scenario.path().join(role).join("default.sh");
@@ -304,7 +316,28 @@ fn sprint() -> Duration {
     for mut child in supervisors {
         let _ = child.wait();
     }
-    makespan
+    let gaps: Vec<f64> = (1..=REVIEWERS)
+        .flat_map(|n| run_gaps(&scenario.path().join(format!("times.code-reviewer-{n}"))))
+        .collect();
+    (makespan, gaps)
+}
+
+/// The time between each run's end and the next run's start, in seconds, from the
+/// agent's `start`/`end` lines.
+fn run_gaps(times: &Path) -> Vec<f64> {
+    let text = std::fs::read_to_string(times).unwrap_or_default();
+    let stamps: Vec<(&str, f64)> = text
+        .lines()
+        .filter_map(|l| {
+            let (what, at) = l.split_once(' ')?;
+            Some((what, at.parse().ok()?))
+        })
+        .collect();
+    stamps
+        .windows(2)
+        .filter(|w| w[0].0 == "end" && w[1].0 == "start")
+        .map(|w| w[1].1 - w[0].1)
+        .collect()
 }
 
 fn main() {
@@ -343,7 +376,7 @@ fn main() {
             if ratio <= target { "ok" } else { "MISSED" }
         );
     }
-    let makespan = sprint();
+    let (makespan, mut gaps) = sprint();
     let ideal = ideal_makespan();
     let ratio = makespan.as_secs_f64() / ideal.as_secs_f64();
     println!(
@@ -362,5 +395,15 @@ fn main() {
         "≤ 1.25 × ideal",
         if ratio <= 1.25 { "ok" } else { "MISSED" }
     );
+    gaps.sort_by(f64::total_cmp);
+    if let (Some(first), Some(last)) = (gaps.first(), gaps.last()) {
+        println!(
+            "     a reviewer between two runs (its run's end to the next one's start, {} gaps): median {:.0} ms, from {:.0} to {:.0} ms",
+            gaps.len(),
+            gaps[gaps.len() / 2] * 1000.0,
+            first * 1000.0,
+            last * 1000.0
+        );
+    }
     let _ = std::fs::remove_dir_all(Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-tmp"));
 }

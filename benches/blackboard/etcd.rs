@@ -91,8 +91,9 @@ impl HandEditPolicy for NoHandEdits {
     fn reconciled(&self, _outcome: &HandEditOutcome) {}
 }
 
-/// A checkout whose blackboard — the generated one of `tasks` tasks — is in etcd.
-fn project(member: &Member, tasks: usize, per_task: usize) -> tempfile::TempDir {
+/// A checkout whose blackboard — the generated one of `tasks` tasks — is in etcd, under
+/// `bench/<name>`.
+fn project(member: &Member, name: &str, tasks: usize, per_task: usize) -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix("liza-bench-etcd-")
         .tempdir_in(bench_root())
@@ -111,7 +112,7 @@ fn project(member: &Member, tasks: usize, per_task: usize) -> tempfile::TempDir 
     for wt in liza::bench::worktree_dirs(&state) {
         std::fs::create_dir_all(p.join(wt)).unwrap();
     }
-    let address = format!("etcd://{}/bench/p{tasks}", member.endpoint)
+    let address = format!("etcd://{}/bench/{name}", member.endpoint)
         .parse()
         .unwrap();
     let entry = liza::blackboard::log::LogEntry::new(
@@ -127,7 +128,7 @@ pub fn rows(samples: usize) -> Vec<Row> {
     let Some(member) = start() else {
         return Vec::new();
     };
-    let dir = project(&member, 50, 2600);
+    let dir = project(&member, "p50", 50, 2600);
     let p = dir.path();
     let mut rows = Vec::new();
 
@@ -147,7 +148,10 @@ pub fn rows(samples: usize) -> Vec<Row> {
     });
 
     rows.push(contention(p));
-    rows.extend(processes(p, samples));
+    // The process rows compare like with like: a blackboard generated as the file
+    // store's, through the same commands in the same order.
+    let fresh = project(&member, "processes", 50, 2600);
+    rows.extend(processes(fresh.path(), samples));
     rows.push(wake_across_hosts(&member, samples / 2));
     rows
 }
@@ -157,6 +161,8 @@ pub fn rows(samples: usize) -> Vec<Row> {
 /// agents use liza one process per command.
 fn processes(etcd: &Path, samples: usize) -> Vec<Row> {
     let (file, _) = super::project(50, 2600, false);
+    // The file store's project was adopted by one command; so is this one.
+    super::liza(etcd, &["note", "all", "adopt"]);
     let mut on_file = Vec::new();
     let mut on_etcd = Vec::new();
     let mut floors = Vec::new();
@@ -223,7 +229,7 @@ fn liza_env(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> String {
 /// the task, so each sample starts from a quiet blackboard.
 fn wake_across_hosts(member: &Member, samples: usize) -> Row {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let a = project(member, 0, 0);
+    let a = project(member, "p0", 0, 0);
     let scenario = tempfile::tempdir_in(bench_root()).unwrap();
     let address = format!("etcd://{}/bench/p0", member.endpoint);
     // Host B: a clone of A's repository that joined the blackboard.

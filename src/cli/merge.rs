@@ -45,6 +45,14 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
         {
             eprintln!("liza: {}: {}", t.task, t.result.describe());
         }
+        for p in done
+            .value
+            .passed_over
+            .iter()
+            .filter(|p| Some(&p.task) != id.as_ref())
+        {
+            eprintln!("liza: {}: still in the queue: {}", p.task, p.reason);
+        }
     }
     let Some(id) = id else {
         let failed = done
@@ -53,10 +61,32 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
             .iter()
             .filter(|t| !matches!(t.result, MergeResult::Merged { .. }))
             .count();
+        let ended = done.value.tasks.len();
+        if !done.value.passed_over.is_empty() {
+            // The queue is not merged: say which tasks stay in it, as an error.
+            let left: Vec<String> = done
+                .value
+                .passed_over
+                .iter()
+                .map(|p| p.task.to_string())
+                .collect();
+            let err = CliError::refused(format!(
+                "{} task(s) left in the merge queue: {}",
+                left.len(),
+                left.join(", ")
+            ))
+            .with_hint("each line above says why; `liza merge` again once that is over");
+            let text = || {
+                format!(
+                    "{ended} task(s) ended, {failed} of them not merged; {} left in the merge queue\n",
+                    left.len()
+                )
+            };
+            return Ok(out.fail_with_result(transition_json(&done), &err, text));
+        }
         show(out, &done, |_| {
             format!(
-                "the merge queue is merged: {} task(s) ended, {failed} of them not merged\n",
-                done.value.tasks.len()
+                "the merge queue is merged: {ended} task(s) ended, {failed} of them not merged\n"
             )
         })?;
         return Ok(if failed == 0 { EXIT_OK } else { 1 });
@@ -77,8 +107,16 @@ pub(super) fn cmd_merge(args: MergeArgs, out: &Output) -> Result<i32, CliError> 
             Ok(EXIT_OK)
         }
         MergeResult::Queued => {
-            let err = CliError::refused(format!("task {id} is still in the merge queue"))
-                .with_hint("another merge is running; `liza status` shows the queue");
+            let why = done.value.passed_over.iter().find(|p| p.task == id);
+            let err = match why {
+                Some(p) => CliError::refused(format!(
+                    "task {id} is still in the merge queue: {}",
+                    p.reason
+                ))
+                .with_hint("`liza merge` again once that is over; `liza status` shows the queue"),
+                None => CliError::refused(format!("task {id} is still in the merge queue"))
+                    .with_hint("another merge is running; `liza status` shows the queue"),
+            };
             let text = || format!("task {id} still queued\n");
             Ok(out.fail_with_result(transition_json(&done), &err, text))
         }

@@ -56,10 +56,25 @@ fn an_approved_task_without_review_commit_never_makes_liza_merge_loop() {
     });
     assert_success(&team.repo.liza(&["validate"]));
     let out = liza_within(&team, &[], &["merge"], Duration::from_secs(20));
-    assert!(
-        out.is_some(),
-        "`liza merge` still running after 20 s (a task with no review_commit)"
+    let out = out.expect("`liza merge` still running after 20 s (a task with no review_commit)");
+    // It says the task was left in the queue, and why, and does not claim the queue merged.
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
     );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("t-1: still in the queue: "), "{stderr}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("the merge queue is merged"));
+    let json = team.repo.liza(&["--json", "merge"]);
+    let report: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report}");
+    assert_eq!(
+        report["result"]["value"]["passed_over"][0]["task"], "t-1",
+        "{report}"
+    );
+    assert_eq!(status(&team.repo, "t-1"), "APPROVED");
 }
 
 /// Same, with the task as target.

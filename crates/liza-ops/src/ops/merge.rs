@@ -57,12 +57,25 @@ pub struct MergeReport {
     /// Every task whose merge this merger ended, in the order they ended.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskMerge>,
+    /// Tasks left in the queue by this merger, and why: each is still APPROVED.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub passed_over: Vec<PassedOver>,
     /// Interrupted merges finished or dropped first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub recovered: Vec<Recovery>,
     /// Files the task's worktree still held, saved before its removal.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved: Option<SavedWork>,
+}
+
+/// A task this merger left in the queue.
+#[derive(Debug, Clone, Serialize)]
+pub struct PassedOver {
+    /// The task.
+    pub task: TaskId,
+    /// Why it was not merged now (its task lock busy, another merger has it, it
+    /// cannot be merged as it stands).
+    pub reason: String,
 }
 
 /// One task's merge, as this merger ended it.
@@ -976,11 +989,19 @@ impl<'a> Drain<'a> {
                 }
             }
         };
+        // Only those still waiting: another merger may have ended one meanwhile.
+        let queue = lifecycle::merge_queue(&self.project.store.snapshot()?.state);
+        let passed_over = std::mem::take(&mut self.passed_over)
+            .into_iter()
+            .filter(|(task, _)| queue.contains(task) && !self.ended.iter().any(|e| &e.task == task))
+            .map(|(task, reason)| PassedOver { task, reason })
+            .collect();
         Ok(Transition {
             value: MergeReport {
                 task: self.target.cloned(),
                 result,
                 tasks: self.ended,
+                passed_over,
                 recovered: self.recovered,
                 saved: self.saved,
             },

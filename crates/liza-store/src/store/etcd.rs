@@ -55,6 +55,64 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(10);
 /// How long one request to etcd may take before the next member is tried.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// The client of `endpoints` in this process: one connection pool and one runtime
+/// thread, however many stores the process opens on them (a command checks its caller,
+/// then runs: each opens the project). Kept to the end of the process.
+fn shared_client(endpoints: &[String]) -> Result<Arc<Client>, EtcdError> {
+    static ALL: std::sync::OnceLock<Mutex<HashMap<Vec<String>, Arc<Client>>>> =
+        std::sync::OnceLock::new();
+    let mut all = ALL
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    if let Some(client) = all.get(endpoints) {
+        return Ok(Arc::clone(client));
+    }
+    let client = Arc::new(Client::new(endpoints, REQUEST_TIMEOUT)?);
+    all.insert(endpoints.to_vec(), Arc::clone(&client));
+    Ok(client)
+}
+
+/// How long a read of the liveness records answers again in the process that made it.
+/// Records live for tens of seconds between heartbeats: an answer this old is as good
+/// as one that took this long to come.
+const RECENT_LIVE: Duration = Duration::from_millis(100);
+
+/// The last read of each blackboard's liveness records in this process, with when it
+/// was asked, and when the process last changed one.
+#[derive(Default)]
+struct RecentLive {
+    reads: HashMap<String, (Instant, LiveRecords)>,
+    writes: HashMap<String, Instant>,
+}
+
+impl RecentLive {
+    /// The records of a read asked less than [`RECENT_LIVE`] ago.
+    fn get(&self, address: &str) -> Option<LiveRecords> {
+        let (asked, records) = self.reads.get(address)?;
+        (asked.elapsed() < RECENT_LIVE).then(|| records.clone())
+    }
+
+    /// Keeps a read asked at `asked`, unless this process wrote a record since (the read
+    /// may not hold it).
+    fn keep(&mut self, address: String, asked: Instant, records: &LiveRecords) {
+        if self.writes.get(&address).is_some_and(|w| *w >= asked) {
+            return;
+        }
+        self.reads.insert(address, (asked, records.clone()));
+    }
+
+    fn forget(&mut self, address: String) {
+        self.reads.remove(&address);
+        self.writes.insert(address, Instant::now());
+    }
+}
+
+fn recent_live() -> &'static Mutex<RecentLive> {
+    static RECENT: std::sync::OnceLock<Mutex<RecentLive>> = std::sync::OnceLock::new();
+    RECENT.get_or_init(Default::default)
+}
+
 /// How many keys one transaction may write (etcd's `--max-txn-ops`, less its guards).
 pub fn max_txn_keys() -> usize {
     group_commit::max_ops()
@@ -79,22 +137,23 @@ pub struct EtcdStore {
     conflicts: std::sync::atomic::AtomicU32,
     /// Set once the checkout's `.liza/store` was seen to name this blackboard.
     own: std::sync::OnceLock<()>,
-    /// Set once the state kept by the checkout's last process was looked for
-    /// (`known_file`).
-    warmed: std::sync::OnceLock<()>,
     /// How long an operation waits for an etcd that does not answer (restarting, a
     /// failover) before it fails: what a command waits for the file store's lock.
     wait: Duration,
 }
 
 impl Drop for EtcdStore {
-    /// The newest state this process read or wrote is kept for the checkout's next
-    /// process (`known_file`).
+    /// The newest state this process read is kept for the checkout's next process
+    /// (`known_file`), if the checkout's writers' turn is free now (a writer that has
+    /// it keeps what it commits).
     fn drop(&mut self) {
         if let Some(known) = self.pipeline.committed()
             && self.is_checkouts_own()
+            && let Some(_turn) = host_lock::take(&self.paths.dir, Duration::ZERO)
         {
-            known_file::save(&known_file::path(&self.paths.dir), &self.address, &known);
+            let path = known_file::path(&self.paths.dir);
+            let _ = known_file::newer(&path, &self.address);
+            known_file::save(&path, &self.address, &known);
         }
     }
 }
@@ -169,20 +228,19 @@ impl EtcdStore {
         address: StoreAddress,
         policy: Arc<dyn HandEditPolicy>,
     ) -> Result<EtcdStore, StoreError> {
-        let client = Client::new(&address.endpoints, REQUEST_TIMEOUT)
-            .map_err(|source| etcd_error(&address, source))?;
+        let client =
+            shared_client(&address.endpoints).map_err(|source| etcd_error(&address, source))?;
         Ok(EtcdStore {
             pipeline: group_commit::of(&address),
             paths: LizaPaths::new(root),
             address,
-            client: Arc::new(client),
+            client,
             policy,
             leases: Mutex::new(HashMap::new()),
             mirror: Arc::new(Mirror::default()),
             mirror_writer: Mutex::new(None),
             conflicts: std::sync::atomic::AtomicU32::new(0),
             own: std::sync::OnceLock::new(),
-            warmed: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
     }
@@ -281,7 +339,7 @@ impl EtcdStore {
     /// reads what it changed, not the whole blackboard.
     fn read(&self, at: i64) -> Result<Read, StoreError> {
         let known = if at == 0 {
-            self.warm();
+            self.catch_up();
             self.pipeline.committed()
         } else {
             None
@@ -334,18 +392,25 @@ impl EtcdStore {
         })
     }
 
-    /// A process that has read nothing yet starts from what the checkout's last process
-    /// kept (`known_file`): it then asks etcd only for what changed since.
-    fn warm(&self) {
-        if self.warmed.get().is_some() || self.pipeline.committed().is_some() {
-            return;
-        }
-        let _ = self.warmed.set(());
+    /// Starts from what the checkout's processes kept (`known_file`) when it is newer
+    /// than what this process knows: a new process then asks etcd only for what changed
+    /// since, and a writer whose turn it is starts from the commit of the one before.
+    fn catch_up(&self) {
         if !self.is_checkouts_own() {
             return;
         }
-        if let Some(known) = known_file::load(&known_file::path(&self.paths.dir), &self.address) {
+        if let Some(known) = known_file::newer(&known_file::path(&self.paths.dir), &self.address) {
             self.pipeline.remember(known);
+        }
+    }
+
+    /// Keeps the newest committed state for the checkout's next processes, while this
+    /// writer has the checkout's turn.
+    fn keep_committed(&self) {
+        if let Some(known) = self.pipeline.committed()
+            && self.is_checkouts_own()
+        {
+            known_file::save(&known_file::path(&self.paths.dir), &self.address, &known);
         }
     }
 
@@ -365,11 +430,13 @@ impl EtcdStore {
     /// `send`). A process with nothing known reads first. The transaction has its turn
     /// until it commits or gives up (see [`group_commit`]).
     pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
-        self.warm();
         let host = self
             .is_checkouts_own()
             .then(|| host_lock::take(&self.paths.dir, self.wait))
             .flatten();
+        // With the turn, what the checkout's last writer committed is the newest state
+        // this checkout knows of.
+        self.catch_up();
         let turn = self.pipeline.turn(self.wait, || {
             let fresh = self.read(0)?;
             Ok(Known {
@@ -424,7 +491,14 @@ impl EtcdStore {
                 limit: MAX_TXN_BYTES,
             });
         }
-        if changes.len() > group_commit::max_ops() {
+        let notes = layout::note_prefix(&self.address);
+        let guarded = changes
+            .iter()
+            .filter(|c| match c {
+                Change::Put { key, .. } | Change::Delete(key) => key.starts_with(&notes),
+            })
+            .count();
+        if changes.len().max(guarded + 1) > group_commit::max_ops() {
             return Err(StoreError::TransactionTooManyKeys {
                 keys: changes.len(),
                 limit: group_commit::max_ops(),
@@ -442,6 +516,7 @@ impl EtcdStore {
             changes,
             bytes,
             first_log,
+            guarded,
         };
         let Some(ticket) = self.pipeline.join(attempt.turn, transition) else {
             return Ok(Finished::Conflict);
@@ -463,9 +538,14 @@ impl EtcdStore {
         let sent = ticket.first;
         match &*self.pipeline.outcome(ticket) {
             Outcome::Applied { state, sender } => {
-                // The sender brings its checkout's mirror up to date for every writer.
+                // The sender brings its checkout's mirror up to date for every writer,
+                // and keeps the state for the checkout's next writer before the turn
+                // is let go.
                 if sent || *sender != self.paths.root {
                     self.refresh_mirror(state);
+                }
+                if sent && attempt._host.is_some() {
+                    self.keep_committed();
                 }
                 Ok(Finished::Committed(revision, log))
             }
@@ -484,7 +564,7 @@ impl EtcdStore {
     /// head, the tasks, the notes and the liveness records unchanged since the state the
     /// batch was built on, and no log entry yet at any of its revisions.
     fn send(&self, batch: &Sealed) -> Settled {
-        let mut conditions = self.unchanged_since(batch.guard).to_vec();
+        let mut conditions = self.unchanged_since(batch.guard, &batch.changes);
         // The liveness records folded into this state are still the newest.
         let live = self.address.key("live/");
         conditions.push(Condition::UnchangedSince {
@@ -656,12 +736,16 @@ impl EtcdStore {
         own
     }
 
-    /// The guard of a commit: neither the head nor any task or note changed after
-    /// `revision`.
-    fn unchanged_since(&self, revision: i64) -> [Condition; 3] {
+    /// The guard of a commit that writes `changes`: neither the head nor any task
+    /// changed after `revision`, nor any note the commit writes. Every transition of
+    /// liza rewrites the head, so the head alone orders liza's writers; the tasks'
+    /// range also catches another etcd client's write to a task. Notes are guarded one
+    /// by one, those written: their range grows with every note of the sprint, and etcd
+    /// compares each key of a range.
+    fn unchanged_since(&self, revision: i64, changes: &[Change]) -> Vec<Condition> {
         let tasks = layout::task_prefix(&self.address);
         let notes = layout::note_prefix(&self.address);
-        [
+        let mut guard = vec![
             Condition::UnchangedSince {
                 key: layout::head_key(&self.address),
                 range_end: Vec::new(),
@@ -672,12 +756,20 @@ impl EtcdStore {
                 key: tasks,
                 revision,
             },
-            Condition::UnchangedSince {
-                range_end: prefix_end(&notes),
-                key: notes,
-                revision,
-            },
-        ]
+        ];
+        for change in changes {
+            let key = match change {
+                Change::Put { key, .. } | Change::Delete(key) => key,
+            };
+            if key.starts_with(&notes) {
+                guard.push(Condition::UnchangedSince {
+                    key: key.clone(),
+                    range_end: Vec::new(),
+                    revision,
+                });
+            }
+        }
+        guard
     }
 
     /// `log/<revision>/<n>`: the entries of a revision, in order.
@@ -718,11 +810,35 @@ impl EtcdStore {
         })
     }
 
-    /// The liveness records, as every transaction folds them.
+    /// The liveness records, as every transaction folds them. A read this process made
+    /// of them less than [`RECENT_LIVE`] ago answers, unless the process wrote one since:
+    /// a command reads them to know its caller, then again in its transition.
     pub fn live_records(&self) -> Result<LiveRecords, StoreError> {
+        let key = self.address.to_string();
+        if let Some(records) = recent_live()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(records);
+        }
         let live = self.address.key("live/");
+        let asked = Instant::now();
         let (kvs, _) = self.call(|c| c.range(&live, &prefix_end(&live), 0))?;
-        Ok(live_records(&live, &kvs))
+        let records = live_records(&live, &kvs);
+        recent_live()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .keep(key, asked, &records);
+        Ok(records)
+    }
+
+    /// This process changed a liveness record: its next read asks etcd.
+    fn forget_recent_live(&self) {
+        recent_live()
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .forget(self.address.to_string());
     }
 
     /// Writes `agent`'s liveness record under an etcd lease of `ttl` seconds, renewed by
@@ -748,7 +864,9 @@ impl EtcdStore {
                 id
             }
         };
-        self.call(|c| c.put(&key, &value, lease).map(drop))
+        let written = self.call(|c| c.put(&key, &value, lease).map(drop));
+        self.forget_recent_live();
+        written
     }
 
     /// Removes every liveness record of `agent` (it was unregistered).
@@ -766,12 +884,17 @@ impl EtcdStore {
             Err(_) => Vec::new(),
         };
         for id in leases {
-            self.call(|c| c.revoke_lease(id))?;
+            let revoked = self.call(|c| c.revoke_lease(id));
+            // A revoked lease takes its records with it.
+            self.forget_recent_live();
+            revoked?;
         }
         let (kvs, _) = self.call(|c| c.range(&prefix, &prefix_end(&prefix), 0))?;
         let deletes: Vec<Change> = kvs.into_iter().map(|kv| Change::Delete(kv.key)).collect();
         if !deletes.is_empty() {
-            self.call(|c| c.txn(&[], &deletes))?;
+            let deleted = self.call(|c| c.txn(&[], &deletes));
+            self.forget_recent_live();
+            deleted?;
         }
         Ok(())
     }

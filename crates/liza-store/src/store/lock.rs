@@ -99,7 +99,7 @@ pub fn probe(lock_path: &Path, owner_path: &Path) -> io::Result<Option<String>> 
 /// Blocks in `flock` on a helper thread so waiters are woken by the kernel as soon as
 /// the holder releases, instead of polling; gives up after `timeout`. A helper that
 /// acquires after the caller gave up releases the lock at once.
-fn wait_for(file: &File, timeout: Duration) -> Result<(), Option<io::Error>> {
+pub(crate) fn wait_for(file: &File, timeout: Duration) -> Result<(), Option<io::Error>> {
     let clone = file.try_clone().map_err(Some)?;
     let abandoned = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel();

@@ -92,6 +92,9 @@ struct Batch {
     /// Operations and bytes if every transition's writes were kept (an upper bound).
     ops: usize,
     bytes: usize,
+    /// The compares beyond the guards: the first log keys, and the keys guarded one by
+    /// one (an upper bound, as `ops`).
+    compares: usize,
     writers: usize,
 }
 
@@ -165,6 +168,8 @@ pub(crate) struct Transition {
     pub changes: Vec<Change>,
     pub bytes: usize,
     pub first_log: Vec<u8>,
+    /// The keys it writes that the txn guards one by one (notes).
+    pub guarded: usize,
 }
 
 /// A writer's turn: held from the start of its transition until it joins a batch or
@@ -288,7 +293,7 @@ impl Pipeline {
         let fits = |b: &Batch| {
             b.ops + ops <= max_ops()
                 && b.bytes + transition.bytes <= super::MAX_TXN_BYTES
-                && b.first_logs.len() < max_ops()
+                && b.compares + 1 + transition.guarded <= max_ops()
         };
         let first = match inner.queued.back() {
             Some(newest) if fits(newest) => false,
@@ -313,6 +318,7 @@ impl Pipeline {
                     first_logs: Vec::new(),
                     ops: 0,
                     bytes: 0,
+                    compares: 0,
                     writers: 0,
                 });
                 true
@@ -331,6 +337,7 @@ impl Pipeline {
         batch.first_logs.push(transition.first_log);
         batch.ops += ops;
         batch.bytes += transition.bytes;
+        batch.compares += 1 + transition.guarded;
         batch.writers += 1;
         let state = Arc::new(transition.state);
         batch.last = Arc::clone(&state);
@@ -522,6 +529,7 @@ mod tests {
             }],
             bytes: 10,
             first_log: format!("log/{next}").into_bytes(),
+            guarded: 0,
         }
     }
 

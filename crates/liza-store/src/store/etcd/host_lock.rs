@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The process's hold on one checkout's lock: the file and how many writers share it.
 fn holds() -> &'static Mutex<HashMap<PathBuf, (File, usize)>> {
@@ -40,15 +40,13 @@ pub(super) fn take(dir: &Path, wait: Duration) -> Option<HostTurn> {
         .write(true)
         .open(&path)
         .ok()?;
-    let deadline = Instant::now() + wait;
-    loop {
-        match file.try_lock() {
-            Ok(()) => break,
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_micros(500));
-            }
-            Err(_) => return None,
+    match file.try_lock() {
+        Ok(()) => {}
+        // Woken by the kernel when the holder lets go, as the file store's lock.
+        Err(TryLockError::WouldBlock) if !wait.is_zero() => {
+            crate::store::lock::wait_for(&file, wait).ok()?;
         }
+        Err(_) => return None,
     }
     let mut holds = holds().lock().unwrap_or_else(|e| e.into_inner());
     match holds.get_mut(&path) {

@@ -5,43 +5,65 @@
 //! changed since" (a conflict brings what changed). Agents run liza one process per
 //! command, so without it each would read the whole blackboard first.
 //!
-//! The file holds the state's keys as etcd holds them, with the etcd revision they are
-//! the blackboard at, and a hash of all that: a damaged, foreign or stale file only means
-//! a full read. Written without fsync (it is a cache), by a rename.
+//! The file is a journal: a whole state, then what each commit changed, each record
+//! with the etcd revision it leads to and its own hash. The checkout's writer whose turn
+//! it is (`host_lock`) catches up on the records appended since it last looked — a few
+//! keys, not the whole blackboard — and appends its commit before it lets the turn go, so
+//! the next process of the checkout starts from the newest state and does not lose a race
+//! to the one before it. A damaged or torn record ends what is read (the state before it
+//! is still a state the blackboard was at); a foreign or old file only means a full read.
+//! Written without fsync (it is a cache); rewritten whole, by a rename, when the records
+//! outgrow the state.
 //!
 //! ```text
-//! liza-etcd-known/1/<liza version>
+//! liza-etcd-known/2/<liza version>
 //! <store address>
-//! <etcd revision>
-//! s <key length> <value length>\n<key><value>      (the head, tasks and notes)
-//! l <key length> <value length>\n<key><value>      (liveness records)
-//! end <blake3 of everything above>
+//! r <etcd revision> <payload length>\n<payload> <blake3 of the record up to here>\n
 //! ```
+//!
+//! A payload is entries `s <key length> <value length>\n<key><value>` (a state key:
+//! the head, a task, a note), `d <key length>\n<key>` (a key deleted) and `l …` as `s`
+//! (a liveness record: each record holds them all). The first record holds every state
+//! key; the head a record holds says which tasks and notes there are.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use liza_etcd::{Change, KeyValue, StoreAddress};
-use liza_model::model::State;
 
 use super::group_commit::Known;
 use super::layout;
 
-const FORMAT: &str = concat!("liza-etcd-known/1/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("liza-etcd-known/2/", env!("CARGO_PKG_VERSION"));
+
+/// Records appended after the whole state, at most, before the file is written whole
+/// again (and at most as many bytes as the whole state: a new process reads them all).
+const MAX_RECORDS: usize = 512;
+const MAX_GROWTH: u64 = 2;
 
 /// The file of the checkout whose `.liza/` is `dir`.
 pub(super) fn path(dir: &Path) -> PathBuf {
     dir.join("etcd.known")
 }
 
-/// What this process loaded from or saved to a file: the state and its keys' bytes, so
-/// the next save re-encodes only what changed.
+/// What this process last read of a file, or wrote to it: where its good records end,
+/// and the state they lead to.
 struct Kept {
-    revision: i64,
-    state: Arc<State>,
-    keys: BTreeMap<Vec<u8>, Vec<u8>>,
+    /// The file read (device, inode): a file written whole again is another one.
+    file: (u64, u64),
+    /// The end of the last whole record read or written.
+    end: u64,
+    /// Whether the file holds nothing after `end` that is not a whole record (a
+    /// damaged or torn one: the next save writes the file whole again).
+    clean: bool,
+    /// The size of the first record (the whole state), and how many follow it.
+    base: u64,
+    records: usize,
+    known: Known,
 }
 
 fn kept() -> &'static Mutex<HashMap<PathBuf, Kept>> {
@@ -49,131 +71,313 @@ fn kept() -> &'static Mutex<HashMap<PathBuf, Kept>> {
     KEPT.get_or_init(Default::default)
 }
 
-/// The state kept at `path` for `address`, if the file is whole and names it.
-pub(super) fn load(path: &Path, address: &StoreAddress) -> Option<Known> {
-    let bytes = std::fs::read(path).ok()?;
-    let (body, end) = split_end(&bytes)?;
-    if blake3::hash(body).to_hex().as_str() != end {
-        return None;
-    }
-    // The body ends with the line break before `end`.
-    let mut rest = body.strip_suffix(b"\n")?;
-    if line(&mut rest)? != FORMAT.as_bytes() || line(&mut rest)? != address.to_string().as_bytes() {
-        return None;
-    }
-    let revision: i64 = std::str::from_utf8(line(&mut rest)?).ok()?.parse().ok()?;
-    let mut state_kvs = Vec::new();
-    let mut live_kvs = Vec::new();
-    while !rest.is_empty() {
-        let header = line(&mut rest)?;
-        let header = std::str::from_utf8(header).ok()?;
-        let mut parts = header.split(' ');
-        let (kind, key_len, value_len) = (parts.next()?, parts.next()?, parts.next()?);
-        let (key_len, value_len): (usize, usize) = (key_len.parse().ok()?, value_len.parse().ok()?);
-        if rest.len() < key_len + value_len {
-            return None;
+/// The state kept at `path` for `address` when it is newer than what this process last
+/// read there or wrote: only the records appended since are read, unless the file was
+/// written whole again (then all of it). `None`: nothing newer, or no usable file.
+pub(super) fn newer(path: &Path, address: &StoreAddress) -> Option<Known> {
+    let mut all = kept().lock().unwrap_or_else(|e| e.into_inner());
+    let mut file = File::open(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let id = (meta.dev(), meta.ino());
+    match all.get_mut(path) {
+        Some(k) if k.file == id => {
+            if meta.len() <= k.end {
+                return None;
+            }
+            let mut tail = Vec::with_capacity((meta.len() - k.end) as usize);
+            file.seek(SeekFrom::Start(k.end)).ok()?;
+            file.read_to_end(&mut tail).ok()?;
+            let before = k.known.revision;
+            let (records, read) = records(&tail);
+            k.clean = read == tail.len();
+            for record in records {
+                let Some(next) = apply(address, &k.known, &record) else {
+                    k.clean = false;
+                    break;
+                };
+                k.known = next;
+                k.end += record.length;
+                k.records += 1;
+            }
+            (k.known.revision > before).then(|| k.known.clone())
         }
-        let kv = KeyValue {
-            key: rest[..key_len].to_vec(),
-            value: rest[key_len..key_len + value_len].to_vec(),
-            ..Default::default()
-        };
-        rest = &rest[key_len + value_len..];
-        match kind {
-            "s" => state_kvs.push(kv),
-            "l" => live_kvs.push(kv),
-            _ => return None,
+        _ => {
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            file.read_to_end(&mut bytes).ok()?;
+            let loaded = load(&bytes, address, id)?;
+            let known = loaded.known.clone();
+            let newer = all
+                .get(path)
+                .is_none_or(|k| k.known.revision < known.revision);
+            all.insert(path.to_path_buf(), loaded);
+            newer.then_some(known)
         }
     }
-    let state = Arc::new(layout::decode_since(address, &state_kvs, None).ok()?);
-    let live = super::live_records(&address.key("live/"), &live_kvs);
-    let keys = state_kvs.into_iter().map(|kv| (kv.key, kv.value)).collect();
-    kept().lock().unwrap_or_else(|e| e.into_inner()).insert(
-        path.to_path_buf(),
-        Kept {
-            revision,
-            state: Arc::clone(&state),
-            keys,
-        },
-    );
-    Some(Known {
-        revision,
-        state,
-        live,
+}
+
+/// Keeps `known` at `path` for the checkout's next processes, if it is newer than the
+/// file's last record: appended as what changed since that record, or the file written
+/// whole again. To be called by the checkout's writer whose turn it is (`host_lock`),
+/// after [`newer`]. A failure is only a cache not written.
+pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
+    let mut all = kept().lock().unwrap_or_else(|e| e.into_inner());
+    let appended = match all.get_mut(path) {
+        Some(k) if k.known.revision >= known.revision => return,
+        Some(k)
+            if k.clean && k.records < MAX_RECORDS && k.end < k.base.saturating_mul(MAX_GROWTH) =>
+        {
+            append(path, address, k, known)
+        }
+        _ => false,
+    };
+    if appended {
+        return;
+    }
+    match write_whole(path, address, known) {
+        Ok(kept) => {
+            all.insert(path.to_path_buf(), kept);
+        }
+        Err(e) => {
+            all.remove(path);
+            tracing::debug!(error = %e, "could not keep the etcd state for the next process");
+        }
+    }
+}
+
+/// Appends to the file `k` read what changed from its state to `known`; false when the
+/// file is no longer the one read (it is then written whole).
+fn append(path: &Path, address: &StoreAddress, k: &mut Kept, known: &Known) -> bool {
+    let mut payload = Vec::new();
+    for change in layout::changes(address, &k.known.state, &known.state) {
+        match change {
+            Change::Put { key, value, .. } => entry(&mut payload, "s", &key, Some(&value)),
+            Change::Delete(key) => entry(&mut payload, "d", &key, None),
+        }
+    }
+    if !live_entries(&mut payload, address, known) {
+        return false;
+    }
+    let record = record(known.revision, &payload);
+    let written = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .and_then(|mut file| {
+            let meta = file.metadata()?;
+            if (meta.dev(), meta.ino()) != k.file || meta.len() != k.end {
+                return Err(std::io::Error::other("the file changed since it was read"));
+            }
+            file.write_all(&record)
+        });
+    match written {
+        Ok(()) => {
+            k.end += record.len() as u64;
+            k.records += 1;
+            k.known = known.clone();
+            true
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "writing the etcd state whole again");
+            false
+        }
+    }
+}
+
+/// Writes `known` as the file's only record, by a rename.
+fn write_whole(path: &Path, address: &StoreAddress, known: &Known) -> std::io::Result<Kept> {
+    let keys: BTreeMap<Vec<u8>, Vec<u8>> =
+        layout::encode(address, &known.state).into_iter().collect();
+    let mut payload = Vec::with_capacity(keys.iter().map(|(k, v)| k.len() + v.len() + 16).sum());
+    for (key, value) in &keys {
+        entry(&mut payload, "s", key, Some(value));
+    }
+    if !live_entries(&mut payload, address, known) {
+        return Err(std::io::Error::other(
+            "a liveness record does not serialise",
+        ));
+    }
+    let head = header(address);
+    let record = record(known.revision, &payload);
+    let dir = path
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no directory"))?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".etcd.known.")
+        .tempfile_in(dir)?;
+    file.write_all(&head)?;
+    file.write_all(&record)?;
+    let meta = file.as_file().metadata()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(Kept {
+        file: (meta.dev(), meta.ino()),
+        end: meta.len(),
+        clean: true,
+        base: record.len() as u64,
+        records: 0,
+        known: known.clone(),
     })
 }
 
-/// Keeps `known` at `path` for the next process, unless this process kept or loaded as
-/// new a state already. A failure is only a cache not written.
-pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
-    let mut all = kept().lock().unwrap_or_else(|e| e.into_inner());
-    let keys = match all.remove(path) {
-        Some(k) if k.revision >= known.revision => {
-            all.insert(path.to_path_buf(), k);
-            return;
-        }
-        // Only what changed since is encoded again.
-        Some(mut k) => {
-            for change in layout::changes(address, &k.state, &known.state) {
-                match change {
-                    Change::Put { key, value, .. } => {
-                        k.keys.insert(key, value);
-                    }
-                    Change::Delete(key) => {
-                        k.keys.remove(&key);
-                    }
-                }
-            }
-            k.keys
-        }
-        None => layout::encode(address, &known.state).into_iter().collect(),
+fn header(address: &StoreAddress) -> Vec<u8> {
+    format!("{FORMAT}\n{address}\n").into_bytes()
+}
+
+fn entry(payload: &mut Vec<u8>, kind: &str, key: &[u8], value: Option<&[u8]>) {
+    let line = match value {
+        Some(value) => format!("{kind} {} {}\n", key.len(), value.len()),
+        None => format!("{kind} {}\n", key.len()),
     };
-    let mut body = Vec::with_capacity(keys.values().map(Vec::len).sum::<usize>() + 64 * 1024);
-    body.extend_from_slice(FORMAT.as_bytes());
-    body.push(b'\n');
-    body.extend_from_slice(address.to_string().as_bytes());
-    body.push(b'\n');
-    body.extend_from_slice(known.revision.to_string().as_bytes());
-    body.push(b'\n');
-    let mut entry = |kind: &str, key: &[u8], value: &[u8]| {
-        body.extend_from_slice(format!("{kind} {} {}\n", key.len(), value.len()).as_bytes());
-        body.extend_from_slice(key);
-        body.extend_from_slice(value);
-    };
-    for (key, value) in &keys {
-        entry("s", key, value);
-    }
+    payload.extend_from_slice(line.as_bytes());
+    payload.extend_from_slice(key);
+    payload.extend_from_slice(value.unwrap_or_default());
+}
+
+/// Every liveness record of `known`, as `l` entries.
+fn live_entries(payload: &mut Vec<u8>, address: &StoreAddress, known: &Known) -> bool {
     for (agent, record) in &known.live.0 {
         let key = address.key(&format!("live/{}.{}", agent.as_str(), record.generation));
         let Ok(value) = serde_json::to_vec(record) else {
-            return;
+            return false;
         };
-        entry("l", &key, &value);
+        entry(payload, "l", &key, Some(&value));
     }
-    all.insert(
-        path.to_path_buf(),
-        Kept {
-            revision: known.revision,
-            state: Arc::clone(&known.state),
-            keys,
+    true
+}
+
+fn record(revision: i64, payload: &[u8]) -> Vec<u8> {
+    let mut record = format!("r {revision} {}\n", payload.len()).into_bytes();
+    record.extend_from_slice(payload);
+    record.push(b' ');
+    let hash = blake3::hash(&record);
+    record.extend_from_slice(hash.to_hex().as_bytes());
+    record.push(b'\n');
+    record
+}
+
+/// One record as read: its revision, its entries, its length in the file.
+struct Record {
+    revision: i64,
+    state: Vec<KeyValue>,
+    deleted: Vec<Vec<u8>>,
+    live: Vec<KeyValue>,
+    length: u64,
+}
+
+/// The whole records at the start of `bytes`, and how many bytes they take.
+fn records(bytes: &[u8]) -> (Vec<Record>, usize) {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(record) = one_record(&bytes[at..]) {
+        at += record.length as usize;
+        out.push(record);
+    }
+    (out, at)
+}
+
+fn one_record(bytes: &[u8]) -> Option<Record> {
+    let mut rest = bytes;
+    let header = std::str::from_utf8(line(&mut rest)?).ok()?;
+    let mut parts = header.split(' ');
+    if parts.next()? != "r" {
+        return None;
+    }
+    let revision: i64 = parts.next()?.parse().ok()?;
+    let length: usize = parts.next()?.parse().ok()?;
+    let start = header.len() + 1;
+    let hashed = start.checked_add(length)?.checked_add(1)?;
+    let end = hashed.checked_add(65)?;
+    if bytes.len() < end || bytes[hashed - 1] != b' ' || bytes[end - 1] != b'\n' {
+        return None;
+    }
+    if blake3::hash(&bytes[..hashed]).to_hex().as_bytes() != &bytes[hashed..end - 1] {
+        return None;
+    }
+    let mut payload = &bytes[start..start + length];
+    let mut record = Record {
+        revision,
+        state: Vec::new(),
+        deleted: Vec::new(),
+        live: Vec::new(),
+        length: end as u64,
+    };
+    while !payload.is_empty() {
+        let header = std::str::from_utf8(line(&mut payload)?).ok()?;
+        let mut parts = header.split(' ');
+        let kind = parts.next()?;
+        let key_len: usize = parts.next()?.parse().ok()?;
+        if kind == "d" {
+            let key = payload.get(..key_len)?.to_vec();
+            payload = &payload[key_len..];
+            record.deleted.push(key);
+            continue;
+        }
+        let value_len: usize = parts.next()?.parse().ok()?;
+        let both = key_len.checked_add(value_len)?;
+        let kv = KeyValue {
+            key: payload.get(..key_len)?.to_vec(),
+            value: payload.get(key_len..both)?.to_vec(),
+            ..Default::default()
+        };
+        payload = &payload[both..];
+        match kind {
+            "s" => record.state.push(kv),
+            "l" => record.live.push(kv),
+            _ => return None,
+        }
+    }
+    Some(record)
+}
+
+/// A whole file: its records' keys merged, then decoded once.
+fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> {
+    let head = header(address);
+    let body = bytes.strip_prefix(head.as_slice())?;
+    let (records, read) = records(body);
+    let (first, rest) = records.split_first()?;
+    let mut keys: BTreeMap<&[u8], &[u8]> = BTreeMap::new();
+    for record in &records {
+        for kv in &record.state {
+            keys.insert(&kv.key, &kv.value);
+        }
+        for key in &record.deleted {
+            keys.remove(key.as_slice());
+        }
+    }
+    let last = records.last()?;
+    let kvs: Vec<KeyValue> = keys
+        .into_iter()
+        .map(|(key, value)| KeyValue {
+            key: key.to_vec(),
+            value: value.to_vec(),
+            ..Default::default()
+        })
+        .collect();
+    let state = Arc::new(layout::decode_since(address, &kvs, None).ok()?);
+    let live = super::live_records(&address.key("live/"), &last.live);
+    Some(Kept {
+        file,
+        end: (head.len() + read) as u64,
+        clean: head.len() + read == bytes.len(),
+        base: first.length,
+        records: rest.len(),
+        known: Known {
+            revision: last.revision,
+            state,
+            live,
         },
-    );
-    drop(all);
-    body.push(b'\n');
-    let end = format!("end {}\n", blake3::hash(&body).to_hex());
-    body.extend_from_slice(end.as_bytes());
-    let Some(dir) = path.parent() else { return };
-    let written = tempfile::Builder::new()
-        .prefix(".etcd.known.")
-        .tempfile_in(dir)
-        .and_then(|mut file| {
-            file.write_all(&body)?;
-            file.persist(path).map_err(|e| e.error)?;
-            Ok(())
-        });
-    if let Err(e) = written {
-        tracing::debug!(error = %e, "could not keep the etcd state for the next process");
+    })
+}
+
+/// The state `record`, appended after `known`'s, leads to.
+fn apply(address: &StoreAddress, known: &Known, record: &Record) -> Option<Known> {
+    if record.revision <= known.revision {
+        return None;
     }
+    let state = layout::decode_since(address, &record.state, Some(&known.state)).ok()?;
+    Some(Known {
+        revision: record.revision,
+        state: Arc::new(state),
+        live: super::live_records(&address.key("live/"), &record.live),
+    })
 }
 
 /// The next line of `rest`, taken off it.
@@ -184,12 +388,154 @@ fn line<'a>(rest: &mut &'a [u8]) -> Option<&'a [u8]> {
     Some(l)
 }
 
-/// The body and the hash of its `end` line.
-fn split_end(bytes: &[u8]) -> Option<(&[u8], &str)> {
-    let trimmed = bytes.strip_suffix(b"\n")?;
-    let at = trimmed.iter().rposition(|b| *b == b'\n')? + 1;
-    let end = std::str::from_utf8(&trimmed[at..])
-        .ok()?
-        .strip_prefix("end ")?;
-    Some((&bytes[..at], end))
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::liveness::LiveRecords;
+    use liza_model::Timestamp;
+    use liza_model::model::{HumanNote, State};
+
+    fn address() -> StoreAddress {
+        "etcd://127.0.0.1:2379/team/known".parse().unwrap()
+    }
+
+    fn known(revision: i64, state: State) -> Known {
+        Known {
+            revision,
+            state: Arc::new(state),
+            live: LiveRecords::default(),
+        }
+    }
+
+    /// `state` with a note more, at the next revision.
+    fn noted(state: &State, n: usize) -> State {
+        let mut next = state.clone();
+        next.revision = Some(state.revision() as i64 + 1);
+        next.human_notes
+            .get_or_insert_with(Vec::new)
+            .push(HumanNote {
+                id: Some(format!("note-{n}")),
+                timestamp: None,
+                message: format!("note {n}"),
+                target: Some("all".into()),
+                seen_by: None,
+                extra: Default::default(),
+            });
+        next
+    }
+
+    /// What a new process of the checkout finds (this process forgets what it read).
+    fn fresh_process_reads(path: &Path) -> Option<Known> {
+        kept().lock().unwrap().remove(path);
+        newer(path, &address())
+    }
+
+    #[test]
+    fn commits_are_appended_as_what_changed_and_a_new_process_reads_the_newest_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let mut state = liza_model::bench::generate_state(20, 2000, Timestamp::now());
+        save(&path, &address(), &known(10, state.clone()));
+        let whole = std::fs::metadata(&path).unwrap().len();
+        for n in 0..5 {
+            state = noted(&state, n);
+            save(&path, &address(), &known(11 + n as i64, state.clone()));
+        }
+        let grown = std::fs::metadata(&path).unwrap().len() - whole;
+        // Five records of a note and the head each, not five whole states.
+        assert!(grown / 5 < whole / 4, "{grown} bytes appended to {whole}");
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!(read.revision, 15);
+        assert_eq!(*read.state, state);
+    }
+
+    #[test]
+    fn a_process_catches_up_on_what_another_appended_reading_only_that() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let state = liza_model::bench::generate_state(5, 500, Timestamp::now());
+        save(&path, &address(), &known(3, state.clone()));
+        // This process read it; another appends a commit.
+        assert!(fresh_process_reads(&path).is_some());
+        let theirs = noted(&state, 1);
+        let record = {
+            let mut payload = Vec::new();
+            for change in layout::changes(&address(), &state, &theirs) {
+                if let Change::Put { key, value, .. } = change {
+                    entry(&mut payload, "s", &key, Some(&value));
+                }
+            }
+            record(4, &payload)
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(&record).unwrap();
+        let caught_up = newer(&path, &address()).unwrap();
+        assert_eq!((caught_up.revision, &*caught_up.state), (4, &theirs));
+        assert!(newer(&path, &address()).is_none(), "nothing newer since");
+    }
+
+    #[test]
+    fn a_torn_or_damaged_record_ends_what_is_read_and_the_next_save_writes_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let first = liza_model::bench::generate_state(5, 500, Timestamp::now());
+        let second = noted(&first, 1);
+        let third = noted(&second, 2);
+        save(&path, &address(), &known(1, first.clone()));
+        save(&path, &address(), &known(2, second.clone()));
+        let good = std::fs::read(&path).unwrap();
+        save(&path, &address(), &known(3, third.clone()));
+        // Torn: the last record is cut short — the one before is what is read.
+        let whole = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &whole[..whole.len() - 10]).unwrap();
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!((read.revision, &*read.state), (2, &second));
+        // Damaged in the middle of the second record: the first is what is read.
+        let mut damaged = good.clone();
+        let at = damaged.len() - 80;
+        damaged[at] ^= 0x55;
+        std::fs::write(&path, &damaged).unwrap();
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!((read.revision, &*read.state), (1, &first));
+        // The next save does not append after the damage: it writes the file whole.
+        save(&path, &address(), &known(3, third.clone()));
+        assert!(
+            !std::fs::read(&path)
+                .unwrap()
+                .starts_with(&damaged[..damaged.len() - 100])
+        );
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!((read.revision, &*read.state), (3, &third));
+        // Another blackboard's file is not read at all.
+        let other: StoreAddress = "etcd://127.0.0.1:2379/team/other".parse().unwrap();
+        kept().lock().unwrap().remove(&path);
+        assert!(newer(&path, &other).is_none());
+    }
+
+    #[test]
+    fn records_that_outgrow_the_whole_state_are_folded_into_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let mut state = liza_model::bench::generate_state(2, 100, Timestamp::now());
+        save(&path, &address(), &known(1, state.clone()));
+        let mut largest = 0;
+        for n in 0..200 {
+            state = noted(&state, n);
+            save(&path, &address(), &known(2 + n as i64, state.clone()));
+            largest = largest.max(std::fs::metadata(&path).unwrap().len());
+        }
+        let whole_now = layout::encode(&address(), &state)
+            .iter()
+            .map(|(k, v)| k.len() + v.len())
+            .sum::<usize>() as u64;
+        assert!(
+            largest < whole_now * (MAX_GROWTH + 1) + 4096,
+            "{largest} bytes for a {whole_now}-byte state"
+        );
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!((read.revision, &*read.state), (201, &state));
+    }
 }

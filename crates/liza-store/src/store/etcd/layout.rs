@@ -76,7 +76,13 @@ pub fn delivered_key(address: &StoreAddress, key: &str) -> Vec<u8> {
 }
 
 fn hex(text: &str) -> String {
-    text.bytes().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(text.len() * 2);
+    for b in text.bytes() {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// The prefix every note key starts with.
@@ -89,7 +95,7 @@ pub fn note_prefix(address: &StoreAddress) -> Vec<u8> {
 /// bound, and every transition rewrites the head).
 fn keyed_notes(state: &State) -> Option<Vec<(&str, &HumanNote)>> {
     let notes = state.human_notes.as_ref()?;
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::with_capacity(notes.len());
     notes
         .iter()
         .map(|n| {
@@ -100,14 +106,34 @@ fn keyed_notes(state: &State) -> Option<Vec<(&str, &HumanNote)>> {
 }
 
 fn head_value(state: &State) -> Vec<u8> {
-    let mut rest = state.clone();
-    let tasks = std::mem::take(&mut rest.tasks);
-    let notes = keyed_notes(state).map(|notes| {
-        rest.human_notes = None;
-        notes.iter().map(|(id, _)| (*id).to_owned()).collect()
-    });
+    let notes: Option<Vec<String>> =
+        keyed_notes(state).map(|notes| notes.iter().map(|(id, _)| (*id).to_owned()).collect());
+    // The state without its tasks (and its notes, when they have keys of their own),
+    // cloned field by field: the bulk of it is not copied to be dropped.
+    let rest = State {
+        version: state.version,
+        revision: state.revision,
+        goal: state.goal.clone(),
+        tasks: TaskList::default(),
+        agents: state.agents.clone(),
+        discovered: state.discovered.clone(),
+        handoff: state.handoff.clone(),
+        human_notes: if notes.is_some() {
+            None
+        } else {
+            state.human_notes.clone()
+        },
+        anomalies: state.anomalies.clone(),
+        spec_changes: state.spec_changes.clone(),
+        sprint: state.sprint.clone(),
+        circuit_breaker: state.circuit_breaker.clone(),
+        archived: state.archived.clone(),
+        merge_queue: state.merge_queue.clone(),
+        config: state.config.clone(),
+        extra: state.extra.clone(),
+    };
     let head = Head {
-        order: tasks.iter().map(|t| t.id.clone()).collect(),
+        order: state.tasks.iter().map(|t| t.id.clone()).collect(),
         notes,
         state: rest,
     };
@@ -224,10 +250,11 @@ pub fn decode_since(
     state.tasks = TaskList(list);
     if let Some(ids) = &head.notes {
         let note_prefix = note_prefix(address);
+        // By the hex of the id: only the notes read are looked at, not every note's key
+        // formatted.
         let read: HashMap<&[u8], &KeyValue> = kvs
             .iter()
-            .filter(|kv| kv.key.starts_with(&note_prefix))
-            .map(|kv| (kv.key.as_slice(), kv))
+            .filter_map(|kv| Some((kv.key.strip_prefix(note_prefix.as_slice())?, kv)))
             .collect();
         let known_notes: HashMap<&str, &HumanNote> = known_state
             .and_then(|k| k.human_notes.as_ref())
@@ -240,11 +267,16 @@ pub fn decode_since(
             .unwrap_or_default();
         let mut notes = Vec::with_capacity(ids.len());
         for id in ids {
-            let key = note_key(address, id);
-            let note = match read.get(key.as_slice()) {
+            let found = if read.is_empty() {
+                None
+            } else {
+                read.get(hex(id).as_bytes())
+            };
+            let key = || note_key(address, id);
+            let note = match found {
                 Some(kv) => serde_json::from_slice::<HumanNote>(&kv.value).map_err(|e| {
                     LayoutError::Unreadable {
-                        key: shown(&key),
+                        key: shown(&key()),
                         detail: e.to_string(),
                     }
                 })?,
@@ -253,7 +285,7 @@ pub fn decode_since(
                     None => {
                         return Err(LayoutError::MissingTask {
                             id: format!("note {id}"),
-                            key: shown(&key),
+                            key: shown(&key()),
                         });
                     }
                 },
@@ -293,12 +325,18 @@ pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Cha
             out.push(Change::Delete(task_key(address, &task.id)));
         }
     }
-    let old_notes: HashMap<&str, &HumanNote> = keyed_notes(before)
-        .unwrap_or_default()
-        .into_iter()
-        .collect();
-    let new_notes = keyed_notes(after).unwrap_or_default();
-    for (id, note) in &new_notes {
+    let before_notes = keyed_notes(before).unwrap_or_default();
+    let after_notes = keyed_notes(after).unwrap_or_default();
+    // Notes are mostly appended: what both lists start with is unchanged, and (ids being
+    // unique in each list) no id of the rest is in it.
+    let same = before_notes
+        .iter()
+        .zip(&after_notes)
+        .take_while(|(b, a)| b == a)
+        .count();
+    let old_notes: HashMap<&str, &HumanNote> = before_notes[same..].iter().copied().collect();
+    let new_notes = &after_notes[same..];
+    for (id, note) in new_notes {
         if old_notes.get(id) != Some(note) {
             out.push(Change::Put {
                 key: note_key(address, id),
