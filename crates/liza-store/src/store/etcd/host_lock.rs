@@ -8,13 +8,34 @@
 use std::collections::HashMap;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::time::{Duration, Instant};
 
-/// The process's hold on one checkout's lock: the file and how many writers share it.
-fn holds() -> &'static Mutex<HashMap<PathBuf, (File, usize)>> {
-    static HOLDS: OnceLock<Mutex<HashMap<PathBuf, (File, usize)>>> = OnceLock::new();
-    HOLDS.get_or_init(Default::default)
+/// The process's hold on one checkout's lock.
+enum Hold {
+    /// A writer of this process waits for the lock: the others wait for it to have it
+    /// (two waiting in `flock` on two descriptors would not share it).
+    Taking,
+    /// Held: the locked file (closing it lets the lock go) and how many writers share it.
+    Held { _file: File, count: usize },
+}
+
+struct Holds {
+    by_path: Mutex<HashMap<PathBuf, Hold>>,
+    /// Signalled when a lock is had, or given up on.
+    changed: Condvar,
+}
+
+fn holds() -> &'static Holds {
+    static HOLDS: OnceLock<Holds> = OnceLock::new();
+    HOLDS.get_or_init(|| Holds {
+        by_path: Mutex::new(HashMap::new()),
+        changed: Condvar::new(),
+    })
+}
+
+fn lock_holds() -> MutexGuard<'static, HashMap<PathBuf, Hold>> {
+    holds().by_path.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// One writer's share of the lock; let go when dropped.
@@ -27,47 +48,122 @@ pub(super) struct HostTurn {
 /// wait ran out): the writer then races, guarded by etcd, as without it.
 pub(super) fn take(dir: &Path, wait: Duration) -> Option<HostTurn> {
     let path = dir.join("etcd.lock");
-    {
-        let mut holds = holds().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, count)) = holds.get_mut(&path) {
-            *count += 1;
-            return Some(HostTurn { path });
+    let deadline = Instant::now() + wait;
+    let mut all = lock_holds();
+    loop {
+        match all.get_mut(&path) {
+            Some(Hold::Held { count, .. }) => {
+                *count += 1;
+                return Some(HostTurn { path });
+            }
+            // Another writer of this process is taking it: its hold is shared.
+            Some(Hold::Taking) => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return None;
+                }
+                all = holds()
+                    .changed
+                    .wait_timeout(all, left)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+            }
+            None => break,
         }
     }
+    all.insert(path.clone(), Hold::Taking);
+    drop(all);
+    let file = lock_file(&path, wait);
+    let mut all = lock_holds();
+    let taken = match file {
+        Some(file) => {
+            all.insert(
+                path.clone(),
+                Hold::Held {
+                    _file: file,
+                    count: 1,
+                },
+            );
+            Some(HostTurn { path })
+        }
+        None => {
+            all.remove(&path);
+            None
+        }
+    };
+    holds().changed.notify_all();
+    taken
+}
+
+/// The lock file, locked: at once, or waiting in `flock` on a helper thread (woken by
+/// the kernel when the holder lets go, as the file store's lock) at most `wait`.
+fn lock_file(path: &Path, wait: Duration) -> Option<File> {
     let file = OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
         .ok()?;
     match file.try_lock() {
         Ok(()) => {}
-        // Woken by the kernel when the holder lets go, as the file store's lock.
         Err(TryLockError::WouldBlock) if !wait.is_zero() => {
             crate::store::lock::wait_for(&file, wait).ok()?;
         }
         Err(_) => return None,
     }
-    let mut holds = holds().lock().unwrap_or_else(|e| e.into_inner());
-    match holds.get_mut(&path) {
-        // Another writer of this process took it meanwhile: share theirs.
-        Some((_, count)) => *count += 1,
-        None => {
-            holds.insert(path.clone(), (file, 1));
-        }
-    }
-    Some(HostTurn { path })
+    Some(file)
 }
 
 impl Drop for HostTurn {
     fn drop(&mut self) {
-        let mut holds = holds().lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, count)) = holds.get_mut(&self.path) {
+        let mut all = lock_holds();
+        if let Some(Hold::Held { count, .. }) = all.get_mut(&self.path) {
             *count -= 1;
             if *count == 0 {
                 // Closing the file lets the lock go.
-                holds.remove(&self.path);
+                all.remove(&self.path);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two writers of a process that wait for the lock another process holds share it
+    /// once it is let go: neither waits for the other's turn to end.
+    #[test]
+    fn writers_of_a_process_waiting_for_the_lock_share_it_when_it_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("etcd.lock");
+        // Another process's hold: a descriptor of its own.
+        let other = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        other.lock().unwrap();
+        let both = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let waiters: Vec<_> = (0..2)
+            .map(|_| {
+                let (dir, both) = (dir.path().to_path_buf(), std::sync::Arc::clone(&both));
+                std::thread::spawn(move || {
+                    let turn = take(&dir, Duration::from_secs(2));
+                    // Each holds its share until the other has one too.
+                    both.wait();
+                    turn.is_some()
+                })
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(200));
+        other.unlock().unwrap();
+        for w in waiters {
+            assert!(
+                w.join().unwrap(),
+                "a writer waited for the other's turn and gave up"
+            );
         }
     }
 }

@@ -18,6 +18,7 @@
 //! ```text
 //! liza-etcd-known/2/<liza version>
 //! <store address>
+//! <nonce: drawn anew each time the file is written whole>
 //! r <etcd revision> <payload length>\n<payload> <blake3 of the record up to here>\n
 //! ```
 //!
@@ -53,8 +54,11 @@ pub(super) fn path(dir: &Path) -> PathBuf {
 /// What this process last read of a file, or wrote to it: where its good records end,
 /// and the state they lead to.
 struct Kept {
-    /// The file read (device, inode): a file written whole again is another one.
+    /// The file read (device, inode), and its header, whose last line is drawn anew
+    /// each time the file is written whole: a file written whole again is another one,
+    /// even where the filesystem gives it the inode of the one before.
     file: (u64, u64),
+    header: Vec<u8>,
     /// The end of the last whole record read or written.
     end: u64,
     /// Whether the file holds nothing after `end` that is not a whole record (a
@@ -80,15 +84,16 @@ pub(super) fn newer(path: &Path, address: &StoreAddress) -> Option<Known> {
     let meta = file.metadata().ok()?;
     let id = (meta.dev(), meta.ino());
     match all.get_mut(path) {
-        Some(k) if k.file == id => {
+        Some(k) if k.file == id && starts_with(&mut file, &k.header) => {
             if meta.len() <= k.end {
+                k.clean = meta.len() == k.end;
                 return None;
             }
             let mut tail = Vec::with_capacity((meta.len() - k.end) as usize);
             file.seek(SeekFrom::Start(k.end)).ok()?;
             file.read_to_end(&mut tail).ok()?;
             let before = k.known.revision;
-            let (records, read) = records(&tail);
+            let (records, read) = records(&tail, k.known.revision);
             k.clean = read == tail.len();
             for record in records {
                 let Some(next) = apply(address, &k.known, &record) else {
@@ -103,6 +108,7 @@ pub(super) fn newer(path: &Path, address: &StoreAddress) -> Option<Known> {
         }
         _ => {
             let mut bytes = Vec::with_capacity(meta.len() as usize);
+            file.seek(SeekFrom::Start(0)).ok()?;
             file.read_to_end(&mut bytes).ok()?;
             let loaded = load(&bytes, address, id)?;
             let known = loaded.known.clone();
@@ -113,6 +119,12 @@ pub(super) fn newer(path: &Path, address: &StoreAddress) -> Option<Known> {
             newer.then_some(known)
         }
     }
+}
+
+/// Whether `file` starts with `header` (read from its start).
+fn starts_with(file: &mut File, header: &[u8]) -> bool {
+    let mut start = vec![0; header.len()];
+    file.seek(SeekFrom::Start(0)).is_ok() && file.read_exact(&mut start).is_ok() && start == header
 }
 
 /// Keeps `known` at `path` for the checkout's next processes, if it is newer than the
@@ -163,7 +175,11 @@ fn append(path: &Path, address: &StoreAddress, k: &mut Kept, known: &Known) -> b
         .open(path)
         .and_then(|mut file| {
             let meta = file.metadata()?;
-            if (meta.dev(), meta.ino()) != k.file || meta.len() != k.end {
+            let mut reader = File::open(path)?;
+            if (meta.dev(), meta.ino()) != k.file
+                || meta.len() != k.end
+                || !starts_with(&mut reader, &k.header)
+            {
                 return Err(std::io::Error::other("the file changed since it was read"));
             }
             file.write_all(&record)
@@ -195,7 +211,8 @@ fn write_whole(path: &Path, address: &StoreAddress, known: &Known) -> std::io::R
             "a liveness record does not serialise",
         ));
     }
-    let head = header(address);
+    let mut head = header(address);
+    head.extend_from_slice(format!("{}\n", nonce()).as_bytes());
     let record = record(known.revision, &payload);
     let dir = path
         .parent()
@@ -209,6 +226,7 @@ fn write_whole(path: &Path, address: &StoreAddress, known: &Known) -> std::io::R
     file.persist(path).map_err(|e| e.error)?;
     Ok(Kept {
         file: (meta.dev(), meta.ino()),
+        header: head,
         end: meta.len(),
         clean: true,
         base: record.len() as u64,
@@ -217,8 +235,23 @@ fn write_whole(path: &Path, address: &StoreAddress, known: &Known) -> std::io::R
     })
 }
 
+/// The lines every file for `address` starts with (its last header line, the nonce,
+/// follows).
 fn header(address: &StoreAddress) -> Vec<u8> {
     format!("{FORMAT}\n{address}\n").into_bytes()
+}
+
+/// A line no other writing of the file has: this process and this instant.
+fn nonce() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format!(
+        "{:x}.{:x}.{:x}",
+        std::process::id(),
+        now.as_secs(),
+        now.subsec_nanos()
+    )
 }
 
 fn entry(payload: &mut Vec<u8>, kind: &str, key: &[u8], value: Option<&[u8]>) {
@@ -262,11 +295,16 @@ struct Record {
     length: u64,
 }
 
-/// The whole records at the start of `bytes`, and how many bytes they take.
-fn records(bytes: &[u8]) -> (Vec<Record>, usize) {
+/// The whole records at the start of `bytes`, each at a revision after the one before
+/// it (the first after `after`), and how many bytes they take.
+fn records(bytes: &[u8], mut after: i64) -> (Vec<Record>, usize) {
     let mut out = Vec::new();
     let mut at = 0;
     while let Some(record) = one_record(&bytes[at..]) {
+        if record.revision <= after {
+            break;
+        }
+        after = record.revision;
         at += record.length as usize;
         out.push(record);
     }
@@ -329,9 +367,11 @@ fn one_record(bytes: &[u8]) -> Option<Record> {
 
 /// A whole file: its records' keys merged, then decoded once.
 fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> {
-    let head = header(address);
-    let body = bytes.strip_prefix(head.as_slice())?;
-    let (records, read) = records(body);
+    let mut rest = bytes.strip_prefix(header(address).as_slice())?;
+    line(&mut rest)?;
+    let head = &bytes[..bytes.len() - rest.len()];
+    let body = rest;
+    let (records, read) = records(body, 0);
     let (first, rest) = records.split_first()?;
     let mut keys: BTreeMap<&[u8], &[u8]> = BTreeMap::new();
     for record in &records {
@@ -355,6 +395,7 @@ fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> 
     let live = super::live_records(&address.key("live/"), &last.live);
     Some(Kept {
         file,
+        header: head.to_vec(),
         end: (head.len() + read) as u64,
         clean: head.len() + read == bytes.len(),
         base: first.length,
@@ -537,5 +578,55 @@ mod tests {
         );
         let read = fresh_process_reads(&path).unwrap();
         assert_eq!((read.revision, &*read.state), (201, &state));
+    }
+
+    /// A file written whole again is another file even on the same inode (ext4 hands
+    /// inodes back): what a process read of the old one is never the base of a record of
+    /// the new one — it reads the new one whole.
+    #[test]
+    fn a_file_written_whole_again_is_read_whole_even_on_a_reused_inode_and_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let mut first = liza_model::bench::generate_state(3, 200, Timestamp::now());
+        Arc::make_mut(&mut first.tasks.0[0]).priority = Some(1);
+        save(&path, &address(), &known(10, first.clone()));
+        assert!(fresh_process_reads(&path).is_some());
+        let mine = kept().lock().unwrap().remove(&path).unwrap();
+        // Others write it whole twice (the second holds a task changed at the same
+        // length), then append a commit; the file is given this process's old inode and
+        // its record ends where this process's did.
+        let mut second = first.clone();
+        second.revision = Some(20);
+        Arc::make_mut(&mut second.tasks.0[0]).priority = Some(2);
+        let theirs = noted(&second, 1);
+        let header = |p: &Path| {
+            let bytes = std::fs::read(p).unwrap();
+            bytes[..mine.header.len()].to_vec()
+        };
+        write_whole(&path, &address(), &known(30, second.clone())).unwrap();
+        let rewritten = std::fs::read(&path).unwrap();
+        assert_ne!(header(&path), mine.header, "a new nonce");
+        // Stand in for the filesystem: same inode, and an end at this process's offset.
+        let mut kept_again = mine;
+        kept_again.file = {
+            let meta = std::fs::metadata(&path).unwrap();
+            (meta.dev(), meta.ino())
+        };
+        kept_again.end = rewritten.len() as u64;
+        kept().lock().unwrap().insert(path.clone(), kept_again);
+        let mut payload = Vec::new();
+        for change in layout::changes(&address(), &second, &theirs) {
+            if let Change::Put { key, value, .. } = change {
+                entry(&mut payload, "s", &key, Some(&value));
+            }
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        file.write_all(&record(31, &payload)).unwrap();
+        let read = newer(&path, &address()).unwrap();
+        assert_eq!((read.revision, &*read.state), (31, &theirs));
+        assert_eq!(read.state.tasks.0[0].priority, Some(2));
     }
 }
