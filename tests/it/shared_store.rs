@@ -560,19 +560,7 @@ fn a_process_starts_from_the_state_its_checkout_kept_and_a_stale_one_loses_nothi
     }
     // A refusal on a kept state is checked again on the blackboard as it is: t-9 exists
     // only since A's last process, and a note for it is not refused.
-    assert_success(&other.liza(&[
-        "add-task",
-        "--id",
-        "t-9",
-        "--desc",
-        "Added on B",
-        "--spec",
-        "specs/vision.md",
-        "--done",
-        "report --json prints JSON",
-        "--scope",
-        "src/report.rs",
-    ]));
+    crate::common::board::add_task_in(&other, "t-9", "Added on B", false);
     assert_success(&board.repo.liza(&["note", "t-9", "for the task B added"]));
     assert_eq!(board.repo.revision(), start + 6);
     // What a process reads from its kept state is what etcd holds.

@@ -24,23 +24,7 @@ pub struct Board {
 impl Board {
     /// `liza add-task` of `id` on the project's spec, finalized at once when `finalize`.
     pub fn add_task(&self, id: &str, description: &str, finalize: bool) {
-        let mut args = vec![
-            "add-task",
-            "--id",
-            id,
-            "--desc",
-            description,
-            "--spec",
-            "specs/vision.md",
-            "--done",
-            "report --json prints JSON",
-            "--scope",
-            "src/report.rs",
-        ];
-        if finalize {
-            args.push("--finalize");
-        }
-        super::assert_success(&self.repo.liza(&args));
+        add_task_in(&self.repo, id, description, finalize);
     }
 
     /// An initialised project on `kind`; `None` (the test skips, saying why) when etcd is
@@ -93,4 +77,26 @@ impl Board {
         }
         out
     }
+}
+
+/// `liza add-task` of `id` on the project's spec in the checkout `repo`, finalized at
+/// once when `finalize`.
+pub fn add_task_in(repo: &Repo, id: &str, description: &str, finalize: bool) {
+    let mut args = vec![
+        "add-task",
+        "--id",
+        id,
+        "--desc",
+        description,
+        "--spec",
+        "specs/vision.md",
+        "--done",
+        "report --json prints JSON",
+        "--scope",
+        "src/report.rs",
+    ];
+    if finalize {
+        args.push("--finalize");
+    }
+    super::assert_success(&repo.liza(&args));
 }
