@@ -311,6 +311,64 @@ fn a_deleted_mirror_is_written_again_by_the_next_command() {
     assert_success(&board.repo.liza(&["validate"]));
 }
 
+/// A command leaves the mirror to a writer of its checkout that waits for the turn or
+/// has it: that writer starts from the command's commit and brings the mirror up to its
+/// own as it ends (specs/shared-store.md *Hand edits*). The last of a row writes it.
+#[test]
+fn a_command_leaves_the_mirror_to_the_writer_after_it_and_the_last_one_writes_it() {
+    let Some(board) = board() else { return };
+    assert_success(&board.repo.liza(&["note", "all", "first"]));
+    let mirrored = board.repo.state_text();
+    assert!(mirrored.contains("first"), "{mirrored}");
+    let dir = board.repo.liza_dir();
+    let open = |name: &str| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(name))
+            .unwrap()
+    };
+    // Another process's writer announced as waiting for the turn.
+    let waiting = open("etcd.wait");
+    waiting.lock_shared().unwrap();
+    assert_success(&board.repo.liza(&["note", "all", "second"]));
+    assert_eq!(
+        board.repo.state_text(),
+        mirrored,
+        "the mirror was written though a writer waits for the turn"
+    );
+    drop(waiting);
+    // The writer after it, refused after it caught up, brings the mirror up to what it
+    // read as it ends.
+    let refused = board.repo.liza(&["note", "t-none", "test"]);
+    assert!(stderr(&refused).contains("t-none"), "{}", stderr(&refused));
+    assert!(!refused.status.success());
+    assert!(board.repo.state_text().contains("second"));
+    let mirrored = board.repo.state_text();
+    // Another process has the turn (past the command's wait: the command then commits
+    // without it, guarded by etcd).
+    let turn = open("etcd.lock");
+    turn.lock().unwrap();
+    let out = board
+        .repo
+        .liza_env(&[("LIZA_LOCK_TIMEOUT", "0.2")], &["note", "all", "third"]);
+    assert_success(&out);
+    assert_eq!(
+        board.repo.state_text(),
+        mirrored,
+        "the mirror was written though another writer has the turn"
+    );
+    drop(turn);
+    // The last writer of the row brings it up to date.
+    assert_success(&board.repo.liza(&["note", "all", "fourth"]));
+    let text = board.repo.state_text();
+    for note in ["second", "third", "fourth"] {
+        assert!(text.contains(note), "{note} is not in the mirror:\n{text}");
+    }
+    assert_success(&board.repo.liza(&["validate"]));
+}
+
 #[test]
 fn a_head_whose_revision_liza_cannot_have_written_is_refused_and_nothing_is_written() {
     let Some(board) = board() else { return };

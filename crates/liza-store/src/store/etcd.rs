@@ -135,6 +135,9 @@ pub struct EtcdStore {
     pipeline: Arc<group_commit::Pipeline>,
     /// Races lost in a row (see [`EtcdStore::back_off`]).
     conflicts: std::sync::atomic::AtomicU32,
+    /// The etcd revision of the newest state the checkout's `.liza/etcd.known` is known
+    /// to hold (this process read it there or kept it there).
+    kept: std::sync::atomic::AtomicI64,
     /// Set once the checkout's `.liza/store` was seen to name this blackboard.
     own: std::sync::OnceLock<()>,
     /// How long an operation waits for an etcd that does not answer (restarting, a
@@ -146,9 +149,20 @@ impl Drop for EtcdStore {
     /// The newest state this process read is kept for the checkout's next process
     /// (`known_file`), if the checkout's writers' turn is free now (a writer that has
     /// it keeps what it commits).
+    ///
+    /// The mirror is brought up to that state too: a writer that caught up and then
+    /// committed nothing may be the last of a row whose earlier writers left the mirror
+    /// to it (see [`MirrorWriter`]).
     fn drop(&mut self) {
-        if let Some(known) = self.pipeline.committed()
-            && self.is_checkouts_own()
+        let Some(known) = self.pipeline.committed() else {
+            return;
+        };
+        if !self.is_checkouts_own() {
+            return;
+        }
+        self.refresh_mirror(&known.state);
+        let kept = self.kept.load(std::sync::atomic::Ordering::Relaxed);
+        if known.revision > kept
             && let Some(_turn) = host_lock::take(&self.paths.dir, Duration::ZERO)
         {
             let path = known_file::path(&self.paths.dir);
@@ -240,6 +254,7 @@ impl EtcdStore {
             mirror: Arc::new(Mirror::default()),
             mirror_writer: Mutex::new(None),
             conflicts: std::sync::atomic::AtomicU32::new(0),
+            kept: std::sync::atomic::AtomicI64::new(0),
             own: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
@@ -400,6 +415,8 @@ impl EtcdStore {
             return;
         }
         if let Some(known) = known_file::newer(&known_file::path(&self.paths.dir), &self.address) {
+            self.kept
+                .fetch_max(known.revision, std::sync::atomic::Ordering::Relaxed);
             self.pipeline.remember(known);
         }
     }
@@ -411,6 +428,8 @@ impl EtcdStore {
             && self.is_checkouts_own()
         {
             known_file::save(&known_file::path(&self.paths.dir), &self.address, &known);
+            self.kept
+                .fetch_max(known.revision, std::sync::atomic::Ordering::Relaxed);
         }
     }
 
@@ -524,6 +543,10 @@ impl EtcdStore {
         if ticket.first
             && let Some(sealed) = self.pipeline.seal(&ticket)
         {
+            // The mirror of the state sent is rendered while etcd writes it.
+            if attempt._host.is_some() {
+                self.with_mirror_writer(|writer| writer.prepare(&sealed.last));
+            }
             let revisions = sealed.base.revision() + 1..=sealed.last.revision();
             let keep = sealed.last.config.journal_keep().0;
             let settled = self.send(&sealed);
@@ -538,14 +561,15 @@ impl EtcdStore {
         let sent = ticket.first;
         match &*self.pipeline.outcome(ticket) {
             Outcome::Applied { state, sender } => {
-                // The sender brings its checkout's mirror up to date for every writer,
-                // and keeps the state for the checkout's next writer before the turn
-                // is let go.
-                if sent || *sender != self.paths.root {
-                    self.refresh_mirror(state);
-                }
+                // The sender keeps the state for the checkout's next writer before the
+                // turn is let go, then brings the checkout's mirror up to date for every
+                // writer of its batch — unless a writer waiting for the turn is next.
                 if sent && attempt._host.is_some() {
                     self.keep_committed();
+                }
+                drop(attempt._host);
+                if sent || *sender != self.paths.root {
+                    self.refresh_mirror(state);
                 }
                 Ok(Finished::Committed(revision, log))
             }
@@ -697,28 +721,32 @@ impl EtcdStore {
     /// the checkout's own blackboard: one named by `--store` or `LIZA_STORE` elsewhere
     /// (another project's, or over a file store's `.liza/`) never writes there.
     fn refresh_mirror(&self, state: &Arc<State>) {
-        if !self.is_checkouts_own() {
-            return;
+        let sent = self.with_mirror_writer(|writer| writer.send(state));
+        if sent == Some(false) {
+            // No thread to be had: written here.
+            self.mirror
+                .refresh(&self.paths, &self.address.to_string(), state, yaml_text);
         }
-        let Ok(mut writer) = self.mirror_writer.lock() else {
-            return;
-        };
+    }
+
+    /// Runs `job` with this checkout's mirror writer, started on first use: `None` when
+    /// the blackboard is not the checkout's own, `Some(false)` when no thread could be
+    /// started for it.
+    fn with_mirror_writer(&self, job: impl FnOnce(&MirrorWriter)) -> Option<bool> {
+        if !self.is_checkouts_own() {
+            return None;
+        }
+        let mut writer = self.mirror_writer.lock().ok()?;
         if writer.is_none() {
             *writer = MirrorWriter::start(
                 Arc::clone(&self.mirror),
                 self.paths.clone(),
                 self.address.to_string(),
                 yaml_text,
+                host_lock::another_writer_is_next,
             );
         }
-        match writer.as_ref() {
-            Some(writer) => writer.send(state),
-            // No thread to be had: written here.
-            None => {
-                self.mirror
-                    .refresh(&self.paths, &self.address.to_string(), state, yaml_text);
-            }
-        }
+        Some(writer.as_ref().map(job).is_some())
     }
 
     /// Whether the checkout's `.liza/store` names this blackboard.

@@ -8,7 +8,9 @@
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use super::hash::ContentHash;
 use liza_model::model::State;
@@ -165,45 +167,83 @@ fn keep_edited(paths: &LizaPaths, target: &Path) -> Option<String> {
 }
 
 /// How often a busy process rewrites the mirror at most.
-const MIRROR_EVERY: std::time::Duration = std::time::Duration::from_millis(25);
+const MIRROR_EVERY: Duration = Duration::from_millis(25);
 
 /// Writes the mirror on a thread of its own, so a commit does not wait for the render of
 /// the whole blackboard: the newest state sent is written, at most once per
 /// [`MIRROR_EVERY`] (a busy process renders the mirror for people to read, not once per
 /// transition), older ones skipped. Dropping it writes what is queued at once (a
 /// command's process ends with its checkout's mirror up to date).
+///
+/// A write is left out while `another_is_next` says another writer of the checkout has
+/// the turn or waits for it: that writer starts from a state at least as new, and
+/// brings the mirror up to its own as it ends (specs/shared-store.md *Hand edits*).
+/// Sixteen commands in a row then render the mirror once, not sixteen times.
+///
+/// A state can be sent ahead to be rendered while its commit is on the wire
+/// ([`Self::prepare`]): the write that follows the commit then only copies it out.
 pub(super) struct MirrorWriter {
-    queue: Option<std::sync::mpsc::Sender<std::sync::Arc<State>>>,
+    queue: Option<Sender<Job>>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+enum Job {
+    /// Render this state, to be written if it is the next one sent.
+    Prepare(Arc<State>),
+    Write(Arc<State>),
 }
 
 impl MirrorWriter {
     pub(super) fn start(
-        mirror: std::sync::Arc<Mirror>,
+        mirror: Arc<Mirror>,
         paths: LizaPaths,
         address: String,
         render: fn(&State) -> Vec<u8>,
+        another_is_next: fn(&Path) -> bool,
     ) -> Option<MirrorWriter> {
-        let (queue, states) = std::sync::mpsc::channel::<std::sync::Arc<State>>();
+        let (queue, jobs) = std::sync::mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
             .name("liza-mirror".into())
             .spawn(move || {
-                let mut last_write: Option<std::time::Instant> = None;
-                while let Ok(mut state) = states.recv() {
+                let mut last_write: Option<Instant> = None;
+                let mut prepared: Option<(Arc<State>, Vec<u8>)> = None;
+                while let Ok(job) = jobs.recv() {
+                    let mut state = match job {
+                        Job::Prepare(state) => {
+                            prepared = (!another_is_next(&paths.dir)).then(|| {
+                                let text = render(&state);
+                                (state, text)
+                            });
+                            continue;
+                        }
+                        Job::Write(state) => state,
+                    };
                     let due = last_write.map(|at| at + MIRROR_EVERY);
                     loop {
-                        let left = due.map_or(std::time::Duration::ZERO, |due| {
-                            due.saturating_duration_since(std::time::Instant::now())
+                        let left = due.map_or(Duration::ZERO, |due| {
+                            due.saturating_duration_since(Instant::now())
                         });
-                        match states.recv_timeout(left) {
-                            Ok(newer) if newer.revision() >= state.revision() => state = newer,
+                        match jobs.recv_timeout(left) {
+                            Ok(Job::Write(newer)) if newer.revision() >= state.revision() => {
+                                state = newer;
+                            }
+                            // Older, or rendered ahead while writes are due anyway.
                             Ok(_) => {}
                             // Due, or the writer is being dropped: write now.
                             Err(_) => break,
                         }
                     }
-                    mirror.refresh(&paths, &address, &state, render);
-                    last_write = Some(std::time::Instant::now());
+                    let ready = prepared
+                        .take()
+                        .filter(|(rendered, _)| Arc::ptr_eq(rendered, &state))
+                        .map(|(_, text)| text);
+                    if another_is_next(&paths.dir) {
+                        continue;
+                    }
+                    mirror.refresh(&paths, &address, &state, |state| {
+                        ready.unwrap_or_else(|| render(state))
+                    });
+                    last_write = Some(Instant::now());
                 }
             })
             .ok()?;
@@ -213,9 +253,19 @@ impl MirrorWriter {
         })
     }
 
-    pub(super) fn send(&self, state: &std::sync::Arc<State>) {
+    /// Writes `state` (when it is the newest sent by the time a write is due).
+    pub(super) fn send(&self, state: &Arc<State>) {
+        self.queue(Job::Write(Arc::clone(state)));
+    }
+
+    /// Renders `state` now, for a write of that very state to follow.
+    pub(super) fn prepare(&self, state: &Arc<State>) {
+        self.queue(Job::Prepare(Arc::clone(state)));
+    }
+
+    fn queue(&self, job: Job) {
         if let Some(queue) = &self.queue {
-            let _ = queue.send(std::sync::Arc::clone(state));
+            let _ = queue.send(job);
         }
     }
 }

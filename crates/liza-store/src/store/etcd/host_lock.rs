@@ -47,7 +47,7 @@ pub(super) struct HostTurn {
 /// `wait` for another process to let it go; `None` when it cannot be had (no file, the
 /// wait ran out): the writer then races, guarded by etcd, as without it.
 pub(super) fn take(dir: &Path, wait: Duration) -> Option<HostTurn> {
-    let path = dir.join("etcd.lock");
+    let path = dir.join(LOCK);
     let deadline = Instant::now() + wait;
     let mut all = lock_holds();
     loop {
@@ -95,6 +95,30 @@ pub(super) fn take(dir: &Path, wait: Duration) -> Option<HostTurn> {
     taken
 }
 
+/// Whether another writer of the checkout whose `.liza/` is `dir` comes after this
+/// process's: another process has the turn, or some writer waits for it (announced in
+/// `etcd.wait`, see [`lock_file`]). Probed without waiting; a lock found free is let go
+/// at once. A turn this process holds is not another's: its own writers' commits end
+/// in this process.
+pub(super) fn another_writer_is_next(dir: &Path) -> bool {
+    let turn = dir.join(LOCK);
+    let taken = !lock_holds().contains_key(&turn) && held_elsewhere(&turn);
+    taken || held_elsewhere(&dir.join(WAITING))
+}
+
+/// Whether some other open file holds a lock on `path`.
+fn held_elsewhere(path: &Path) -> bool {
+    let Ok(file) = OpenOptions::new().write(true).open(path) else {
+        return false;
+    };
+    matches!(file.try_lock(), Err(TryLockError::WouldBlock))
+}
+
+/// The turn's lock file in `.liza/`.
+const LOCK: &str = "etcd.lock";
+/// Writers waiting for the turn each hold a shared lock on this file in `.liza/`.
+const WAITING: &str = "etcd.wait";
+
 /// The lock file, locked: at once, or waiting in `flock` on a helper thread (woken by
 /// the kernel when the holder lets go, as the file store's lock) at most `wait`.
 fn lock_file(path: &Path, wait: Duration) -> Option<File> {
@@ -107,10 +131,26 @@ fn lock_file(path: &Path, wait: Duration) -> Option<File> {
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) if !wait.is_zero() => {
+            // Announced while it waits: the writer that has the turn then leaves the
+            // mirror to this one (see `another_writer_is_next`).
+            let _waiting = announce(&path.with_file_name(WAITING));
             crate::store::lock::wait_for(&file, wait).ok()?;
         }
         Err(_) => return None,
     }
+    Some(file)
+}
+
+/// A shared lock on `path`, held while the writer waits; best effort (a writer that
+/// cannot announce itself only costs the one before it a needless mirror write).
+fn announce(path: &Path) -> Option<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
+        .ok()?;
+    file.try_lock_shared().ok()?;
     Some(file)
 }
 
