@@ -14,7 +14,7 @@ use crate::common::*;
 const GUARD: Duration = Duration::from_secs(60);
 
 /// Whether libfaketime is here; outside CI its absence skips with the reason.
-fn faketime_available() -> bool {
+pub(crate) fn faketime_available() -> bool {
     let found = Command::new("faketime")
         .args(["-f", "+1h", "true"])
         .status()

@@ -347,3 +347,187 @@ fn without_the_preservation_check_the_same_merge_loses_the_change() {
         "the lost change is what the check prevents"
     );
 }
+
+/// The bottom batch of a stack waits for the test's word; any other check passes at once,
+/// leaving a mark in its worktree. After integration moved (`moved.txt` is in the
+/// candidate), the bottom batch passes at once too. The wait lasts a minute at most.
+const WAITS_FOR_THE_WORD: &str = "#!/bin/sh
+# A merger whose clock is faked passes it on; the wait below is in real time.
+unset LD_PRELOAD FAKETIME
+if [ -f f1.txt ] && [ ! -f f3.txt ] && [ ! -f moved.txt ]; then
+  touch CHECKING-BOTTOM
+  i=0
+  while [ ! -f GO ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done
+else
+  touch CHECKED-ABOVE
+fi
+exit 0
+";
+
+/// The integration worktrees holding `mark`.
+fn slots_with(team: &Team, mark: &str) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(team.repo.path().join(".worktrees"))
+        .map(|dir| {
+            dir.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| p.join(mark).exists())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A person commits to integration (from another clone) while the bottom batch of a
+/// stack is checked and the one on it has passed: when the bottom one passes, both were
+/// built on what is no longer the tip; they go back to the line in queue order and are
+/// merged again, in approval order, on the new tip.
+#[test]
+fn batches_that_passed_on_an_integration_that_moved_are_merged_again_in_queue_order() {
+    let team = Team::with_coders(Some(WAITS_FOR_THE_WORD), 4);
+    set_batches(&team, 2, 2);
+    for n in 1..=4 {
+        let (task, coder) = (format!("t-{n}"), format!("coder-{n}"));
+        team.approved(&task, &coder, &[(&format!("f{n}.txt"), "fine\n")]);
+    }
+    let merger = team
+        .repo
+        .command()
+        .args(["--json", "merge"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while slots_with(&team, "CHECKING-BOTTOM").is_empty()
+        || slots_with(&team, "CHECKED-ABOVE").is_empty()
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the two batches were never checked side by side"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let person = Repo::cloned(&team.repo.path().display().to_string());
+    person.git(&["checkout", "-q", "integration"]);
+    std::fs::write(person.path().join("moved.txt"), "a person's change\n").unwrap();
+    person.git(&["add", "moved.txt"]);
+    person.git(&["commit", "-q", "-m", "a person's commit"]);
+    person.git(&["push", "-q", "origin", "integration"]);
+    let moved = person.git(&["rev-parse", "HEAD"]).trim().to_owned();
+    for slot in slots_with(&team, "CHECKING-BOTTOM") {
+        std::fs::write(slot.join("GO"), "").unwrap();
+    }
+    let out = merger.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let merged: Vec<String> = team
+        .repo
+        .git(&[
+            "log",
+            "--first-parent",
+            "--reverse",
+            "--format=%s",
+            &format!("{moved}..integration"),
+        ])
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let order: Vec<&str> = merged
+        .iter()
+        .filter_map(|s| s.split(':').next()?.strip_prefix("Merge task/"))
+        .collect();
+    assert_eq!(order, ["t-1", "t-2", "t-3", "t-4"], "{merged:?}");
+    for n in 1..=4 {
+        assert_eq!(status(&team, &format!("t-{n}")), "MERGED");
+    }
+    assert!(files_at(&team, "integration").contains(&"moved.txt".to_owned()));
+    assert_success(&team.repo.liza(&["validate"]));
+}
+
+/// A check that outlasts the time other hosts give a merger at work: its intents are
+/// renewed while it runs, so no other merger takes it for dead. The merger's wall clock
+/// runs 200 times as fast (libfaketime): the renewal, every quarter of an hour, comes
+/// every 4.5 s here.
+#[test]
+fn a_merger_renews_its_intents_while_a_long_check_runs() {
+    if !crate::clocks::faketime_available() {
+        return;
+    }
+    let team = Team::with_coders(Some(WAITS_FOR_THE_WORD), 2);
+    for n in 1..=2 {
+        let (task, coder) = (format!("t-{n}"), format!("coder-{n}"));
+        team.approved(&task, &coder, &[(&format!("f{n}.txt"), "fine\n")]);
+    }
+    let merger = team
+        .repo
+        .command()
+        .env(
+            "LD_PRELOAD",
+            "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        )
+        .env("FAKETIME", "+0 x200")
+        .env("DONT_FAKE_MONOTONIC", "1")
+        .args(["--json", "merge"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while slots_with(&team, "CHECKING-BOTTOM").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the batch was never checked"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let at_of = |task: &str| {
+        let task = team.task(task);
+        let at = task["merge_intent"]["at"].as_i64();
+        at.unwrap_or_else(|| panic!("no merge_intent.at: {task}"))
+    };
+    let at = || at_of("t-1");
+    let recorded = at();
+    let mut merger = Some(merger);
+    let renewed = loop {
+        let now = at();
+        if now > recorded {
+            break now;
+        }
+        if std::time::Instant::now() > deadline {
+            let mut merger = merger.take().unwrap();
+            let _ = merger.kill();
+            let out = merger.wait_with_output().unwrap();
+            panic!(
+                "the intent recorded at {recorded} was never renewed while its check ran: {}{}",
+                stdout(&out),
+                stderr(&out)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    let merger = merger.take().unwrap();
+    assert!(
+        renewed - recorded >= liza_model::lifecycle::INTENT_RENEWED_EVERY,
+        "renewed after {} s",
+        renewed - recorded
+    );
+    assert_eq!(at_of("t-2"), renewed);
+    for slot in slots_with(&team, "CHECKING-BOTTOM") {
+        std::fs::write(slot.join("GO"), "").unwrap();
+    }
+    let out = merger.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    for n in 1..=2 {
+        assert_eq!(status(&team, &format!("t-{n}")), "MERGED");
+    }
+}

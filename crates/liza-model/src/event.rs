@@ -125,6 +125,9 @@ events! {
     MergeCandidate => "merge_candidate",
     /// `merge_intent_dropped`: an interrupted or refused merge's intent was cleared.
     MergeIntentDropped => "merge_intent_dropped",
+    /// `merge_intent_renewed`: a merger whose checks still run renewed its intent (every
+    /// quarter of an hour), so no other host takes it for dead.
+    MergeIntentRenewed => "merge_intent_renewed",
     /// `merge_started`: a merge recorded its intent before its git work.
     MergeStarted => "merge_started",
     /// `merged`: a task was merged into the integration branch.

@@ -44,9 +44,9 @@ pub use leases::{LeaseKey, LeaseWatch, Leases};
 pub use limits::{RunStart, iteration_limit, start_run};
 pub use merge_queue::merge_queue;
 pub use merging::{
-    FOREIGN_INTENT_LIVES, MergeFailure, MergeRecord, MergeStart, Merger, begin_merge,
-    drop_merge_intent, integration_failed, merged, nothing_to_merge, set_merge_candidate,
-    withdraw_approval,
+    FOREIGN_INTENT_LIVES, INTENT_RENEWED_EVERY, MergeFailure, MergeRecord, MergeStart, Merger,
+    begin_merge, drop_merge_intent, integration_failed, merged, nothing_to_merge,
+    renew_merge_intents, set_merge_candidate, withdraw_approval,
 };
 pub use planner_moves::{abandon, reassign, release_coder, rescope, unblock};
 pub use planner_triggers::{Trigger, TriggerKind, acknowledge, planner_triggers};

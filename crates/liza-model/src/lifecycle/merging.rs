@@ -22,6 +22,10 @@ use super::work_done::same_commit;
 /// for dead and its intent is recovered like one of this host's.
 pub const FOREIGN_INTENT_LIVES: i64 = 3600;
 
+/// How often a merger renews the `at` of its intents while their checks run: well within
+/// [`FOREIGN_INTENT_LIVES`], so no other host takes the merger of a long check for dead.
+pub const INTENT_RENEWED_EVERY: i64 = FOREIGN_INTENT_LIVES / 4;
+
 /// A merger: the host it runs on, its process id and its checkout, as
 /// `merge_intent.merger` names it (`<host>/<pid>/<checkout>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -174,6 +178,40 @@ pub fn set_merge_candidate(
         merger,
         now,
     ))
+}
+
+/// Renews `at` of the intents `merger` holds on `ids`, for the tasks still APPROVED (each
+/// logged); an intent of another merger, or none, is left as it is.
+pub fn renew_merge_intents(
+    state: &mut State,
+    ids: &[TaskId],
+    merger: &Merger,
+    now: Timestamp,
+) -> Outcome {
+    let me = merger.name();
+    let mut outcome = Outcome::default();
+    for id in ids {
+        if state
+            .task(id)
+            .is_none_or(|t| t.status != TaskStatus::Approved)
+        {
+            continue;
+        }
+        if let Some(intent) = state
+            .task_mut(id)
+            .and_then(|t| t.merge_intent.as_mut())
+            .filter(|i| i.merger.as_deref() == Some(me.as_str()))
+        {
+            intent.at = Some(now);
+            outcome.event(
+                EventKind::MergeIntentRenewed,
+                "liza",
+                Some(id),
+                Some(format!("{me}: its checks still run")),
+            );
+        }
+    }
+    outcome
 }
 
 /// Two mergers never merge one task at once: the first to record its intent has it (the

@@ -196,6 +196,13 @@ struct InFlight {
     reason: Option<String>,
 }
 
+/// What carrying out a decision came to.
+enum Carried {
+    Done,
+    /// Integration moved under the publish of a batch: what was merged into it.
+    Moved(Vec<Merged>),
+}
+
 /// What a check's thread tells the merger.
 enum Message {
     Progress(String),
@@ -236,6 +243,8 @@ struct Drain<'a> {
     merger: Merger,
     /// Tasks another host's merger has (their intent says so).
     elsewhere: Vec<TaskId>,
+    /// When the intents of the tasks in flight were last renewed (or first recorded).
+    intents_renewed: Option<crate::blackboard::Timestamp>,
 }
 
 impl<'a> Drain<'a> {
@@ -262,6 +271,7 @@ impl<'a> Drain<'a> {
             target_error: None,
             merger: this_merger(project),
             elsewhere: Vec::new(),
+            intents_renewed: None,
         }
     }
 
@@ -397,6 +407,7 @@ impl<'a> Drain<'a> {
                     if flights.is_empty() {
                         continue;
                     }
+                    self.renew_intents_when_due(&flights, committed);
                     // A check's end, or a look at the queue for new approvals.
                     match receive.recv_timeout(Duration::from_millis(200)) {
                         Ok(Message::Progress(line)) => progress(&line),
@@ -419,15 +430,32 @@ impl<'a> Drain<'a> {
                                 }
                                 Err(e) => return Err(e),
                             };
+                            // Once integration moved under a publish, the batches to be
+                            // published after it were built on what is no longer the
+                            // tip: they go back in the line behind it, in order.
+                            let mut moved: Option<Vec<Vec<Merged>>> = None;
                             for decision in self.schedule.finished(id, verdict) {
-                                self.carry_out(
+                                if let (Some(behind), Decision::Publish(next)) =
+                                    (moved.as_mut(), &decision)
+                                {
+                                    if let Some(flight) = flights.remove(next) {
+                                        behind.push(flight.merged);
+                                    }
+                                    continue;
+                                }
+                                if let Carried::Moved(merged) = self.carry_out(
                                     decision,
                                     &mut flights,
                                     &mut tip,
                                     state,
                                     committed,
                                     progress,
-                                )?;
+                                )? {
+                                    moved = Some(vec![merged]);
+                                }
+                            }
+                            if let Some(batches) = moved {
+                                self.merge_again(batches, &mut flights, committed)?;
                             }
                         }
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
@@ -578,7 +606,7 @@ impl<'a> Drain<'a> {
         state: &State,
         committed: &mut Committed,
         progress: &mut dyn FnMut(&str),
-    ) -> Result<(), OpsError> {
+    ) -> Result<Carried, OpsError> {
         match decision {
             Decision::Stop(id) => {
                 if let Some(flight) = flights.remove(&id) {
@@ -600,7 +628,7 @@ impl<'a> Drain<'a> {
             }
             Decision::Publish(id) => {
                 let Some(flight) = flights.remove(&id) else {
-                    return Ok(());
+                    return Ok(Carried::Done);
                 };
                 let from = flight.base.clone();
                 // Nothing lost: every change about to be published is at the commit
@@ -655,40 +683,56 @@ impl<'a> Drain<'a> {
                             short(moved.as_str())
                         ));
                         *tip = None;
-                        // Everything in flight was built on what is no longer the tip.
-                        let unit = Unit {
-                            tasks: tasks.clone(),
-                            stacked: false,
-                            half: false,
-                        };
-                        let mut again: Vec<Merged> = flight.merged.clone();
-                        for d in self.schedule.integration_moved() {
-                            if let Decision::Stop(other) = d
-                                && let Some(f) = flights.remove(&other)
-                            {
-                                f.stopper.stop();
-                                again.extend(f.merged);
-                            }
-                        }
-                        self.schedule.put_back(std::slice::from_ref(&unit));
-                        for m in &again {
-                            let n = self.retries.entry(m.task.clone()).or_default();
-                            *n += 1;
-                            if *n > PUBLISH_RETRIES {
-                                let failure = MergeFailure {
-                                    kind: FailureKind::Conflict,
-                                    paths: Vec::new(),
-                                    log: None,
-                                    reason: format!(
-                                        "{} moved {n} times while the merge was checked; nothing was published",
-                                        self.integration
-                                    ),
-                                };
-                                self.fail(&m.task, failure, committed)?;
-                            }
-                        }
+                        return Ok(Carried::Moved(flight.merged));
                     }
                 }
+            }
+        }
+        Ok(Carried::Done)
+    }
+
+    /// Integration moved under the publish of `batches` (in queue order): they, and
+    /// every batch in flight (built on what is no longer the tip), go back to the front
+    /// of the line in order; a task that saw integration move more than
+    /// [`PUBLISH_RETRIES`] times fails.
+    fn merge_again(
+        &mut self,
+        batches: Vec<Vec<Merged>>,
+        flights: &mut BTreeMap<u64, InFlight>,
+        committed: &mut Committed,
+    ) -> Result<(), OpsError> {
+        let mut again: Vec<Merged> = batches.iter().flatten().cloned().collect();
+        for d in self.schedule.integration_moved() {
+            if let Decision::Stop(other) = d
+                && let Some(f) = flights.remove(&other)
+            {
+                f.stopper.stop();
+                again.extend(f.merged);
+            }
+        }
+        let units: Vec<Unit> = batches
+            .iter()
+            .map(|merged| Unit {
+                tasks: merged.iter().map(|m| m.task.clone()).collect(),
+                stacked: false,
+                half: false,
+            })
+            .collect();
+        self.schedule.put_back(&units);
+        for m in &again {
+            let n = self.retries.entry(m.task.clone()).or_default();
+            *n += 1;
+            if *n > PUBLISH_RETRIES {
+                let failure = MergeFailure {
+                    kind: FailureKind::Conflict,
+                    paths: Vec::new(),
+                    log: None,
+                    reason: format!(
+                        "{} moved {n} times while the merge was checked; nothing was published",
+                        self.integration
+                    ),
+                };
+                self.fail(&m.task, failure, committed)?;
             }
         }
         Ok(())
@@ -951,6 +995,40 @@ impl<'a> Drain<'a> {
             },
         );
         Ok(())
+    }
+
+    /// While checks run, the intents of the tasks in flight are renewed every
+    /// [`lifecycle::INTENT_RENEWED_EVERY`]: a check may outlast
+    /// [`lifecycle::FOREIGN_INTENT_LIVES`], after which another host's merger would take
+    /// this one for dead. A renewal that fails is tried again at the next look.
+    fn renew_intents_when_due(
+        &mut self,
+        flights: &BTreeMap<u64, InFlight>,
+        committed: &mut Committed,
+    ) {
+        let now = crate::blackboard::Timestamp::now();
+        let due = self
+            .intents_renewed
+            .is_none_or(|at| now.seconds_since(at) >= lifecycle::INTENT_RENEWED_EVERY);
+        if !due {
+            return;
+        }
+        if self.intents_renewed.is_none() {
+            // Recorded as the flights were built.
+            self.intents_renewed = Some(now);
+            return;
+        }
+        let tasks: Vec<TaskId> = flights
+            .values()
+            .flat_map(|f| f.merged.iter().map(|m| m.task.clone()))
+            .collect();
+        let merger = self.merger.clone();
+        match committed.run(self.project, self.actor, |s, now| {
+            Ok(lifecycle::renew_merge_intents(s, &tasks, &merger, now))
+        }) {
+            Ok(_) => self.intents_renewed = Some(now),
+            Err(e) => tracing::warn!(error = %e, "could not renew the merge intents; trying again"),
+        }
     }
 
     /// After an error: the intents of tasks still in the line are dropped (they stay

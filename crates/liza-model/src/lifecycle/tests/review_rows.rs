@@ -565,3 +565,37 @@ fn an_approved_task_whose_merge_would_change_nothing_is_blocked_for_the_planner(
         "no-such-transition"
     );
 }
+
+#[test]
+fn a_merger_renews_only_its_own_intents_on_approved_tasks_and_logs_each() {
+    let mut w = W::new();
+    w.approved("t-1");
+    w.approved("t-2");
+    let tip = CommitId::parse(&"b".repeat(40)).unwrap();
+    let other = Merger {
+        host: "host-b".into(),
+        pid: 100,
+        checkout: "c1".into(),
+    };
+    for (task, merger) in [("t-1", here()), ("t-2", other)] {
+        let approved = w.task(task).review_commit.clone().unwrap();
+        w.ok(|s, n| {
+            begin_merge(s, &id(task), &approved, &tip, &merger, &|_| true, n).map(|(o, _)| o)
+        });
+    }
+    let before = w.task("t-2").merge_intent.clone();
+    let later = w.now.plus_seconds(INTENT_RENEWED_EVERY);
+    let outcome = renew_merge_intents(&mut w.s, &[id("t-1"), id("t-2"), id("t-9")], &here(), later);
+    assert_eq!(w.task("t-1").merge_intent.clone().unwrap().at, Some(later));
+    assert_eq!(
+        w.task("t-2").merge_intent,
+        before,
+        "another merger's intent was renewed"
+    );
+    let renewed: Vec<_> = outcome
+        .events
+        .iter()
+        .map(|e| (e.action.as_str(), e.task.clone()))
+        .collect();
+    assert_eq!(renewed, [("merge_intent_renewed", Some(id("t-1")))]);
+}
