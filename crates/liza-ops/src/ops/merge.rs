@@ -433,30 +433,43 @@ impl<'a> Drain<'a> {
                             // Once integration moved under a publish, the batches to be
                             // published after it were built on what is no longer the
                             // tip: they go back in the line behind it, in order.
+                            // A verdict that failed a task was about the same old
+                            // tip: it is checked again as well.
                             let mut moved: Option<Vec<Vec<Merged>>> = None;
+                            let mut carried = Ok(());
                             for decision in self.schedule.finished(id, verdict) {
-                                if let (Some(behind), Decision::Publish(next)) =
-                                    (moved.as_mut(), &decision)
+                                if let (
+                                    Some(behind),
+                                    Decision::Publish(next) | Decision::Failed(next, _),
+                                ) = (moved.as_mut(), &decision)
                                 {
                                     if let Some(flight) = flights.remove(next) {
                                         behind.push(flight.merged);
                                     }
                                     continue;
                                 }
-                                if let Carried::Moved(merged) = self.carry_out(
+                                match self.carry_out(
                                     decision,
                                     &mut flights,
                                     &mut tip,
                                     state,
                                     committed,
                                     progress,
-                                )? {
-                                    moved = Some(vec![merged]);
+                                ) {
+                                    Ok(Carried::Moved(merged)) => moved = Some(vec![merged]),
+                                    Ok(Carried::Done) => {}
+                                    Err(e) => {
+                                        carried = Err(e);
+                                        break;
+                                    }
                                 }
                             }
+                            // Put back even when a decision failed: an error ends the
+                            // drain, which drops the intents of what is in the line.
                             if let Some(batches) = moved {
                                 self.merge_again(batches, &mut flights, committed)?;
                             }
+                            carried?;
                         }
                         Err(mpsc::RecvTimeoutError::Timeout) => {}
                         Err(mpsc::RecvTimeoutError::Disconnected) => {}
@@ -997,7 +1010,7 @@ impl<'a> Drain<'a> {
         Ok(())
     }
 
-    /// While checks run, the intents of the tasks in flight are renewed every
+    /// While checks run, the intents of the tasks in flight and in the line are renewed every
     /// [`lifecycle::INTENT_RENEWED_EVERY`]: a check may outlast
     /// [`lifecycle::FOREIGN_INTENT_LIVES`], after which another host's merger would take
     /// this one for dead. A renewal that fails is tried again at the next look.
@@ -1018,10 +1031,14 @@ impl<'a> Drain<'a> {
             self.intents_renewed = Some(now);
             return;
         }
-        let tasks: Vec<TaskId> = flights
+        // The tasks waiting in the line hold the intents recorded when they last flew.
+        let mut tasks: Vec<TaskId> = flights
             .values()
             .flat_map(|f| f.merged.iter().map(|m| m.task.clone()))
             .collect();
+        tasks.extend(self.schedule.all_tasks());
+        tasks.sort();
+        tasks.dedup();
         let merger = self.merger.clone();
         match committed.run(self.project, self.actor, |s, now| {
             Ok(lifecycle::renew_merge_intents(s, &tasks, &merger, now))

@@ -567,9 +567,14 @@ impl EtcdStore {
                 if sent && attempt._host.is_some() {
                     self.keep_committed();
                 }
+                // Only a commit kept in etcd.known may be left to a writer waiting for the
+                // turn: that writer starts from it.
+                let kept = sent && attempt._host.is_some();
                 drop(attempt._host);
-                if sent || *sender != self.paths.root {
+                if kept {
                     self.refresh_mirror(state);
+                } else if sent || *sender != self.paths.root {
+                    let _ = self.with_mirror_writer(|writer| writer.send_unleavable(state));
                 }
                 Ok(Finished::Committed(revision, log))
             }
@@ -743,7 +748,7 @@ impl EtcdStore {
                 self.paths.clone(),
                 self.address.to_string(),
                 yaml_text,
-                host_lock::another_writer_is_next,
+                host_lock::a_writer_waits,
             );
         }
         Some(writer.as_ref().map(job).is_some())

@@ -175,10 +175,12 @@ const MIRROR_EVERY: Duration = Duration::from_millis(25);
 /// transition), older ones skipped. Dropping it writes what is queued at once (a
 /// command's process ends with its checkout's mirror up to date).
 ///
-/// A write is left out while `another_is_next` says another writer of the checkout has
-/// the turn or waits for it: that writer starts from a state at least as new, and
-/// brings the mirror up to its own as it ends (specs/shared-store.md *Hand edits*).
-/// Sixteen commands in a row then render the mirror once, not sixteen times.
+/// A write is left out while `a_writer_waits` says a writer of the checkout waits for
+/// the turn: that writer starts from a state at least as new (what the checkout's writers
+/// keep in `.liza/etcd.known`), and brings the mirror up to its own as it ends, having
+/// committed or not (specs/shared-store.md *Hand edits*). Sixteen commands in a row then
+/// render the mirror once, not sixteen times. A state the next writer may not start from
+/// (a commit made without the turn) is sent with [`Self::send_unleavable`].
 ///
 /// A state can be sent ahead to be rendered while its commit is on the wire
 /// ([`Self::prepare`]): the write that follows the commit then only copies it out.
@@ -190,7 +192,8 @@ pub(super) struct MirrorWriter {
 enum Job {
     /// Render this state, to be written if it is the next one sent.
     Prepare(Arc<State>),
-    Write(Arc<State>),
+    /// Write this state; `true`: unless a writer waits for the turn.
+    Write(Arc<State>, bool),
 }
 
 impl MirrorWriter {
@@ -199,7 +202,7 @@ impl MirrorWriter {
         paths: LizaPaths,
         address: String,
         render: fn(&State) -> Vec<u8>,
-        another_is_next: fn(&Path) -> bool,
+        a_writer_waits: fn(&Path) -> bool,
     ) -> Option<MirrorWriter> {
         let (queue, jobs) = std::sync::mpsc::channel::<Job>();
         let thread = std::thread::Builder::new()
@@ -208,15 +211,15 @@ impl MirrorWriter {
                 let mut last_write: Option<Instant> = None;
                 let mut prepared: Option<(Arc<State>, Vec<u8>)> = None;
                 while let Ok(job) = jobs.recv() {
-                    let mut state = match job {
+                    let (mut state, mut leavable) = match job {
                         Job::Prepare(state) => {
-                            prepared = (!another_is_next(&paths.dir)).then(|| {
+                            prepared = (!a_writer_waits(&paths.dir)).then(|| {
                                 let text = render(&state);
                                 (state, text)
                             });
                             continue;
                         }
-                        Job::Write(state) => state,
+                        Job::Write(state, leavable) => (state, leavable),
                     };
                     let due = last_write.map(|at| at + MIRROR_EVERY);
                     loop {
@@ -224,7 +227,9 @@ impl MirrorWriter {
                             due.saturating_duration_since(Instant::now())
                         });
                         match jobs.recv_timeout(left) {
-                            Ok(Job::Write(newer)) if newer.revision() >= state.revision() => {
+                            // The same state sent again may be left only if both may.
+                            Ok(Job::Write(newer, may)) if newer.revision() >= state.revision() => {
+                                leavable = may && (leavable || newer.revision() > state.revision());
                                 state = newer;
                             }
                             // Older, or rendered ahead while writes are due anyway.
@@ -237,7 +242,7 @@ impl MirrorWriter {
                         .take()
                         .filter(|(rendered, _)| Arc::ptr_eq(rendered, &state))
                         .map(|(_, text)| text);
-                    if another_is_next(&paths.dir) {
+                    if leavable && a_writer_waits(&paths.dir) {
                         continue;
                     }
                     mirror.refresh(&paths, &address, &state, |state| {
@@ -253,9 +258,16 @@ impl MirrorWriter {
         })
     }
 
-    /// Writes `state` (when it is the newest sent by the time a write is due).
+    /// Writes `state` (when it is the newest sent by the time a write is due), unless a
+    /// writer waits for the turn.
     pub(super) fn send(&self, state: &Arc<State>) {
-        self.queue(Job::Write(Arc::clone(state)));
+        self.queue(Job::Write(Arc::clone(state), true));
+    }
+
+    /// Writes `state` even when a writer waits for the turn: that writer may not start
+    /// from it (a commit made without the turn is not in `.liza/etcd.known`).
+    pub(super) fn send_unleavable(&self, state: &Arc<State>) {
+        self.queue(Job::Write(Arc::clone(state), false));
     }
 
     /// Renders `state` now, for a write of that very state to follow.

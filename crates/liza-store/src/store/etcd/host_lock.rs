@@ -95,15 +95,12 @@ pub(super) fn take(dir: &Path, wait: Duration) -> Option<HostTurn> {
     taken
 }
 
-/// Whether another writer of the checkout whose `.liza/` is `dir` comes after this
-/// process's: another process has the turn, or some writer waits for it (announced in
-/// `etcd.wait`, see [`lock_file`]). Probed without waiting; a lock found free is let go
-/// at once. A turn this process holds is not another's: its own writers' commits end
-/// in this process.
-pub(super) fn another_writer_is_next(dir: &Path) -> bool {
-    let turn = dir.join(LOCK);
-    let taken = !lock_holds().contains_key(&turn) && held_elsewhere(&turn);
-    taken || held_elsewhere(&dir.join(WAITING))
+/// Whether a writer waits for the turn of the checkout whose `.liza/` is `dir` (each
+/// holds a shared lock on `etcd.wait` while it waits, see [`lock_file`]); probed without
+/// waiting, a lock found free is let go at once. The writer that has the turn is not
+/// counted: it may be a process keeping what it read as it exits, not a writer.
+pub(super) fn a_writer_waits(dir: &Path) -> bool {
+    held_elsewhere(&dir.join(WAITING))
 }
 
 /// Whether some other open file holds a lock on `path`.
@@ -132,7 +129,7 @@ fn lock_file(path: &Path, wait: Duration) -> Option<File> {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) if !wait.is_zero() => {
             // Announced while it waits: the writer that has the turn then leaves the
-            // mirror to this one (see `another_writer_is_next`).
+            // mirror to this one (see `a_writer_waits`).
             let _waiting = announce(&path.with_file_name(WAITING));
             crate::store::lock::wait_for(&file, wait).ok()?;
         }
