@@ -364,6 +364,33 @@ fi
 exit 0
 ";
 
+/// `liza --json merge` started in the background, with `env`.
+fn merger_started(team: &Team, env: &[(&str, &str)]) -> std::process::Child {
+    team.repo
+        .command()
+        .envs(env.iter().copied())
+        .args(["--json", "merge"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Gives the word to the checks waiting for it, and waits for the merger to end well.
+fn go_and_merged(team: &Team, merger: std::process::Child) {
+    for slot in slots_with(team, "CHECKING-BOTTOM") {
+        std::fs::write(slot.join("GO"), "").unwrap();
+    }
+    let out = merger.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
 /// The integration worktrees holding `mark`.
 fn slots_with(team: &Team, mark: &str) -> Vec<std::path::PathBuf> {
     std::fs::read_dir(team.repo.path().join(".worktrees"))
@@ -388,14 +415,7 @@ fn batches_that_passed_on_an_integration_that_moved_are_merged_again_in_queue_or
         let (task, coder) = (format!("t-{n}"), format!("coder-{n}"));
         team.approved(&task, &coder, &[(&format!("f{n}.txt"), "fine\n")]);
     }
-    let merger = team
-        .repo
-        .command()
-        .args(["--json", "merge"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let merger = merger_started(&team, &[]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while slots_with(&team, "CHECKING-BOTTOM").is_empty()
         || slots_with(&team, "CHECKED-ABOVE").is_empty()
@@ -413,17 +433,7 @@ fn batches_that_passed_on_an_integration_that_moved_are_merged_again_in_queue_or
     person.git(&["commit", "-q", "-m", "a person's commit"]);
     person.git(&["push", "-q", "origin", "integration"]);
     let moved = person.git(&["rev-parse", "HEAD"]).trim().to_owned();
-    for slot in slots_with(&team, "CHECKING-BOTTOM") {
-        std::fs::write(slot.join("GO"), "").unwrap();
-    }
-    let out = merger.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    go_and_merged(&team, merger);
     let merged: Vec<String> = team
         .repo
         .git(&[
@@ -462,20 +472,17 @@ fn a_merger_renews_its_intents_while_a_long_check_runs() {
         let (task, coder) = (format!("t-{n}"), format!("coder-{n}"));
         team.approved(&task, &coder, &[(&format!("f{n}.txt"), "fine\n")]);
     }
-    let merger = team
-        .repo
-        .command()
-        .env(
-            "LD_PRELOAD",
-            "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-        )
-        .env("FAKETIME", "+0 x200")
-        .env("DONT_FAKE_MONOTONIC", "1")
-        .args(["--json", "merge"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let merger = merger_started(
+        &team,
+        &[
+            (
+                "LD_PRELOAD",
+                "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+            ),
+            ("FAKETIME", "+0 x200"),
+            ("DONT_FAKE_MONOTONIC", "1"),
+        ],
+    );
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while slots_with(&team, "CHECKING-BOTTOM").is_empty() {
         assert!(
@@ -516,17 +523,7 @@ fn a_merger_renews_its_intents_while_a_long_check_runs() {
         renewed - recorded
     );
     assert_eq!(at_of("t-2"), renewed);
-    for slot in slots_with(&team, "CHECKING-BOTTOM") {
-        std::fs::write(slot.join("GO"), "").unwrap();
-    }
-    let out = merger.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    go_and_merged(&team, merger);
     for n in 1..=2 {
         assert_eq!(status(&team, &format!("t-{n}")), "MERGED");
     }

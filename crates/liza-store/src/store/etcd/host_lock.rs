@@ -119,12 +119,7 @@ const WAITING: &str = "etcd.wait";
 /// The lock file, locked: at once, or waiting in `flock` on a helper thread (woken by
 /// the kernel when the holder lets go, as the file store's lock) at most `wait`.
 fn lock_file(path: &Path, wait: Duration) -> Option<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(path)
-        .ok()?;
+    let file = open_or_create(path)?;
     match file.try_lock() {
         Ok(()) => {}
         Err(TryLockError::WouldBlock) if !wait.is_zero() => {
@@ -138,15 +133,20 @@ fn lock_file(path: &Path, wait: Duration) -> Option<File> {
     Some(file)
 }
 
-/// A shared lock on `path`, held while the writer waits; best effort (a writer that
-/// cannot announce itself only costs the one before it a needless mirror write).
-fn announce(path: &Path) -> Option<File> {
-    let file = OpenOptions::new()
+/// A lock file of `.liza/`, created empty if it is not there.
+fn open_or_create(path: &Path) -> Option<File> {
+    OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
         .open(path)
-        .ok()?;
+        .ok()
+}
+
+/// A shared lock on `path`, held while the writer waits; best effort (a writer that
+/// cannot announce itself only costs the one before it a needless mirror write).
+fn announce(path: &Path) -> Option<File> {
+    let file = open_or_create(path)?;
     file.try_lock_shared().ok()?;
     Some(file)
 }
