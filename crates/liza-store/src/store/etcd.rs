@@ -135,9 +135,6 @@ pub struct EtcdStore {
     pipeline: Arc<group_commit::Pipeline>,
     /// Races lost in a row (see [`EtcdStore::back_off`]).
     conflicts: std::sync::atomic::AtomicU32,
-    /// The etcd revision of the newest state the checkout's `.liza/etcd.known` is known
-    /// to hold (this process read it there or kept it there).
-    kept: std::sync::atomic::AtomicI64,
     /// Set once the checkout's `.liza/store` was seen to name this blackboard.
     own: std::sync::OnceLock<()>,
     /// How long an operation waits for an etcd that does not answer (restarting, a
@@ -161,11 +158,10 @@ impl Drop for EtcdStore {
             return;
         }
         self.refresh_mirror(&known.state);
-        let kept = self.kept.load(std::sync::atomic::Ordering::Relaxed);
-        if known.revision > kept
+        let path = known_file::path(&self.paths.dir);
+        if known.revision > known_file::revision_seen(&path)
             && let Some(_turn) = host_lock::take(&self.paths.dir, Duration::ZERO)
         {
-            let path = known_file::path(&self.paths.dir);
             let _ = known_file::newer(&path, &self.address);
             known_file::save(&path, &self.address, &known);
         }
@@ -254,7 +250,6 @@ impl EtcdStore {
             mirror: Arc::new(Mirror::default()),
             mirror_writer: Mutex::new(None),
             conflicts: std::sync::atomic::AtomicU32::new(0),
-            kept: std::sync::atomic::AtomicI64::new(0),
             own: std::sync::OnceLock::new(),
             wait: super::file::lock_timeout_from_env().unwrap_or(DEFAULT_WAIT),
         })
@@ -415,8 +410,6 @@ impl EtcdStore {
             return;
         }
         if let Some(known) = known_file::newer(&known_file::path(&self.paths.dir), &self.address) {
-            self.kept
-                .fetch_max(known.revision, std::sync::atomic::Ordering::Relaxed);
             self.pipeline.remember(known);
         }
     }
@@ -428,8 +421,6 @@ impl EtcdStore {
             && self.is_checkouts_own()
         {
             known_file::save(&known_file::path(&self.paths.dir), &self.address, &known);
-            self.kept
-                .fetch_max(known.revision, std::sync::atomic::Ordering::Relaxed);
         }
     }
 

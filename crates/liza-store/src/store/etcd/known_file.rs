@@ -75,6 +75,16 @@ fn kept() -> &'static Mutex<HashMap<PathBuf, Kept>> {
     KEPT.get_or_init(Default::default)
 }
 
+/// The etcd revision of the state this process last read at `path` or kept there (0:
+/// none): the file holds at least that.
+pub(super) fn revision_seen(path: &Path) -> i64 {
+    kept()
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(path)
+        .map_or(0, |k| k.known.revision)
+}
+
 /// The state kept at `path` for `address` when it is newer than what this process last
 /// read there or wrote: only the records appended since are read, unless the file was
 /// written whole again (then all of it). `None`: nothing newer, or no usable file.
