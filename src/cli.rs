@@ -306,7 +306,8 @@ impl Command {
     fn for_people(&self) -> Option<&'static str> {
         Some(match self {
             Command::Edit(_) => "edit",
-            Command::Note(_) => "note",
+            // `note` is one transaction: it checks inside it (`ops::note`), against the
+            // liveness records it reads anyway.
             Command::ReleaseClaim(_) => "release-claim",
             Command::ClearStale => "clear-stale",
             Command::Pause => "pause",

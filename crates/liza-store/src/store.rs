@@ -390,6 +390,7 @@ pub struct Tx {
     /// The time of the transaction (each attempt reads the clock again).
     pub now: Timestamp,
     actor: Actor,
+    live: LiveRecords,
     log: Vec<LogEntry>,
 }
 
@@ -397,6 +398,14 @@ impl Tx {
     /// Who makes the change.
     pub fn actor(&self) -> &Actor {
         &self.actor
+    }
+
+    /// The liveness records folded into `state`. In etcd the commit is guarded by
+    /// them (it is refused if one changed since); on files they were read just before
+    /// the lock. A check of who is behind the caller reads them here, not with a read
+    /// of its own.
+    pub fn live(&self) -> &LiveRecords {
+        &self.live
     }
 
     /// Adds a log entry for this transaction (by the acting agent or `human`).
@@ -480,8 +489,8 @@ impl Document<'_> {
 trait Transactional {
     /// What the commit needs of the read (the file store's lock, say).
     type Attempt;
-    /// Reads the committed state, liveness records folded in.
-    fn begin(&self) -> Result<(State, Self::Attempt), StoreError>;
+    /// Reads the committed state, liveness records folded in, and those records.
+    fn begin(&self) -> Result<(State, LiveRecords, Self::Attempt), StoreError>;
     /// Commits `state` as the next revision with `log`.
     fn finish(
         &self,
@@ -525,7 +534,7 @@ pub(super) struct Unknown {
 impl Transactional for FileStore {
     type Attempt = FileAttempt;
 
-    fn begin(&self) -> Result<(State, FileAttempt), StoreError> {
+    fn begin(&self) -> Result<(State, LiveRecords, FileAttempt), StoreError> {
         FileStore::begin(self)
     }
 
@@ -552,7 +561,7 @@ impl Transactional for FileStore {
 impl Transactional for EtcdStore {
     type Attempt = EtcdAttempt;
 
-    fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
+    fn begin(&self) -> Result<(State, LiveRecords, EtcdAttempt), StoreError> {
         EtcdStore::begin(self)
     }
 
@@ -594,7 +603,7 @@ fn run<S: Transactional, R, E, F: FnMut(&mut Tx) -> Result<R, E> + ?Sized>(
     loop {
         // Settled after the read the attempt starts from, never before: a commit that
         // lands between the two would be in the attempt's state and applied again.
-        let (state, attempt) = store.begin()?;
+        let (state, live, attempt) = store.begin()?;
         let mut undecided = Vec::new();
         for (pending, value) in std::mem::take(&mut unknowns) {
             match store.was_applied(&pending)? {
@@ -617,6 +626,7 @@ fn run<S: Transactional, R, E, F: FnMut(&mut Tx) -> Result<R, E> + ?Sized>(
             state,
             now: Timestamp::now(),
             actor: actor.clone(),
+            live,
             log: Vec::new(),
         };
         let env = ValidationEnv::new(Some(store.root()), tx.now);

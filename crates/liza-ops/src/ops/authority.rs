@@ -52,12 +52,13 @@ pub fn supervisor_only(actor: &Actor, command: &str) -> Result<(), OpsError> {
 pub const SUPERVISOR_PID_VAR: &str = "LIZA_SUPERVISOR_PID";
 
 /// Facts about the calling process read before the transaction (no I/O under the lock
-/// beyond the store's own).
+/// beyond the store's own). The liveness records they are judged against are the
+/// transaction's own ([`Tx::live`](crate::blackboard::store::Tx::live)): a command reads
+/// them once, and in etcd its commit is guarded by them.
 pub struct CallerFacts {
-    records: LiveRecords,
     pgid: i64,
-    /// This process's ancestors' pids, parent first: read from /proc (before any lock)
-    /// only when a live record could name one of them.
+    /// This process's ancestors' pids, parent first, read from /proc (before any lock):
+    /// only a person's command is judged by them.
     ancestors: Vec<i64>,
     here: crate::blackboard::liveness::PidSpace,
     /// The supervisor pid a supervisor put in this process's environment.
@@ -65,15 +66,16 @@ pub struct CallerFacts {
 }
 
 impl CallerFacts {
-    pub fn read(store: &Store) -> CallerFacts {
-        let records = store.live_records().unwrap_or_default();
-        let ancestors = if records.0.is_empty() {
-            Vec::new()
-        } else {
+    /// This process's facts, as far as `actor`'s command is judged by them: an agent
+    /// acts under its verified identity and a supervisor under its fence, so only a
+    /// person's command reads its ancestry.
+    pub fn of(actor: &Actor) -> CallerFacts {
+        let ancestors = if matches!(actor, Actor::Human) {
             ancestors()
+        } else {
+            Vec::new()
         };
         CallerFacts {
-            records,
             pgid: i64::from(nix::unistd::getpgrp().as_raw()),
             ancestors,
             here: crate::blackboard::liveness::pid_space_here(),
@@ -87,17 +89,11 @@ impl CallerFacts {
     /// running agent's process group, under a supervisor's pid (even after `setsid` or
     /// a double fork while the parent lives), or with a supervisor's mark in its
     /// environment.
-    fn agent_behind(&self, state: &State, now: Timestamp) -> Option<String> {
-        if let Some(agent) = self
-            .records
-            .agent_with_pgid(state, self.pgid, &self.here, now)
-        {
+    fn agent_behind(&self, state: &State, records: &LiveRecords, now: Timestamp) -> Option<String> {
+        if let Some(agent) = records.agent_with_pgid(state, self.pgid, &self.here, now) {
             return Some(format!("it runs inside {agent}'s process group"));
         }
-        if let Some(agent) = self
-            .records
-            .agent_supervising(state, &self.ancestors, &self.here, now)
-        {
+        if let Some(agent) = records.agent_supervising(state, &self.ancestors, &self.here, now) {
             return Some(format!("it runs under {agent}'s supervisor"));
         }
         self.marked()
@@ -218,27 +214,46 @@ pub fn channel_allows(role: crate::blackboard::Role, command: &str) -> Result<()
 /// `gc --apply`) to an agent: one with its identity set, or one that unset it.
 pub fn people_only(project: &super::Project, actor: &Actor, command: &str) -> Result<(), OpsError> {
     no_agent_identity(actor, command)?;
-    let facts = CallerFacts::read(&project.store);
+    let facts = CallerFacts::of(actor);
+    let records = project.store.live_records().unwrap_or_default();
     // Without a liveness record no agent can be behind the caller but by the mark, and
     // the blackboard need not be read (the command reads it next). An unreadable
     // blackboard cannot say whose records are current: the mark alone decides, and the
     // command reports the blackboard itself (watch, edit repair it).
-    let why = if facts.records.0.is_empty() {
+    let why = if records.0.is_empty() {
         facts.marked()
     } else {
         match project.store.snapshot() {
-            Ok(snapshot) => facts.agent_behind(&snapshot.state, Timestamp::now()),
+            Ok(snapshot) => facts.agent_behind(&snapshot.state, &records, Timestamp::now()),
             Err(_) => facts.marked(),
         }
     };
-    if let Some(why) = why {
-        return Err(OpsError::refused(
-            RuleId::HumanOnly,
-            format!("{command} is a command for people, and {why}"),
-            "run it from your own terminal, outside any agent's run",
-        ));
+    match why {
+        Some(why) => Err(not_for_agents(command, &why).into()),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// [`people_only`] inside a command's own transaction, against the liveness records
+/// the transaction folded (`Tx::live`): a command for people that is one transaction
+/// checks there, and reads the records once.
+pub(super) fn people_only_in(
+    tx: &crate::blackboard::store::Tx,
+    facts: &CallerFacts,
+    command: &str,
+) -> Result<(), Refusal> {
+    match facts.agent_behind(&tx.state, tx.live(), tx.now) {
+        Some(why) => Err(not_for_agents(command, &why)),
+        None => Ok(()),
+    }
+}
+
+fn not_for_agents(command: &str, why: &str) -> Refusal {
+    Refusal::new(
+        RuleId::HumanOnly,
+        format!("{command} is a command for people, and {why}"),
+        "run it from your own terminal, outside any agent's run",
+    )
 }
 
 /// Refuses a supervisor whose registration is no longer `id`'s current one.
@@ -281,9 +296,11 @@ pub fn still_current(store: &Store, actor: &Actor) -> Result<(), OpsError> {
     Ok(())
 }
 
-/// Establishes `Who` for `actor` against `state`.
+/// Establishes `Who` for `actor` against `state` and the liveness records folded into
+/// it (`records`: a person's command is refused when an agent is behind it).
 pub fn authorize(
     state: &State,
+    records: &LiveRecords,
     actor: &Actor,
     authority: Authority,
     facts: &CallerFacts,
@@ -315,7 +332,7 @@ pub fn authorize(
         // slow work (a dry run, a claim's git work, a merge's publication).
         Actor::Supervisor { .. } | Actor::Liza => Ok(Who::Supervisor),
         Actor::Human => {
-            if let Some(why) = facts.agent_behind(state, now) {
+            if let Some(why) = facts.agent_behind(state, records, now) {
                 return Err(Refusal::new(
                     RuleId::AgentIdentity,
                     format!(
@@ -340,9 +357,10 @@ pub fn transition<R>(
     authority: Authority,
     mut change: impl FnMut(&mut State, &Who, Timestamp) -> Result<(Outcome, R), Refusal>,
 ) -> Result<Transition<R>, OpsError> {
-    let facts = CallerFacts::read(store);
+    let facts = CallerFacts::of(actor);
     let committed = store.transact(actor, |tx| {
-        let who = authorize(&tx.state, actor, authority, &facts, tx.now).map_err(OpsError::from)?;
+        let who = authorize(&tx.state, tx.live(), actor, authority, &facts, tx.now)
+            .map_err(OpsError::from)?;
         let (mut outcome, value) = change(&mut tx.state, &who, tx.now).map_err(OpsError::from)?;
         if let Some(done) = lifecycle::complete_if_done(&mut tx.state, tx.now) {
             outcome.merge(done);
@@ -378,13 +396,35 @@ pub fn dry_run(
     change: impl FnOnce(&mut State, &Who, Timestamp) -> Result<Outcome, Refusal>,
 ) -> Result<State, OpsError> {
     still_current(store, actor)?;
-    let facts = CallerFacts::read(store);
     let snapshot = store.snapshot()?;
     let now = Timestamp::now();
     let mut state = snapshot.state;
-    let who = authorize(&state, actor, authority, &facts, now)?;
+    let who = authorize_on(store, &state, actor, authority, now)?;
     change(&mut state, &who, now)?;
     Ok(state)
+}
+
+/// [`authorize`] against a state read outside a transaction (a snapshot, before slow
+/// work): the liveness records are read for a person's command alone.
+pub(super) fn authorize_on(
+    store: &Store,
+    state: &State,
+    actor: &Actor,
+    authority: Authority,
+    now: Timestamp,
+) -> Result<Who, OpsError> {
+    let records = match actor {
+        Actor::Human => store.live_records().unwrap_or_default(),
+        _ => LiveRecords::default(),
+    };
+    Ok(authorize(
+        state,
+        &records,
+        actor,
+        authority,
+        &CallerFacts::of(actor),
+        now,
+    )?)
 }
 
 #[cfg(test)]

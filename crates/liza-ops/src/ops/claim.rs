@@ -6,13 +6,11 @@ use crate::blackboard::EventKind;
 use std::path::Path;
 use std::time::Duration;
 
-use super::authority::CallerFacts;
+use super::authority::authorize_on;
 use super::command::{self, Bounded};
 use super::leases::LeaseCheck;
 use super::task_lock::TaskLock;
-use super::{
-    Authority, OpsError, Project, Transition, authorize, still_current, supervisor_only, transition,
-};
+use super::{Authority, OpsError, Project, Transition, still_current, supervisor_only, transition};
 use crate::blackboard::model::AnomalyType;
 use crate::blackboard::model::{CommandSpec, CommitId};
 use crate::blackboard::{Actor, AgentId, State, TaskId, Timestamp};
@@ -114,11 +112,11 @@ pub fn claim_for(
     still_current(&project.store, actor)?;
     let snapshot = project.store.snapshot()?;
     let now = Timestamp::now();
-    authorize(
+    authorize_on(
+        &project.store,
         &snapshot.state,
         actor,
         Authority::Supervisor,
-        &CallerFacts::read(&project.store),
         now,
     )?;
     let kind = lifecycle::plan_claim(&snapshot.state, id, agent, &leases)?;

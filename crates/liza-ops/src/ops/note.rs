@@ -1,7 +1,7 @@
 //! `liza note`: a person leaves a note for one task's agents or for all.
 
 use super::OpsError;
-use super::authority::{Authority, CallerFacts, authorize};
+use super::authority::{Authority, CallerFacts, authorize, people_only_in};
 use crate::blackboard::EventKind;
 use crate::blackboard::model::HumanNote;
 use crate::blackboard::{Actor, Store, TaskId};
@@ -45,9 +45,19 @@ pub fn note(
             )
         })?)
     };
-    let facts = CallerFacts::read(store);
+    let facts = CallerFacts::of(actor);
     let committed = store.transact(actor, |tx| {
-        authorize(&tx.state, actor, Authority::Caller, &facts, tx.now).map_err(OpsError::from)?;
+        // A command for people, checked here rather than before (`people_only`): against
+        // the liveness records this transaction reads anyway.
+        people_only_in(tx, &facts, "note")?;
+        authorize(
+            &tx.state,
+            tx.live(),
+            actor,
+            Authority::Caller,
+            &facts,
+            tx.now,
+        )?;
         if let Some(task) = &task
             && !tx.state.task_exists(task)
         {

@@ -1,8 +1,8 @@
 //! The coder's and reviewer's reports: `submit-for-review` (with git's submit-time facts
 //! gathered outside the lock), `submit-verdict`, `block`, `handoff`.
 
-use super::authority::CallerFacts;
-use super::{Authority, OpsError, Project, Transition, authorize, transition};
+use super::authority::authorize_on;
+use super::{Authority, OpsError, Project, Transition, transition};
 use crate::blackboard::model::CommitId;
 use crate::blackboard::{Actor, TaskId, Timestamp};
 use crate::git::{Repo, dirty_files, head_of, worktree_dir};
@@ -33,11 +33,11 @@ pub fn submit_for_review(
         )
     })?;
     // Permission and status first: a caller who may not submit learns that, not git facts.
-    let who = authorize(
+    let who = authorize_on(
+        &project.store,
         &snapshot.state,
         actor,
         Authority::Caller,
-        &CallerFacts::read(&project.store),
         Timestamp::now(),
     )?;
     lifecycle::table::row(

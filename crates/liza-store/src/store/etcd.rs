@@ -439,7 +439,7 @@ impl EtcdStore {
     /// "nothing changed since", and a conflict brings the newer state back with it (see
     /// `send`). A process with nothing known reads first. The transaction has its turn
     /// until it commits or gives up (see [`group_commit`]).
-    pub(super) fn begin(&self) -> Result<(State, EtcdAttempt), StoreError> {
+    pub(super) fn begin(&self) -> Result<(State, LiveRecords, EtcdAttempt), StoreError> {
         let host = self
             .is_checkouts_own()
             .then(|| host_lock::take(&self.paths.dir, self.wait))
@@ -459,7 +459,8 @@ impl EtcdStore {
         // Heartbeats renewed leases in liveness records; the commit makes them part of
         // the state, as on files (specs/blackboard.md *Liveness*).
         crate::liveness::fold(&mut state, &turn.base.live);
-        Ok((state, EtcdAttempt { turn, _host: host }))
+        let live = turn.base.live.clone();
+        Ok((state, live, EtcdAttempt { turn, _host: host }))
     }
 
     /// Whether the blackboard is newer than the state `attempt` started from (read now,
@@ -1097,7 +1098,7 @@ impl EtcdStore {
         let mut unknowns: Vec<Unknown> = Vec::new();
         loop {
             // Settled after the attempt's read (see `store::run`).
-            let (current, attempt) = self.begin()?;
+            let (current, _, attempt) = self.begin()?;
             let mut undecided = Vec::new();
             for pending in std::mem::take(&mut unknowns) {
                 match self.was_applied(&pending)? {

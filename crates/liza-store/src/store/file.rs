@@ -26,7 +26,7 @@ use super::hash::ContentHash;
 use super::journal::{Journal, JournalEntry};
 use super::lock::{self, LockFailure, StateLock};
 use super::{Snapshot, StoreError};
-use crate::liveness;
+use crate::liveness::{self, LiveRecords};
 use crate::log::{self as activity, LogEntry, millis};
 use liza_model::codec::Emit;
 use liza_model::document;
@@ -232,7 +232,7 @@ impl FileStore {
     /// Starts a transaction: takes the lock and reads the committed state, a hand edit
     /// reconciled first. Liveness records are read before the lock (a heartbeat written
     /// meanwhile is folded by the next transaction): the lock is held for the state alone.
-    pub(super) fn begin(&self) -> Result<(State, FileAttempt), StoreError> {
+    pub(super) fn begin(&self) -> Result<(State, LiveRecords, FileAttempt), StoreError> {
         let live = liveness::read_all(&self.paths.live());
         let lock = self.lock()?;
         failpoint::hit("after-lock");
@@ -263,7 +263,7 @@ impl FileStore {
             original,
             read_as,
         };
-        Ok((state, attempt))
+        Ok((state, live, attempt))
     }
 
     /// Commits `state` as the next revision with `log` (see the module docs).
