@@ -684,3 +684,102 @@ fn processes_of_one_checkout_writing_at_once_take_turns_and_lose_nothing() {
     assert_eq!(board.repo.revision(), start + 40);
     assert!(board.repo.liza_dir().join("etcd.lock").exists());
 }
+
+/// A writer whose turn it is hands the state it sends to the checkout's next writer
+/// before etcd answers (`etcd.known`, pending) and lets the turn go: the next writer does
+/// not wait for that answer. A commit handed over that never lands is seen nowhere: the
+/// next writer's commit built on it is refused and runs again on what etcd holds, and a
+/// read never takes what changed since it for the blackboard.
+#[test]
+fn a_writer_hands_its_commit_over_at_the_send_and_one_that_never_lands_is_never_seen() {
+    let Some(board) = board() else { return };
+    let (_, address) = board.etcd.as_ref().unwrap();
+    board.add_task("t-1", "As planned", false);
+    let other = second_checkout(&board);
+    assert_success(&other.liza(&["join", address]));
+    let start = board.repo.revision();
+    let description = |repo: &Repo| {
+        let out = repo.liza(&["--json", "show", "t-1"]);
+        assert_success(&out);
+        json(&out)["result"]["description"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let gate = tempfile::tempdir().unwrap();
+    let open = gate.path().join("open");
+    let liza = |env: &[(&str, String)], args: &[&str]| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_liza"));
+        cmd.args(args)
+            .current_dir(board.repo.path())
+            .env("LIZA_LOCK_TIMEOUT", "600")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.spawn().unwrap()
+    };
+    // A hands its change over, then stops before sending it.
+    let failpoint = format!("etcd-handed-over:until={}", open.display());
+    let mut a = liza(
+        &[("LIZA_FAILPOINT", failpoint)],
+        &["amend-task", "t-1", "--desc", "From A"],
+    );
+    let waiting = gate.path().join("open.waiting");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !waiting.exists() {
+        assert!(std::time::Instant::now() < deadline, "A never handed over");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // B has the turn at once (it would wait 600 s for a turn A kept to its answer),
+    // builds on A's change, is refused (A is not in etcd), and commits on what is.
+    let mut b = liza(&[], &["note", "all", "from B"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let b_status = loop {
+        if let Some(status) = b.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = (a.kill(), b.kill());
+            panic!("the next writer waited for the turn of a writer that had sent its commit");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(b_status.success(), "B failed");
+    assert_eq!(board.repo.revision(), start + 1);
+    assert_eq!(description(&board.repo), "As planned");
+    assert!(
+        !board.repo.state_text().contains("From A"),
+        "the mirror shows A's change"
+    );
+    // A sends, is refused (B came first), and runs again on top of B.
+    std::fs::write(&open, "").unwrap();
+    assert!(a.wait().unwrap().success(), "A failed");
+    assert_eq!(board.repo.revision(), start + 2);
+    assert_eq!(description(&board.repo), "From A");
+    // C dies between its hand-over and its send: its change is never read as the
+    // blackboard — not by a read, nor by the next writer, nor in the mirror.
+    let c = board.repo.liza_env(
+        &[("LIZA_FAILPOINT", "etcd-handed-over")],
+        &["amend-task", "t-1", "--desc", "From C"],
+    );
+    assert!(!c.status.success());
+    assert_eq!(description(&board.repo), "From A");
+    assert_success(&board.repo.liza(&["note", "all", "after C"]));
+    assert_eq!(board.repo.revision(), start + 3);
+    assert_eq!(description(&board.repo), "From A");
+    assert!(
+        !board.repo.state_text().contains("From C"),
+        "the mirror shows C's change"
+    );
+    // What this checkout reads is what etcd holds.
+    assert_eq!(description(&other), "From A");
+    assert_eq!(other.revision(), start + 3);
+    let notes = crate::common::team::model(&other)["human_notes"].to_string();
+    assert!(
+        notes.contains("from B") && notes.contains("after C"),
+        "{notes}"
+    );
+    assert_success(&board.repo.liza(&["validate"]));
+}

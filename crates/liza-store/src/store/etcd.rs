@@ -28,6 +28,7 @@ pub mod layout;
 use crate::liveness::{LiveRecord, LiveRecords};
 use crate::log::LogEntry;
 use layout::LayoutError;
+use liza_base::failpoint;
 use liza_etcd::address::FLOORS;
 use liza_etcd::{
     Change, Client, Condition, EtcdError, KeyValue, StoreAddress, TxnOutcome, prefix_end,
@@ -151,7 +152,8 @@ impl Drop for EtcdStore {
     /// committed nothing may be the last of a row whose earlier writers left the mirror
     /// to it (see [`MirrorWriter`]).
     fn drop(&mut self) {
-        let Some(known) = self.pipeline.committed() else {
+        // A state only sent is not shown: the mirror holds what etcd holds.
+        let Some(known) = self.pipeline.committed().filter(|k| k.pending.is_none()) else {
             return;
         };
         if !self.is_checkouts_own() {
@@ -370,17 +372,25 @@ impl EtcdStore {
         let live = self.address.key("live/");
         let notes = layout::note_prefix(&self.address);
         let since = known.map_or(0, |k| k.revision + 1);
-        let (mut ranges, revision) = self.call(|c| {
-            c.read_ranges(
-                &[
-                    (&head, &[], 0),
-                    (&tasks, &prefix_end(&tasks), since),
-                    (&notes, &prefix_end(&notes), since),
-                    (&live, &prefix_end(&live), 0),
-                ],
-                at,
-            )
-        })?;
+        let ends = [prefix_end(&tasks), prefix_end(&notes), prefix_end(&live)];
+        let mut asked: Vec<(&[u8], &[u8], i64)> = vec![
+            (&head, &[], 0),
+            (&tasks, &ends[0], since),
+            (&notes, &ends[1], since),
+            (&live, &ends[2], 0),
+        ];
+        // A state only sent is the base of what changed since once its proof is read.
+        let proof = known.and_then(|k| k.pending.as_deref());
+        if let Some(key) = proof {
+            asked.push((key, &[], 0));
+        }
+        let (mut ranges, revision) = self.call(|c| c.read_ranges(&asked, at))?;
+        if let (Some(known), Some(_)) = (known, proof) {
+            let landed = ranges.pop().unwrap_or_default();
+            if !proven(&landed, known.revision) {
+                return self.read_since(at, None);
+            }
+        }
         let live_kvs = ranges.pop().unwrap_or_default();
         let mut kvs = ranges.pop().unwrap_or_default();
         kvs.extend(ranges.pop().unwrap_or_default());
@@ -431,6 +441,7 @@ impl EtcdStore {
             revision,
             state: Arc::clone(state),
             live: live.clone(),
+            pending: None,
         });
     }
 
@@ -453,6 +464,7 @@ impl EtcdStore {
                 revision: fresh.revision,
                 state: fresh.state,
                 live: fresh.live,
+                pending: None,
             })
         })?;
         let mut state = (*turn.base.state).clone();
@@ -529,16 +541,27 @@ impl EtcdStore {
             first_log,
             guarded,
         };
+        let had_turn = attempt._host.is_some();
+        let mut host = attempt._host;
         let Some(ticket) = self.pipeline.join(attempt.turn, transition) else {
             return Ok(Finished::Conflict);
         };
+        // The etcd revision the commit was handed over as, and its proof (`hand_over`).
+        let mut handed = None;
         if ticket.first
             && let Some(sealed) = self.pipeline.seal(&ticket)
         {
-            // The mirror of the state sent is rendered while etcd writes it.
-            if attempt._host.is_some() {
+            if had_turn {
+                // The mirror of the state sent is rendered while etcd writes it.
                 self.with_mirror_writer(|writer| writer.prepare(&sealed.last));
+                handed = self.hand_over(&sealed);
+                // This writer's share of the turn goes with it; the checkout's next
+                // writer builds on the state sent.
+                if handed.is_some() {
+                    host = None;
+                }
             }
+            failpoint::hit("etcd-handed-over");
             let revisions = sealed.base.revision() + 1..=sealed.last.revision();
             let keep = sealed.last.config.journal_keep().0;
             let settled = self.send(&sealed);
@@ -554,15 +577,18 @@ impl EtcdStore {
         match &*self.pipeline.outcome(ticket) {
             Outcome::Applied { state, sender } => {
                 // The sender keeps the state for the checkout's next writer before the
-                // turn is let go, then brings the checkout's mirror up to date for every
-                // writer of its batch — unless a writer waiting for the turn is next.
-                if sent && attempt._host.is_some() {
-                    self.keep_committed();
+                // turn is let go (handed over: as it sent it), then brings the checkout's
+                // mirror up to date for every writer of its batch — unless a writer
+                // waiting for the turn is next.
+                match handed {
+                    Some((revision, proof)) if sent => self.confirm_handed(revision, &proof),
+                    _ if sent && host.is_some() => self.keep_committed(),
+                    _ => {}
                 }
                 // Only a commit kept in etcd.known may be left to a writer waiting for the
                 // turn: that writer starts from it.
-                let kept = sent && attempt._host.is_some();
-                drop(attempt._host);
+                let kept = sent && had_turn;
+                drop(host);
                 if kept {
                     self.refresh_mirror(state);
                 } else if sent || *sender != self.paths.root {
@@ -578,6 +604,57 @@ impl EtcdStore {
                 first_log: first_entry,
             })),
             Outcome::Failed(e) => Err(self.fail(e.clone())),
+        }
+    }
+
+    /// Keeps the state `sealed` leads to in `etcd.known` before it is sent, as pending
+    /// at the etcd revision it will have if etcd applies it next — the base's, plus one
+    /// — proven by its last first log key (see `known_file`, *Handed over at the send*).
+    /// The revision kept and the proof, if it was.
+    ///
+    /// Only a batch built on a state known applied is handed over: one built on a state
+    /// only sent keeps the turn to its answer and then keeps what it learnt. A pending
+    /// state is thus one commit ahead of one applied, at most, and a writer that read the
+    /// blackboard after it replaces it with its own commit if it was refused — a chain of
+    /// pending states built on one that was refused would be taken up by each next writer,
+    /// refused in turn.
+    fn hand_over(&self, sealed: &Sealed) -> Option<(i64, Vec<u8>)> {
+        if sealed.pending.is_some() {
+            return None;
+        }
+        let proof = sealed.first_logs.last()?.clone();
+        let revision = sealed.guard + 1;
+        known_file::save(
+            &known_file::path(&self.paths.dir),
+            &self.address,
+            &Known {
+                revision,
+                state: Arc::clone(&sealed.last),
+                live: sealed.live.clone(),
+                pending: Some(proof.clone()),
+            },
+        );
+        Some((revision, proof))
+    }
+
+    /// After a commit handed over as pending at `revision` (proven by `proof`) was
+    /// applied, if the turn is free now (else the next writer has it, and keeps its own
+    /// commit): at that revision, the record is confirmed, so the next writer hands its
+    /// own over too; at another (etcd wrote some other key first), the state is kept as
+    /// applied. A next writer that built on it meanwhile is refused and reads.
+    fn confirm_handed(&self, revision: i64, proof: &[u8]) {
+        let Some(known) = self.pipeline.committed() else {
+            return;
+        };
+        let Some(_turn) = host_lock::take(&self.paths.dir, Duration::ZERO) else {
+            return;
+        };
+        let path = known_file::path(&self.paths.dir);
+        if known.revision == revision {
+            known_file::confirm(&path, revision, proof);
+        } else {
+            let _ = known_file::newer(&path, &self.address);
+            known_file::save(&path, &self.address, &known);
         }
     }
 
@@ -598,15 +675,24 @@ impl EtcdStore {
         for key in &batch.first_logs {
             conditions.push(Condition::ModRevision(key.clone(), 0));
         }
+        // Built on a commit another process only sent: that commit was applied, at the
+        // revision the batch is guarded by.
+        if let Some(proof) = &batch.pending {
+            conditions.push(Condition::ModRevision(proof.clone(), batch.guard));
+        }
         let head = layout::head_key(&self.address);
         let tasks = layout::task_prefix(&self.address);
         let notes = layout::note_prefix(&self.address);
-        let reads: [(&[u8], &[u8], i64); 4] = [
+        let ends = [prefix_end(&tasks), prefix_end(&notes), prefix_end(&live)];
+        let mut reads: Vec<(&[u8], &[u8], i64)> = vec![
             (&head, &[], 0),
-            (&tasks, &prefix_end(&tasks), batch.guard + 1),
-            (&notes, &prefix_end(&notes), batch.guard + 1),
-            (&live, &prefix_end(&live), 0),
+            (&tasks, &ends[0], batch.guard + 1),
+            (&notes, &ends[1], batch.guard + 1),
+            (&live, &ends[2], 0),
         ];
+        if let Some(proof) = &batch.pending {
+            reads.push((proof, &[], 0));
+        }
         match self.patiently(|c| c.txn_or_read(&conditions, &batch.changes, &reads)) {
             Ok((TxnOutcome::Applied { revision }, _)) => {
                 self.conflicts
@@ -617,7 +703,13 @@ impl EtcdStore {
                 }
             }
             Ok((TxnOutcome::Conflict { revision }, mut read)) => {
-                // What changed came back with the refusal: the next attempt starts there.
+                // What changed came back with the refusal: the next attempt starts there —
+                // unless the base, only sent, was not applied as the batch assumed (then
+                // what changed since is not known: the next attempt reads).
+                if batch.pending.is_some() && !proven(&read.pop().unwrap_or_default(), batch.guard)
+                {
+                    return Settled::Conflict(None);
+                }
                 let live_kvs = read.pop().unwrap_or_default();
                 let mut kvs = read.pop().unwrap_or_default();
                 kvs.extend(read.pop().unwrap_or_default());
@@ -628,6 +720,7 @@ impl EtcdStore {
                         revision,
                         state: Arc::new(state),
                         live: live_records(&live, &live_kvs),
+                        pending: None,
                     });
                 Settled::Conflict(fresh)
             }
@@ -1276,6 +1369,12 @@ fn live_records(prefix: &[u8], kvs: &[KeyValue]) -> LiveRecords {
 }
 
 /// The revision a head value holds.
+/// Whether the read of a pending state's proof key (see [`Known::pending`]) finds it
+/// written at `revision`: the state was applied there.
+fn proven(read: &[KeyValue], revision: i64) -> bool {
+    read.first().is_some_and(|kv| kv.mod_revision == revision)
+}
+
 fn head_revision(kv: &KeyValue) -> Result<u64, LayoutError> {
     #[derive(serde::Deserialize)]
     struct Revision {

@@ -46,6 +46,20 @@ pub(crate) struct Known {
     pub revision: i64,
     pub state: Arc<State>,
     pub live: LiveRecords,
+    /// Sent, not yet known applied: the state a commit of another process of the
+    /// checkout leads to if etcd applies it at `revision`, which this first log key of
+    /// it (written by that commit alone) then proves (see `known_file`, *Handed over at
+    /// the send*). A commit built on it is guarded by that; it is never the base of a
+    /// read of what changed since, nor shown in the mirror.
+    pub pending: Option<Vec<u8>>,
+}
+
+impl Known {
+    /// Whether this state replaces `kept`, at the same revision: `kept` was only sent
+    /// and this is another (applied, or sent by another commit: `kept`'s was not).
+    pub(super) fn replaces(&self, kept: &Known) -> bool {
+        self.revision == kept.revision && kept.pending.is_some() && kept.pending != self.pending
+    }
 }
 
 /// The writers of one blackboard in this process.
@@ -81,6 +95,9 @@ struct Batch {
     guard: Option<i64>,
     /// The state the batch was built on (what a refusal's reads are decoded against).
     base: Arc<State>,
+    /// The base was only sent by another process: the first log key that proves it
+    /// (see [`Known::pending`]).
+    pending: Option<Vec<u8>>,
     /// The liveness records its transitions folded in.
     live: LiveRecords,
     /// The state after its last transition.
@@ -103,6 +120,8 @@ pub(crate) struct Sealed {
     pub id: u64,
     pub guard: i64,
     pub base: Arc<State>,
+    /// As [`Batch`]'s: the base is applied at `guard` only if this key was written then.
+    pub pending: Option<Vec<u8>>,
     pub live: LiveRecords,
     pub last: Arc<State>,
     pub changes: Vec<Change>,
@@ -122,6 +141,7 @@ impl Drop for Sealed {
                 id: self.id,
                 guard: self.guard,
                 base: Arc::clone(&self.base),
+                pending: self.pending.clone(),
                 live: self.live.clone(),
                 last: Arc::clone(&self.last),
                 changes: Vec::new(),
@@ -225,7 +245,7 @@ impl Pipeline {
         if inner
             .committed
             .as_ref()
-            .is_none_or(|k| k.revision < known.revision)
+            .is_none_or(|k| k.revision < known.revision || known.replaces(k))
         {
             inner.committed = Some(known);
         }
@@ -298,6 +318,13 @@ impl Pipeline {
         let first = match inner.queued.back() {
             Some(newest) if fits(newest) => false,
             _ => {
+                // A base that is a batch of this process is known applied once its guard
+                // is; one another process only sent carries the key that proves it.
+                let pending = if turn.pending {
+                    None
+                } else {
+                    turn.base.pending.clone()
+                };
                 let guard = if !turn.pending {
                     Some(turn.base.revision)
                 } else if inner.queued.is_empty() && !inner.in_flight {
@@ -312,6 +339,7 @@ impl Pipeline {
                     id,
                     guard,
                     base: Arc::clone(&turn.base.state),
+                    pending,
                     live: turn.base.live.clone(),
                     last: Arc::clone(&turn.base.state),
                     changes: BTreeMap::new(),
@@ -347,6 +375,7 @@ impl Pipeline {
             revision: 0,
             state,
             live,
+            pending: None,
         });
         Some(Ticket { id, first })
     }
@@ -379,6 +408,7 @@ impl Pipeline {
             id: batch.id,
             guard: batch.guard.expect("checked above"),
             base: batch.base,
+            pending: batch.pending,
             live: batch.live,
             last: batch.last,
             changes: batch.changes.into_values().collect(),
@@ -407,6 +437,7 @@ impl Pipeline {
                         revision,
                         state: Arc::clone(&state),
                         live: sealed.live.clone(),
+                        pending: None,
                     });
                 }
                 match inner.queued.front_mut() {
@@ -514,6 +545,7 @@ mod tests {
             revision,
             state: Arc::new(state(1)),
             live: LiveRecords::default(),
+            pending: None,
         }
     }
 
@@ -588,6 +620,7 @@ mod tests {
             revision: 9,
             state: Arc::new(state(5)),
             live: LiveRecords::default(),
+            pending: None,
         };
         p.settle(sealed, Settled::Conflict(Some(fresh)));
         assert!(matches!(*p.outcome(first), Outcome::Conflict));

@@ -15,6 +15,18 @@
 //! Written without fsync (it is a cache); rewritten whole, by a rename, when the records
 //! outgrow the state.
 //!
+//! *Handed over at the send.* The writer whose turn it is appends the state its commit
+//! leads to *before* it sends it — as pending: at the etcd revision it will have if etcd
+//! applies it next (its base's, plus one), with its first log key (`p` entry) — and lets
+//! the turn go. The checkout's next writer builds on it while etcd writes it, and its own
+//! commit is guarded by that key having been written at exactly that revision: if the
+//! commit before it was refused, or landed at another revision, the next one is refused
+//! too, reads the blackboard whole (never what changed since a state that may not be),
+//! and runs again. So the checkout's commits follow each other on the wire, and etcd
+//! writes them to its log together, instead of one round trip after another. Once its
+//! commit is applied at that revision, the sender appends an empty record at the same
+//! revision when the turn is free: the state before it is applied.
+//!
 //! ```text
 //! liza-etcd-known/2/<liza version>
 //! <store address>
@@ -23,8 +35,9 @@
 //! ```
 //!
 //! A payload is entries `s <key length> <value length>\n<key><value>` (a state key:
-//! the head, a task, a note), `d <key length>\n<key>` (a key deleted) and `l …` as `s`
-//! (a liveness record: each record holds them all). The first record holds every state
+//! the head, a task, a note), `d <key length>\n<key>` (a key deleted), `l …` as `s`
+//! (a liveness record: each record holds them all) and `p <key length>\n<key>` (the
+//! record is pending: the first log key that proves it). The first record holds every state
 //! key; the head a record holds says which tasks and notes there are.
 
 use std::collections::{BTreeMap, HashMap};
@@ -39,7 +52,7 @@ use liza_etcd::{Change, KeyValue, StoreAddress};
 use super::group_commit::Known;
 use super::layout;
 
-const FORMAT: &str = concat!("liza-etcd-known/2/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("liza-etcd-known/3/", env!("CARGO_PKG_VERSION"));
 
 /// Records appended after the whole state, at most, before the file is written whole
 /// again (and at most as many bytes as the whole state: a new process reads them all).
@@ -99,6 +112,7 @@ pub(super) fn newer(path: &Path, address: &StoreAddress) -> Option<Known> {
                 k.clean = meta.len() == k.end;
                 return None;
             }
+            let was_pending = k.known.pending.is_some();
             let mut tail = Vec::with_capacity((meta.len() - k.end) as usize);
             file.seek(SeekFrom::Start(k.end)).ok()?;
             file.read_to_end(&mut tail).ok()?;
@@ -114,7 +128,8 @@ pub(super) fn newer(path: &Path, address: &StoreAddress) -> Option<Known> {
                 k.end += record.length;
                 k.records += 1;
             }
-            (k.known.revision > before).then(|| k.known.clone())
+            let confirmed = was_pending && k.known.pending.is_none();
+            (k.known.revision > before || confirmed).then(|| k.known.clone())
         }
         _ => {
             let mut bytes = Vec::with_capacity(meta.len() as usize);
@@ -124,7 +139,7 @@ pub(super) fn newer(path: &Path, address: &StoreAddress) -> Option<Known> {
             let known = loaded.known.clone();
             let newer = all
                 .get(path)
-                .is_none_or(|k| k.known.revision < known.revision);
+                .is_none_or(|k| k.known.revision < known.revision || known.replaces(&k.known));
             all.insert(path.to_path_buf(), loaded);
             newer.then_some(known)
         }
@@ -144,6 +159,9 @@ fn starts_with(file: &mut File, header: &[u8]) -> bool {
 pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
     let mut all = kept().lock().unwrap_or_else(|e| e.into_inner());
     let appended = match all.get_mut(path) {
+        // A state only sent is replaced at its revision by the one applied there
+        // (written whole: records follow each other in revision order).
+        Some(k) if known.replaces(&k.known) => false,
         Some(k) if k.known.revision >= known.revision => return,
         Some(k)
             if k.clean && k.records < MAX_RECORDS && k.end < k.base.saturating_mul(MAX_GROWTH) =>
@@ -166,6 +184,21 @@ pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
     }
 }
 
+/// Records that the pending state this process kept at `path` — at `revision`, proven
+/// by `proof` — was applied, if it is still the file's last record: an empty record at
+/// its revision. To be called with the turn, as [`save`].
+pub(super) fn confirm(path: &Path, revision: i64, proof: &[u8]) {
+    let mut all = kept().lock().unwrap_or_else(|e| e.into_inner());
+    let Some(k) = all.get_mut(path) else { return };
+    if k.known.revision != revision || k.known.pending.as_deref() != Some(proof) {
+        return;
+    }
+    let mut known = k.known.clone();
+    known.pending = None;
+    // A file another writer appended to since has its own newer record: nothing to say.
+    let _ = append_record(path, k, &record(revision, &[]), known);
+}
+
 /// Appends to the file `k` read what changed from its state to `known`; false when the
 /// file is no longer the one read (it is then written whole).
 fn append(path: &Path, address: &StoreAddress, k: &mut Kept, known: &Known) -> bool {
@@ -179,7 +212,14 @@ fn append(path: &Path, address: &StoreAddress, k: &mut Kept, known: &Known) -> b
     if !live_entries(&mut payload, address, known) {
         return false;
     }
+    pending_entry(&mut payload, known);
     let record = record(known.revision, &payload);
+    append_record(path, k, &record, known.clone())
+}
+
+/// Appends `record` to the file `k` read, which then holds `known`; false when the file
+/// is no longer the one read.
+fn append_record(path: &Path, k: &mut Kept, record: &[u8], known: Known) -> bool {
     let written = std::fs::OpenOptions::new()
         .append(true)
         .open(path)
@@ -192,13 +232,13 @@ fn append(path: &Path, address: &StoreAddress, k: &mut Kept, known: &Known) -> b
             {
                 return Err(std::io::Error::other("the file changed since it was read"));
             }
-            file.write_all(&record)
+            file.write_all(record)
         });
     match written {
         Ok(()) => {
             k.end += record.len() as u64;
             k.records += 1;
-            k.known = known.clone();
+            k.known = known;
             true
         }
         Err(e) => {
@@ -221,6 +261,7 @@ fn write_whole(path: &Path, address: &StoreAddress, known: &Known) -> std::io::R
             "a liveness record does not serialise",
         ));
     }
+    pending_entry(&mut payload, known);
     let mut head = header(address);
     head.extend_from_slice(format!("{}\n", nonce()).as_bytes());
     let record = record(known.revision, &payload);
@@ -286,6 +327,13 @@ fn live_entries(payload: &mut Vec<u8>, address: &StoreAddress, known: &Known) ->
     true
 }
 
+/// The `p` entry of a pending state.
+fn pending_entry(payload: &mut Vec<u8>, known: &Known) {
+    if let Some(key) = &known.pending {
+        entry(payload, "p", key, None);
+    }
+}
+
 fn record(revision: i64, payload: &[u8]) -> Vec<u8> {
     let mut record = format!("r {revision} {}\n", payload.len()).into_bytes();
     record.extend_from_slice(payload);
@@ -296,12 +344,14 @@ fn record(revision: i64, payload: &[u8]) -> Vec<u8> {
     record
 }
 
-/// One record as read: its revision, its entries, its length in the file.
+/// One record as read: its revision, its entries, its length in the file. One without
+/// entries at the revision of the one before it says that pending state was applied.
 struct Record {
     revision: i64,
     state: Vec<KeyValue>,
     deleted: Vec<Vec<u8>>,
     live: Vec<KeyValue>,
+    pending: Option<Vec<u8>>,
     length: u64,
 }
 
@@ -311,7 +361,8 @@ fn records(bytes: &[u8], mut after: i64) -> (Vec<Record>, usize) {
     let mut out = Vec::new();
     let mut at = 0;
     while let Some(record) = one_record(&bytes[at..]) {
-        if record.revision <= after {
+        let confirms = record.revision == after && record.is_empty();
+        if record.revision <= after && !confirms {
             break;
         }
         after = record.revision;
@@ -319,6 +370,15 @@ fn records(bytes: &[u8], mut after: i64) -> (Vec<Record>, usize) {
         out.push(record);
     }
     (out, at)
+}
+
+impl Record {
+    fn is_empty(&self) -> bool {
+        self.state.is_empty()
+            && self.deleted.is_empty()
+            && self.live.is_empty()
+            && self.pending.is_none()
+    }
 }
 
 fn one_record(bytes: &[u8]) -> Option<Record> {
@@ -345,6 +405,7 @@ fn one_record(bytes: &[u8]) -> Option<Record> {
         state: Vec::new(),
         deleted: Vec::new(),
         live: Vec::new(),
+        pending: None,
         length: end as u64,
     };
     while !payload.is_empty() {
@@ -352,10 +413,14 @@ fn one_record(bytes: &[u8]) -> Option<Record> {
         let mut parts = header.split(' ');
         let kind = parts.next()?;
         let key_len: usize = parts.next()?.parse().ok()?;
-        if kind == "d" {
+        if kind == "d" || kind == "p" {
             let key = payload.get(..key_len)?.to_vec();
             payload = &payload[key_len..];
-            record.deleted.push(key);
+            if kind == "d" {
+                record.deleted.push(key);
+            } else {
+                record.pending = Some(key);
+            }
             continue;
         }
         let value_len: usize = parts.next()?.parse().ok()?;
@@ -392,7 +457,14 @@ fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> 
             keys.remove(key.as_slice());
         }
     }
-    let last = records.last()?;
+    // The liveness records are the last state record's; a confirmation after it only
+    // says that state was applied.
+    let last = records
+        .iter()
+        .rev()
+        .find(|r| !r.is_empty())
+        .unwrap_or(first);
+    let confirmed = records.last().is_some_and(Record::is_empty);
     let kvs: Vec<KeyValue> = keys
         .into_iter()
         .map(|(key, value)| KeyValue {
@@ -414,12 +486,19 @@ fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> 
             revision: last.revision,
             state,
             live,
+            pending: last.pending.clone().filter(|_| !confirmed),
         },
     })
 }
 
 /// The state `record`, appended after `known`'s, leads to.
 fn apply(address: &StoreAddress, known: &Known, record: &Record) -> Option<Known> {
+    if record.revision == known.revision && record.is_empty() && known.pending.is_some() {
+        return Some(Known {
+            pending: None,
+            ..known.clone()
+        });
+    }
     if record.revision <= known.revision {
         return None;
     }
@@ -428,6 +507,7 @@ fn apply(address: &StoreAddress, known: &Known, record: &Record) -> Option<Known
         revision: record.revision,
         state: Arc::new(state),
         live: super::live_records(&address.key("live/"), &record.live),
+        pending: record.pending.clone(),
     })
 }
 
@@ -455,6 +535,7 @@ mod tests {
             revision,
             state: Arc::new(state),
             live: LiveRecords::default(),
+            pending: None,
         }
     }
 
@@ -498,6 +579,77 @@ mod tests {
         let read = fresh_process_reads(&path).unwrap();
         assert_eq!(read.revision, 15);
         assert_eq!(*read.state, state);
+    }
+
+    /// A state handed over at the send is read as pending, with its proof, by a new
+    /// process and by one that read the file before; once confirmed, as applied — and a
+    /// pending state replaced at its revision (its commit was refused) is read as the
+    /// one that replaced it.
+    #[test]
+    fn a_pending_state_is_read_as_pending_until_it_is_confirmed_or_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = path(dir.path());
+        let state = liza_model::bench::generate_state(5, 500, Timestamp::now());
+        save(&path, &address(), &known(10, state.clone()));
+        let other_reads = |path: &Path| {
+            // Another process: what it read before is kept apart from this one's.
+            let mine = kept().lock().unwrap().remove(path);
+            let read = newer(path, &address());
+            let theirs = kept().lock().unwrap().remove(path);
+            if let Some(k) = mine {
+                kept().lock().unwrap().insert(path.to_path_buf(), k);
+            }
+            (read, theirs)
+        };
+        let (_, mut theirs) = other_reads(&path);
+        let next = noted(&state, 1);
+        let sent = Known {
+            pending: Some(b"team/known/log/000000000011/000".to_vec()),
+            ..known(11, next.clone())
+        };
+        save(&path, &address(), &sent);
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!(
+            (read.revision, read.pending.as_deref()),
+            (11, sent.pending.as_deref())
+        );
+        assert_eq!(*read.state, next);
+        // Confirmed: an empty record at its revision.
+        save(&path, &address(), &known(10, state.clone()));
+        save(&path, &address(), &sent);
+        confirm(&path, 11, b"team/known/log/000000000011/000");
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!((read.revision, read.pending), (11, None));
+        assert_eq!(*read.state, next);
+        // A process that read the file before catches up on the confirmation alone.
+        let catch_up = |theirs: &mut Option<Kept>| {
+            let mine = kept().lock().unwrap().remove(&path);
+            if let Some(k) = theirs.take() {
+                kept().lock().unwrap().insert(path.clone(), k);
+            }
+            let read = newer(&path, &address());
+            *theirs = kept().lock().unwrap().remove(&path);
+            if let Some(k) = mine {
+                kept().lock().unwrap().insert(path.clone(), k);
+            }
+            read
+        };
+        let read = catch_up(&mut theirs).unwrap();
+        assert_eq!((read.revision, read.pending), (11, None));
+        // A confirmation of another proof, or of a state no longer the last, is not made.
+        let other = Known {
+            pending: Some(b"team/known/log/000000000012/000".to_vec()),
+            ..known(12, noted(&next, 2))
+        };
+        save(&path, &address(), &other);
+        confirm(&path, 12, b"team/known/log/000000000011/000");
+        assert!(fresh_process_reads(&path).unwrap().pending.is_some());
+        // Replaced at its revision by the commit that came instead.
+        let instead = known(12, noted(&next, 3));
+        save(&path, &address(), &instead);
+        let read = fresh_process_reads(&path).unwrap();
+        assert_eq!((read.revision, read.pending), (12, None));
+        assert_eq!(*read.state, *instead.state);
     }
 
     #[test]
