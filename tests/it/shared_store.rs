@@ -697,11 +697,18 @@ fn a_writer_hands_its_commit_over_at_the_send_and_one_that_never_lands_is_never_
     board.add_task("t-1", "As planned", false);
     let other = second_checkout(&board);
     assert_success(&other.liza(&["join", address]));
+    // The checkout's last commit is etcd's last write: B, reading after A stopped, makes
+    // the same blackboard revision at the very etcd revision A announced.
+    assert_success(&board.repo.liza(&["note", "all", "before A"]));
     let start = board.repo.revision();
+    // Read as a command reads the whole blackboard: from what the checkout kept.
     let description = |repo: &Repo| {
-        let out = repo.liza(&["--json", "show", "t-1"]);
-        assert_success(&out);
-        json(&out)["result"]["description"]
+        crate::common::team::model(repo)["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == "t-1")
+            .unwrap()["description"]
             .as_str()
             .unwrap()
             .to_owned()
@@ -753,10 +760,16 @@ fn a_writer_hands_its_commit_over_at_the_send_and_one_that_never_lands_is_never_
         !board.repo.state_text().contains("From A"),
         "the mirror shows A's change"
     );
+    // The checkout's next writer starts from B's commit, not from A's change.
+    assert_success(&board.repo.liza(&["note", "all", "after B"]));
+    assert!(
+        !board.repo.state_text().contains("From A"),
+        "the writer after B committed A's change"
+    );
     // A sends, is refused (B came first), and runs again on top of B.
     std::fs::write(&open, "").unwrap();
     assert!(a.wait().unwrap().success(), "A failed");
-    assert_eq!(board.repo.revision(), start + 2);
+    assert_eq!(board.repo.revision(), start + 3);
     assert_eq!(description(&board.repo), "From A");
     // C dies between its hand-over and its send: its change is never read as the
     // blackboard — not by a read, nor by the next writer, nor in the mirror.
@@ -767,7 +780,8 @@ fn a_writer_hands_its_commit_over_at_the_send_and_one_that_never_lands_is_never_
     assert!(!c.status.success());
     assert_eq!(description(&board.repo), "From A");
     assert_success(&board.repo.liza(&["note", "all", "after C"]));
-    assert_eq!(board.repo.revision(), start + 3);
+    assert_success(&board.repo.liza(&["note", "all", "after that"]));
+    assert_eq!(board.repo.revision(), start + 5);
     assert_eq!(description(&board.repo), "From A");
     assert!(
         !board.repo.state_text().contains("From C"),
@@ -775,7 +789,7 @@ fn a_writer_hands_its_commit_over_at_the_send_and_one_that_never_lands_is_never_
     );
     // What this checkout reads is what etcd holds.
     assert_eq!(description(&other), "From A");
-    assert_eq!(other.revision(), start + 3);
+    assert_eq!(other.revision(), start + 5);
     let notes = crate::common::team::model(&other)["human_notes"].to_string();
     assert!(
         notes.contains("from B") && notes.contains("after C"),

@@ -74,6 +74,8 @@ impl EtcdError {
 pub enum Condition {
     /// The key was last changed at this revision (0: the key does not exist).
     ModRevision(Vec<u8>, i64),
+    /// The key holds exactly this value (false when it does not exist).
+    Value(Vec<u8>, Vec<u8>),
     /// No key in `[key, range_end)` was changed after `revision` — one compare for
     /// everything a transaction read at that revision. (A key deleted meanwhile is no
     /// longer in the range: deletions by other clients are not seen.)
@@ -425,6 +427,16 @@ impl Client {
                     result: "EQUAL",
                     mod_revision: Some(*revision),
                     create_revision: None,
+                    value: Vec::new(),
+                },
+                Condition::Value(key, value) => Compare {
+                    key: key.clone(),
+                    range_end: Vec::new(),
+                    target: "VALUE",
+                    result: "EQUAL",
+                    mod_revision: None,
+                    create_revision: None,
+                    value: value.clone(),
                 },
                 Condition::UnchangedSince {
                     key,
@@ -437,6 +449,7 @@ impl Client {
                     result: "LESS",
                     mod_revision: Some(revision + 1),
                     create_revision: None,
+                    value: Vec::new(),
                 },
             })
             .collect();

@@ -174,6 +174,10 @@ pub struct Compare {
     /// The revision to compare with when `target` is `CREATE`.
     #[serde(with = "opt_int", skip_serializing_if = "Option::is_none")]
     pub create_revision: Option<i64>,
+    /// The value to compare with when `target` is `VALUE` (a key that does not exist
+    /// compares false).
+    #[serde(with = "b64", skip_serializing_if = "is_empty")]
+    pub value: Vec<u8>,
 }
 
 /// `Option<i64>` as a string when present.
@@ -402,6 +406,7 @@ mod tests {
                 result: "EQUAL",
                 mod_revision: Some(2),
                 create_revision: None,
+                value: Vec::new(),
             }],
             success: vec![RequestOp::Put(PutRequest {
                 key: b"p/head".to_vec(),
@@ -413,6 +418,21 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&txn).unwrap(),
             r#"{"compare":[{"key":"cC9oZWFk","target":"MOD","result":"EQUAL","mod_revision":"2"}],"success":[{"request_put":{"key":"cC9oZWFk","value":"dg=="}}],"failure":[]}"#
+        );
+        // A value compare, as etcd 3.4's gateway takes it (observed: `succeeded` when the
+        // key holds exactly that value, absent otherwise).
+        let by_value = Compare {
+            key: b"p/commit".to_vec(),
+            range_end: Vec::new(),
+            target: "VALUE",
+            result: "EQUAL",
+            mod_revision: None,
+            create_revision: None,
+            value: b"abc".to_vec(),
+        };
+        assert_eq!(
+            serde_json::to_string(&by_value).unwrap(),
+            r#"{"key":"cC9jb21taXQ=","target":"VALUE","result":"EQUAL","value":"YWJj"}"#
         );
     }
 }

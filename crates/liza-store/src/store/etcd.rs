@@ -380,14 +380,17 @@ impl EtcdStore {
             (&live, &ends[2], 0),
         ];
         // A state only sent is the base of what changed since once its proof is read.
+        let commit = layout::commit_key(&self.address);
         let proof = known.and_then(|k| k.pending.as_deref());
-        if let Some(key) = proof {
-            asked.push((key, &[], 0));
+        if proof.is_some() {
+            asked.push((&commit, &[], 0));
         }
         let (mut ranges, revision) = self.call(|c| c.read_ranges(&asked, at))?;
-        if let (Some(known), Some(_)) = (known, proof) {
+        if let (Some(known), Some(proof)) = (known, proof) {
             let landed = ranges.pop().unwrap_or_default();
-            if !proven(&landed, known.revision) {
+            if !proven(&landed, known.revision, proof) {
+                // Not what etcd holds: no longer a base, for this read or the next.
+                self.pipeline.forget(known);
                 return self.read_since(at, None);
             }
         }
@@ -549,12 +552,12 @@ impl EtcdStore {
         // The etcd revision the commit was handed over as, and its proof (`hand_over`).
         let mut handed = None;
         if ticket.first
-            && let Some(sealed) = self.pipeline.seal(&ticket)
+            && let Some(mut sealed) = self.pipeline.seal(&ticket)
         {
             if had_turn {
                 // The mirror of the state sent is rendered while etcd writes it.
                 self.with_mirror_writer(|writer| writer.prepare(&sealed.last));
-                handed = self.hand_over(&sealed);
+                handed = self.hand_over(&mut sealed);
                 // This writer's share of the turn goes with it; the checkout's next
                 // writer builds on the state sent.
                 if handed.is_some() {
@@ -609,22 +612,25 @@ impl EtcdStore {
 
     /// Keeps the state `sealed` leads to in `etcd.known` before it is sent, as pending
     /// at the etcd revision it will have if etcd applies it next — the base's, plus one
-    /// — proven by its last first log key (see `known_file`, *Handed over at the send*).
-    /// The revision kept and the proof, if it was.
+    /// — and makes the batch write a value of its own to the `commit` key: that value
+    /// there at that revision proves it was applied (see `known_file`, *Handed over at
+    /// the send*; a log key would not: another commit of the same blackboard revision,
+    /// from another host or after this one was refused, writes the same key). The
+    /// revision and the proof, if the state was kept.
     ///
     /// Only a batch built on a state known applied is handed over: one built on a state
     /// only sent keeps the turn to its answer and then keeps what it learnt. A pending
-    /// state is thus one commit ahead of one applied, at most, and a writer that read the
-    /// blackboard after it replaces it with its own commit if it was refused — a chain of
-    /// pending states built on one that was refused would be taken up by each next writer,
-    /// refused in turn.
-    fn hand_over(&self, sealed: &Sealed) -> Option<(i64, Vec<u8>)> {
+    /// state is thus one commit ahead of one applied, at most, and the next writer that
+    /// commits after reading replaces it if it was refused (its revision is at least that
+    /// one's) — a chain of pending states built on one that was refused would be taken up
+    /// by each next writer, refused in turn.
+    fn hand_over(&self, sealed: &mut Sealed) -> Option<(i64, Vec<u8>)> {
         if sealed.pending.is_some() {
             return None;
         }
-        let proof = sealed.first_logs.last()?.clone();
+        let proof = commit_proof();
         let revision = sealed.guard + 1;
-        known_file::save(
+        let kept = known_file::save(
             &known_file::path(&self.paths.dir),
             &self.address,
             &Known {
@@ -634,6 +640,14 @@ impl EtcdStore {
                 pending: Some(proof.clone()),
             },
         );
+        if !kept {
+            return None;
+        }
+        sealed.changes.push(Change::Put {
+            key: layout::commit_key(&self.address),
+            value: proof.clone(),
+            lease: 0,
+        });
         Some((revision, proof))
     }
 
@@ -677,8 +691,10 @@ impl EtcdStore {
         }
         // Built on a commit another process only sent: that commit was applied, at the
         // revision the batch is guarded by.
+        let commit = layout::commit_key(&self.address);
         if let Some(proof) = &batch.pending {
-            conditions.push(Condition::ModRevision(proof.clone(), batch.guard));
+            conditions.push(Condition::Value(commit.clone(), proof.clone()));
+            conditions.push(Condition::ModRevision(commit.clone(), batch.guard));
         }
         let head = layout::head_key(&self.address);
         let tasks = layout::task_prefix(&self.address);
@@ -690,8 +706,8 @@ impl EtcdStore {
             (&notes, &ends[1], batch.guard + 1),
             (&live, &ends[2], 0),
         ];
-        if let Some(proof) = &batch.pending {
-            reads.push((proof, &[], 0));
+        if batch.pending.is_some() {
+            reads.push((&commit, &[], 0));
         }
         match self.patiently(|c| c.txn_or_read(&conditions, &batch.changes, &reads)) {
             Ok((TxnOutcome::Applied { revision }, _)) => {
@@ -706,7 +722,8 @@ impl EtcdStore {
                 // What changed came back with the refusal: the next attempt starts there —
                 // unless the base, only sent, was not applied as the batch assumed (then
                 // what changed since is not known: the next attempt reads).
-                if batch.pending.is_some() && !proven(&read.pop().unwrap_or_default(), batch.guard)
+                if let Some(proof) = &batch.pending
+                    && !proven(&read.pop().unwrap_or_default(), batch.guard, proof)
                 {
                     return Settled::Conflict(None);
                 }
@@ -1292,6 +1309,7 @@ impl EtcdStore {
                 .filter_map(|key| {
                     let rest = std::str::from_utf8(key.strip_prefix(prefix.as_slice())?).ok()?;
                     let known = rest == "head"
+                        || rest == "commit"
                         || [
                             "task/",
                             "note/",
@@ -1369,10 +1387,36 @@ fn live_records(prefix: &[u8], kvs: &[KeyValue]) -> LiveRecords {
 }
 
 /// The revision a head value holds.
-/// Whether the read of a pending state's proof key (see [`Known::pending`]) finds it
-/// written at `revision`: the state was applied there.
-fn proven(read: &[KeyValue], revision: i64) -> bool {
-    read.first().is_some_and(|kv| kv.mod_revision == revision)
+/// Whether the read of the `commit` key finds a pending state's proof (see
+/// [`Known::pending`]) written at `revision`: the state was applied there.
+fn proven(read: &[KeyValue], revision: i64, proof: &[u8]) -> bool {
+    read.first()
+        .is_some_and(|kv| kv.mod_revision == revision && kv.value == proof)
+}
+
+/// A value no other commit writes to the `commit` key: this host, process, instant and
+/// count, and the process's random hasher keys, hashed.
+fn commit_proof() -> Vec<u8> {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut keyed = std::collections::hash_map::RandomState::new().build_hasher();
+    keyed.write_u128(now.as_nanos());
+    let host = nix::unistd::gethostname().unwrap_or_default();
+    let seed = format!(
+        "{}.{}.{}.{}.{:x}",
+        host.to_string_lossy(),
+        std::process::id(),
+        now.as_nanos(),
+        COUNT.fetch_add(1, Ordering::Relaxed),
+        keyed.finish()
+    );
+    blake3::hash(seed.as_bytes()).to_hex()[..32]
+        .as_bytes()
+        .to_vec()
 }
 
 fn head_revision(kv: &KeyValue) -> Result<u64, LayoutError> {

@@ -178,7 +178,9 @@ const MIRROR_EVERY: Duration = Duration::from_millis(25);
 /// A write is left out while `a_writer_waits` says a writer of the checkout waits for
 /// the turn: that writer starts from a state at least as new (what the checkout's writers
 /// keep in `.liza/etcd.known`), and brings the mirror up to its own as it ends, having
-/// committed or not (specs/shared-store.md *Hand edits*). Sixteen commands in a row then
+/// committed or not — unless its own is a state only sent and not yet known applied,
+/// which is never shown (then the mirror lags until the checkout's next command ends;
+/// specs/shared-store.md *Hand edits*). Sixteen commands in a row then
 /// render the mirror once, not sixteen times. A state the next writer may not start from
 /// (a commit made without the turn) is sent with [`Self::send_unleavable`].
 ///

@@ -47,10 +47,10 @@ pub(crate) struct Known {
     pub state: Arc<State>,
     pub live: LiveRecords,
     /// Sent, not yet known applied: the state a commit of another process of the
-    /// checkout leads to if etcd applies it at `revision`, which this first log key of
-    /// it (written by that commit alone) then proves (see `known_file`, *Handed over at
-    /// the send*). A commit built on it is guarded by that; it is never the base of a
-    /// read of what changed since, nor shown in the mirror.
+    /// checkout leads to if etcd applies it at `revision`, where that commit writes this
+    /// value, its own, to the `commit` key (see `known_file`, *Handed over at the send*).
+    /// A commit built on it is guarded by that; it is the base of a read of what changed
+    /// since only once the read finds it, and never shown in the mirror.
     pub pending: Option<Vec<u8>>,
 }
 
@@ -95,7 +95,7 @@ struct Batch {
     guard: Option<i64>,
     /// The state the batch was built on (what a refusal's reads are decoded against).
     base: Arc<State>,
-    /// The base was only sent by another process: the first log key that proves it
+    /// The base was only sent by another process: the value of the `commit` key that proves it
     /// (see [`Known::pending`]).
     pending: Option<Vec<u8>>,
     /// The liveness records its transitions folded in.
@@ -237,6 +237,16 @@ impl Pipeline {
     /// The newest committed state this process knows.
     pub(super) fn committed(&self) -> Option<Known> {
         self.lock().committed.clone()
+    }
+
+    /// Forgets `pending` if it is the state kept: a read found it was not applied.
+    pub(super) fn forget(&self, pending: &Known) {
+        let mut inner = self.lock();
+        if inner.committed.as_ref().is_some_and(|k| {
+            k.revision == pending.revision && k.pending.is_some() && k.pending == pending.pending
+        }) {
+            inner.committed = None;
+        }
     }
 
     /// Keeps `known` as the newest committed state, unless a newer one is kept.
@@ -428,11 +438,9 @@ impl Pipeline {
             Settled::Applied { revision, sender } => {
                 let state = Arc::clone(&sealed.last);
                 inner.last_applied = revision;
-                if inner
-                    .committed
-                    .as_ref()
-                    .is_none_or(|k| k.revision < revision)
-                {
+                if inner.committed.as_ref().is_none_or(|k| {
+                    k.revision < revision || (k.revision == revision && k.pending.is_some())
+                }) {
                     inner.committed = Some(Known {
                         revision,
                         state: Arc::clone(&state),

@@ -1,6 +1,7 @@
 //! The checkout's writers take turns (specs/shared-store.md *A transaction*, step 5): the
 //! processes of one checkout hold `.liza/etcd.lock` from the start of a transaction to
-//! its commit, as they hold the file store's lock, so they do not race each other on the
+//! its send (its answer, when it was built on a state only sent: see `known_file`,
+//! *Handed over at the send*), so they do not race each other on the
 //! head key — a race lost costs a read and the change run again. Within a process, the
 //! lock is shared by its writers (their commits are grouped already): it is taken by the
 //! first and let go by the last. Other hosts' writers race as before, guarded by etcd.

@@ -17,9 +17,10 @@
 //!
 //! *Handed over at the send.* The writer whose turn it is appends the state its commit
 //! leads to *before* it sends it — as pending: at the etcd revision it will have if etcd
-//! applies it next (its base's, plus one), with its first log key (`p` entry) — and lets
-//! the turn go. The checkout's next writer builds on it while etcd writes it, and its own
-//! commit is guarded by that key having been written at exactly that revision: if the
+//! applies it next (its base's, plus one), with the value of its own the commit writes to
+//! the `commit` key (`p` entry) — and lets the turn go. The checkout's next writer builds
+//! on it while etcd writes it, and its own commit is guarded by that key holding that
+//! value, written at exactly that revision: if the
 //! commit before it was refused, or landed at another revision, the next one is refused
 //! too, reads the blackboard whole (never what changed since a state that may not be),
 //! and runs again. So the checkout's commits follow each other on the wire, and etcd
@@ -28,7 +29,7 @@
 //! revision when the turn is free: the state before it is applied.
 //!
 //! ```text
-//! liza-etcd-known/2/<liza version>
+//! liza-etcd-known/3/<liza version>
 //! <store address>
 //! <nonce: drawn anew each time the file is written whole>
 //! r <etcd revision> <payload length>\n<payload> <blake3 of the record up to here>\n
@@ -37,7 +38,7 @@
 //! A payload is entries `s <key length> <value length>\n<key><value>` (a state key:
 //! the head, a task, a note), `d <key length>\n<key>` (a key deleted), `l …` as `s`
 //! (a liveness record: each record holds them all) and `p <key length>\n<key>` (the
-//! record is pending: the first log key that proves it). The first record holds every state
+//! record is pending: the `commit` key value that proves it). The first record holds every state
 //! key; the head a record holds says which tasks and notes there are.
 
 use std::collections::{BTreeMap, HashMap};
@@ -155,14 +156,14 @@ fn starts_with(file: &mut File, header: &[u8]) -> bool {
 /// Keeps `known` at `path` for the checkout's next processes, if it is newer than the
 /// file's last record: appended as what changed since that record, or the file written
 /// whole again. To be called by the checkout's writer whose turn it is (`host_lock`),
-/// after [`newer`]. A failure is only a cache not written.
-pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
+/// after [`newer`]. A failure is only a cache not written; whether `known` was written.
+pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) -> bool {
     let mut all = kept().lock().unwrap_or_else(|e| e.into_inner());
     let appended = match all.get_mut(path) {
         // A state only sent is replaced at its revision by the one applied there
         // (written whole: records follow each other in revision order).
         Some(k) if known.replaces(&k.known) => false,
-        Some(k) if k.known.revision >= known.revision => return,
+        Some(k) if k.known.revision >= known.revision => return false,
         Some(k)
             if k.clean && k.records < MAX_RECORDS && k.end < k.base.saturating_mul(MAX_GROWTH) =>
         {
@@ -171,15 +172,17 @@ pub(super) fn save(path: &Path, address: &StoreAddress, known: &Known) {
         _ => false,
     };
     if appended {
-        return;
+        return true;
     }
     match write_whole(path, address, known) {
         Ok(kept) => {
             all.insert(path.to_path_buf(), kept);
+            true
         }
         Err(e) => {
             all.remove(path);
             tracing::debug!(error = %e, "could not keep the etcd state for the next process");
+            false
         }
     }
 }
@@ -457,14 +460,15 @@ fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> 
             keys.remove(key.as_slice());
         }
     }
-    // The liveness records are the last state record's; a confirmation after it only
-    // says that state was applied.
-    let last = records
-        .iter()
-        .rev()
-        .find(|r| !r.is_empty())
-        .unwrap_or(first);
-    let confirmed = records.last().is_some_and(Record::is_empty);
+    // A confirmation (an empty record at the revision of the one before it) only says
+    // that state was applied: the revision and liveness records are that state's.
+    let confirmed = matches!(records.as_slice(), [.., before, last]
+        if last.is_empty() && last.revision == before.revision);
+    let last = if confirmed {
+        &records[records.len() - 2]
+    } else {
+        records.last()?
+    };
     let kvs: Vec<KeyValue> = keys
         .into_iter()
         .map(|(key, value)| KeyValue {

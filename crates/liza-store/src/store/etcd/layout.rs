@@ -49,6 +49,13 @@ pub fn head_key(address: &StoreAddress) -> Vec<u8> {
     address.key("head")
 }
 
+/// The key every commit handed over to the checkout's next writer before etcd answered
+/// writes a value of its own to: that value there proves the commit was applied (see
+/// `known_file`, *Handed over at the send*).
+pub fn commit_key(address: &StoreAddress) -> Vec<u8> {
+    address.key("commit")
+}
+
 /// The key of task `id` (ids are validated: they are safe in a key).
 pub fn task_key(address: &StoreAddress, id: &TaskId) -> Vec<u8> {
     address.key(&format!("task/{}", id.as_str()))
