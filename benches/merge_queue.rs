@@ -12,6 +12,7 @@
     reason = "a benchmark's setup that fails is a failed run, with its line"
 )]
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -197,12 +198,57 @@ const SPRINT_TASKS: usize = 32;
 const CODERS: usize = 8;
 const REVIEWERS: usize = 2;
 
-/// The sprint's lower bound: the coders' runs in waves then the last review, or the
-/// reviewers' runs after the first coder run — whichever is longer — then one check.
+/// The sprint's lower bound under the lifecycle's rules: the least time in which every
+/// task can be approved when nothing but the runs and the reviews takes time, then one
+/// check. A coder works on one task at a time (specs/lifecycle.md, UNCLAIMED → CLAIMED:
+/// "no other active task"), so its next claim waits for its task's approval: the bound
+/// is found exactly, by trying every choice the reviewers have at each step — which of
+/// the waiting submissions to review, or none — with every coder claiming as soon as it
+/// may (claiming later never helps).
 fn ideal_makespan() -> Duration {
-    let waves = SPRINT_TASKS.div_ceil(CODERS) as u32;
-    let reviews = SPRINT_TASKS.div_ceil(REVIEWERS) as u32;
-    (CODER_RUN * waves + REVIEW_RUN).max(CODER_RUN + REVIEW_RUN * reviews) + CHECK
+    // One step is one review; a coder's run is a whole number of them.
+    let step = REVIEW_RUN;
+    assert_eq!(CODER_RUN.as_millis() % step.as_millis(), 0);
+    let run = (CODER_RUN.as_millis() / step.as_millis()) as u32;
+    // Each coder: the steps left of its run (0: its task waits for a review), or `None`
+    // once no task is left to claim. Coders are alike, so a state keeps them sorted;
+    // then the tasks left to claim, and the tasks approved.
+    type Sprint = (Vec<Option<u32>>, usize, usize);
+    let first = SPRINT_TASKS.min(CODERS);
+    let mut coders = vec![Some(run); first];
+    coders.resize(CODERS, None);
+    let mut states: HashSet<Sprint> = HashSet::from([(coders, SPRINT_TASKS - first, 0)]);
+    for steps in 1u32.. {
+        let mut next = HashSet::new();
+        for (coders, left, approved) in &states {
+            let waiting = coders.iter().filter(|c| **c == Some(0)).count();
+            for reviewed in 0..=waiting.min(REVIEWERS) {
+                let (mut left, mut taken) = (*left, 0);
+                let mut after: Vec<Option<u32>> = coders
+                    .iter()
+                    .map(|c| match c {
+                        Some(0) if taken < reviewed => {
+                            taken += 1;
+                            // Approved at the step's end: the coder claims the next task.
+                            (left > 0).then(|| {
+                                left -= 1;
+                                run
+                            })
+                        }
+                        Some(r) if *r > 0 => Some(r - 1),
+                        other => *other,
+                    })
+                    .collect();
+                if approved + reviewed == SPRINT_TASKS {
+                    return step * steps + CHECK;
+                }
+                after.sort_unstable();
+                next.insert((after, left, approved + reviewed));
+            }
+        }
+        states = next;
+    }
+    unreachable!("every task is approved after finitely many steps")
 }
 
 /// Q3: the time from the supervisors' start until every task is MERGED, and the

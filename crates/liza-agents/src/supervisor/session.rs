@@ -314,7 +314,7 @@ impl Session {
             let actions = policy::decide(&view, &mut self.memory, observation, self.clock.now());
             observation = Observation::Look;
             if let Ok(mut idle) = self.idle.lock() {
-                idle.0 = crate::lifecycle::idle::explain(&state, self.role());
+                idle.0 = crate::lifecycle::idle::explain(&state, &self.agent);
             }
             for action in actions {
                 match self.execute(action).await? {

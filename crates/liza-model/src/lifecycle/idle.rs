@@ -3,22 +3,33 @@
 //! waiting for approval, another agent's claim, a block. Pure: the state in, a sentence
 //! out.
 
-use crate::Role;
 use crate::model::{State, Task, TaskStatus};
+use crate::{AgentId, Role};
 
 /// How many tasks a sentence names before it counts the rest.
 const NAMED: usize = 4;
 
-/// Why an agent of `role` finds no work in `state`.
-pub fn explain(state: &State, role: Role) -> String {
-    match role {
-        Role::Coder => coder(state),
+/// Why `agent` finds no work in `state`.
+pub fn explain(state: &State, agent: &AgentId) -> String {
+    match agent.role() {
+        Role::Coder => coder(state, agent),
         Role::CodeReviewer => reviewer(state),
         Role::Planner => "no trigger for the planner: it runs when the plan is empty, a task is blocked or failed to integrate, discoveries wait, or the sprint completes".into(),
     }
 }
 
-fn coder(state: &State) -> String {
+fn coder(state: &State, agent: &AgentId) -> String {
+    // A coder works on one task at a time: while its own is in review, that is the reason.
+    if let Some(own) = state
+        .tasks
+        .iter()
+        .find(|t| t.assigned_to.as_ref() == Some(agent) && t.status == TaskStatus::ReadyForReview)
+    {
+        return format!(
+            "no task to work on: its task {} is in review (a coder works on one task at a time)",
+            own.id
+        );
+    }
     let open: Vec<&Task> = state
         .tasks
         .iter()
@@ -136,8 +147,12 @@ mod tests {
             "integration",
             Timestamp::from_unix(0),
         );
-        assert!(explain(&s, Role::Coder).contains("none is open"));
-        assert!(explain(&s, Role::CodeReviewer).contains("no task is READY_FOR_REVIEW"));
+        let (coder, reviewer) = (
+            AgentId::parse("coder-1").unwrap(),
+            AgentId::parse("code-reviewer-1").unwrap(),
+        );
+        assert!(explain(&s, &coder).contains("none is open"));
+        assert!(explain(&s, &reviewer).contains("no task is READY_FOR_REVIEW"));
         for t in [
             task("t-1", TaskStatus::Claimed, Some("coder-2"), &[]),
             task("t-2", TaskStatus::Unclaimed, None, &["t-1"]),
@@ -149,14 +164,19 @@ mod tests {
             s.tasks.push(t.into());
         }
         assert_eq!(
-            explain(&s, Role::Coder),
+            explain(&s, &coder),
             "no task to work on: t-1 is coder-2's; t-2 waits for t-1 (CLAIMED) to be merged; \
              t-3 is BLOCKED (the planner or a person answers: `liza unblock t-3`); \
              t-4 is in review; and 1 more (`liza status`)"
         );
         assert_eq!(
-            explain(&s, Role::CodeReviewer),
+            explain(&s, &reviewer),
             "nothing to review: t-4 waits to be claimed"
+        );
+        // The coder whose task is in review is told that, not that others may be claimed.
+        assert_eq!(
+            explain(&s, &AgentId::parse("coder-2").unwrap()),
+            "no task to work on: its task t-4 is in review (a coder works on one task at a time)"
         );
     }
 }

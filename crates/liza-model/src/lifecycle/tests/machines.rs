@@ -265,20 +265,34 @@ fn coder_work_follows_the_six_classes_then_priority_dependents_and_age() {
     w.failed_integration("fix");
     w.s.task_mut(&id("fix")).unwrap().assigned_to = Some(agent("coder-3"));
     w.claimed("mine", 2);
-    let order: Vec<(WorkClass, String)> = coder_work(&w.s, &agent("coder-2"), &w.l())
-        .into_iter()
-        .map(|c| (c.class, c.task.to_string()))
-        .collect();
+    let order = |w: &W, coder: &str| -> Vec<(WorkClass, String)> {
+        coder_work(&w.s, &agent(coder), &w.l())
+            .into_iter()
+            .map(|c| (c.class, c.task.to_string()))
+            .collect()
+    };
+    // A coder works on one task at a time: its own claimed task is all its work.
     assert_eq!(
-        order,
+        order(&w, "coder-2"),
+        [(WorkClass::OwnClaimed, "mine".into())]
+    );
+    assert_eq!(
+        order(&w, "coder-4"),
         [
-            (WorkClass::OwnClaimed, "mine".into()),
             (WorkClass::IntegrationFix, "fix".into()),
             (WorkClass::Unclaimed, "hub".into()),
             (WorkClass::Unclaimed, "leaf".into()),
             (WorkClass::Unclaimed, "low".into()),
         ]
     );
+    // While its task is in review it has none at all (the claim would be refused), and
+    // no lease lapsing elsewhere is work for it later.
+    w.claimed("theirs", 3);
+    assert!(coder_work_frees_in(&w.s, &agent("coder-4"), &w.l()).is_some());
+    w.s.task_mut(&id("mine")).unwrap().status = crate::model::TaskStatus::ReadyForReview;
+    assert_eq!(order(&w, "coder-2"), []);
+    assert_eq!(coder_work_frees_in(&w.s, &agent("coder-2"), &w.l()), None);
+    w.s.task_mut(&id("mine")).unwrap().status = crate::model::TaskStatus::Claimed;
     w.s.task_mut(&id("hub")).unwrap().failed_by = Some(vec![agent("coder-1")]);
     let for_c1: Vec<String> = coder_work(&w.s, &agent("coder-1"), &w.l())
         .into_iter()

@@ -676,4 +676,77 @@ mod tests {
         assert!(matches!(*p.outcome(second), Outcome::Conflict));
         assert!(!p.lock().in_flight);
     }
+
+    /// A state another process of the checkout only sent, proven by `proof`.
+    fn pending(revision: i64, proof: &[u8]) -> Known {
+        Known {
+            pending: Some(proof.to_vec()),
+            ..known(revision)
+        }
+    }
+
+    #[test]
+    fn a_read_that_finds_a_pending_state_unapplied_forgets_that_state_and_no_other() {
+        let p = pipeline();
+        p.remember(pending(10, b"mine"));
+        // Another commit's pending state at the same revision, or an applied one, is
+        // not the one found unapplied: kept.
+        p.forget(&pending(10, b"theirs"));
+        p.forget(&known(10));
+        assert_eq!(
+            p.committed().unwrap().pending.as_deref(),
+            Some(&b"mine"[..])
+        );
+        p.forget(&pending(10, b"mine"));
+        assert!(
+            p.committed().is_none(),
+            "a state known not applied was kept"
+        );
+        // An applied state is never forgotten for a pending one at its revision.
+        p.remember(known(10));
+        p.forget(&pending(10, b"mine"));
+        assert!(p.committed().is_some_and(|k| k.pending.is_none()));
+    }
+
+    #[test]
+    fn a_batch_applied_at_a_pending_states_revision_replaces_it_and_an_older_one_does_not() {
+        // This process's batch is on the wire when another's state, sent for the same
+        // revision, is read from the checkout: the batch lands there, so that one did not.
+        let p = pipeline();
+        let first = write(&p, "k/a");
+        let sealed = p.seal(&first).unwrap();
+        p.remember(pending(8, b"theirs"));
+        p.settle(
+            sealed,
+            Settled::Applied {
+                revision: 8,
+                sender: PathBuf::new(),
+            },
+        );
+        let kept = p.committed().unwrap();
+        assert_eq!(kept.revision, 8);
+        assert!(
+            kept.pending.is_none(),
+            "the state only sent outlived the one applied"
+        );
+        assert_eq!(kept.state.revision, Some(2));
+
+        // One sent for a later revision stays: it may yet be applied after this batch.
+        let q = pipeline();
+        let first = write(&q, "k/a");
+        let sealed = q.seal(&first).unwrap();
+        q.remember(pending(9, b"theirs"));
+        q.settle(
+            sealed,
+            Settled::Applied {
+                revision: 8,
+                sender: PathBuf::new(),
+            },
+        );
+        let kept = q.committed().unwrap();
+        assert_eq!(
+            (kept.revision, kept.pending.as_deref()),
+            (9, Some(&b"theirs"[..]))
+        );
+    }
 }
