@@ -51,7 +51,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use liza_etcd::{Change, KeyValue, StoreAddress};
 
 use super::group_commit::Known;
-use super::layout;
+use super::layout::{self, Borrowed};
 
 const FORMAT: &str = concat!("liza-etcd-known/3/", env!("CARGO_PKG_VERSION"));
 
@@ -349,10 +349,11 @@ fn record(revision: i64, payload: &[u8]) -> Vec<u8> {
 
 /// One record as read: its revision, its entries, its length in the file. One without
 /// entries at the revision of the one before it says that pending state was applied.
-struct Record {
+struct Record<'a> {
     revision: i64,
-    state: Vec<KeyValue>,
-    deleted: Vec<Vec<u8>>,
+    /// Borrowed from the bytes read: a whole file's keys are decoded where they lie.
+    state: Vec<Borrowed<'a>>,
+    deleted: Vec<&'a [u8]>,
     live: Vec<KeyValue>,
     pending: Option<Vec<u8>>,
     length: u64,
@@ -360,7 +361,7 @@ struct Record {
 
 /// The whole records at the start of `bytes`, each at a revision after the one before
 /// it (the first after `after`), and how many bytes they take.
-fn records(bytes: &[u8], mut after: i64) -> (Vec<Record>, usize) {
+fn records(bytes: &[u8], mut after: i64) -> (Vec<Record<'_>>, usize) {
     let mut out = Vec::new();
     let mut at = 0;
     while let Some(record) = one_record(&bytes[at..]) {
@@ -375,7 +376,7 @@ fn records(bytes: &[u8], mut after: i64) -> (Vec<Record>, usize) {
     (out, at)
 }
 
-impl Record {
+impl Record<'_> {
     fn is_empty(&self) -> bool {
         self.state.is_empty()
             && self.deleted.is_empty()
@@ -384,7 +385,7 @@ impl Record {
     }
 }
 
-fn one_record(bytes: &[u8]) -> Option<Record> {
+fn one_record(bytes: &[u8]) -> Option<Record<'_>> {
     let mut rest = bytes;
     let header = std::str::from_utf8(line(&mut rest)?).ok()?;
     let mut parts = header.split(' ');
@@ -417,26 +418,26 @@ fn one_record(bytes: &[u8]) -> Option<Record> {
         let kind = parts.next()?;
         let key_len: usize = parts.next()?.parse().ok()?;
         if kind == "d" || kind == "p" {
-            let key = payload.get(..key_len)?.to_vec();
+            let key = payload.get(..key_len)?;
             payload = &payload[key_len..];
             if kind == "d" {
                 record.deleted.push(key);
             } else {
-                record.pending = Some(key);
+                record.pending = Some(key.to_vec());
             }
             continue;
         }
         let value_len: usize = parts.next()?.parse().ok()?;
         let both = key_len.checked_add(value_len)?;
-        let kv = KeyValue {
-            key: payload.get(..key_len)?.to_vec(),
-            value: payload.get(key_len..both)?.to_vec(),
-            ..Default::default()
-        };
+        let (key, value) = (payload.get(..key_len)?, payload.get(key_len..both)?);
         payload = &payload[both..];
         match kind {
-            "s" => record.state.push(kv),
-            "l" => record.live.push(kv),
+            "s" => record.state.push(Borrowed { key, value }),
+            "l" => record.live.push(KeyValue {
+                key: key.to_vec(),
+                value: value.to_vec(),
+                ..Default::default()
+            }),
             _ => return None,
         }
     }
@@ -454,10 +455,10 @@ fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> 
     let mut keys: BTreeMap<&[u8], &[u8]> = BTreeMap::new();
     for record in &records {
         for kv in &record.state {
-            keys.insert(&kv.key, &kv.value);
+            keys.insert(kv.key, kv.value);
         }
         for key in &record.deleted {
-            keys.remove(key.as_slice());
+            keys.remove(key);
         }
     }
     // A confirmation (an empty record at the revision of the one before it) only says
@@ -469,13 +470,9 @@ fn load(bytes: &[u8], address: &StoreAddress, file: (u64, u64)) -> Option<Kept> 
     } else {
         records.last()?
     };
-    let kvs: Vec<KeyValue> = keys
+    let kvs: Vec<Borrowed<'_>> = keys
         .into_iter()
-        .map(|(key, value)| KeyValue {
-            key: key.to_vec(),
-            value: value.to_vec(),
-            ..Default::default()
-        })
+        .map(|(key, value)| Borrowed { key, value })
         .collect();
     let state = Arc::new(layout::decode_since(address, &kvs, None).ok()?);
     let live = super::live_records(&address.key("live/"), &last.live);

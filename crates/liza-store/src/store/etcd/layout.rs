@@ -168,18 +168,54 @@ pub fn encode(address: &StoreAddress, state: &State) -> Vec<(Vec<u8>, Vec<u8>)> 
     kvs
 }
 
+/// A key and its value as read: from etcd, or borrowed from bytes read elsewhere (the
+/// checkout's `.liza/etcd.known`, decoded where it lies rather than copied first).
+pub trait Entry {
+    /// The key.
+    fn key(&self) -> &[u8];
+    /// Its value.
+    fn value(&self) -> &[u8];
+}
+
+impl Entry for KeyValue {
+    fn key(&self) -> &[u8] {
+        &self.key
+    }
+    fn value(&self) -> &[u8] {
+        &self.value
+    }
+}
+
+/// A key and its value borrowed from the bytes they were read in.
+#[derive(Clone, Copy)]
+pub struct Borrowed<'a> {
+    /// The key.
+    pub key: &'a [u8],
+    /// Its value.
+    pub value: &'a [u8],
+}
+
+impl Entry for Borrowed<'_> {
+    fn key(&self) -> &[u8] {
+        self.key
+    }
+    fn value(&self) -> &[u8] {
+        self.value
+    }
+}
+
 /// The state the keys of one read (`kvs`, any order; keys outside the head and the
 /// tasks are ignored) hold.
-pub fn decode(address: &StoreAddress, kvs: &[KeyValue]) -> Result<State, LayoutError> {
+pub fn decode<E: Entry>(address: &StoreAddress, kvs: &[E]) -> Result<State, LayoutError> {
     decode_since(address, kvs, None)
 }
 
 /// [`decode`] of a read that returned only the tasks changed since `known` was read:
 /// a task the head lists and the read did not return is `known`'s (unchanged, so the
 /// same allocation). A task missing from both is [`LayoutError::MissingTask`].
-pub fn decode_since(
+pub fn decode_since<E: Entry>(
     address: &StoreAddress,
-    kvs: &[KeyValue],
+    kvs: &[E],
     known: Option<&State>,
 ) -> Result<State, LayoutError> {
     let head_key = head_key(address);
@@ -187,11 +223,11 @@ pub fn decode_since(
     let shown = |key: &[u8]| String::from_utf8_lossy(key).escape_debug().to_string();
     let head = kvs
         .iter()
-        .find(|kv| kv.key == head_key)
+        .find(|kv| kv.key() == head_key.as_slice())
         .ok_or_else(|| LayoutError::NoHead {
             key: shown(&head_key),
         })?;
-    let head: Head = serde_json::from_slice(&head.value).map_err(|e| LayoutError::Unreadable {
+    let head: Head = serde_json::from_slice(head.value()).map_err(|e| LayoutError::Unreadable {
         key: shown(&head_key),
         detail: e.to_string(),
     })?;
@@ -209,10 +245,9 @@ pub fn decode_since(
             });
         }
     }
-    let mut tasks: HashMap<&[u8], &KeyValue> = kvs
+    let mut tasks: HashMap<&[u8], &E> = kvs
         .iter()
-        .filter(|kv| kv.key.starts_with(&task_prefix))
-        .map(|kv| (&kv.key[task_prefix.len()..], kv))
+        .filter_map(|kv| Some((kv.key().strip_prefix(task_prefix.as_slice())?, kv)))
         .collect();
     let known_state = known;
     let known: HashMap<&TaskId, &Arc<Task>> = known
@@ -236,7 +271,7 @@ pub fn decode_since(
             }
         };
         let task: Task =
-            serde_json::from_slice(&kv.value).map_err(|e| LayoutError::Unreadable {
+            serde_json::from_slice(kv.value()).map_err(|e| LayoutError::Unreadable {
                 key: shown(&key),
                 detail: e.to_string(),
             })?;
@@ -248,9 +283,9 @@ pub fn decode_since(
         }
         list.push(Arc::new(task));
     }
-    if let Some(kv) = tasks.values().min_by_key(|kv| &kv.key) {
+    if let Some(kv) = tasks.values().min_by_key(|kv| kv.key()) {
         return Err(LayoutError::UnlistedTask {
-            key: shown(&kv.key),
+            key: shown(kv.key()),
         });
     }
     let mut state = head.state;
@@ -259,9 +294,9 @@ pub fn decode_since(
         let note_prefix = note_prefix(address);
         // By the hex of the id: only the notes read are looked at, not every note's key
         // formatted.
-        let read: HashMap<&[u8], &KeyValue> = kvs
+        let read: HashMap<&[u8], &E> = kvs
             .iter()
-            .filter_map(|kv| Some((kv.key.strip_prefix(note_prefix.as_slice())?, kv)))
+            .filter_map(|kv| Some((kv.key().strip_prefix(note_prefix.as_slice())?, kv)))
             .collect();
         let known_notes: HashMap<&str, &HumanNote> = known_state
             .and_then(|k| k.human_notes.as_ref())
@@ -281,7 +316,7 @@ pub fn decode_since(
             };
             let key = || note_key(address, id);
             let note = match found {
-                Some(kv) => serde_json::from_slice::<HumanNote>(&kv.value).map_err(|e| {
+                Some(kv) => serde_json::from_slice::<HumanNote>(kv.value()).map_err(|e| {
                     LayoutError::Unreadable {
                         key: shown(&key()),
                         detail: e.to_string(),
