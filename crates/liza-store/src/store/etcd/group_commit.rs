@@ -708,14 +708,13 @@ mod tests {
         assert!(p.committed().is_some_and(|k| k.pending.is_none()));
     }
 
-    #[test]
-    fn a_batch_applied_at_a_pending_states_revision_replaces_it_and_an_older_one_does_not() {
-        // This process's batch is on the wire when another's state, sent for the same
-        // revision, is read from the checkout: the batch lands there, so that one did not.
+    /// A pipeline whose one batch, built on revision 7, is on the wire when `pending` is
+    /// read from the checkout, and then lands at revision 8: what it keeps.
+    fn kept_after_landing_at_8_beside(pending: Known) -> Known {
         let p = pipeline();
         let first = write(&p, "k/a");
         let sealed = p.seal(&first).unwrap();
-        p.remember(pending(8, b"theirs"));
+        p.remember(pending);
         p.settle(
             sealed,
             Settled::Applied {
@@ -723,27 +722,22 @@ mod tests {
                 sender: PathBuf::new(),
             },
         );
-        let kept = p.committed().unwrap();
+        p.committed().unwrap()
+    }
+
+    #[test]
+    fn a_batch_applied_at_a_pending_states_revision_replaces_it_and_an_older_one_does_not() {
+        // Another process's state sent for revision 8: the batch landed there, so that
+        // one did not.
+        let kept = kept_after_landing_at_8_beside(pending(8, b"theirs"));
         assert_eq!(kept.revision, 8);
         assert!(
             kept.pending.is_none(),
             "the state only sent outlived the one applied"
         );
         assert_eq!(kept.state.revision, Some(2));
-
         // One sent for a later revision stays: it may yet be applied after this batch.
-        let q = pipeline();
-        let first = write(&q, "k/a");
-        let sealed = q.seal(&first).unwrap();
-        q.remember(pending(9, b"theirs"));
-        q.settle(
-            sealed,
-            Settled::Applied {
-                revision: 8,
-                sender: PathBuf::new(),
-            },
-        );
-        let kept = q.committed().unwrap();
+        let kept = kept_after_landing_at_8_beside(pending(9, b"theirs"));
         assert_eq!(
             (kept.revision, kept.pending.as_deref()),
             (9, Some(&b"theirs"[..]))
