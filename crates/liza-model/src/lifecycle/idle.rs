@@ -19,14 +19,16 @@ pub fn explain(state: &State, agent: &AgentId) -> String {
 }
 
 fn coder(state: &State, agent: &AgentId) -> String {
-    // A coder works on one task at a time: while its own is in review, that is the reason.
-    if let Some(own) = state
-        .tasks
-        .iter()
-        .find(|t| t.assigned_to.as_ref() == Some(agent) && t.status == TaskStatus::ReadyForReview)
-    {
+    // A coder works on one task at a time: while it holds one, that is the reason.
+    if let Some(own) = state.tasks.iter().find(|t| {
+        t.assigned_to.as_ref() == Some(agent) && crate::lifecycle::claims::is_active(t.status)
+    }) {
+        let stands = match own.status {
+            TaskStatus::ReadyForReview => "is in review".to_owned(),
+            other => format!("is {}", other.as_str()),
+        };
         return format!(
-            "no task to work on: its task {} is in review (a coder works on one task at a time)",
+            "no task to work on: its task {} {stands} (a coder works on one task at a time)",
             own.id
         );
     }
@@ -154,7 +156,7 @@ mod tests {
         assert!(explain(&s, &coder).contains("none is open"));
         assert!(explain(&s, &reviewer).contains("no task is READY_FOR_REVIEW"));
         for t in [
-            task("t-1", TaskStatus::Claimed, Some("coder-2"), &[]),
+            task("t-1", TaskStatus::Claimed, Some("coder-3"), &[]),
             task("t-2", TaskStatus::Unclaimed, None, &["t-1"]),
             task("t-3", TaskStatus::Blocked, Some("coder-2"), &[]),
             task("t-4", TaskStatus::ReadyForReview, Some("coder-2"), &[]),
@@ -165,7 +167,7 @@ mod tests {
         }
         assert_eq!(
             explain(&s, &coder),
-            "no task to work on: t-1 is coder-2's; t-2 waits for t-1 (CLAIMED) to be merged; \
+            "no task to work on: t-1 is coder-3's; t-2 waits for t-1 (CLAIMED) to be merged; \
              t-3 is BLOCKED (the planner or a person answers: `liza unblock t-3`); \
              t-4 is in review; and 1 more (`liza status`)"
         );
@@ -177,6 +179,10 @@ mod tests {
         assert_eq!(
             explain(&s, &AgentId::parse("coder-2").unwrap()),
             "no task to work on: its task t-4 is in review (a coder works on one task at a time)"
+        );
+        assert_eq!(
+            explain(&s, &AgentId::parse("coder-3").unwrap()),
+            "no task to work on: its task t-1 is CLAIMED (a coder works on one task at a time)"
         );
     }
 }

@@ -51,8 +51,9 @@ pub fn next(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
         return vec![Action::Work(task)];
     }
     if memory.pass.busy {
-        // Another process is claiming it and may yet fail (a coder still waiting on its
-        // review, say) without changing the state: no file event would come, so look
+        // Another process is claiming it and may yet fail (a person's `liza claim-task`
+        // for a coder that holds a task, say, or a worktree that cannot be made) without
+        // changing the state: no file event would come, so look
         // again shortly instead of sleeping a whole poll interval.
         return vec![Action::Wait {
             until: now.at + BUSY_RETRY,

@@ -292,6 +292,12 @@ fn coder_work_follows_the_six_classes_then_priority_dependents_and_age() {
     w.s.task_mut(&id("mine")).unwrap().status = crate::model::TaskStatus::ReadyForReview;
     assert_eq!(order(&w, "coder-2"), []);
     assert_eq!(coder_work_frees_in(&w.s, &agent("coder-2"), &w.l()), None);
+    // Rejected, it is its work again, and still its only work.
+    w.s.task_mut(&id("mine")).unwrap().status = crate::model::TaskStatus::Rejected;
+    assert_eq!(
+        order(&w, "coder-2"),
+        [(WorkClass::OwnRejected, "mine".into())]
+    );
     w.s.task_mut(&id("mine")).unwrap().status = crate::model::TaskStatus::Claimed;
     w.s.task_mut(&id("hub")).unwrap().failed_by = Some(vec![agent("coder-1")]);
     let for_c1: Vec<String> = coder_work(&w.s, &agent("coder-1"), &w.l())

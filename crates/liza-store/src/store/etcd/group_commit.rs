@@ -705,6 +705,7 @@ mod tests {
         // An applied state is never forgotten for a pending one at its revision.
         p.remember(known(10));
         p.forget(&pending(10, b"mine"));
+        p.forget(&known(10));
         assert!(p.committed().is_some_and(|k| k.pending.is_none()));
     }
 
