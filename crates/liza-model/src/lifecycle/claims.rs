@@ -90,17 +90,22 @@ pub fn is_active(status: TaskStatus) -> bool {
     )
 }
 
-/// The task another of `agent`'s claims is on, if any.
-pub fn other_active_task<'s>(
-    state: &'s State,
-    agent: &AgentId,
-    except: &TaskId,
-) -> Option<&'s Task> {
+/// The tasks coder `agent` holds as its active ones (one, in a valid state).
+pub fn active_tasks<'s>(state: &'s State, agent: &'s AgentId) -> impl Iterator<Item = &'s Task> {
     state
         .tasks
         .iter()
         .map(|t| &**t)
-        .find(|t| &t.id != except && t.assigned_to.as_ref() == Some(agent) && is_active(t.status))
+        .filter(move |t| t.assigned_to.as_ref() == Some(agent) && is_active(t.status))
+}
+
+/// The task another of `agent`'s claims is on, if any.
+pub fn other_active_task<'s>(
+    state: &'s State,
+    agent: &'s AgentId,
+    except: &TaskId,
+) -> Option<&'s Task> {
+    active_tasks(state, agent).find(|t| &t.id != except)
 }
 
 /// The lease that keeps `task` its assignee's: the task lease while CLAIMED, the agent's

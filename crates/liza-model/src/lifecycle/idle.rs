@@ -20,9 +20,7 @@ pub fn explain(state: &State, agent: &AgentId) -> String {
 
 fn coder(state: &State, agent: &AgentId) -> String {
     // A coder works on one task at a time: while it holds one, that is the reason.
-    if let Some(own) = state.tasks.iter().find(|t| {
-        t.assigned_to.as_ref() == Some(agent) && crate::lifecycle::claims::is_active(t.status)
-    }) {
+    if let Some(own) = crate::lifecycle::claims::active_tasks(state, agent).next() {
         let stands = match own.status {
             TaskStatus::ReadyForReview => "is in review".to_owned(),
             other => format!("is {}", other.as_str()),

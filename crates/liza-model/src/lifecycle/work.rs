@@ -7,7 +7,7 @@ use std::time::Duration;
 use crate::model::{State, Task, TaskStatus};
 use crate::{AgentId, TaskId, Timestamp};
 
-use super::claims::{assignee_lease, assignee_lease_lapsed, is_active};
+use super::claims::{active_tasks, assignee_lease, assignee_lease_lapsed};
 use super::leases::{LeaseKey, Leases};
 
 /// The six classes of coder work, in the order they are taken.
@@ -89,7 +89,7 @@ fn class_of(state: &State, t: &Task, agent: &AgentId, leases: &Leases) -> Option
 /// out without any change to state.yaml, so no file event announces it. Never while it
 /// holds an active task of its own: it takes no other (see [`coder_work`]).
 pub fn coder_work_frees_in(state: &State, agent: &AgentId, leases: &Leases) -> Option<Duration> {
-    if holds_active_task(state, agent) {
+    if active_tasks(state, agent).next().is_some() {
         return None;
     }
     state
@@ -134,20 +134,6 @@ pub fn reviewer_work_frees_in(
         .min()
 }
 
-/// The tasks coder `agent` holds that keep it from claiming another.
-fn active_tasks<'s>(state: &'s State, agent: &'s AgentId) -> impl Iterator<Item = &'s TaskId> {
-    state
-        .tasks
-        .iter()
-        .filter(move |t| t.assigned_to.as_ref() == Some(agent) && is_active(t.status))
-        .map(|t| &t.id)
-}
-
-/// Whether coder `agent` holds an active task (CLAIMED, READY_FOR_REVIEW, REJECTED).
-pub fn holds_active_task(state: &State, agent: &AgentId) -> bool {
-    active_tasks(state, agent).next().is_some()
-}
-
 /// A candidate with its sort keys: class, priority, tasks waiting on it (more first),
 /// creation time, id.
 type Ranked<'a> = (
@@ -164,7 +150,7 @@ type Ranked<'a> = (
 /// — CLAIMED, READY_FOR_REVIEW or REJECTED — only that task is work for it, and while
 /// that task is in review, nothing is.
 pub fn coder_work(state: &State, agent: &AgentId, leases: &Leases) -> Vec<Candidate> {
-    let holds: Vec<&TaskId> = active_tasks(state, agent).collect();
+    let holds: Vec<&TaskId> = active_tasks(state, agent).map(|t| &t.id).collect();
     let waiting = waiting_counts(state);
     let mut found: Vec<Ranked<'_>> = state
         .tasks
