@@ -321,7 +321,7 @@ fn errors_say_what_went_wrong_and_a_dead_endpoint_hands_over_to_the_next() {
     both.put(b"k", b"v", 0).unwrap();
     assert_eq!(both.get(b"k").unwrap().unwrap().value, b"v");
     // Over etcd's request limit (1.5 MiB): refused by etcd (code 3); over gRPC's message
-    // limit (2 MiB), by the gateway's gRPC client (code 8). Both are a refusal, never a
+    // limit (2 MiB), by etcd's gRPC server (code 8). Both are a refusal, never a
     // partial write.
     for (size, expected_code) in [(1_600_000, 3), (3 * 1024 * 1024, 8)] {
         let err = both.put(b"big", &vec![b'x'; size], 0).unwrap_err();

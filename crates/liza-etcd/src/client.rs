@@ -1,5 +1,7 @@
-//! A blocking client of etcd's v3 JSON gateway, over the reqwest the model client uses:
-//! no protoc and no gRPC stack in the build (specs/shared-store.md *The client*).
+//! A blocking client of etcd v3: reads and transactions over gRPC (the KV service, its
+//! messages encoded by hand in `proto`), leases, compaction and watches over the JSON
+//! gateway with the reqwest the model client uses — no protoc and no generated code in
+//! the build (specs/shared-store.md *The client*).
 //!
 //! Callers are synchronous — the CLI, and the supervisors from their one dispatcher
 //! thread — so the client owns a small runtime on a thread of its own and callers wait
@@ -14,16 +16,24 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::grpc::{CallError, Grpc};
+use super::proto::{
+    Compare, CompareResult, CompareTarget, DeleteRangeRequest, PutRequest, RangeRequest,
+    RangeResponse, RequestOp, TxnRequest, TxnResponse,
+};
 use super::wire::{
-    CompactionRequest, Compare, DeleteRangeRequest, ErrorBody, KeepAliveResponse, KeyValue,
-    LeaseGrantRequest, LeaseIdRequest, LeaseResponse, PutRequest, RangeRequest, RangeResponse,
-    RequestOp, TxnRequest, TxnResponse, WatchCreate, WatchLine, WatchRequest,
+    CompactionRequest, ErrorBody, KeepAliveResponse, KeyValue, LeaseGrantRequest, LeaseIdRequest,
+    LeaseResponse, WatchCreate, WatchLine, WatchRequest,
 };
 
 /// gRPC's "unavailable": the member cannot serve now (no leader, shutting down).
 const UNAVAILABLE: i64 = 14;
 /// gRPC's "out of range": the revision asked for has been compacted.
 const OUT_OF_RANGE: i64 = 11;
+
+/// The KV service's methods liza calls.
+const RANGE: &str = "/etcdserverpb.KV/Range";
+const TXN: &str = "/etcdserverpb.KV/Txn";
 
 /// What went wrong in a call to etcd.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -240,10 +250,14 @@ impl Drop for Runtime {
 }
 
 struct Shared {
+    /// The members, `host:port`.
     endpoints: Vec<String>,
     /// The endpoint that answered last.
     preferred: AtomicUsize,
+    /// The JSON gateway's client: leases, compaction, watches.
     http: reqwest::Client,
+    /// The KV service's: reads and transactions.
+    grpc: Grpc,
     timeout: Duration,
 }
 
@@ -273,40 +287,58 @@ impl Client {
         let runtime = Runtime::start().map_err(|e| unreachable(e.to_string()))?;
         Ok(Client {
             shared: Arc::new(Shared {
-                endpoints: endpoints.iter().map(|e| format!("http://{e}")).collect(),
+                endpoints: endpoints.to_vec(),
                 preferred: AtomicUsize::new(0),
                 http,
+                grpc: Grpc::new(endpoints.len()),
                 timeout,
             }),
             runtime,
         })
     }
 
+    /// Calls `path` of the JSON gateway with `request` (every such call is safe to send
+    /// again: leases, compaction).
     fn call<Req: Serialize, Resp: DeserializeOwned + Send + 'static>(
         &self,
         path: &'static str,
         request: &Req,
-    ) -> Result<Resp, EtcdError> {
-        self.send(path, request, Resend::Safe)
-    }
-
-    fn send<Req: Serialize, Resp: DeserializeOwned + Send + 'static>(
-        &self,
-        path: &'static str,
-        request: &Req,
-        resend: Resend,
     ) -> Result<Resp, EtcdError> {
         let body = serde_json::to_vec(request).map_err(|e| EtcdError::BadAnswer {
             detail: e.to_string(),
         })?;
         let shared = Arc::clone(&self.shared);
         self.runtime
-            .run(async move { shared.call(path, body, resend).await })
+            .run(async move { shared.call(path, body).await })
             .unwrap_or_else(|| {
                 Err(EtcdError::BadAnswer {
                     detail: "the etcd client's thread stopped".into(),
                 })
             })
+    }
+
+    /// Calls `method` of etcd's KV service with `message`; the answer's message.
+    fn kv(
+        &self,
+        method: &'static str,
+        message: Vec<u8>,
+        resend: Resend,
+    ) -> Result<Vec<u8>, EtcdError> {
+        let shared = Arc::clone(&self.shared);
+        self.runtime
+            .run(async move { shared.kv(method, &message, resend).await })
+            .unwrap_or_else(|| {
+                Err(EtcdError::BadAnswer {
+                    detail: "the etcd client's thread stopped".into(),
+                })
+            })
+    }
+
+    fn range_call(&self, request: &RangeRequest) -> Result<RangeResponse, EtcdError> {
+        let answer = self.kv(RANGE, request.encode(), Resend::Safe)?;
+        RangeResponse::decode(&answer).map_err(|e| EtcdError::BadAnswer {
+            detail: e.to_string(),
+        })
     }
 
     /// The keys in `[key, range_end)` (only `key` when `range_end` is empty), as of
@@ -330,18 +362,15 @@ impl Client {
         revision: i64,
         limit: i64,
     ) -> Result<(Vec<KeyValue>, i64, bool), EtcdError> {
-        let response: RangeResponse = self.call(
-            "/v3/kv/range",
-            &RangeRequest {
-                key: key.to_vec(),
-                range_end: range_end.to_vec(),
-                limit,
-                revision,
-                keys_only: false,
-                min_mod_revision: 0,
-            },
-        )?;
-        Ok((response.kvs, response.header.revision, response.more))
+        let response = self.range_call(&RangeRequest {
+            key: key.to_vec(),
+            range_end: range_end.to_vec(),
+            limit,
+            revision,
+            keys_only: false,
+            min_mod_revision: 0,
+        })?;
+        Ok((response.kvs, response.revision, response.more))
     }
 
     /// Several ranges (`(key, range_end, min_mod_revision)`, as for [`Client::range`];
@@ -352,15 +381,15 @@ impl Client {
         ranges: &[(&[u8], &[u8], i64)],
         revision: i64,
     ) -> Result<(Vec<Vec<KeyValue>>, i64), EtcdError> {
-        let success = range_ops(ranges, revision);
-        let response: TxnResponse = self.call(
-            "/v3/kv/txn",
-            &TxnRequest {
-                compare: Vec::new(),
-                success,
-                failure: Vec::new(),
-            },
-        )?;
+        let request = TxnRequest {
+            compare: Vec::new(),
+            success: range_ops(ranges, revision),
+            failure: Vec::new(),
+        };
+        let answer = self.kv(TXN, request.encode(), Resend::Safe)?;
+        let response = TxnResponse::decode(&answer).map_err(|e| EtcdError::BadAnswer {
+            detail: e.to_string(),
+        })?;
         if response.responses.len() != ranges.len() {
             return Err(EtcdError::BadAnswer {
                 detail: format!(
@@ -373,24 +402,19 @@ impl Client {
         let kvs = response
             .responses
             .into_iter()
-            .map(|r| r.response_range.map(|r| r.kvs).unwrap_or_default())
+            .map(|r| r.map(|r| r.kvs).unwrap_or_default())
             .collect();
-        Ok((kvs, response.header.revision))
+        Ok((kvs, response.revision))
     }
 
     /// The keys in `[key, range_end)` now, without their values.
     pub fn keys(&self, key: &[u8], range_end: &[u8]) -> Result<Vec<Vec<u8>>, EtcdError> {
-        let response: RangeResponse = self.call(
-            "/v3/kv/range",
-            &RangeRequest {
-                key: key.to_vec(),
-                range_end: range_end.to_vec(),
-                limit: 0,
-                revision: 0,
-                keys_only: true,
-                min_mod_revision: 0,
-            },
-        )?;
+        let response = self.range_call(&RangeRequest {
+            key: key.to_vec(),
+            range_end: range_end.to_vec(),
+            keys_only: true,
+            ..RangeRequest::default()
+        })?;
         Ok(response.kvs.into_iter().map(|kv| kv.key).collect())
     }
 
@@ -423,20 +447,14 @@ impl Client {
                 Condition::ModRevision(key, revision) => Compare {
                     key: key.clone(),
                     range_end: Vec::new(),
-                    target: "MOD",
-                    result: "EQUAL",
-                    mod_revision: Some(*revision),
-                    create_revision: None,
-                    value: Vec::new(),
+                    target: CompareTarget::Mod(*revision),
+                    result: CompareResult::Equal,
                 },
                 Condition::Value(key, value) => Compare {
                     key: key.clone(),
                     range_end: Vec::new(),
-                    target: "VALUE",
-                    result: "EQUAL",
-                    mod_revision: None,
-                    create_revision: None,
-                    value: value.clone(),
+                    target: CompareTarget::Value(value.clone()),
+                    result: CompareResult::Equal,
                 },
                 Condition::UnchangedSince {
                     key,
@@ -445,11 +463,8 @@ impl Client {
                 } => Compare {
                     key: key.clone(),
                     range_end: range_end.clone(),
-                    target: "MOD",
-                    result: "LESS",
-                    mod_revision: Some(revision + 1),
-                    create_revision: None,
-                    value: Vec::new(),
+                    target: CompareTarget::Mod(revision + 1),
+                    result: CompareResult::Less,
                 },
             })
             .collect();
@@ -470,23 +485,24 @@ impl Client {
         let failure = range_ops(reads, 0);
         // A txn is not sent twice: a second copy of an applied one would come back as a
         // conflict, and a caller that retries conflicts would apply it again.
-        let response: TxnResponse = self.send(
-            "/v3/kv/txn",
-            &TxnRequest {
-                compare,
-                success,
-                failure,
-            },
-            Resend::OnlyIfNeverSent,
-        )?;
-        let revision = response.header.revision;
+        let request = TxnRequest {
+            compare,
+            success,
+            failure,
+        };
+        let answer = self.kv(TXN, request.encode(), Resend::OnlyIfNeverSent)?;
+        // An answer that cannot be read does not say whether the change was applied.
+        let response = TxnResponse::decode(&answer).map_err(|e| EtcdError::Indeterminate {
+            detail: e.to_string(),
+        })?;
+        let revision = response.revision;
         if response.succeeded {
             return Ok((TxnOutcome::Applied { revision }, Vec::new()));
         }
         let read = response
             .responses
             .into_iter()
-            .map(|r| r.response_range.map(|r| r.kvs).unwrap_or_default())
+            .map(|r| r.map(|r| r.kvs).unwrap_or_default())
             .collect();
         Ok((TxnOutcome::Conflict { revision }, read))
     }
@@ -581,7 +597,7 @@ impl Drop for Watch {
 /// Whether a request may go to the next member after the one tried failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Resend {
-    /// Reads, renewals, revocations: sending twice does no harm.
+    /// Reads: sending twice does no harm.
     Safe,
     /// Changes: only when the first member never got it (the connection failed).
     OnlyIfNeverSent,
@@ -593,86 +609,161 @@ impl Shared {
         (0..self.endpoints.len()).map(move |i| (first + i) % self.endpoints.len())
     }
 
+    /// What member `i`'s attempt at a call settles: the call's result, or `None` when
+    /// the next member is to be tried (the reason kept in `failures`).
+    fn settled<T>(
+        &self,
+        i: usize,
+        attempt: Result<T, Failed>,
+        failures: &mut Vec<String>,
+    ) -> Option<Result<T, EtcdError>> {
+        match attempt {
+            Ok(answer) => {
+                self.preferred.store(i, Ordering::Relaxed);
+                Some(Ok(answer))
+            }
+            Err(Failed::Next(detail)) => {
+                failures.push(format!("{}: {detail}", self.endpoints[i]));
+                None
+            }
+            Err(Failed::Final(e)) => Some(Err(e)),
+        }
+    }
+
+    /// No member answered.
+    fn unreachable(&self, failures: Vec<String>) -> EtcdError {
+        EtcdError::Unreachable {
+            endpoints: self.endpoints.join(","),
+            detail: failures.join("; "),
+        }
+    }
+
+    /// A call of the KV service (`method`, with `message`) over gRPC, on each member in
+    /// turn until one answers; its answer.
+    async fn kv(&self, method: &str, message: &[u8], resend: Resend) -> Result<Vec<u8>, EtcdError> {
+        let mut failures = Vec::new();
+        for i in self.order() {
+            let attempt = self.kv_once(i, method, message, resend).await;
+            if let Some(done) = self.settled(i, attempt, &mut failures) {
+                return done;
+            }
+        }
+        Err(self.unreachable(failures))
+    }
+
+    async fn kv_once(
+        &self,
+        i: usize,
+        method: &str,
+        message: &[u8],
+        resend: Resend,
+    ) -> Result<Vec<u8>, Failed> {
+        let endpoint = &self.endpoints[i];
+        let change = resend == Resend::OnlyIfNeverSent;
+        let indeterminate = |detail: String| {
+            Failed::Final(EtcdError::Indeterminate {
+                detail: format!("{endpoint}: {detail}"),
+            })
+        };
+        match self
+            .grpc
+            .unary(i, endpoint, method, message, self.timeout)
+            .await
+        {
+            Ok(answer) => Ok(answer),
+            Err(CallError::NotSent(detail)) => Err(Failed::Next(detail)),
+            // "Request timed out", "leader changed": a change may have been applied.
+            Err(
+                CallError::NoAnswer(detail)
+                | CallError::Status {
+                    code: UNAVAILABLE,
+                    message: detail,
+                },
+            ) => Err(if change {
+                indeterminate(detail)
+            } else {
+                Failed::Next(detail)
+            }),
+            Err(CallError::Status { code, message }) => {
+                Err(Failed::Final(EtcdError::Refused { code, message }))
+            }
+            Err(CallError::BadAnswer(detail)) if change => Err(indeterminate(detail)),
+            Err(CallError::BadAnswer(detail)) => Err(Failed::Final(EtcdError::BadAnswer {
+                detail: format!("{method}: {detail}"),
+            })),
+        }
+    }
+
+    /// A call of the JSON gateway (`path`, with `body`), on each member in turn until
+    /// one answers; its answer.
     async fn call<Resp: DeserializeOwned>(
         &self,
         path: &str,
         body: Vec<u8>,
-        resend: Resend,
     ) -> Result<Resp, EtcdError> {
         let mut failures = Vec::new();
-        let indeterminate = |endpoint: &str, detail: String| EtcdError::Indeterminate {
-            detail: format!("{}: {detail}", endpoint.trim_start_matches("http://")),
-        };
         for i in self.order() {
-            let endpoint = &self.endpoints[i];
-            let sent = self
-                .http
-                .post(format!("{endpoint}{path}"))
-                .header("content-type", "application/json")
-                .body(body.clone())
-                .timeout(self.timeout)
-                .send()
-                .await;
-            let response = match sent {
-                Ok(r) => r,
-                Err(e) if resend == Resend::OnlyIfNeverSent && !e.is_connect() => {
-                    return Err(indeterminate(endpoint, transport(&e)));
-                }
-                Err(e) => {
-                    failures.push(format!("{endpoint}: {}", transport(&e)));
-                    continue;
-                }
-            };
-            let status = response.status();
-            let bytes = match response.bytes().await {
-                Ok(b) => b,
-                Err(e) if resend == Resend::OnlyIfNeverSent => {
-                    return Err(indeterminate(endpoint, transport(&e)));
-                }
-                Err(e) => {
-                    failures.push(format!("{endpoint}: {}", transport(&e)));
-                    continue;
-                }
-            };
-            if !status.is_success() {
-                let error: ErrorBody =
-                    serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorBody {
-                        code: 0,
-                        message: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
-                        error: String::new(),
-                    });
-                if error.code == UNAVAILABLE || status.is_server_error() && error.code == 0 {
-                    // "Request timed out", "leader changed": a change may have been applied.
-                    if resend == Resend::OnlyIfNeverSent {
-                        return Err(indeterminate(endpoint, error.message));
-                    }
-                    failures.push(format!("{endpoint}: {}", error.message));
-                    continue;
-                }
-                return Err(EtcdError::Refused {
-                    code: error.code,
-                    message: if error.message.is_empty() {
-                        error.error
-                    } else {
-                        error.message
-                    },
-                });
+            let attempt = self.call_once(i, path, &body).await;
+            if let Some(done) = self.settled(i, attempt, &mut failures) {
+                return done;
             }
-            self.preferred.store(i, Ordering::Relaxed);
-            return serde_json::from_slice(&bytes).map_err(|e| EtcdError::BadAnswer {
-                detail: format!("{path}: {e}"),
-            });
         }
-        Err(EtcdError::Unreachable {
-            endpoints: self
-                .endpoints
-                .iter()
-                .map(|e| e.trim_start_matches("http://"))
-                .collect::<Vec<_>>()
-                .join(","),
-            detail: failures.join("; "),
+        Err(self.unreachable(failures))
+    }
+
+    async fn call_once<Resp: DeserializeOwned>(
+        &self,
+        i: usize,
+        path: &str,
+        body: &[u8],
+    ) -> Result<Resp, Failed> {
+        let endpoint = &self.endpoints[i];
+        let sent = self
+            .http
+            .post(format!("http://{endpoint}{path}"))
+            .header("content-type", "application/json")
+            .body(body.to_vec())
+            .timeout(self.timeout)
+            .send()
+            .await;
+        let response = sent.map_err(|e| Failed::Next(transport(&e)))?;
+        let status = response.status();
+        let bytes = response
+            .bytes()
+            .await
+            .map_err(|e| Failed::Next(transport(&e)))?;
+        if !status.is_success() {
+            let error: ErrorBody = serde_json::from_slice(&bytes).unwrap_or_else(|_| ErrorBody {
+                code: 0,
+                message: format!("HTTP {status}: {}", String::from_utf8_lossy(&bytes)),
+                error: String::new(),
+            });
+            if error.code == UNAVAILABLE || status.is_server_error() && error.code == 0 {
+                return Err(Failed::Next(error.message));
+            }
+            return Err(Failed::Final(EtcdError::Refused {
+                code: error.code,
+                message: if error.message.is_empty() {
+                    error.error
+                } else {
+                    error.message
+                },
+            }));
+        }
+        serde_json::from_slice(&bytes).map_err(|e| {
+            Failed::Final(EtcdError::BadAnswer {
+                detail: format!("{path}: {e}"),
+            })
         })
     }
+}
+
+/// How one member failed a call.
+enum Failed {
+    /// Another member may answer: the reason, for the error if none does.
+    Next(String),
+    /// The call's answer.
+    Final(EtcdError),
 }
 
 /// A transport error in a person's words (reqwest's own chain is long).
@@ -703,7 +794,7 @@ async fn watch_loop(
         .unwrap_or_default();
         let sent = shared
             .http
-            .post(format!("{endpoint}/v3/watch"))
+            .post(format!("http://{endpoint}/v3/watch"))
             .header("content-type", "application/json")
             .body(body)
             .send()

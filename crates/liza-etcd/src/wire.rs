@@ -1,4 +1,5 @@
-//! The JSON forms of etcd's v3 gateway as etcd 3.4.23 writes them (observed, not assumed):
+//! The JSON forms of etcd's v3 gateway — leases, compaction, watches; reads and
+//! transactions go over gRPC (`proto`) — as etcd 3.4.23 writes them (observed, not assumed):
 //! keys and values are base64, 64-bit integers are strings, and a field whose value is
 //! zero, false or empty is left out — a failed txn has no `succeeded`, a PUT event no
 //! `type`, an empty value no `value`, an empty range no `kvs`. Errors come back with HTTP
@@ -89,154 +90,6 @@ pub struct KeyValue {
     /// The lease it is attached to (0: none).
     #[serde(default, with = "int")]
     pub lease: i64,
-}
-
-/// A read of one key or a range of keys (`/v3/kv/range`, or a txn's read).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct RangeRequest {
-    /// The key, or the first key of the range.
-    #[serde(with = "b64")]
-    pub key: Vec<u8>,
-    /// The end of the range, not included (empty: `key` alone).
-    #[serde(with = "b64", skip_serializing_if = "is_empty")]
-    pub range_end: Vec<u8>,
-    /// At most this many keys (0: all).
-    #[serde(with = "int", skip_serializing_if = "is_zero")]
-    pub limit: i64,
-    /// Read as of this revision (0: the newest).
-    #[serde(with = "int", skip_serializing_if = "is_zero")]
-    pub revision: i64,
-    /// Keys without their values.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub keys_only: bool,
-    /// Only keys changed at this revision or later (0: all).
-    #[serde(with = "int", skip_serializing_if = "is_zero")]
-    pub min_mod_revision: i64,
-}
-
-/// The answer to a read.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct RangeResponse {
-    /// The revision read at.
-    #[serde(default)]
-    pub header: Header,
-    /// The keys found, in key order.
-    #[serde(default)]
-    pub kvs: Vec<KeyValue>,
-    /// More keys in the range than `limit` let through.
-    #[serde(default)]
-    pub more: bool,
-}
-
-/// A write of one key (a txn's put).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct PutRequest {
-    /// The key.
-    #[serde(with = "b64")]
-    pub key: Vec<u8>,
-    /// Its new value.
-    #[serde(with = "b64")]
-    pub value: Vec<u8>,
-    /// The lease to attach it to (0: none).
-    #[serde(with = "int", skip_serializing_if = "is_zero")]
-    pub lease: i64,
-}
-
-/// A deletion of one key or a range of keys (a txn's delete).
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct DeleteRangeRequest {
-    /// The key, or the first key of the range.
-    #[serde(with = "b64")]
-    pub key: Vec<u8>,
-    /// The end of the range, not included (empty: `key` alone).
-    #[serde(with = "b64", skip_serializing_if = "is_empty")]
-    pub range_end: Vec<u8>,
-}
-
-/// What a txn compares (`target` and `result` are the proto enum names).
-#[derive(Debug, Clone, Serialize)]
-pub struct Compare {
-    /// The key compared, or the first key of the range.
-    #[serde(with = "b64")]
-    pub key: Vec<u8>,
-    /// Compares every key in `[key, range_end)` (etcd ≥ 3.3).
-    #[serde(with = "b64", skip_serializing_if = "is_empty")]
-    pub range_end: Vec<u8>,
-    /// What of the key is compared: `MOD` (its mod revision), `CREATE`, `VERSION`,
-    /// `VALUE`, `LEASE`.
-    pub target: &'static str,
-    /// How the key's value compares to the one given: `EQUAL`, `LESS`, `GREATER`,
-    /// `NOT_EQUAL`.
-    pub result: &'static str,
-    /// The revision to compare with when `target` is `MOD`.
-    #[serde(with = "opt_int", skip_serializing_if = "Option::is_none")]
-    pub mod_revision: Option<i64>,
-    /// The revision to compare with when `target` is `CREATE`.
-    #[serde(with = "opt_int", skip_serializing_if = "Option::is_none")]
-    pub create_revision: Option<i64>,
-    /// The value to compare with when `target` is `VALUE` (a key that does not exist
-    /// compares false).
-    #[serde(with = "b64", skip_serializing_if = "is_empty")]
-    pub value: Vec<u8>,
-}
-
-/// `Option<i64>` as a string when present.
-mod opt_int {
-    use super::*;
-
-    pub(super) fn serialize<S: Serializer>(n: &Option<i64>, s: S) -> Result<S::Ok, S::Error> {
-        match n {
-            Some(n) => s.serialize_str(&n.to_string()),
-            None => s.serialize_none(),
-        }
-    }
-}
-
-/// One operation of a txn's branch.
-#[derive(Debug, Clone, Serialize)]
-pub enum RequestOp {
-    /// A read.
-    #[serde(rename = "request_range")]
-    Range(RangeRequest),
-    /// A write.
-    #[serde(rename = "request_put")]
-    Put(PutRequest),
-    /// A deletion.
-    #[serde(rename = "request_delete_range")]
-    Delete(DeleteRangeRequest),
-}
-
-/// A transaction (`/v3/kv/txn`): if every compare holds, `success` runs, otherwise
-/// `failure`, all at one revision.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct TxnRequest {
-    /// The conditions, all of which must hold.
-    pub compare: Vec<Compare>,
-    /// What runs when they hold.
-    pub success: Vec<RequestOp>,
-    /// What runs when one does not.
-    pub failure: Vec<RequestOp>,
-}
-
-/// The answer to a txn.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct TxnResponse {
-    /// The revision after the txn: the one its changes made, if it made any.
-    #[serde(default)]
-    pub header: Header,
-    /// Every compare held: `success` ran (left out, so false, when `failure` ran).
-    #[serde(default)]
-    pub succeeded: bool,
-    /// One answer per operation of the branch that ran, in order.
-    #[serde(default)]
-    pub responses: Vec<ResponseOp>,
-}
-
-/// The answer to one operation of a txn (only reads' answers are kept).
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ResponseOp {
-    /// A read's answer; `None` for a write or a deletion.
-    pub response_range: Option<RangeResponse>,
 }
 
 /// A request for a new lease (`/v3/lease/grant`).
@@ -363,30 +216,27 @@ mod tests {
 
     #[test]
     fn answers_read_as_etcd_3_4_23_writes_them() {
-        // A failed txn (no `succeeded`), with a range response.
-        let failed: TxnResponse = serde_json::from_str(
-            r#"{"header":{"cluster_id":"324952591200643719","revision":"3","raft_term":"2"},"responses":[{"response_range":{"header":{"revision":"3"},"kvs":[{"key":"cC9oZWFk","create_revision":"2","mod_revision":"3","version":"2","value":"djI="}],"count":"1"}}]}"#,
-        )
-        .unwrap();
-        assert!(!failed.succeeded);
-        assert_eq!(failed.header.revision, 3);
-        let kv = &failed.responses[0].response_range.as_ref().unwrap().kvs[0];
-        assert_eq!(
-            (kv.key.as_slice(), kv.value.as_slice()),
-            (&b"p/head"[..], &b"v2"[..])
-        );
-        assert_eq!((kv.create_revision, kv.mod_revision, kv.version), (2, 3, 2));
-        // An empty range: no kvs, no count.
-        let empty: RangeResponse =
-            serde_json::from_str(r#"{"header":{"revision":"6","raft_term":"2"}}"#).unwrap();
-        assert!(empty.kvs.is_empty());
         // Watch lines: PUT without a type, DELETE without a value.
         let line: WatchLine = serde_json::from_str(
             r#"{"result":{"header":{"revision":"5"},"events":[{"kv":{"key":"cC9uZXc=","create_revision":"4","mod_revision":"4","version":"1","value":"eA=="}},{"type":"DELETE","kv":{"key":"cC9uZXc=","mod_revision":"5"}}]}}"#,
         )
         .unwrap();
-        let events = line.result.unwrap().events;
+        let result = line.result.unwrap();
+        assert_eq!(result.header.revision, 5);
+        let events = result.events;
         assert_eq!(events[0].kind, None);
+        assert_eq!(
+            (events[0].kv.key.as_slice(), events[0].kv.value.as_slice()),
+            (&b"p/new"[..], &b"x"[..])
+        );
+        assert_eq!(
+            (
+                events[0].kv.create_revision,
+                events[0].kv.mod_revision,
+                events[0].kv.version
+            ),
+            (4, 4, 1)
+        );
         assert_eq!(events[1].kind.as_deref(), Some("DELETE"));
         assert!(events[1].kv.value.is_empty());
         let error: ErrorBody = serde_json::from_str(
@@ -398,41 +248,20 @@ mod tests {
 
     #[test]
     fn requests_write_integers_as_strings_and_leave_out_zeros() {
-        let txn = TxnRequest {
-            compare: vec![Compare {
-                key: b"p/head".to_vec(),
+        let watch = WatchRequest {
+            create_request: WatchCreate {
+                key: b"p/".to_vec(),
                 range_end: Vec::new(),
-                target: "MOD",
-                result: "EQUAL",
-                mod_revision: Some(2),
-                create_revision: None,
-                value: Vec::new(),
-            }],
-            success: vec![RequestOp::Put(PutRequest {
-                key: b"p/head".to_vec(),
-                value: b"v".to_vec(),
-                lease: 0,
-            })],
-            failure: vec![],
+                start_revision: 12,
+            },
         };
         assert_eq!(
-            serde_json::to_string(&txn).unwrap(),
-            r#"{"compare":[{"key":"cC9oZWFk","target":"MOD","result":"EQUAL","mod_revision":"2"}],"success":[{"request_put":{"key":"cC9oZWFk","value":"dg=="}}],"failure":[]}"#
+            serde_json::to_string(&watch).unwrap(),
+            r#"{"create_request":{"key":"cC8=","start_revision":"12"}}"#
         );
-        // A value compare, as etcd 3.4's gateway takes it (observed: `succeeded` when the
-        // key holds exactly that value, absent otherwise).
-        let by_value = Compare {
-            key: b"p/commit".to_vec(),
-            range_end: Vec::new(),
-            target: "VALUE",
-            result: "EQUAL",
-            mod_revision: None,
-            create_revision: None,
-            value: b"abc".to_vec(),
-        };
         assert_eq!(
-            serde_json::to_string(&by_value).unwrap(),
-            r#"{"key":"cC9jb21taXQ=","target":"VALUE","result":"EQUAL","value":"YWJj"}"#
+            serde_json::to_string(&LeaseIdRequest { id: 7 }).unwrap(),
+            r#"{"ID":"7"}"#
         );
     }
 }

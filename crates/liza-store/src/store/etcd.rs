@@ -44,7 +44,7 @@ use liza_model::timestamp::Timestamp;
 use liza_yaml::merge3::Choices;
 
 /// etcd refuses a request over 1.5 MiB; a transition stays under it with room for the
-/// JSON gateway's base64 (4/3) and the txn's framing.
+/// txn's framing.
 const MAX_TXN_BYTES: usize = 1024 * 1024;
 
 /// How often (in blackboard revisions) a commit compacts etcd's history.

@@ -15,8 +15,7 @@ use crate::store::etcd::layout;
 use crate::store::{Document, StoreError};
 use liza_etcd::{Change, Condition, EtcdError, TxnOutcome};
 
-/// A chunk's size: a chunk and its framing (base64 on the JSON gateway) stay well under
-/// etcd's request limit.
+/// A chunk's size: a chunk and its framing stay well under etcd's request limit.
 const CHUNK: usize = 512 * 1024;
 
 /// A document as read: its text, and the manifest that named it, at its mod revision.
