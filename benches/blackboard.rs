@@ -518,15 +518,16 @@ fn in_process(p: &Path, samples: usize) -> (Sample, Sample, Duration) {
     (tx, same_writes, tx_cpu / (samples as u32 + 1))
 }
 
-/// One `note` transaction in process (note id `note-bench-<k>`).
+/// One `note` transaction in process, as `liza note` makes it (the next `note-<n>` id).
 fn note_in_process(store: &liza::blackboard::Store, k: usize) {
     store
         .transact(&Actor::Human, |tx| {
+            let id = tx.state.next_note_id();
             let notes = tx.state.human_notes.get_or_insert_with(Vec::new);
             notes.push(liza::blackboard::model::HumanNote {
-                id: Some(format!("note-bench-{k}")),
+                id: Some(id),
                 timestamp: Some(tx.now),
-                message: "in-process".into(),
+                message: format!("in-process {k}"),
                 target: Some("all".into()),
                 seen_by: Some(Vec::new()),
                 extra: Default::default(),

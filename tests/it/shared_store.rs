@@ -797,3 +797,97 @@ fn a_writer_hands_its_commit_over_at_the_send_and_one_that_never_lands_is_never_
     );
     assert_success(&board.repo.liza(&["validate"]));
 }
+
+/// Rewrites the blackboard in `board`'s etcd as a liza of layout 1 laid it out: the
+/// sections and the notes' ids back in the head, no section keys.
+fn lay_out_as_layout_1(board: &Board) {
+    use liza::blackboard::etcd::Change;
+    let client = board.client().unwrap();
+    let head = client.get(b"team/project/head").unwrap().unwrap();
+    let head: serde_json::Value = serde_json::from_slice(&head.value).unwrap();
+    assert_eq!(head["layout"], 2, "{head}");
+    let (sections, _) = client
+        .range(b"team/project/head/", b"team/project/head0", 0)
+        .unwrap();
+    assert_eq!(sections.len(), 13, "one key per section");
+    // The state's JSON, each section's bytes as etcd holds them (a JSON map would sort
+    // the agents by id).
+    let mut state = format!(
+        r#"{{"version":{},"revision":{},"tasks":[]"#,
+        head["version"], head["revision"]
+    );
+    for kv in &sections {
+        let name = String::from_utf8_lossy(&kv.key["team/project/head/".len()..]).into_owned();
+        if name == "human_notes" && kv.value == b"null" {
+            continue;
+        }
+        state.push_str(&format!(
+            ",\"{name}\":{}",
+            String::from_utf8_lossy(&kv.value)
+        ));
+    }
+    state.push('}');
+    let ids: Vec<String> = head["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|run| match run {
+            serde_json::Value::Array(range) => (range[0].as_u64().unwrap()
+                ..=range[1].as_u64().unwrap())
+                .map(|n| format!("note-{n}"))
+                .collect::<Vec<_>>(),
+            id => vec![id.as_str().unwrap().to_owned()],
+        })
+        .collect();
+    let old_head = format!(
+        r#"{{"order":{},"notes":{},"state":{state}}}"#,
+        head["order"],
+        serde_json::to_string(&ids).unwrap()
+    );
+    let mut changes = vec![Change::Put {
+        key: b"team/project/head".to_vec(),
+        value: old_head.into_bytes(),
+        lease: 0,
+    }];
+    changes.extend(sections.into_iter().map(|kv| Change::Delete(kv.key)));
+    client.txn(&[], &changes).unwrap();
+}
+
+#[test]
+fn a_blackboard_laid_out_by_an_older_liza_is_upgraded_by_the_first_read_and_loses_nothing() {
+    let Some(board) = board() else { return };
+    board.add_task("t-1", "The report's JSON output", true);
+    for text in ["first", "second", "third"] {
+        assert_success(&board.repo.liza(&["note", "all", text]));
+    }
+    let revision = board.repo.revision();
+    let shown = |repo: &Repo| json(&repo.liza(&["--json", "status"]))["result"].clone();
+    let before = shown(&board.repo);
+    lay_out_as_layout_1(&board);
+    // A checkout that never ran this liza: no kept state to start from.
+    let other = second_checkout(&board);
+    let (_, address) = board.etcd.as_ref().unwrap();
+    assert_success(&other.liza(&["join", address]));
+    // Read as it was, upgraded by that read: the same state at the same revision, the
+    // head of layout 2 and every section a key again.
+    assert_eq!(shown(&other), before);
+    assert_eq!(other.revision(), revision);
+    let client = board.client().unwrap();
+    let head = client.get(b"team/project/head").unwrap().unwrap();
+    let head: serde_json::Value = serde_json::from_slice(&head.value).unwrap();
+    assert_eq!(head["layout"], 2, "{head}");
+    assert_eq!(head["notes"], serde_json::json!([[1, 3]]), "{head}");
+    let (sections, _) = client
+        .range(b"team/project/head/", b"team/project/head0", 0)
+        .unwrap();
+    assert_eq!(sections.len(), 13);
+    // Both checkouts write on it, and nothing of before is lost.
+    assert_success(&board.repo.liza(&["note", "all", "fourth"]));
+    assert_success(&other.liza(&["note", "all", "fifth"]));
+    assert_eq!(board.repo.revision(), revision + 2);
+    let text = other.state_text();
+    for note in ["first", "second", "third", "fourth", "fifth"] {
+        assert!(text.contains(note), "{note} lost:\n{text}");
+    }
+    assert!(text.contains("The report's JSON output"), "{text}");
+}

@@ -367,18 +367,9 @@ impl EtcdStore {
     }
 
     fn read_since(&self, at: i64, known: Option<&Known>) -> Result<Read, StoreError> {
-        let head = layout::head_key(&self.address);
-        let tasks = layout::task_prefix(&self.address);
-        let live = self.address.key("live/");
-        let notes = layout::note_prefix(&self.address);
         let since = known.map_or(0, |k| k.revision + 1);
-        let ends = [prefix_end(&tasks), prefix_end(&notes), prefix_end(&live)];
-        let mut asked: Vec<(&[u8], &[u8], i64)> = vec![
-            (&head, &[], 0),
-            (&tasks, &ends[0], since),
-            (&notes, &ends[1], since),
-            (&live, &ends[2], 0),
-        ];
+        let ranges = StateRanges::of(&self.address);
+        let mut asked = ranges.asked(since);
         // A state only sent is the base of what changed since once its proof is read.
         let commit = layout::commit_key(&self.address);
         let proof = known.and_then(|k| k.pending.as_deref());
@@ -394,16 +385,18 @@ impl EtcdStore {
                 return self.read_since(at, None);
             }
         }
-        let live_kvs = ranges.pop().unwrap_or_default();
-        let mut kvs = ranges.pop().unwrap_or_default();
-        kvs.extend(ranges.pop().unwrap_or_default());
-        let head_kv = ranges.pop().unwrap_or_default();
-        let head_revision = head_kv.first().map_or(0, |kv| kv.mod_revision);
-        kvs.extend(head_kv);
+        let (kvs, live_kvs) = StateRanges::split(ranges);
+        let head_revision = kvs.first().map_or(0, |kv| kv.mod_revision);
         let state = layout::decode_since(&self.address, &kvs, known.map(|k| &*k.state))
             .map_err(|e| self.layout_error(e))?;
+        if at == 0 && layout::is_layout_1(&self.address, &kvs) {
+            // Laid out by an older liza: upgraded before anything is written on it (a
+            // commit writes only what it changed, in this layout).
+            self.upgrade_layout(&state, head_revision)?;
+            return self.read_since(at, None);
+        }
         let state = Arc::new(state);
-        let live = live_records(&live, &live_kvs);
+        let live = live_records(&self.address.key("live/"), &live_kvs);
         if at == 0 {
             self.remember(revision, &state, &live);
         }
@@ -413,6 +406,25 @@ impl EtcdStore {
             revision,
             head_revision,
         })
+    }
+
+    /// Rewrites the head and the sections of a blackboard of layout 1 (holding `state`,
+    /// its head last written at etcd revision `head_revision`) in layout 2, unless the
+    /// head changed since: the blackboard stays at its revision, its tasks and notes
+    /// where they are (specs/shared-store.md *Keys*).
+    fn upgrade_layout(&self, state: &State, head_revision: i64) -> Result<(), StoreError> {
+        let guard = Condition::ModRevision(layout::head_key(&self.address), head_revision);
+        match self.patiently(|c| {
+            c.txn(
+                std::slice::from_ref(&guard),
+                &layout::upgrade(&self.address, state),
+            )
+        }) {
+            // Changed since (upgraded by another process, or written): the next read
+            // tells which. An answer lost: so does the next read.
+            Ok(_) | Err(EtcdError::Indeterminate { .. }) => Ok(()),
+            Err(e) => Err(self.fail(e)),
+        }
     }
 
     /// Starts from what the checkout's processes kept (`known_file`) when it is newer
@@ -696,16 +708,8 @@ impl EtcdStore {
             conditions.push(Condition::Value(commit.clone(), proof.clone()));
             conditions.push(Condition::ModRevision(commit.clone(), batch.guard));
         }
-        let head = layout::head_key(&self.address);
-        let tasks = layout::task_prefix(&self.address);
-        let notes = layout::note_prefix(&self.address);
-        let ends = [prefix_end(&tasks), prefix_end(&notes), prefix_end(&live)];
-        let mut reads: Vec<(&[u8], &[u8], i64)> = vec![
-            (&head, &[], 0),
-            (&tasks, &ends[0], batch.guard + 1),
-            (&notes, &ends[1], batch.guard + 1),
-            (&live, &ends[2], 0),
-        ];
+        let ranges = StateRanges::of(&self.address);
+        let mut reads = ranges.asked(batch.guard + 1);
         if batch.pending.is_some() {
             reads.push((&commit, &[], 0));
         }
@@ -727,10 +731,7 @@ impl EtcdStore {
                 {
                     return Settled::Conflict(None);
                 }
-                let live_kvs = read.pop().unwrap_or_default();
-                let mut kvs = read.pop().unwrap_or_default();
-                kvs.extend(read.pop().unwrap_or_default());
-                kvs.extend(read.pop().unwrap_or_default());
+                let (kvs, live_kvs) = StateRanges::split(read);
                 let fresh = layout::decode_since(&self.address, &kvs, Some(&batch.base))
                     .ok()
                     .map(|state| Known {
@@ -879,11 +880,17 @@ impl EtcdStore {
     /// compares each key of a range.
     fn unchanged_since(&self, revision: i64, changes: &[Change]) -> Vec<Condition> {
         let tasks = layout::task_prefix(&self.address);
+        let sections = layout::section_prefix(&self.address);
         let notes = layout::note_prefix(&self.address);
         let mut guard = vec![
             Condition::UnchangedSince {
                 key: layout::head_key(&self.address),
                 range_end: Vec::new(),
+                revision,
+            },
+            Condition::UnchangedSince {
+                range_end: prefix_end(&sections),
+                key: sections,
                 revision,
             },
             Condition::UnchangedSince {
@@ -1311,6 +1318,7 @@ impl EtcdStore {
                     let known = rest == "head"
                         || rest == "commit"
                         || [
+                            "head/",
                             "task/",
                             "note/",
                             "log/",
@@ -1420,21 +1428,11 @@ fn commit_proof() -> Vec<u8> {
 }
 
 fn head_revision(kv: &KeyValue) -> Result<u64, LayoutError> {
-    #[derive(serde::Deserialize)]
-    struct Revision {
-        state: RevisionOnly,
-    }
-    #[derive(serde::Deserialize)]
-    struct RevisionOnly {
-        #[serde(default)]
-        revision: Option<i64>,
-    }
-    let read: Revision =
-        serde_json::from_slice(&kv.value).map_err(|e| LayoutError::Unreadable {
-            key: String::from_utf8_lossy(&kv.key).into_owned(),
-            detail: e.to_string(),
-        })?;
-    Ok(read.state.revision.unwrap_or(0).max(0) as u64)
+    let revision = layout::head_revision(&kv.value).map_err(|e| LayoutError::Unreadable {
+        key: String::from_utf8_lossy(&kv.key).into_owned(),
+        detail: e.to_string(),
+    })?;
+    Ok(revision.max(0) as u64)
 }
 
 fn yaml_text(state: &State) -> Vec<u8> {
@@ -1453,5 +1451,51 @@ fn etcd_error(address: &StoreAddress, source: EtcdError) -> StoreError {
     StoreError::Etcd {
         address: address.to_string(),
         source,
+    }
+}
+
+/// The ranges a read of the state asks for, in this order: the head (always whole: its
+/// revision is the state's), then — changed since a revision, or all — its sections,
+/// the tasks and the notes, then the liveness records (always all).
+struct StateRanges {
+    keys: [Vec<u8>; 5],
+    ends: [Vec<u8>; 5],
+}
+
+impl StateRanges {
+    fn of(address: &StoreAddress) -> Self {
+        let keys = [
+            layout::head_key(address),
+            layout::section_prefix(address),
+            layout::task_prefix(address),
+            layout::note_prefix(address),
+            address.key("live/"),
+        ];
+        let ends = [
+            Vec::new(),
+            prefix_end(&keys[1]),
+            prefix_end(&keys[2]),
+            prefix_end(&keys[3]),
+            prefix_end(&keys[4]),
+        ];
+        StateRanges { keys, ends }
+    }
+
+    /// The ranges, those that may be read in part from revision `since` (0: all).
+    fn asked(&self, since: i64) -> Vec<(&[u8], &[u8], i64)> {
+        (0..5)
+            .map(|i| {
+                let since = if i == 0 || i == 4 { 0 } else { since };
+                (self.keys[i].as_slice(), self.ends[i].as_slice(), since)
+            })
+            .collect()
+    }
+
+    /// The keys read for the state (the head first) and the liveness records, from
+    /// the answers to [`StateRanges::asked`] (anything asked after them left out).
+    fn split(mut read: Vec<Vec<KeyValue>>) -> (Vec<KeyValue>, Vec<KeyValue>) {
+        read.truncate(5);
+        let live = read.pop().unwrap_or_default();
+        (read.into_iter().flatten().collect(), live)
     }
 }

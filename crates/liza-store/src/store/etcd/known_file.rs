@@ -29,14 +29,14 @@
 //! revision when the turn is free: the state before it is applied.
 //!
 //! ```text
-//! liza-etcd-known/3/<liza version>
+//! liza-etcd-known/4/<liza version>
 //! <store address>
 //! <nonce: drawn anew each time the file is written whole>
 //! r <etcd revision> <payload length>\n<payload> <blake3 of the record up to here>\n
 //! ```
 //!
 //! A payload is entries `s <key length> <value length>\n<key><value>` (a state key:
-//! the head, a task, a note), `d <key length>\n<key>` (a key deleted), `l …` as `s`
+//! the head, a section, a task, a note), `d <key length>\n<key>` (a key deleted), `l …` as `s`
 //! (a liveness record: each record holds them all) and `p <key length>\n<key>` (the
 //! record is pending: the `commit` key value that proves it). The first record holds every state
 //! key; the head a record holds says which tasks and notes there are.
@@ -53,7 +53,7 @@ use liza_etcd::{Change, KeyValue, StoreAddress};
 use super::group_commit::Known;
 use super::layout::{self, Borrowed};
 
-const FORMAT: &str = concat!("liza-etcd-known/3/", env!("CARGO_PKG_VERSION"));
+const FORMAT: &str = concat!("liza-etcd-known/4/", env!("CARGO_PKG_VERSION"));
 
 /// Records appended after the whole state, at most, before the file is written whole
 /// again (and at most as many bytes as the whole state: a new process reads them all).

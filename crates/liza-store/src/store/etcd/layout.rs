@@ -1,7 +1,13 @@
 //! How a blackboard is laid out in etcd keys (specs/shared-store.md *Keys*): the head —
-//! the state without its tasks and notes, and their order — and one key per task and per
-//! note, so no value comes near etcd's request limit and a transition rewrites only what
-//! it changed.
+//! the revision, the tasks' order and the notes' ids —, each other section of the state
+//! (goal, agents, sprint, config, …) in a key of its own under the head, and one key per
+//! task and per note, so no value comes near etcd's request limit and a transition
+//! rewrites only what it changed: a `liza note` writes the small head and the note.
+//!
+//! Layout 1 kept the sections, and the notes' ids one by one, in the head, which every
+//! transition rewrote whole and which grew all sprint; it is still read (etcd's history
+//! holds it), and the store upgrades a blackboard laid out so on its first read
+//! ([`upgrade`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,16 +20,106 @@ use liza_etcd::StoreAddress;
 use liza_model::TaskId;
 use liza_model::model::{HumanNote, State, Task, TaskList};
 
-/// The head key's value: the tasks' order (state.yaml's list order, which people choose)
-/// and the rest of the state.
+/// The head key's value: the state's revision, the tasks' order (state.yaml's list
+/// order, which people choose) and the notes' ids, in order.
 #[derive(Serialize, Deserialize)]
 struct Head {
-    order: Vec<TaskId>,
-    /// The notes' ids, in order, each note in a key of its own; absent: the notes are in
-    /// `state` (some lack an id, or two share one).
+    /// [`LAYOUT`].
+    layout: u32,
+    /// Where layout 1 kept the rest of the state: a sentence here, so that a liza that
+    /// knows only layout 1 refuses the head, saying why, instead of reading a state
+    /// without its sections and notes and writing it back. (Written before the fields
+    /// such a liza would misread first.)
+    #[serde(default)]
+    state: String,
+    version: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    revision: Option<i64>,
+    order: Vec<TaskId>,
+    /// The notes' ids, in order, each note in a key of its own; absent: the notes are the
+    /// `human_notes` section (some lack an id, or two share one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    notes: Option<Vec<IdRun>>,
+}
+
+/// The layout [`Head`] describes.
+const LAYOUT: u32 = 2;
+
+const UPGRADE_LIZA: &str =
+    "this blackboard is laid out for a newer liza (etcd layout 2): upgrade liza to use it";
+
+/// Notes' ids as the head lists them: liza's own ids in a row (`note-7`, `note-8`, …,
+/// `note-40`) as `[7, 40]`, so the head stays small however many notes a sprint has;
+/// any other id as written.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum IdRun {
+    Run([u64; 2]),
+    Id(String),
+}
+
+/// The number `n` of an id liza gives (`note-<n>`, no leading zero).
+fn note_number(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix("note-")?;
+    let canonical = !digits.is_empty()
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (digits == "0" || !digits.starts_with('0'));
+    canonical.then(|| digits.parse().ok()).flatten()
+}
+
+fn id_runs<'a>(ids: impl Iterator<Item = &'a str>) -> Vec<IdRun> {
+    let mut runs: Vec<IdRun> = Vec::new();
+    for id in ids {
+        let number = note_number(id);
+        if let (Some(n), Some(IdRun::Run([_, last]))) = (number, runs.last_mut())
+            && last.checked_add(1) == Some(n)
+        {
+            *last = n;
+            continue;
+        }
+        runs.push(match number {
+            Some(n) => IdRun::Run([n, n]),
+            None => IdRun::Id(id.to_owned()),
+        });
+    }
+    runs
+}
+
+/// The ids `runs` list, one after another (a run is expanded as it is walked: a head
+/// that lists more notes than there are fails at the first one missing, and allocates
+/// nothing for the rest).
+fn run_ids(runs: &[IdRun]) -> impl Iterator<Item = String> + '_ {
+    runs.iter()
+        .flat_map(|run| -> Box<dyn Iterator<Item = String> + '_> {
+            match run {
+                IdRun::Id(id) => Box::new(std::iter::once(id.clone())),
+                IdRun::Run([first, last]) => {
+                    Box::new((*first..=*last).map(|n| format!("note-{n}")))
+                }
+            }
+        })
+}
+
+/// The head of layout 1: the tasks' order, the notes' ids, and the rest of the state.
+#[derive(Deserialize)]
+struct HeadLayout1 {
+    order: Vec<TaskId>,
+    #[serde(default)]
     notes: Option<Vec<String>>,
     state: State,
+}
+
+/// Which layout a head value is of: only its `layout` field is looked at.
+fn layout_of(value: &[u8]) -> Result<u32, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Probe {
+        #[serde(default = "layout_1")]
+        layout: u32,
+    }
+    fn layout_1() -> u32 {
+        1
+    }
+    serde_json::from_slice::<Probe>(value).map(|p| p.layout)
 }
 
 /// Why the keys of a blackboard in etcd do not read as one.
@@ -112,39 +208,160 @@ fn keyed_notes(state: &State) -> Option<Vec<(&str, &HumanNote)>> {
         .collect()
 }
 
+/// The prefix of the head's sections: `head/<field>`. (Under the head's own name, which
+/// no project's prefix may go through, so a new name needs no reserving.)
+pub fn section_prefix(address: &StoreAddress) -> Vec<u8> {
+    address.key("head/")
+}
+
+/// The state's top-level fields that are sections of their own: all but the revision
+/// and version (the head's), the tasks and the notes. A field added to `State` does not
+/// compile until it is placed here or in the head.
+macro_rules! sections {
+    ($($field:ident),* $(,)?) => {
+        /// Each section's name and value.
+        fn section_values(state: &State) -> Vec<(&'static str, Vec<u8>)> {
+            let State {
+                version: _,
+                revision: _,
+                tasks: _,
+                human_notes: _,
+                $($field: _,)*
+            } = state;
+            vec![
+                $((stringify!($field), serde_json::to_vec(&state.$field).expect("a state serialises")),)*
+                ("human_notes", unkeyed_notes_value(state)),
+            ]
+        }
+
+        /// The sections `after` changed since `before`, with their new values.
+        fn changed_sections(before: &State, after: &State) -> Vec<(&'static str, Vec<u8>)> {
+            let mut out = Vec::new();
+            $(
+                if before.$field != after.$field {
+                    out.push((stringify!($field), serde_json::to_vec(&after.$field).expect("a state serialises")));
+                }
+            )*
+            if unkeyed_notes(before) != unkeyed_notes(after) {
+                out.push(("human_notes", unkeyed_notes_value(after)));
+            }
+            out
+        }
+
+        /// The state of a head of layout 2 (`version`, `revision`), its tasks and notes
+        /// left empty: each section as `read` holds it (by name), else as `known` has it.
+        fn sectioned_state(
+            address: &StoreAddress,
+            read: &HashMap<&[u8], &[u8]>,
+            known: Option<&State>,
+            version: i64,
+            revision: Option<i64>,
+        ) -> Result<State, LayoutError> {
+            Ok(State {
+                version,
+                revision,
+                tasks: TaskList::default(),
+                human_notes: None,
+                $($field: match read.get(stringify!($field).as_bytes()) {
+                    Some(value) => section(address, stringify!($field), value)?,
+                    None => match known {
+                        Some(known) => known.$field.clone(),
+                        None => return Err(missing_section(address, stringify!($field))),
+                    },
+                },)*
+            })
+        }
+
+        /// Every section's name.
+        const SECTIONS: &[&str] = &[$(stringify!($field),)* "human_notes"];
+    };
+}
+
+sections!(
+    goal,
+    agents,
+    discovered,
+    handoff,
+    anomalies,
+    spec_changes,
+    sprint,
+    circuit_breaker,
+    archived,
+    merge_queue,
+    config,
+    extra,
+);
+
+/// The value of section `name`, read.
+fn section<T: serde::de::DeserializeOwned>(
+    address: &StoreAddress,
+    name: &str,
+    value: &[u8],
+) -> Result<T, LayoutError> {
+    serde_json::from_slice(value).map_err(|e| LayoutError::Unreadable {
+        key: shown(&section_key(address, name)),
+        detail: e.to_string(),
+    })
+}
+
+fn missing_section(address: &StoreAddress, name: &str) -> LayoutError {
+    LayoutError::MissingTask {
+        id: format!("section {name}"),
+        key: shown(&section_key(address, name)),
+    }
+}
+
+fn section_key(address: &StoreAddress, name: &str) -> Vec<u8> {
+    address.key(&format!("head/{name}"))
+}
+
+/// A key as an error message shows it.
+fn shown(key: &[u8]) -> String {
+    String::from_utf8_lossy(key).escape_debug().to_string()
+}
+
+/// The notes when they cannot have keys of their own (some lack an id, or two share
+/// one): then they are the `human_notes` section.
+fn unkeyed_notes(state: &State) -> Option<&Vec<HumanNote>> {
+    match keyed_notes(state) {
+        Some(_) => None,
+        None => state.human_notes.as_ref(),
+    }
+}
+
+fn unkeyed_notes_value(state: &State) -> Vec<u8> {
+    serde_json::to_vec(&unkeyed_notes(state)).expect("notes serialise")
+}
+
 fn head_value(state: &State) -> Vec<u8> {
-    let notes: Option<Vec<String>> =
-        keyed_notes(state).map(|notes| notes.iter().map(|(id, _)| (*id).to_owned()).collect());
-    // The state without its tasks (and its notes, when they have keys of their own),
-    // cloned field by field: the bulk of it is not copied to be dropped.
-    let rest = State {
+    let head = Head {
+        layout: LAYOUT,
         version: state.version,
         revision: state.revision,
-        goal: state.goal.clone(),
-        tasks: TaskList::default(),
-        agents: state.agents.clone(),
-        discovered: state.discovered.clone(),
-        handoff: state.handoff.clone(),
-        human_notes: if notes.is_some() {
-            None
-        } else {
-            state.human_notes.clone()
-        },
-        anomalies: state.anomalies.clone(),
-        spec_changes: state.spec_changes.clone(),
-        sprint: state.sprint.clone(),
-        circuit_breaker: state.circuit_breaker.clone(),
-        archived: state.archived.clone(),
-        merge_queue: state.merge_queue.clone(),
-        config: state.config.clone(),
-        extra: state.extra.clone(),
-    };
-    let head = Head {
         order: state.tasks.iter().map(|t| t.id.clone()).collect(),
-        notes,
-        state: rest,
+        notes: keyed_notes(state).map(|notes| id_runs(notes.iter().map(|(id, _)| *id))),
+        state: UPGRADE_LIZA.to_owned(),
     };
     serde_json::to_vec(&head).expect("a state serialises")
+}
+
+/// The state revision a head value holds (of either layout).
+pub fn head_revision(value: &[u8]) -> Result<i64, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct RevisionOnly {
+        #[serde(default)]
+        revision: Option<i64>,
+    }
+    #[derive(Deserialize)]
+    struct Layout1 {
+        state: RevisionOnly,
+    }
+    if layout_of(value)? == 1 {
+        let head: Layout1 = serde_json::from_slice(value)?;
+        return Ok(head.state.revision.unwrap_or(0));
+    }
+    let head: RevisionOnly = serde_json::from_slice(value)?;
+    Ok(head.revision.unwrap_or(0))
 }
 
 fn note_value(note: &HumanNote) -> Vec<u8> {
@@ -155,10 +372,11 @@ fn task_value(task: &Task) -> Vec<u8> {
     serde_json::to_vec(task).expect("a task serialises")
 }
 
-/// Every key of `state`: the head, then each task.
+/// Every key of `state`: the head, its sections, each task and each note.
 pub fn encode(address: &StoreAddress, state: &State) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut kvs = Vec::with_capacity(state.tasks.len() + 1);
+    let mut kvs = Vec::with_capacity(state.tasks.len() + SECTIONS.len() + 1);
     kvs.push((head_key(address), head_value(state)));
+    kvs.extend(upgraded_sections(address, state));
     for task in &state.tasks {
         kvs.push((task_key(address, &task.id), task_value(task)));
     }
@@ -166,6 +384,40 @@ pub fn encode(address: &StoreAddress, state: &State) -> Vec<(Vec<u8>, Vec<u8>)> 
         kvs.push((note_key(address, id), note_value(note)));
     }
     kvs
+}
+
+fn upgraded_sections<'a>(
+    address: &'a StoreAddress,
+    state: &State,
+) -> impl Iterator<Item = (Vec<u8>, Vec<u8>)> + 'a {
+    let prefix = section_prefix(address);
+    section_values(state).into_iter().map(move |(name, value)| {
+        let mut key = prefix.clone();
+        key.extend_from_slice(name.as_bytes());
+        (key, value)
+    })
+}
+
+/// Whether the keys of a read (`kvs`) hold a head of layout 1, which the store upgrades
+/// with [`upgrade`] before it writes.
+pub fn is_layout_1<E: Entry>(address: &StoreAddress, kvs: &[E]) -> bool {
+    let head_key = head_key(address);
+    kvs.iter()
+        .find(|kv| kv.key() == head_key.as_slice())
+        .is_some_and(|head| layout_of(head.value()).ok() == Some(1))
+}
+
+/// What turns the keys of a blackboard of layout 1 that holds `state` into layout 2:
+/// the head and every section (tasks and notes have the same keys in both).
+pub fn upgrade(address: &StoreAddress, state: &State) -> Vec<Change> {
+    std::iter::once((head_key(address), head_value(state)))
+        .chain(upgraded_sections(address, state))
+        .map(|(key, value)| Change::Put {
+            key,
+            value,
+            lease: 0,
+        })
+        .collect()
 }
 
 /// A key and its value as read: from etcd, or borrowed from bytes read elsewhere (the
@@ -210,54 +462,83 @@ pub fn decode<E: Entry>(address: &StoreAddress, kvs: &[E]) -> Result<State, Layo
     decode_since(address, kvs, None)
 }
 
-/// [`decode`] of a read that returned only the tasks changed since `known` was read:
-/// a task the head lists and the read did not return is `known`'s (unchanged, so the
-/// same allocation). A task missing from both is [`LayoutError::MissingTask`].
+/// [`decode`] of a read that returned only the tasks, notes and sections changed since
+/// `known` was read: one the head lists and the read did not return is `known`'s
+/// (unchanged, so the same allocation). One missing from both is
+/// [`LayoutError::MissingTask`].
 pub fn decode_since<E: Entry>(
     address: &StoreAddress,
     kvs: &[E],
     known: Option<&State>,
 ) -> Result<State, LayoutError> {
     let head_key = head_key(address);
-    let task_prefix = task_prefix(address);
-    let shown = |key: &[u8]| String::from_utf8_lossy(key).escape_debug().to_string();
     let head = kvs
         .iter()
         .find(|kv| kv.key() == head_key.as_slice())
         .ok_or_else(|| LayoutError::NoHead {
             key: shown(&head_key),
         })?;
-    let head: Head = serde_json::from_slice(head.value()).map_err(|e| LayoutError::Unreadable {
+    let unreadable = |detail: String| LayoutError::Unreadable {
         key: shown(&head_key),
-        detail: e.to_string(),
-    })?;
+        detail,
+    };
+    let layout = layout_of(head.value()).map_err(|e| unreadable(e.to_string()))?;
+    let (order, note_ids, mut state) = match layout {
+        1 => {
+            let head: HeadLayout1 =
+                serde_json::from_slice(head.value()).map_err(|e| unreadable(e.to_string()))?;
+            (head.order, head.notes.map(NoteIds::Listed), head.state)
+        }
+        LAYOUT => {
+            let head: Head =
+                serde_json::from_slice(head.value()).map_err(|e| unreadable(e.to_string()))?;
+            let prefix = section_prefix(address);
+            let read: HashMap<&[u8], &[u8]> = kvs
+                .iter()
+                .filter_map(|kv| Some((kv.key().strip_prefix(prefix.as_slice())?, kv.value())))
+                .collect();
+            let mut state = sectioned_state(address, &read, known, head.version, head.revision)?;
+            if head.notes.is_none() {
+                state.human_notes = match read.get(&b"human_notes"[..]) {
+                    Some(value) => section(address, "human_notes", value)?,
+                    None => match known {
+                        Some(known) => unkeyed_notes(known).cloned(),
+                        None => return Err(missing_section(address, "human_notes")),
+                    },
+                };
+            }
+            (head.order, head.notes.map(NoteIds::Runs), state)
+        }
+        other => {
+            return Err(unreadable(format!(
+                "it is laid out as {other}, a layout this liza does not know: upgrade liza"
+            )));
+        }
+    };
     // The revision numbers log keys: one that liza cannot have written would make the
     // next commit reuse or skip revisions.
-    match head.state.revision {
+    match state.revision {
         Some(r) if (1..=i64::MAX / 2).contains(&r) => {}
         other => {
-            return Err(LayoutError::Unreadable {
-                key: shown(&head_key),
-                detail: format!(
-                    "its revision is {}, not one liza writes",
-                    other.map_or_else(|| "missing".to_owned(), |r| r.to_string())
-                ),
-            });
+            return Err(unreadable(format!(
+                "its revision is {}, not one liza writes",
+                other.map_or_else(|| "missing".to_owned(), |r| r.to_string())
+            )));
         }
     }
+    let task_prefix = task_prefix(address);
     let mut tasks: HashMap<&[u8], &E> = kvs
         .iter()
         .filter_map(|kv| Some((kv.key().strip_prefix(task_prefix.as_slice())?, kv)))
         .collect();
-    let known_state = known;
-    let known: HashMap<&TaskId, &Arc<Task>> = known
+    let known_tasks: HashMap<&TaskId, &Arc<Task>> = known
         .map(|k| k.tasks.iter().map(|t| (&t.id, t)).collect())
         .unwrap_or_default();
-    let mut list = Vec::with_capacity(head.order.len());
-    for id in &head.order {
+    let mut list = Vec::with_capacity(order.len());
+    for id in &order {
         let key = task_key(address, id);
         let Some(kv) = tasks.remove(id.as_str().as_bytes()) else {
-            match known.get(id) {
+            match known_tasks.get(id) {
                 Some(unchanged) => {
                     list.push(Arc::clone(unchanged));
                     continue;
@@ -288,59 +569,79 @@ pub fn decode_since<E: Entry>(
             key: shown(kv.key()),
         });
     }
-    let mut state = head.state;
     state.tasks = TaskList(list);
-    if let Some(ids) = &head.notes {
-        let note_prefix = note_prefix(address);
-        // By the hex of the id: only the notes read are looked at, not every note's key
-        // formatted.
-        let read: HashMap<&[u8], &E> = kvs
-            .iter()
-            .filter_map(|kv| Some((kv.key().strip_prefix(note_prefix.as_slice())?, kv)))
-            .collect();
-        let known_notes: HashMap<&str, &HumanNote> = known_state
-            .and_then(|k| k.human_notes.as_ref())
-            .map(|notes| {
-                notes
-                    .iter()
-                    .filter_map(|n| Some((n.id.as_deref()?, n)))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut notes = Vec::with_capacity(ids.len());
-        for id in ids {
-            let found = if read.is_empty() {
-                None
-            } else {
-                read.get(hex(id).as_bytes())
-            };
-            let key = || note_key(address, id);
-            let note = match found {
-                Some(kv) => serde_json::from_slice::<HumanNote>(kv.value()).map_err(|e| {
-                    LayoutError::Unreadable {
-                        key: shown(&key()),
-                        detail: e.to_string(),
-                    }
-                })?,
-                None => match known_notes.get(id.as_str()) {
-                    Some(note) => (*note).clone(),
-                    None => {
-                        return Err(LayoutError::MissingTask {
-                            id: format!("note {id}"),
-                            key: shown(&key()),
-                        });
-                    }
-                },
-            };
-            notes.push(note);
-        }
-        state.human_notes = Some(notes);
+    if let Some(ids) = note_ids {
+        state.human_notes = Some(keyed_notes_read(address, kvs, known, ids)?);
     }
     Ok(state)
 }
 
+/// The notes' ids a head lists: one by one (layout 1), or in runs.
+enum NoteIds {
+    Listed(Vec<String>),
+    Runs(Vec<IdRun>),
+}
+
+/// The notes `ids` names, each as the read (`kvs`) holds it, else as `known` has it.
+fn keyed_notes_read<E: Entry>(
+    address: &StoreAddress,
+    kvs: &[E],
+    known: Option<&State>,
+    ids: NoteIds,
+) -> Result<Vec<HumanNote>, LayoutError> {
+    let note_prefix = note_prefix(address);
+    // By the hex of the id: only the notes read are looked at, not every note's key
+    // formatted.
+    let read: HashMap<&[u8], &E> = kvs
+        .iter()
+        .filter_map(|kv| Some((kv.key().strip_prefix(note_prefix.as_slice())?, kv)))
+        .collect();
+    let known_notes: HashMap<&str, &HumanNote> = known
+        .and_then(|k| k.human_notes.as_ref())
+        .map(|notes| {
+            notes
+                .iter()
+                .filter_map(|n| Some((n.id.as_deref()?, n)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let ids: Box<dyn Iterator<Item = String>> = match &ids {
+        NoteIds::Listed(ids) => Box::new(ids.iter().cloned()),
+        NoteIds::Runs(runs) => Box::new(run_ids(runs)),
+    };
+    let mut notes = Vec::new();
+    for id in ids {
+        let found = if read.is_empty() {
+            None
+        } else {
+            read.get(hex(&id).as_bytes())
+        };
+        let key = || note_key(address, &id);
+        let note = match found {
+            Some(kv) => serde_json::from_slice::<HumanNote>(kv.value()).map_err(|e| {
+                LayoutError::Unreadable {
+                    key: shown(&key()),
+                    detail: e.to_string(),
+                }
+            })?,
+            None => match known_notes.get(id.as_str()) {
+                Some(note) => (*note).clone(),
+                None => {
+                    return Err(LayoutError::MissingTask {
+                        id: format!("note {id}"),
+                        key: shown(&key()),
+                    });
+                }
+            },
+        };
+        notes.push(note);
+    }
+    Ok(notes)
+}
+
 /// What turns `before` into `after` in etcd: the head (always: its revision moves), each
-/// task that is new or changed, and a delete for each task that is gone.
+/// section, task and note that is new or changed, and a delete for each task and note
+/// that is gone.
 pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Change> {
     let old: HashMap<&TaskId, &Arc<Task>> = before.tasks.iter().map(|t| (&t.id, t)).collect();
     let mut out = vec![Change::Put {
@@ -348,6 +649,13 @@ pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Cha
         value: head_value(after),
         lease: 0,
     }];
+    for (name, value) in changed_sections(before, after) {
+        out.push(Change::Put {
+            key: section_key(address, name),
+            value,
+            lease: 0,
+        });
+    }
     for task in &after.tasks {
         // A task the change left alone is the same allocation (the store clones on write).
         let unchanged = old
@@ -447,7 +755,7 @@ mod tests {
         let state = liza_model::bench::generate_state(1000, 13_500, Timestamp::now());
         let kvs = encode(&address(), &state);
         let notes = state.human_notes.as_ref().map_or(0, Vec::len);
-        assert_eq!(kvs.len(), 1001 + notes);
+        assert_eq!(kvs.len(), 1 + SECTIONS.len() + 1000 + notes);
         let (size, key) = kvs
             .iter()
             .map(|(k, v)| (k.len() + v.len(), String::from_utf8_lossy(k).into_owned()))
@@ -549,28 +857,258 @@ mod tests {
         let kvs = encode(&address(), &state);
         let err = decode(&address(), &as_read(kvs[1..].to_vec())).unwrap_err();
         assert!(err.to_string().contains("team/p/head"), "{err}");
-        let missing = decode(&address(), &as_read(kvs[..2].to_vec())).unwrap_err();
+        // The head and its sections, one task: the others are missing.
+        let first_task = 1 + SECTIONS.len();
+        let missing = decode(&address(), &as_read(kvs[..=first_task].to_vec())).unwrap_err();
         assert!(
-            matches!(missing, LayoutError::MissingTask { .. }),
+            matches!(&missing, LayoutError::MissingTask { id, .. } if id == "task-0001"),
+            "{missing}"
+        );
+        // A section missing.
+        let mut no_goal = kvs.clone();
+        no_goal.retain(|(key, _)| key != b"team/p/head/goal");
+        let missing = decode(&address(), &as_read(no_goal)).unwrap_err();
+        assert!(
+            missing.to_string().contains("team/p/head/goal"),
             "{missing}"
         );
         let mut stray = kvs.clone();
-        stray.push((b"team/p/task/t-999".to_vec(), stray[1].1.clone()));
+        stray.push((b"team/p/task/t-999".to_vec(), stray[first_task].1.clone()));
         let unlisted = decode(&address(), &as_read(stray)).unwrap_err();
         assert!(
             unlisted.to_string().contains("team/p/task/t-999"),
             "{unlisted}"
         );
         let mut swapped = kvs.clone();
-        swapped[1].1 = kvs[2].1.clone();
+        swapped[first_task].1 = kvs[first_task + 1].1.clone();
         let wrong = decode(&address(), &as_read(swapped)).unwrap_err();
         assert!(wrong.to_string().contains("holds task"), "{wrong}");
-        let mut garbage = kvs;
+        let mut garbage = kvs.clone();
         garbage[0].1 = b"not json".to_vec();
         let unreadable = decode(&address(), &as_read(garbage)).unwrap_err();
         assert!(
             matches!(unreadable, LayoutError::Unreadable { .. }),
             "{unreadable}"
+        );
+        let mut bad_section = kvs.clone();
+        bad_section[1].1 = b"{".to_vec();
+        let unreadable = decode(&address(), &as_read(bad_section)).unwrap_err();
+        assert!(
+            unreadable.to_string().contains("team/p/head/"),
+            "{unreadable}"
+        );
+        let mut future = kvs;
+        future[0].1 = br#"{"layout":3}"#.to_vec();
+        let unknown = decode(&address(), &as_read(future)).unwrap_err();
+        assert!(unknown.to_string().contains("upgrade liza"), "{unknown}");
+    }
+
+    /// `state` with `n` notes more, ids `note-1`…, and one written by a person among them.
+    fn with_notes(mut state: State, n: usize) -> State {
+        let notes = state.human_notes.get_or_insert_with(Vec::new);
+        notes.clear();
+        for i in 1..=n {
+            let id = if i == n / 2 {
+                "from-ann".to_owned()
+            } else {
+                format!("note-{i}")
+            };
+            notes.push(HumanNote {
+                id: Some(id),
+                timestamp: None,
+                message: format!("note {i}"),
+                target: Some("all".into()),
+                seen_by: None,
+                extra: Default::default(),
+            });
+        }
+        state
+    }
+
+    #[test]
+    fn the_head_stays_small_however_many_notes_and_a_note_writes_only_it_and_the_head() {
+        let before = with_notes(
+            liza_model::bench::generate_state(50, 2600, Timestamp::now()),
+            2000,
+        );
+        let kvs = encode(&address(), &before);
+        let head = &kvs[0].1;
+        assert!(
+            head.len() < 1024,
+            "{} bytes: {}",
+            head.len(),
+            String::from_utf8_lossy(head)
+        );
+        assert_eq!(decode(&address(), &as_read(kvs.clone())).unwrap(), before);
+        let after = with_notes(before.clone(), 2001);
+        let out = changes(&address(), &before, &after);
+        let written: Vec<String> = out
+            .iter()
+            .map(|c| match c {
+                Change::Put { key, .. } => String::from_utf8_lossy(key).into_owned(),
+                Change::Delete(key) => format!("delete {}", String::from_utf8_lossy(key)),
+            })
+            .collect();
+        assert_eq!(
+            written,
+            [
+                "team/p/head".to_owned(),
+                format!("team/p/note/{}", hex("note-2001"))
+            ]
+        );
+    }
+
+    #[test]
+    fn a_change_to_one_section_writes_only_it_and_a_read_of_what_changed_decodes_it() {
+        let before = liza_model::bench::generate_state(5, 200, Timestamp::now());
+        let mut after = before.clone();
+        after.revision = Some(after.revision() as i64 + 1);
+        after.goal.description = "Ship it".into();
+        let out = changes(&address(), &before, &after);
+        let keys: Vec<&[u8]> = out
+            .iter()
+            .map(|c| match c {
+                Change::Put { key, .. } | Change::Delete(key) => key.as_slice(),
+            })
+            .collect();
+        assert_eq!(keys, [&b"team/p/head"[..], b"team/p/head/goal"]);
+        // What changed alone, on what was known: the state after.
+        let read: Vec<KeyValue> = out
+            .into_iter()
+            .map(|c| match c {
+                Change::Put { key, value, .. } => KeyValue {
+                    key,
+                    value,
+                    ..KeyValue::default()
+                },
+                Change::Delete(_) => unreachable!("nothing deleted"),
+            })
+            .collect();
+        assert_eq!(
+            decode_since(&address(), &read, Some(&before)).unwrap(),
+            after
+        );
+    }
+
+    #[test]
+    fn note_ids_in_runs_read_back_exactly_as_listed() {
+        let cases: [&[&str]; 5] = [
+            &["note-1", "note-2", "note-3"],
+            &["note-0", "note-1", "note-01", "note-2", "note-4", "note-5"],
+            &["note-9", "note-8", "x", "note-10", "note-11"],
+            &["note-18446744073709551615", "note-0"],
+            &[],
+        ];
+        for ids in cases {
+            let runs = id_runs(ids.iter().copied());
+            let back: Vec<String> = run_ids(&runs).collect();
+            assert_eq!(back, ids, "{runs:?}");
+        }
+        assert_eq!(
+            id_runs(["note-1", "note-2", "note-3", "ann", "note-4"].into_iter()),
+            [
+                IdRun::Run([1, 3]),
+                IdRun::Id("ann".into()),
+                IdRun::Run([4, 4])
+            ]
+        );
+    }
+
+    #[test]
+    fn a_head_listing_more_notes_than_there_are_fails_at_the_first_missing_one() {
+        let state = with_notes(
+            liza_model::bench::generate_state(2, 200, Timestamp::now()),
+            3,
+        );
+        let mut kvs = encode(&address(), &state);
+        let mut head: serde_json::Value = serde_json::from_slice(&kvs[0].1).unwrap();
+        head["notes"] = serde_json::json!([[1, u64::MAX]]);
+        kvs[0].1 = serde_json::to_vec(&head).unwrap();
+        let err = decode(&address(), &as_read(kvs)).unwrap_err();
+        assert!(
+            matches!(&err, LayoutError::MissingTask { id, .. } if id == "note note-1"),
+            "{err}"
+        );
+    }
+
+    /// The keys layout 1 wrote for `state`: the head with the rest of the state and the
+    /// notes' ids (as the liza before layout 2 did), each task and each note.
+    fn layout_1(state: &State) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut rest = state.clone();
+        rest.tasks = TaskList::default();
+        let notes: Option<Vec<String>> =
+            keyed_notes(state).map(|notes| notes.iter().map(|(id, _)| (*id).to_owned()).collect());
+        if notes.is_some() {
+            rest.human_notes = None;
+        }
+        // Typed, as that liza wrote it (a JSON map would sort the agents by id).
+        #[derive(Serialize)]
+        struct Written<'a> {
+            order: Vec<&'a str>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            notes: Option<Vec<String>>,
+            state: State,
+        }
+        let head = Written {
+            order: state.tasks.iter().map(|t| t.id.as_str()).collect(),
+            notes,
+            state: rest,
+        };
+        let mut kvs = vec![(head_key(&address()), serde_json::to_vec(&head).unwrap())];
+        kvs.extend(encode(&address(), state).into_iter().filter(|(key, _)| {
+            key.starts_with(b"team/p/task/") || key.starts_with(b"team/p/note/")
+        }));
+        kvs
+    }
+
+    #[test]
+    fn a_blackboard_of_layout_1_reads_and_upgrades_and_a_liza_of_layout_1_refuses_layout_2() {
+        let state = with_notes(
+            liza_model::bench::generate_state(4, 300, Timestamp::now()),
+            5,
+        );
+        let old = layout_1(&state);
+        let read = as_read(old.clone());
+        assert!(is_layout_1(&address(), &read));
+        assert_eq!(decode(&address(), &read).unwrap(), state);
+        // Upgraded: the head and every section rewritten, tasks and notes untouched.
+        let mut keys: HashMap<Vec<u8>, Vec<u8>> = old.into_iter().collect();
+        for change in upgrade(&address(), &state) {
+            let Change::Put { key, value, .. } = change else {
+                panic!("an upgrade deletes nothing")
+            };
+            assert!(
+                key == b"team/p/head" || key.starts_with(b"team/p/head/"),
+                "{}",
+                String::from_utf8_lossy(&key)
+            );
+            keys.insert(key, value);
+        }
+        let read = as_read(keys.into_iter().collect());
+        assert!(!is_layout_1(&address(), &read));
+        assert_eq!(decode(&address(), &read).unwrap(), state);
+        // Notes without ids of their own stay whole: in the head (layout 1), in their
+        // section (layout 2).
+        let mut unkeyed = state.clone();
+        unkeyed.human_notes.as_mut().unwrap()[1].id = None;
+        assert_eq!(
+            decode(&address(), &as_read(layout_1(&unkeyed))).unwrap(),
+            unkeyed
+        );
+        assert_eq!(
+            decode(&address(), &as_read(encode(&address(), &unkeyed))).unwrap(),
+            unkeyed
+        );
+        // A liza that knows only layout 1 reads the head as its own and is refused,
+        // told why.
+        let head = &encode(&address(), &state)[0].1;
+        let err = serde_json::from_slice::<HeadLayout1>(head).err().unwrap();
+        assert!(err.to_string().contains("upgrade liza"), "{err}");
+        // Either layout's revision.
+        assert_eq!(head_revision(head).unwrap(), state.revision.unwrap());
+        assert_eq!(
+            head_revision(&layout_1(&state)[0].1).unwrap(),
+            state.revision.unwrap()
         );
     }
 }
