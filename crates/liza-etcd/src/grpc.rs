@@ -130,7 +130,12 @@ impl Grpc {
         })
         .await;
         let (head, body) = match answered {
-            Err(_) => return Err(CallError::NoAnswer("timed out".into())),
+            Err(_) => {
+                // A member that stopped answering may hold the connection open for
+                // minutes: the next call makes a new one rather than wait on it.
+                self.keep(member, None);
+                return Err(CallError::NoAnswer("timed out".into()));
+            }
             Ok(Err(e)) => {
                 // The connection may be what failed: the next call makes a new one.
                 self.keep(member, None);

@@ -392,7 +392,7 @@ impl EtcdStore {
         if at == 0 && layout::is_layout_1(&self.address, &kvs) {
             // Laid out by an older liza: upgraded before anything is written on it (a
             // commit writes only what it changed, in this layout).
-            self.upgrade_layout(&state, head_revision)?;
+            self.upgrade_layout(&state, &kvs, head_revision)?;
             return self.read_since(at, None);
         }
         let state = Arc::new(state);
@@ -410,14 +410,20 @@ impl EtcdStore {
 
     /// Rewrites the head and the sections of a blackboard of layout 1 (holding `state`,
     /// its head last written at etcd revision `head_revision`) in layout 2, unless the
-    /// head changed since: the blackboard stays at its revision, its tasks and notes
-    /// where they are (specs/shared-store.md *Keys*).
-    fn upgrade_layout(&self, state: &State, head_revision: i64) -> Result<(), StoreError> {
+    /// head changed since: the blackboard stays at its revision, its tasks and keyed
+    /// notes where they are; notes the head held inline get keys when they can have them
+    /// (specs/shared-store.md *Keys*).
+    fn upgrade_layout(
+        &self,
+        state: &State,
+        kvs: &[KeyValue],
+        head_revision: i64,
+    ) -> Result<(), StoreError> {
         let guard = Condition::ModRevision(layout::head_key(&self.address), head_revision);
         match self.patiently(|c| {
             c.txn(
                 std::slice::from_ref(&guard),
-                &layout::upgrade(&self.address, state),
+                &layout::upgrade(&self.address, state, kvs),
             )
         }) {
             // Changed since (upgraded by another process, or written): the next read

@@ -419,11 +419,20 @@ pub fn is_layout_1<E: Entry>(address: &StoreAddress, kvs: &[E]) -> bool {
         .is_some_and(|head| layout_of(head.value()).ok() == Some(1))
 }
 
-/// What turns the keys of a blackboard of layout 1 that holds `state` into layout 2:
-/// the head and every section (tasks and notes have the same keys in both).
-pub fn upgrade(address: &StoreAddress, state: &State) -> Vec<Change> {
+/// What turns the keys of a blackboard of layout 1 that holds `state` (read as `kvs`)
+/// into layout 2: the head, every section, and a key for each note that can have one
+/// and has none yet (a layout-1 head may hold notes with ids of their own inline: an
+/// older liza's, or a person's). Tasks, and notes already keyed, keep their keys.
+pub fn upgrade<E: Entry>(address: &StoreAddress, state: &State, kvs: &[E]) -> Vec<Change> {
+    let present: std::collections::HashSet<&[u8]> = kvs.iter().map(|kv| kv.key()).collect();
+    let notes = keyed_notes(state)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(id, note)| (note_key(address, id), note_value(note)))
+        .filter(|(key, _)| !present.contains(key.as_slice()));
     std::iter::once((head_key(address), head_value(state)))
         .chain(upgraded_sections(address, state))
+        .chain(notes)
         .map(|(key, value)| Change::Put {
             key,
             value,
@@ -1091,10 +1100,17 @@ mod tests {
     /// The keys layout 1 wrote for `state`: the head with the rest of the state and the
     /// notes' ids (as the liza before layout 2 did), each task and each note.
     fn layout_1(state: &State) -> Vec<(Vec<u8>, Vec<u8>)> {
+        layout_1_with(state, false)
+    }
+
+    /// [`layout_1`], the notes inline in the head when `inline` (as an older liza kept
+    /// them, ids or not).
+    fn layout_1_with(state: &State, inline: bool) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut rest = state.clone();
         rest.tasks = TaskList::default();
-        let notes: Option<Vec<String>> =
-            keyed_notes(state).map(|notes| notes.iter().map(|(id, _)| (*id).to_owned()).collect());
+        let notes: Option<Vec<String>> = keyed_notes(state)
+            .filter(|_| !inline)
+            .map(|notes| notes.iter().map(|(id, _)| (*id).to_owned()).collect());
         if notes.is_some() {
             rest.human_notes = None;
         }
@@ -1113,7 +1129,7 @@ mod tests {
         };
         let mut kvs = vec![(head_key(&address()), serde_json::to_vec(&head).unwrap())];
         kvs.extend(encode(&address(), state).into_iter().filter(|(key, _)| {
-            key.starts_with(b"team/p/task/") || key.starts_with(b"team/p/note/")
+            key.starts_with(b"team/p/task/") || (!inline && key.starts_with(b"team/p/note/"))
         }));
         kvs
     }
@@ -1130,7 +1146,7 @@ mod tests {
         assert_eq!(decode(&address(), &read).unwrap(), state);
         // Upgraded: the head and every section rewritten, tasks and notes untouched.
         let mut keys: HashMap<Vec<u8>, Vec<u8>> = old.into_iter().collect();
-        for change in upgrade(&address(), &state) {
+        for change in upgrade(&address(), &state, &read) {
             let Change::Put { key, value, .. } = change else {
                 panic!("an upgrade deletes nothing")
             };
@@ -1144,6 +1160,26 @@ mod tests {
         let read = as_read(keys.into_iter().collect());
         assert!(!is_layout_1(&address(), &read));
         assert_eq!(decode(&address(), &read).unwrap(), state);
+        // Notes a layout-1 head held inline though each has an id of its own get their
+        // keys in the upgrade.
+        let inline = layout_1_with(&state, true);
+        assert!(
+            !inline
+                .iter()
+                .any(|(key, _)| key.starts_with(b"team/p/note/"))
+        );
+        let inline_read = as_read(inline.clone());
+        assert_eq!(decode(&address(), &inline_read).unwrap(), state);
+        let mut keys: HashMap<Vec<u8>, Vec<u8>> = inline.into_iter().collect();
+        for change in upgrade(&address(), &state, &inline_read) {
+            if let Change::Put { key, value, .. } = change {
+                keys.insert(key, value);
+            }
+        }
+        assert_eq!(
+            decode(&address(), &as_read(keys.into_iter().collect())).unwrap(),
+            state
+        );
         // Notes without ids of their own stay whole: in the head (layout 1), in their
         // section (layout 2).
         let mut unkeyed = state.clone();
