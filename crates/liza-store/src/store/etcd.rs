@@ -1,9 +1,9 @@
 //! The shared store: the blackboard in etcd v3, for supervisors on several hosts
-//! (specs/shared-store.md). A transaction reads the head, the tasks and the liveness
-//! records at one etcd revision `R`; the shared part of [`super::Store::transact`] runs
-//! the change and validates; the commit is one etcd txn — the head, the tasks the change
-//! touched, the log entries — applied only if neither the head nor any task changed after
-//! `R`. Another writer first: read again and run the change again. No lock is held
+//! (specs/shared-store.md). A transaction reads the head, its sections, the tasks, the
+//! notes and the liveness records at one etcd revision `R`; the shared part of
+//! [`super::Store::transact`] runs the change and validates; the commit is one etcd txn
+//! — the head, the sections, tasks and notes the change touched, the log entries —
+//! applied only if neither the head nor any section or task changed after `R`. Another writer first: read again and run the change again. No lock is held
 //! anywhere, so a dead host holds nothing up.
 
 use std::collections::HashMap;
@@ -691,7 +691,7 @@ impl EtcdStore {
     }
 
     /// Sends a batch of transitions as one txn, guarded like a single transition: the
-    /// head, the tasks, the notes and the liveness records unchanged since the state the
+    /// head, its sections, the tasks, the notes and the liveness records unchanged since the state the
     /// batch was built on, and no log entry yet at any of its revisions.
     fn send(&self, batch: &Sealed) -> Settled {
         let mut conditions = self.unchanged_since(batch.guard, &batch.changes);
@@ -878,8 +878,8 @@ impl EtcdStore {
         own
     }
 
-    /// The guard of a commit that writes `changes`: neither the head nor any task
-    /// changed after `revision`, nor any note the commit writes. Every transition of
+    /// The guard of a commit that writes `changes`: neither the head nor any section or
+    /// task changed after `revision`, nor any note the commit writes. Every transition of
     /// liza rewrites the head, so the head alone orders liza's writers; the tasks'
     /// range also catches another etcd client's write to a task. Notes are guarded one
     /// by one, those written: their range grows with every note of the sprint, and etcd
