@@ -874,7 +874,14 @@ fn a_blackboard_laid_out_by_an_older_liza_is_upgraded_by_the_first_read_and_lose
     // A checkout that never ran this liza: no kept state to start from.
     let other = second_checkout(&board);
     let (_, address) = board.etcd.as_ref().unwrap();
-    assert_success(&other.liza(&["join", address]));
+    let joined = other.liza(&["join", address]);
+    assert_success(&joined);
+    // The person is told: an older liza can no longer use the blackboard.
+    let told = String::from_utf8_lossy(&joined.stderr);
+    assert!(
+        told.contains("upgraded the blackboard in etcd to layout 2"),
+        "{told}"
+    );
     // Read as it was, upgraded by that read: the same state at the same revision, the
     // head of layout 2 and every section a key again.
     assert_eq!(shown(&other), before);
@@ -897,4 +904,65 @@ fn a_blackboard_laid_out_by_an_older_liza_is_upgraded_by_the_first_read_and_lose
         assert!(text.contains(note), "{note} lost:\n{text}");
     }
     assert!(text.contains("The report's JSON output"), "{text}");
+}
+
+/// An older liza that lays the head out as layout 1 again right after an upgrade would
+/// have a read upgrade and read again without end: the read upgrades once, then says
+/// what is going on — and writes nothing more.
+#[test]
+fn a_head_laid_out_as_layout_1_again_at_once_is_refused_not_upgraded_without_end() {
+    let Some(board) = board() else { return };
+    assert_success(&board.repo.liza(&["note", "all", "first"]));
+    lay_out_as_layout_1(&board);
+    let client = board.client().unwrap();
+    let old_head = client.get(b"team/project/head").unwrap().unwrap().value;
+    let other = second_checkout(&board);
+    let (_, address) = board.etcd.as_ref().unwrap();
+    let gate = other.path().join("upgrade-gate");
+    let reader = other
+        .command()
+        .env(
+            "LIZA_FAILPOINT",
+            format!("etcd-upgraded:until={}", gate.display()),
+        )
+        .args(["join", address])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let waiting = other.path().join("upgrade-gate.waiting");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !waiting.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the read never upgraded"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Upgraded: an older liza writes its head again, as it last read it.
+    let upgraded = client.get(b"team/project/head").unwrap().unwrap().value;
+    assert!(
+        upgraded.starts_with(br#"{"layout":2"#),
+        "{}",
+        String::from_utf8_lossy(&upgraded)
+    );
+    client.put(b"team/project/head", &old_head, 0).unwrap();
+    let before = client
+        .range(b"team/project/", b"team/project0", 0)
+        .unwrap()
+        .0;
+    std::fs::write(&gate, b"").unwrap();
+    let out = reader.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("laid out by an older liza again") && said.contains("upgrade every liza"),
+        "{said}"
+    );
+    // Nothing was written after the one upgrade.
+    let after = client
+        .range(b"team/project/", b"team/project0", 0)
+        .unwrap()
+        .0;
+    assert_eq!(after, before);
 }

@@ -313,29 +313,32 @@ impl<'a> Reader<'a> {
     /// The next field the caller reads (its number and value), skipping the others'
     /// encodings as they come; `None` at the end.
     fn next(&mut self) -> Result<Option<(u64, Value<'a>)>, ProtoError> {
-        if self.rest.is_empty() {
-            return Ok(None);
+        loop {
+            if self.rest.is_empty() {
+                return Ok(None);
+            }
+            let tag = self.varint()?;
+            let field = tag >> 3;
+            let value = match (tag & 7) as u8 {
+                VARINT => Value::Int(self.varint()?),
+                LEN => {
+                    let len = self.varint()?;
+                    let len = usize::try_from(len).unwrap_or(usize::MAX);
+                    Value::Bytes(self.take(len)?)
+                }
+                // No field liza reads is fixed-size: skipped, however many come in a row.
+                FIXED64 => {
+                    self.take(8)?;
+                    continue;
+                }
+                FIXED32 => {
+                    self.take(4)?;
+                    continue;
+                }
+                _ => return self.fail("a field has a wire type protobuf does not define"),
+            };
+            return Ok(Some((field, value)));
         }
-        let tag = self.varint()?;
-        let field = tag >> 3;
-        let value = match (tag & 7) as u8 {
-            VARINT => Value::Int(self.varint()?),
-            LEN => {
-                let len = self.varint()?;
-                let len = usize::try_from(len).unwrap_or(usize::MAX);
-                Value::Bytes(self.take(len)?)
-            }
-            FIXED64 => {
-                self.take(8)?;
-                return self.next();
-            }
-            FIXED32 => {
-                self.take(4)?;
-                return self.next();
-            }
-            _ => return self.fail("a field has a wire type protobuf does not define"),
-        };
-        Ok(Some((field, value)))
     }
 
     /// Every field, to `visit` (with this reader, for its errors).
@@ -350,18 +353,29 @@ impl<'a> Reader<'a> {
     }
 }
 
-fn int(value: &Value<'_>) -> i64 {
-    match value {
-        Value::Int(n) => *n as i64,
-        // A number sent as a packed or length-delimited field is not one etcd writes.
-        Value::Bytes(_) => 0,
+impl<'a> Value<'a> {
+    /// The number a field of `message` holds; an error when it came as bytes (etcd
+    /// sends its numbers as varints: anything else is not an answer of etcd's).
+    fn int(&self, message: &'static str) -> Result<i64, ProtoError> {
+        match self {
+            Value::Int(n) => Ok(*n as i64),
+            Value::Bytes(_) => Err(ProtoError {
+                message,
+                problem: "a number came as bytes",
+            }),
+        }
     }
-}
 
-fn bytes<'a>(value: &Value<'a>) -> &'a [u8] {
-    match value {
-        Value::Bytes(b) => b,
-        Value::Int(_) => &[],
+    /// The bytes (a string, bytes or a message) a field of `message` holds; an error
+    /// when it came as a number.
+    fn bytes(&self, message: &'static str) -> Result<&'a [u8], ProtoError> {
+        match self {
+            Value::Bytes(b) => Ok(b),
+            Value::Int(_) => Err(ProtoError {
+                message,
+                problem: "bytes came as a number",
+            }),
+        }
     }
 }
 
@@ -370,7 +384,7 @@ fn header_revision(bytes: &[u8]) -> Result<i64, ProtoError> {
     let mut revision = 0;
     Reader::new(bytes, "ResponseHeader").each(|field, value| {
         if field == 3 {
-            revision = int(&value);
+            revision = value.int("ResponseHeader")?;
         }
         Ok(())
     })?;
@@ -381,12 +395,12 @@ fn key_value(bytes: &[u8]) -> Result<KeyValue, ProtoError> {
     let mut kv = KeyValue::default();
     Reader::new(bytes, "KeyValue").each(|field, value| {
         match field {
-            1 => kv.key = self::bytes(&value).to_vec(),
-            2 => kv.create_revision = int(&value),
-            3 => kv.mod_revision = int(&value),
-            4 => kv.version = int(&value),
-            5 => kv.value = self::bytes(&value).to_vec(),
-            6 => kv.lease = int(&value),
+            1 => kv.key = value.bytes("KeyValue")?.to_vec(),
+            2 => kv.create_revision = value.int("KeyValue")?,
+            3 => kv.mod_revision = value.int("KeyValue")?,
+            4 => kv.version = value.int("KeyValue")?,
+            5 => kv.value = value.bytes("KeyValue")?.to_vec(),
+            6 => kv.lease = value.int("KeyValue")?,
             _ => {}
         }
         Ok(())
@@ -400,9 +414,9 @@ impl RangeResponse {
         let mut out = RangeResponse::default();
         Reader::new(bytes, "RangeResponse").each(|field, value| {
             match field {
-                1 => out.revision = header_revision(self::bytes(&value))?,
-                2 => out.kvs.push(key_value(self::bytes(&value))?),
-                3 => out.more = int(&value) != 0,
+                1 => out.revision = header_revision(value.bytes("RangeResponse")?)?,
+                2 => out.kvs.push(key_value(value.bytes("RangeResponse")?)?),
+                3 => out.more = value.int("RangeResponse")? != 0,
                 _ => {}
             }
             Ok(())
@@ -417,16 +431,18 @@ impl TxnResponse {
         let mut out = TxnResponse::default();
         Reader::new(bytes, "TxnResponse").each(|field, value| {
             match field {
-                1 => out.revision = header_revision(self::bytes(&value))?,
-                2 => out.succeeded = int(&value) != 0,
+                1 => out.revision = header_revision(value.bytes("TxnResponse")?)?,
+                2 => out.succeeded = value.int("TxnResponse")? != 0,
                 3 => {
                     let mut range = None;
-                    Reader::new(self::bytes(&value), "ResponseOp").each(|field, value| {
-                        if field == 1 {
-                            range = Some(RangeResponse::decode(self::bytes(&value))?);
-                        }
-                        Ok(())
-                    })?;
+                    Reader::new(value.bytes("TxnResponse")?, "ResponseOp").each(
+                        |field, value| {
+                            if field == 1 {
+                                range = Some(RangeResponse::decode(value.bytes("ResponseOp")?)?);
+                            }
+                            Ok(())
+                        },
+                    )?;
                     out.responses.push(range);
                 }
                 _ => {}
@@ -584,5 +600,28 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("ten bytes"), "{err}");
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_wire_type_is_an_error_not_a_zero() {
+        // `more` (field 3, a bool) sent as bytes, a key (field 1) sent as a number.
+        let err = RangeResponse::decode(b"\x1a\x01\x01").unwrap_err();
+        assert_eq!(err.to_string(), "RangeResponse: a number came as bytes");
+        let err = RangeResponse::decode(b"\x12\x02\x08\x05").unwrap_err();
+        assert_eq!(err.to_string(), "KeyValue: bytes came as a number");
+        let err = TxnResponse::decode(b"\x0a\x02\x1a\x00").unwrap_err();
+        assert_eq!(err.to_string(), "ResponseHeader: a number came as bytes");
+    }
+
+    #[test]
+    fn fixed_size_fields_in_any_number_are_skipped_without_recursion() {
+        // 200,000 fixed32 fields (field 15) then `more`: a reader that recursed once
+        // per skipped field would run out of stack on a test thread.
+        let mut answer = Vec::with_capacity(1_000_010);
+        for _ in 0..200_000 {
+            answer.extend_from_slice(b"\x7d\0\0\0\0");
+        }
+        answer.extend_from_slice(b"\x18\x01");
+        assert!(RangeResponse::decode(&answer).unwrap().more);
     }
 }

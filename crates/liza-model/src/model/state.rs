@@ -137,13 +137,22 @@ impl State {
 
     /// The id the next note gets: `note-N` after the highest N in use.
     pub fn next_note_id(&self) -> String {
-        let highest = self
-            .human_notes()
-            .iter()
-            .filter_map(|n| n.id.as_deref()?.strip_prefix("note-")?.parse::<u64>().ok())
+        let numbers = || {
+            self.human_notes()
+                .iter()
+                .filter_map(|n| n.id.as_deref()?.strip_prefix("note-")?.parse::<u64>().ok())
+        };
+        let next = numbers()
             .max()
-            .unwrap_or(0);
-        format!("note-{}", highest + 1)
+            .unwrap_or(0)
+            .checked_add(1)
+            .unwrap_or_else(|| {
+                // A hand-written `note-18446744073709551615` leaves no number above it: the
+                // lowest one free is taken (one of the first len + 1 is).
+                let used: std::collections::HashSet<u64> = numbers().collect();
+                (1..).find(|n| !used.contains(n)).unwrap_or(1)
+            });
+        format!("note-{next}")
     }
 
     /// Gives Liza v0.1 notes (written without ids) their `note-N`, in list order, after
@@ -213,5 +222,46 @@ impl State {
                 .all(|t| self.satisfied_within(&t.id, depth + 1)),
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_notes(ids: &[Option<&str>]) -> State {
+        let mut state = State::initial("g", "specs/vision.md", "integration", Timestamp::now());
+        state.human_notes = Some(
+            ids.iter()
+                .map(|id| HumanNote {
+                    id: id.map(str::to_owned),
+                    timestamp: None,
+                    message: "m".into(),
+                    target: Some("all".into()),
+                    seen_by: None,
+                    extra: Default::default(),
+                })
+                .collect(),
+        );
+        state
+    }
+
+    #[test]
+    fn the_next_note_id_follows_the_highest_and_never_repeats_one_in_use() {
+        assert_eq!(with_notes(&[]).next_note_id(), "note-1");
+        let usual = with_notes(&[Some("note-3"), Some("note-7"), Some("mine"), None]);
+        assert_eq!(usual.next_note_id(), "note-8");
+        // Nothing above u64::MAX: the lowest number free, not a wrap to a used one.
+        let top = format!("note-{}", u64::MAX);
+        let full = with_notes(&[Some("note-1"), Some(&top), Some("note-2")]);
+        assert_eq!(full.next_note_id(), "note-3");
+        let mut unnumbered = with_notes(&[Some(&top), None, None]);
+        assert!(unnumbered.assign_note_ids());
+        let ids: Vec<_> = unnumbered
+            .human_notes()
+            .iter()
+            .map(|n| n.id.clone().unwrap())
+            .collect();
+        assert_eq!(ids, [top.as_str(), "note-1", "note-2"]);
     }
 }

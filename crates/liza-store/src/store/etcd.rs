@@ -357,9 +357,9 @@ impl EtcdStore {
             None
         };
         match self.read_since(at, known.as_ref()) {
-            // A task the head lists came back neither read nor known: read it all.
+            // A key the head lists came back neither read nor known: read it all.
             Err(StoreError::Layout {
-                source: LayoutError::MissingTask { .. },
+                source: LayoutError::MissingKey { .. },
                 ..
             }) if known.is_some() => self.read_since(at, None),
             other => other,
@@ -367,6 +367,16 @@ impl EtcdStore {
     }
 
     fn read_since(&self, at: i64, known: Option<&Known>) -> Result<Read, StoreError> {
+        self.read_since_upgrading(at, known, true)
+    }
+
+    /// [`Self::read_since`]; a blackboard of layout 1 is upgraded once at most (`may_upgrade`).
+    fn read_since_upgrading(
+        &self,
+        at: i64,
+        known: Option<&Known>,
+        may_upgrade: bool,
+    ) -> Result<Read, StoreError> {
         let since = known.map_or(0, |k| k.revision + 1);
         let ranges = StateRanges::of(&self.address);
         let mut asked = ranges.asked(since);
@@ -382,7 +392,7 @@ impl EtcdStore {
             if !proven(&landed, known.revision, proof) {
                 // Not what etcd holds: no longer a base, for this read or the next.
                 self.pipeline.forget(known);
-                return self.read_since(at, None);
+                return self.read_since_upgrading(at, None, may_upgrade);
             }
         }
         let (kvs, live_kvs) = StateRanges::split(ranges);
@@ -391,9 +401,23 @@ impl EtcdStore {
             .map_err(|e| self.layout_error(e))?;
         if at == 0 && layout::is_layout_1(&self.address, &kvs) {
             // Laid out by an older liza: upgraded before anything is written on it (a
-            // commit writes only what it changed, in this layout).
-            self.upgrade_layout(&state, &kvs, head_revision)?;
-            return self.read_since(at, None);
+            // commit writes only what it changed, in this layout) — once: a head written
+            // in layout 1 again at once is an older liza still at work on it.
+            if !may_upgrade {
+                return Err(self.layout_error(LayoutError::StillLayout1 {
+                    key: String::from_utf8_lossy(&layout::head_key(&self.address)).into_owned(),
+                }));
+            }
+            let upgraded = self.upgrade_layout(&state, &kvs, head_revision)?;
+            failpoint::hit("etcd-upgraded");
+            if upgraded {
+                tracing::warn!(
+                    store = %self.address,
+                    "upgraded the blackboard in etcd to layout {}: a liza older than this one can no longer use it",
+                    layout::LAYOUT
+                );
+            }
+            return self.read_since_upgrading(at, None, false);
         }
         let state = Arc::new(state);
         let live = live_records(&self.address.key("live/"), &live_kvs);
@@ -412,13 +436,13 @@ impl EtcdStore {
     /// its head last written at etcd revision `head_revision`) in layout 2, unless the
     /// head changed since: the blackboard stays at its revision, its tasks and keyed
     /// notes where they are; notes the head held inline get keys when they can have them
-    /// (specs/shared-store.md *Keys*).
+    /// (specs/shared-store.md *Keys*). Whether this process upgraded it.
     fn upgrade_layout(
         &self,
         state: &State,
         kvs: &[KeyValue],
         head_revision: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let guard = Condition::ModRevision(layout::head_key(&self.address), head_revision);
         match self.patiently(|c| {
             c.txn(
@@ -426,9 +450,10 @@ impl EtcdStore {
                 &layout::upgrade(&self.address, state, kvs),
             )
         }) {
+            Ok(TxnOutcome::Applied { .. }) => Ok(true),
             // Changed since (upgraded by another process, or written): the next read
             // tells which. An answer lost: so does the next read.
-            Ok(_) | Err(EtcdError::Indeterminate { .. }) => Ok(()),
+            Ok(TxnOutcome::Conflict { .. }) | Err(EtcdError::Indeterminate { .. }) => Ok(false),
             Err(e) => Err(self.fail(e)),
         }
     }

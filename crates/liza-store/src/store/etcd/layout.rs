@@ -43,7 +43,7 @@ struct Head {
 }
 
 /// The layout [`Head`] describes.
-const LAYOUT: u32 = 2;
+pub const LAYOUT: u32 = 2;
 
 const UPGRADE_LIZA: &str =
     "this blackboard is laid out for a newer liza (etcd layout 2): upgrade liza to use it";
@@ -134,8 +134,19 @@ pub enum LayoutError {
         "etcd key `{key}` does not hold what liza wrote there ({detail}); `liza doctor` checks the store"
     )]
     Unreadable { key: String, detail: String },
-    #[error("task {id} is listed in the head but its key `{key}` is missing")]
-    MissingTask { id: String, key: String },
+    /// `what`: `task <id>`, `note <id>` or `section <name>`.
+    #[error(
+        "{what} is listed in the head but its key `{key}` is missing; `liza doctor` checks the store"
+    )]
+    MissingKey { what: String, key: String },
+    #[error(
+        "the blackboard in etcd (head `{key}`) is laid out as {layout}, by a newer liza than this one: upgrade liza to use it"
+    )]
+    NewerLayout { key: String, layout: u32 },
+    #[error(
+        "the blackboard in etcd (head `{key}`) was laid out by an older liza again as soon as it was upgraded: upgrade every liza that uses it (`liza --version` on each host)"
+    )]
+    StillLayout1 { key: String },
     #[error("etcd key `{key}` holds a task the head does not list")]
     UnlistedTask { key: String },
 }
@@ -317,8 +328,8 @@ fn section<T: serde::de::DeserializeOwned>(
 }
 
 fn missing_section(address: &StoreAddress, name: &str) -> LayoutError {
-    LayoutError::MissingTask {
-        id: format!("section {name}"),
+    LayoutError::MissingKey {
+        what: format!("section {name}"),
         key: shown(&section_key(address, name)),
     }
 }
@@ -486,7 +497,7 @@ pub fn decode<E: Entry>(address: &StoreAddress, kvs: &[E]) -> Result<State, Layo
 /// [`decode`] of a read that returned only the tasks, notes and sections changed since
 /// `known` was read: one the head lists and the read did not return is `known`'s
 /// (unchanged, so the same allocation). One missing from both is
-/// [`LayoutError::MissingTask`].
+/// [`LayoutError::MissingKey`].
 pub fn decode_since<E: Entry>(
     address: &StoreAddress,
     kvs: &[E],
@@ -531,9 +542,10 @@ pub fn decode_since<E: Entry>(
             (head.order, head.notes.map(NoteIds::Runs), state)
         }
         other => {
-            return Err(unreadable(format!(
-                "it is laid out as {other}, a layout this liza does not know: upgrade liza"
-            )));
+            return Err(LayoutError::NewerLayout {
+                key: shown(&head_key),
+                layout: other,
+            });
         }
     };
     // The revision numbers log keys: one that liza cannot have written would make the
@@ -565,8 +577,8 @@ pub fn decode_since<E: Entry>(
                     continue;
                 }
                 None => {
-                    return Err(LayoutError::MissingTask {
-                        id: id.as_str().to_string(),
+                    return Err(LayoutError::MissingKey {
+                        what: format!("task {}", id.as_str()),
                         key: shown(&key),
                     });
                 }
@@ -621,12 +633,30 @@ fn keyed_notes_read<E: Entry>(
     // Known notes by id, made the first time a note is not where it was (rarely: notes
     // are appended, and a read from a known state lists them in the same places).
     let mut known_by_id: Option<HashMap<&str, &HumanNote>> = None;
+    let head = || shown(&head_key(address));
+    if let NoteIds::Runs(runs) = &ids
+        && let Some(IdRun::Run([first, last])) = runs
+            .iter()
+            .find(|run| matches!(run, IdRun::Run([first, last]) if first > last))
+    {
+        return Err(LayoutError::Unreadable {
+            key: head(),
+            detail: format!("its notes run from note-{first} down to note-{last}"),
+        });
+    }
     let ids: Box<dyn Iterator<Item = String>> = match &ids {
         NoteIds::Listed(ids) => Box::new(ids.iter().cloned()),
         NoteIds::Runs(runs) => Box::new(run_ids(runs)),
     };
     let mut notes = Vec::new();
+    // liza's own ids rise one by one: only a list that does not is checked for an id
+    // listed twice (which would make two notes one key).
+    let mut last_number = None;
+    let mut rising = true;
     for (i, id) in ids.enumerate() {
+        let number = note_number(&id);
+        rising = rising && number.is_some() && (last_number.is_none() || number > last_number);
+        last_number = number;
         let key = || note_key(address, &id);
         if let Some(kv) = (!read.is_empty())
             .then(|| read.get(hex(&id).as_bytes()))
@@ -638,6 +668,15 @@ fn keyed_notes_read<E: Entry>(
                     detail: e.to_string(),
                 }
             })?;
+            if note.id.as_deref() != Some(id.as_str()) {
+                return Err(LayoutError::Unreadable {
+                    key: shown(&key()),
+                    detail: format!(
+                        "it holds note {}, not {id}",
+                        note.id.as_deref().unwrap_or("without an id")
+                    ),
+                });
+            }
             notes.push(note);
             continue;
         }
@@ -656,8 +695,8 @@ fn keyed_notes_read<E: Entry>(
                 match by_id.get(id.as_str()) {
                     Some(note) => note,
                     None => {
-                        return Err(LayoutError::MissingTask {
-                            id: format!("note {id}"),
+                        return Err(LayoutError::MissingKey {
+                            what: format!("note {id}"),
                             key: shown(&key()),
                         });
                     }
@@ -665,6 +704,19 @@ fn keyed_notes_read<E: Entry>(
             }
         };
         notes.push(note.clone());
+    }
+    if !rising {
+        let mut seen = std::collections::HashSet::with_capacity(notes.len());
+        if let Some(twice) = notes
+            .iter()
+            .filter_map(|n| n.id.as_deref())
+            .find(|id| !seen.insert(*id))
+        {
+            return Err(LayoutError::Unreadable {
+                key: head(),
+                detail: format!("it lists note {twice} twice"),
+            });
+        }
     }
     Ok(notes)
 }
@@ -887,11 +939,22 @@ mod tests {
         let kvs = encode(&address(), &state);
         let err = decode(&address(), &as_read(kvs[1..].to_vec())).unwrap_err();
         assert!(err.to_string().contains("team/p/head"), "{err}");
+        // A head of a layout this liza does not know: a newer liza's, said as such.
+        let mut newer = kvs.clone();
+        let mut head: serde_json::Value = serde_json::from_slice(&newer[0].1).unwrap();
+        head["layout"] = serde_json::json!(LAYOUT + 1);
+        newer[0].1 = serde_json::to_vec(&head).unwrap();
+        let err = decode(&address(), &as_read(newer)).unwrap_err();
+        assert!(
+            matches!(&err, LayoutError::NewerLayout { layout, .. } if *layout == LAYOUT + 1),
+            "{err}"
+        );
+        assert!(err.to_string().contains("upgrade liza"), "{err}");
         // The head and its sections, one task: the others are missing.
         let first_task = 1 + SECTIONS.len();
         let missing = decode(&address(), &as_read(kvs[..=first_task].to_vec())).unwrap_err();
         assert!(
-            matches!(&missing, LayoutError::MissingTask { id, .. } if id == "task-0001"),
+            matches!(&missing, LayoutError::MissingKey { what, .. } if what == "task task-0001"),
             "{missing}"
         );
         // A section missing.
@@ -1092,7 +1155,43 @@ mod tests {
         kvs[0].1 = serde_json::to_vec(&head).unwrap();
         let err = decode(&address(), &as_read(kvs)).unwrap_err();
         assert!(
-            matches!(&err, LayoutError::MissingTask { id, .. } if id == "note note-1"),
+            matches!(&err, LayoutError::MissingKey { what, .. } if what == "note note-1"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn note_keys_and_runs_that_do_not_add_up_are_refused_naming_the_key() {
+        let state = with_notes(
+            liza_model::bench::generate_state(2, 200, Timestamp::now()),
+            4,
+        );
+        let kvs = encode(&address(), &state);
+        assert!(decode(&address(), &as_read(kvs.clone())).is_ok());
+        let with_head = |notes: serde_json::Value| {
+            let mut kvs = kvs.clone();
+            let mut head: serde_json::Value = serde_json::from_slice(&kvs[0].1).unwrap();
+            head["notes"] = notes;
+            kvs[0].1 = serde_json::to_vec(&head).unwrap();
+            decode(&address(), &as_read(kvs)).unwrap_err().to_string()
+        };
+        let err = with_head(serde_json::json!([[1, 1], "from-ann", [4, 3]]));
+        assert!(
+            err.contains("note-4 down to note-3") && err.contains("team/p/head"),
+            "{err}"
+        );
+        let err = with_head(serde_json::json!([[1, 1], "from-ann", [3, 4], [4, 4]]));
+        assert!(err.contains("lists note note-4 twice"), "{err}");
+        // A note key that holds another note.
+        let mut moved = kvs.clone();
+        let three = note_key(&address(), "note-3");
+        let kv = moved.iter_mut().find(|(k, _)| *k == three).unwrap();
+        let mut note: serde_json::Value = serde_json::from_slice(&kv.1).unwrap();
+        note["id"] = "note-4".into();
+        kv.1 = serde_json::to_vec(&note).unwrap();
+        let err = decode(&address(), &as_read(moved)).unwrap_err().to_string();
+        assert!(
+            err.contains("it holds note note-4, not note-3") && err.contains(&shown(&three)),
             "{err}"
         );
     }
