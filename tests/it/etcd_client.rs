@@ -398,3 +398,58 @@ fn a_change_whose_answer_never_came_is_not_sent_to_another_member() {
     // Reads are safe to send again: the same client reads through the other member.
     assert_eq!(c.get(b"k").unwrap().unwrap().value, b"mine");
 }
+
+/// A proxy in front of `upstream` that counts the connections made through it.
+fn counting_proxy(upstream: String) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
+    std::thread::spawn(move || {
+        for client in listener.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let Ok(server) = std::net::TcpStream::connect(&upstream) else {
+                continue;
+            };
+            let (mut client_in, mut server_out) =
+                (client.try_clone().unwrap(), server.try_clone().unwrap());
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut client_in, &mut server_out);
+            });
+            let (mut server_in, mut client_out) = (server, client);
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut server_in, &mut client_out);
+            });
+        }
+    });
+    (address, count)
+}
+
+/// A process that will call etcd connects ahead (`warm`), while it does its other work;
+/// a call made while that connection is being made waits for it rather than make a
+/// second one.
+#[test]
+fn a_connection_made_ahead_is_the_one_the_first_call_uses() {
+    let Some((etcd, _)) = started() else { return };
+    let connections =
+        |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
+    let (proxy, count) = counting_proxy(etcd.endpoint());
+    let c = Client::new(std::slice::from_ref(&proxy), TIMEOUT).unwrap();
+    assert_eq!(connections(&count), 0, "nothing is sent by making a client");
+    c.warm();
+    assert!(
+        eventually(Duration::from_secs(10), || connections(&count) == 1),
+        "warm made no connection"
+    );
+    c.put(b"k", b"v", 0).unwrap();
+    assert_eq!(c.get(b"k").unwrap().unwrap().value, b"v");
+    assert_eq!(connections(&count), 1);
+    // A call right behind the warm-up, many times over: one connection each.
+    for round in 0..20 {
+        let (proxy, count) = counting_proxy(etcd.endpoint());
+        let c = Client::new(std::slice::from_ref(&proxy), TIMEOUT).unwrap();
+        c.warm();
+        assert_eq!(c.get(b"k").unwrap().unwrap().value, b"v");
+        assert_eq!(connections(&count), 1, "round {round}");
+    }
+}

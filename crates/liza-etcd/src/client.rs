@@ -297,6 +297,20 @@ impl Client {
         })
     }
 
+    /// Connects to the member the next call goes to, in the background: the caller goes
+    /// on with its work meanwhile, and that call finds the connection made (or, if it
+    /// could not be, tries the next member at once).
+    pub fn warm(&self) {
+        let shared = Arc::clone(&self.shared);
+        self.runtime.handle.spawn(async move {
+            let member = shared.preferred.load(Ordering::Relaxed);
+            shared
+                .grpc
+                .warm(member, &shared.endpoints[member], shared.timeout)
+                .await;
+        });
+    }
+
     /// Calls `path` of the JSON gateway with `request` (every such call is safe to send
     /// again: leases, compaction).
     fn call<Req: Serialize, Resp: DeserializeOwned + Send + 'static>(

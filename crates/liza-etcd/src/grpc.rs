@@ -1,8 +1,8 @@
 //! Unary gRPC calls to an etcd member over HTTP/2 (hyper's client): the request one
 //! length-prefixed protobuf message, the answer one message and a `grpc-status`, in the
 //! trailers or — when the call failed before any answer — in the headers. One connection
-//! per member, made on first use and kept while the member keeps it open; calls share
-//! it as HTTP/2 streams.
+//! per member, made on first use (or ahead of it: [`Grpc::warm`]) and kept while the
+//! member keeps it open; calls share it as HTTP/2 streams.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -35,6 +35,12 @@ pub(crate) enum CallError {
 /// The connections to the members of one cluster, by the member's index.
 pub(crate) struct Grpc {
     connections: Mutex<Vec<Option<SendRequest<Full<Bytes>>>>>,
+    /// Held while a connection to the member is being made: a call waits for the one
+    /// under way rather than make a second.
+    connecting: Vec<tokio::sync::Mutex<()>>,
+    /// Why the connection made ahead of use failed, for the first call to take: it
+    /// tries the next member rather than wait as long again on this one.
+    warm_failed: Mutex<Vec<Option<String>>>,
 }
 
 impl Grpc {
@@ -42,7 +48,47 @@ impl Grpc {
     pub(crate) fn new(members: usize) -> Self {
         Grpc {
             connections: Mutex::new(vec![None; members]),
+            connecting: (0..members).map(|_| tokio::sync::Mutex::new(())).collect(),
+            warm_failed: Mutex::new(vec![None; members]),
         }
+    }
+
+    /// Makes the connection to member `member` now, before any call needs it: a process
+    /// that will call etcd connects while it does its other work (a new `liza` process
+    /// reads its checkout's files meanwhile), so its first call does not wait for TCP's
+    /// and HTTP/2's handshakes.
+    pub(crate) async fn warm(&self, member: usize, endpoint: &str, timeout: Duration) {
+        let _connecting = self.connecting[member].lock().await;
+        if self.kept(member).is_some() {
+            return;
+        }
+        if let Err(CallError::NotSent(detail)) = self.connect(member, endpoint, timeout).await {
+            let mut failed = self.warm_failed.lock().unwrap_or_else(|p| p.into_inner());
+            failed[member] = Some(detail);
+        }
+    }
+
+    /// The kept connection to member `member`, else a new one — or the one a call is
+    /// making, once made.
+    async fn sender(
+        &self,
+        member: usize,
+        endpoint: &str,
+        timeout: Duration,
+    ) -> Result<SendRequest<Full<Bytes>>, CallError> {
+        if let Some(sender) = self.kept(member) {
+            return Ok(sender);
+        }
+        let _connecting = self.connecting[member].lock().await;
+        if let Some(sender) = self.kept(member) {
+            return Ok(sender);
+        }
+        let warm_failure =
+            self.warm_failed.lock().unwrap_or_else(|p| p.into_inner())[member].take();
+        if let Some(detail) = warm_failure {
+            return Err(CallError::NotSent(detail));
+        }
+        self.connect(member, endpoint, timeout).await
     }
 
     fn kept(&self, member: usize) -> Option<SendRequest<Full<Bytes>>> {
@@ -98,14 +144,11 @@ impl Grpc {
         message: &[u8],
         timeout: Duration,
     ) -> Result<Vec<u8>, CallError> {
-        let mut sender = match self.kept(member) {
-            Some(sender) => sender,
-            None => self.connect(member, endpoint, timeout).await?,
-        };
+        let mut sender = self.sender(member, endpoint, timeout).await?;
         if sender.ready().await.is_err() {
             // Closed by the member since it was last used: nothing was sent on it.
             self.keep(member, None);
-            sender = self.connect(member, endpoint, timeout).await?;
+            sender = self.sender(member, endpoint, timeout).await?;
             sender
                 .ready()
                 .await

@@ -234,7 +234,7 @@ struct Read {
 
 impl EtcdStore {
     /// The store of the checkout at `root` whose blackboard is at `address`. Nothing is
-    /// sent yet.
+    /// sent yet; the connection to etcd is made in the background.
     pub fn connect(
         root: &Path,
         address: StoreAddress,
@@ -242,6 +242,9 @@ impl EtcdStore {
     ) -> Result<EtcdStore, StoreError> {
         let client =
             shared_client(&address.endpoints).map_err(|source| etcd_error(&address, source))?;
+        // Every use of the store calls etcd: the connection is made while the process
+        // reads its checkout and waits for its turn.
+        client.warm();
         Ok(EtcdStore {
             pipeline: group_commit::of(&address),
             paths: LizaPaths::new(root),
