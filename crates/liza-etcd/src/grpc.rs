@@ -38,9 +38,10 @@ pub(crate) struct Grpc {
     /// Held while a connection to the member is being made: a call waits for the one
     /// under way rather than make a second.
     connecting: Vec<tokio::sync::Mutex<()>>,
-    /// Why the connection made ahead of use failed, for the first call to take: it
-    /// tries the next member rather than wait as long again on this one.
-    warm_failed: Mutex<Vec<Option<String>>>,
+    /// Why the connection made ahead of use failed, and when, for the first call to
+    /// take while that is recent: it tries the next member rather than wait as long again
+    /// on this one (a failure older than a connection's timeout says nothing of now).
+    warm_failed: Mutex<Vec<Option<(std::time::Instant, String)>>>,
 }
 
 impl Grpc {
@@ -64,7 +65,7 @@ impl Grpc {
         }
         if let Err(CallError::NotSent(detail)) = self.connect(member, endpoint, timeout).await {
             let mut failed = self.warm_failed.lock().unwrap_or_else(|p| p.into_inner());
-            failed[member] = Some(detail);
+            failed[member] = Some((std::time::Instant::now(), detail));
         }
     }
 
@@ -85,7 +86,9 @@ impl Grpc {
         }
         let warm_failure =
             self.warm_failed.lock().unwrap_or_else(|p| p.into_inner())[member].take();
-        if let Some(detail) = warm_failure {
+        if let Some((at, detail)) = warm_failure
+            && at.elapsed() < timeout
+        {
             return Err(CallError::NotSent(detail));
         }
         self.connect(member, endpoint, timeout).await
