@@ -339,11 +339,20 @@ fn errors_say_what_went_wrong_and_a_dead_endpoint_hands_over_to_the_next() {
 /// A proxy in front of `upstream` that passes requests on at once and holds each answer
 /// back for `delay`: a member that applies a change and answers too late.
 fn slow_proxy(upstream: String, delay: Duration) -> String {
+    proxy(upstream, delay).0
+}
+
+/// A proxy in front of `upstream` that holds each answer back for `delay` (none: zero),
+/// and counts the connections made through it.
+fn proxy(upstream: String, delay: Duration) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = listener.local_addr().unwrap().to_string();
+    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&count);
     std::thread::spawn(move || {
         for client in listener.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let Ok(server) = std::net::TcpStream::connect(&upstream) else {
                 continue;
             };
@@ -367,7 +376,7 @@ fn slow_proxy(upstream: String, delay: Duration) -> String {
             });
         }
     });
-    address
+    (address, count)
 }
 
 #[test]
@@ -399,32 +408,6 @@ fn a_change_whose_answer_never_came_is_not_sent_to_another_member() {
     assert_eq!(c.get(b"k").unwrap().unwrap().value, b"mine");
 }
 
-/// A proxy in front of `upstream` that counts the connections made through it.
-fn counting_proxy(upstream: String) -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let address = listener.local_addr().unwrap().to_string();
-    let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = Arc::clone(&count);
-    std::thread::spawn(move || {
-        for client in listener.incoming().flatten() {
-            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            let Ok(server) = std::net::TcpStream::connect(&upstream) else {
-                continue;
-            };
-            let (mut client_in, mut server_out) =
-                (client.try_clone().unwrap(), server.try_clone().unwrap());
-            std::thread::spawn(move || {
-                let _ = std::io::copy(&mut client_in, &mut server_out);
-            });
-            let (mut server_in, mut client_out) = (server, client);
-            std::thread::spawn(move || {
-                let _ = std::io::copy(&mut server_in, &mut client_out);
-            });
-        }
-    });
-    (address, count)
-}
-
 /// A process that will call etcd connects ahead (`warm`), while it does its other work;
 /// a call made while that connection is being made waits for it rather than make a
 /// second one.
@@ -433,8 +416,8 @@ fn a_connection_made_ahead_is_the_one_the_first_call_uses() {
     let Some((etcd, _)) = started() else { return };
     let connections =
         |c: &std::sync::atomic::AtomicUsize| c.load(std::sync::atomic::Ordering::SeqCst);
-    let (proxy, count) = counting_proxy(etcd.endpoint());
-    let c = Client::new(std::slice::from_ref(&proxy), TIMEOUT).unwrap();
+    let (through, count) = proxy(etcd.endpoint(), Duration::ZERO);
+    let c = Client::new(std::slice::from_ref(&through), TIMEOUT).unwrap();
     assert_eq!(connections(&count), 0, "nothing is sent by making a client");
     c.warm();
     assert!(
@@ -446,8 +429,8 @@ fn a_connection_made_ahead_is_the_one_the_first_call_uses() {
     assert_eq!(connections(&count), 1);
     // A call right behind the warm-up, many times over: one connection each.
     for round in 0..20 {
-        let (proxy, count) = counting_proxy(etcd.endpoint());
-        let c = Client::new(std::slice::from_ref(&proxy), TIMEOUT).unwrap();
+        let (through, count) = proxy(etcd.endpoint(), Duration::ZERO);
+        let c = Client::new(std::slice::from_ref(&through), TIMEOUT).unwrap();
         c.warm();
         assert_eq!(c.get(b"k").unwrap().unwrap().value, b"v");
         assert_eq!(connections(&count), 1, "round {round}");
