@@ -38,10 +38,10 @@ pub(crate) struct Grpc {
     /// Held while a connection to the member is being made: a call waits for the one
     /// under way rather than make a second.
     connecting: Vec<tokio::sync::Mutex<()>>,
-    /// Why the connection made ahead of use failed, and when, for the first call to
-    /// take while that is recent: it tries the next member rather than wait as long again
-    /// on this one (a failure older than a connection's timeout says nothing of now).
-    warm_failed: Mutex<Vec<Option<(std::time::Instant, String)>>>,
+    /// When and why the last attempt at a connection to the member failed: a call that
+    /// waited for that attempt tries the next member at once rather than wait as long
+    /// again on this one (a call that came after it tries again).
+    failed: Mutex<Vec<Option<(std::time::Instant, String)>>>,
 }
 
 impl Grpc {
@@ -50,7 +50,7 @@ impl Grpc {
         Grpc {
             connections: Mutex::new(vec![None; members]),
             connecting: (0..members).map(|_| tokio::sync::Mutex::new(())).collect(),
-            warm_failed: Mutex::new(vec![None; members]),
+            failed: Mutex::new(vec![None; members]),
         }
     }
 
@@ -59,14 +59,7 @@ impl Grpc {
     /// reads its checkout's files meanwhile), so its first call does not wait for TCP's
     /// and HTTP/2's handshakes.
     pub(crate) async fn warm(&self, member: usize, endpoint: &str, timeout: Duration) {
-        let _connecting = self.connecting[member].lock().await;
-        if self.kept(member).is_some() {
-            return;
-        }
-        if let Err(CallError::NotSent(detail)) = self.connect(member, endpoint, timeout).await {
-            let mut failed = self.warm_failed.lock().unwrap_or_else(|p| p.into_inner());
-            failed[member] = Some((std::time::Instant::now(), detail));
-        }
+        let _ = self.sender(member, endpoint, timeout).await;
     }
 
     /// The kept connection to member `member`, else a new one — or the one a call is
@@ -80,18 +73,26 @@ impl Grpc {
         if let Some(sender) = self.kept(member) {
             return Ok(sender);
         }
+        let waiting_since = std::time::Instant::now();
         let _connecting = self.connecting[member].lock().await;
         if let Some(sender) = self.kept(member) {
             return Ok(sender);
         }
-        let warm_failure =
-            self.warm_failed.lock().unwrap_or_else(|p| p.into_inner())[member].take();
-        if let Some((at, detail)) = warm_failure
-            && at.elapsed() < timeout
-        {
+        let failed = |at| {
+            self.failed.lock().unwrap_or_else(|p| p.into_inner())[member]
+                .clone()
+                .filter(|(when, _)| *when >= at)
+        };
+        // The attempt this call waited for failed: so would this one, as slowly.
+        if let Some((_, detail)) = failed(waiting_since) {
             return Err(CallError::NotSent(detail));
         }
-        self.connect(member, endpoint, timeout).await
+        let attempt = self.connect(member, endpoint, timeout).await;
+        if let Err(CallError::NotSent(detail)) = &attempt {
+            self.failed.lock().unwrap_or_else(|p| p.into_inner())[member] =
+                Some((std::time::Instant::now(), detail.clone()));
+        }
+        attempt
     }
 
     fn kept(&self, member: usize) -> Option<SendRequest<Full<Bytes>>> {

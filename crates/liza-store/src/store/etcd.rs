@@ -223,6 +223,19 @@ impl LeaseFacts {
     }
 }
 
+/// What one read did to a blackboard of layout 1 it found: how many upgrades it tried,
+/// whether one was applied, and whether one may have been (its answer lost).
+#[derive(Clone, Copy, Default)]
+struct Upgrading {
+    tries: u8,
+    applied: bool,
+    maybe: bool,
+}
+
+/// Upgrades a read tries, each refused because the head changed first, before it says
+/// an older liza keeps writing the blackboard.
+const MAX_UPGRADE_TRIES: u8 = 3;
+
 /// One read of the project: the state, the liveness records, the etcd revision.
 struct Read {
     state: Arc<State>,
@@ -370,15 +383,16 @@ impl EtcdStore {
     }
 
     fn read_since(&self, at: i64, known: Option<&Known>) -> Result<Read, StoreError> {
-        self.read_since_upgrading(at, known, true)
+        self.read_since_upgrading(at, known, Upgrading::default())
     }
 
-    /// [`Self::read_since`]; a blackboard of layout 1 is upgraded once at most (`may_upgrade`).
+    /// [`Self::read_since`], `upgrading` saying what this read did so far to a
+    /// blackboard of layout 1.
     fn read_since_upgrading(
         &self,
         at: i64,
         known: Option<&Known>,
-        may_upgrade: bool,
+        upgrading: Upgrading,
     ) -> Result<Read, StoreError> {
         let since = known.map_or(0, |k| k.revision + 1);
         let ranges = StateRanges::of(&self.address);
@@ -395,7 +409,7 @@ impl EtcdStore {
             if !proven(&landed, known.revision, proof) {
                 // Not what etcd holds: no longer a base, for this read or the next.
                 self.pipeline.forget(known);
-                return self.read_since_upgrading(at, None, may_upgrade);
+                return self.read_since_upgrading(at, None, upgrading);
             }
         }
         let (kvs, live_kvs) = StateRanges::split(ranges);
@@ -404,23 +418,29 @@ impl EtcdStore {
             .map_err(|e| self.layout_error(e))?;
         if at == 0 && layout::is_layout_1(&self.address, &kvs) {
             // Laid out by an older liza: upgraded before anything is written on it (a
-            // commit writes only what it changed, in this layout) — once: a head written
-            // in layout 1 again at once is an older liza still at work on it.
-            if !may_upgrade {
+            // commit writes only what it changed, in this layout). A head written in
+            // layout 1 again right after this read upgraded it — or again and again —
+            // is an older liza still at work on it: said, not fought.
+            if upgrading.applied || upgrading.tries == MAX_UPGRADE_TRIES {
                 return Err(self.layout_error(LayoutError::StillLayout1 {
                     key: String::from_utf8_lossy(&layout::head_key(&self.address)).into_owned(),
                 }));
             }
-            let upgraded = self.upgrade_layout(&state, &kvs, head_revision)?;
+            let outcome = self.upgrade_layout(&state, &kvs, head_revision)?;
             failpoint::hit("etcd-upgraded");
-            if upgraded {
-                tracing::warn!(
-                    store = %self.address,
-                    "upgraded the blackboard in etcd to layout {}: a liza older than this one can no longer use it",
-                    layout::LAYOUT
-                );
-            }
-            return self.read_since_upgrading(at, None, false);
+            let next = Upgrading {
+                tries: upgrading.tries + 1,
+                applied: outcome == Some(true),
+                maybe: outcome != Some(false),
+            };
+            return self.read_since_upgrading(at, None, next);
+        }
+        if upgrading.maybe {
+            tracing::warn!(
+                store = %self.address,
+                "upgraded the blackboard in etcd to layout {}: a liza older than this one can no longer use it",
+                layout::LAYOUT
+            );
         }
         let state = Arc::new(state);
         let live = live_records(&self.address.key("live/"), &live_kvs);
@@ -439,13 +459,14 @@ impl EtcdStore {
     /// its head last written at etcd revision `head_revision`) in layout 2, unless the
     /// head changed since: the blackboard stays at its revision, its tasks and keyed
     /// notes where they are; notes the head held inline get keys when they can have them
-    /// (specs/shared-store.md *Keys*). Whether this process upgraded it.
+    /// (specs/shared-store.md *Keys*). Whether this process upgraded it: `None` when
+    /// the answer was lost.
     fn upgrade_layout(
         &self,
         state: &State,
         kvs: &[KeyValue],
         head_revision: i64,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<Option<bool>, StoreError> {
         let guard = Condition::ModRevision(layout::head_key(&self.address), head_revision);
         match self.patiently(|c| {
             c.txn(
@@ -453,10 +474,11 @@ impl EtcdStore {
                 &layout::upgrade(&self.address, state, kvs),
             )
         }) {
-            Ok(TxnOutcome::Applied { .. }) => Ok(true),
+            Ok(TxnOutcome::Applied { .. }) => Ok(Some(true)),
             // Changed since (upgraded by another process, or written): the next read
             // tells which. An answer lost: so does the next read.
-            Ok(TxnOutcome::Conflict { .. }) | Err(EtcdError::Indeterminate { .. }) => Ok(false),
+            Ok(TxnOutcome::Conflict { .. }) => Ok(Some(false)),
+            Err(EtcdError::Indeterminate { .. }) => Ok(None),
             Err(e) => Err(self.fail(e)),
         }
     }

@@ -650,13 +650,29 @@ fn keyed_notes_read<E: Entry>(
     };
     let mut notes = Vec::new();
     // liza's own ids rise one by one: only a list that does not is checked for an id
-    // listed twice (which would make two notes one key).
+    // listed twice (which would make two notes one key) — at once, so a head listing one
+    // note over and over costs no more than the ids before the first repeat.
     let mut last_number = None;
     let mut rising = true;
+    let mut seen: Option<std::collections::HashSet<String>> = None;
     for (i, id) in ids.enumerate() {
         let number = note_number(&id);
         rising = rising && number.is_some() && (last_number.is_none() || number > last_number);
         last_number = number;
+        if !rising {
+            let seen = seen.get_or_insert_with(|| {
+                notes
+                    .iter()
+                    .filter_map(|n: &HumanNote| n.id.clone())
+                    .collect()
+            });
+            if !seen.insert(id.clone()) {
+                return Err(LayoutError::Unreadable {
+                    key: head(),
+                    detail: format!("it lists note {id} twice"),
+                });
+            }
+        }
         let key = || note_key(address, &id);
         if let Some(kv) = (!read.is_empty())
             .then(|| read.get(hex(&id).as_bytes()))
@@ -704,19 +720,6 @@ fn keyed_notes_read<E: Entry>(
             }
         };
         notes.push(note.clone());
-    }
-    if !rising {
-        let mut seen = std::collections::HashSet::with_capacity(notes.len());
-        if let Some(twice) = notes
-            .iter()
-            .filter_map(|n| n.id.as_deref())
-            .find(|id| !seen.insert(*id))
-        {
-            return Err(LayoutError::Unreadable {
-                key: head(),
-                detail: format!("it lists note {twice} twice"),
-            });
-        }
     }
     Ok(notes)
 }
@@ -1182,6 +1185,8 @@ mod tests {
         );
         let err = with_head(serde_json::json!([[1, 1], "from-ann", [3, 4], [4, 4]]));
         assert!(err.contains("lists note note-4 twice"), "{err}");
+        let err = with_head(serde_json::json!(vec![[1, 1]; 200_000]));
+        assert!(err.contains("lists note note-1 twice"), "{err}");
         // A note key that holds another note.
         let mut moved = kvs.clone();
         let three = note_key(&address(), "note-3");
