@@ -966,3 +966,36 @@ fn a_head_laid_out_as_layout_1_again_at_once_is_refused_not_upgraded_without_end
         .0;
     assert_eq!(after, before);
 }
+
+/// A head put back in layout 1 by hand under a checkout that kept a state of layout 2:
+/// the checkout's next commit is refused (the head changed), and what came back with
+/// the refusal is no base for a commit that writes only what changed — the commit reads,
+/// upgrades, and then writes: no section is lost.
+#[test]
+fn a_head_put_back_in_layout_1_under_a_kept_state_is_upgraded_before_the_next_commit() {
+    let Some(board) = board() else { return };
+    for text in ["first", "second"] {
+        assert_success(&board.repo.liza(&["note", "all", text]));
+    }
+    let revision = board.repo.revision();
+    lay_out_as_layout_1(&board);
+    // This checkout starts from what it kept (layout 2, before the rollback).
+    assert_success(&board.repo.liza(&["note", "all", "after the rollback"]));
+    let client = board.client().unwrap();
+    let head = client.get(b"team/project/head").unwrap().unwrap();
+    let head: serde_json::Value = serde_json::from_slice(&head.value).unwrap();
+    assert_eq!(head["layout"], 2, "{head}");
+    let (sections, _) = client
+        .range(b"team/project/head/", b"team/project/head0", 0)
+        .unwrap();
+    assert_eq!(sections.len(), 13, "every section a key again");
+    // Another checkout, from nothing kept, reads it whole.
+    let other = second_checkout(&board);
+    let (_, address) = board.etcd.as_ref().unwrap();
+    assert_success(&other.liza(&["join", address]));
+    assert_eq!(other.revision(), revision + 1);
+    let text = other.state_text();
+    for note in ["first", "second", "after the rollback"] {
+        assert!(text.contains(note), "{note} lost:\n{text}");
+    }
+}

@@ -788,6 +788,12 @@ impl EtcdStore {
                     return Settled::Conflict(None);
                 }
                 let (kvs, live_kvs) = StateRanges::split(read);
+                // A head laid out as layout 1 again (put back by hand): no base for a
+                // commit, which writes only what changed; the next attempt's read
+                // upgrades it first.
+                if layout::is_layout_1(&self.address, &kvs) {
+                    return Settled::Conflict(None);
+                }
                 let fresh = layout::decode_since(&self.address, &kvs, Some(&batch.base))
                     .ok()
                     .map(|state| Known {
