@@ -798,17 +798,24 @@ fn a_writer_hands_its_commit_over_at_the_send_and_one_that_never_lands_is_never_
     assert_success(&board.repo.liza(&["validate"]));
 }
 
+/// The head of the blackboard in `board`'s etcd, and its section keys.
+fn head_and_sections(board: &Board) -> (serde_json::Value, Vec<liza::blackboard::etcd::KeyValue>) {
+    let client = board.client().unwrap();
+    let head = client.get(b"team/project/head").unwrap().unwrap();
+    let head = serde_json::from_slice(&head.value).unwrap();
+    let (sections, _) = client
+        .range(b"team/project/head/", b"team/project/head0", 0)
+        .unwrap();
+    (head, sections)
+}
+
 /// Rewrites the blackboard in `board`'s etcd as a liza of layout 1 laid it out: the
 /// sections and the notes' ids back in the head, no section keys.
 fn lay_out_as_layout_1(board: &Board) {
     use liza::blackboard::etcd::Change;
     let client = board.client().unwrap();
-    let head = client.get(b"team/project/head").unwrap().unwrap();
-    let head: serde_json::Value = serde_json::from_slice(&head.value).unwrap();
+    let (head, sections) = head_and_sections(board);
     assert_eq!(head["layout"], 2, "{head}");
-    let (sections, _) = client
-        .range(b"team/project/head/", b"team/project/head0", 0)
-        .unwrap();
     assert_eq!(sections.len(), 13, "one key per section");
     // The state's JSON, each section's bytes as etcd holds them (a JSON map would sort
     // the agents by id).
@@ -886,14 +893,9 @@ fn a_blackboard_laid_out_by_an_older_liza_is_upgraded_by_the_first_read_and_lose
     // head of layout 2 and every section a key again.
     assert_eq!(shown(&other), before);
     assert_eq!(other.revision(), revision);
-    let client = board.client().unwrap();
-    let head = client.get(b"team/project/head").unwrap().unwrap();
-    let head: serde_json::Value = serde_json::from_slice(&head.value).unwrap();
+    let (head, sections) = head_and_sections(&board);
     assert_eq!(head["layout"], 2, "{head}");
     assert_eq!(head["notes"], serde_json::json!([[1, 3]]), "{head}");
-    let (sections, _) = client
-        .range(b"team/project/head/", b"team/project/head0", 0)
-        .unwrap();
     assert_eq!(sections.len(), 13);
     // Both checkouts write on it, and nothing of before is lost.
     assert_success(&board.repo.liza(&["note", "all", "fourth"]));
@@ -981,13 +983,8 @@ fn a_head_put_back_in_layout_1_under_a_kept_state_is_upgraded_before_the_next_co
     lay_out_as_layout_1(&board);
     // This checkout starts from what it kept (layout 2, before the rollback).
     assert_success(&board.repo.liza(&["note", "all", "after the rollback"]));
-    let client = board.client().unwrap();
-    let head = client.get(b"team/project/head").unwrap().unwrap();
-    let head: serde_json::Value = serde_json::from_slice(&head.value).unwrap();
+    let (head, sections) = head_and_sections(&board);
     assert_eq!(head["layout"], 2, "{head}");
-    let (sections, _) = client
-        .range(b"team/project/head/", b"team/project/head0", 0)
-        .unwrap();
     assert_eq!(sections.len(), 13, "every section a key again");
     // Another checkout, from nothing kept, reads it whole.
     let other = second_checkout(&board);
