@@ -258,15 +258,21 @@ macro_rules! sections {
         }
 
         /// The sections `after` changed since `before`, with their new values.
-        fn changed_sections(before: &State, after: &State) -> Vec<(&'static str, Vec<u8>)> {
+        /// (`keyed`: whether each state's notes have keys of their own.)
+        fn changed_sections(
+            before: &State,
+            after: &State,
+            keyed: (bool, bool),
+        ) -> Vec<(&'static str, Vec<u8>)> {
             let mut out = Vec::new();
             $(
                 if before.$field != after.$field {
                     out.push((stringify!($field), serde_json::to_vec(&after.$field).expect("a state serialises")));
                 }
             )*
-            if unkeyed_notes(before) != unkeyed_notes(after) {
-                out.push(("human_notes", unkeyed_notes_value(after)));
+            let (before_notes, after_notes) = (unkeyed(before, keyed.0), unkeyed(after, keyed.1));
+            if before_notes != after_notes {
+                out.push(("human_notes", serde_json::to_vec(&after_notes).expect("notes serialise")));
             }
             out
         }
@@ -346,10 +352,12 @@ fn shown(key: &[u8]) -> String {
 /// The notes when they cannot have keys of their own (some lack an id, or two share
 /// one): then they are the `human_notes` section.
 fn unkeyed_notes(state: &State) -> Option<&Vec<HumanNote>> {
-    match keyed_notes(state) {
-        Some(_) => None,
-        None => state.human_notes.as_ref(),
-    }
+    unkeyed(state, keyed_notes(state).is_some())
+}
+
+/// [`unkeyed_notes`], told whether the notes have keys.
+fn unkeyed(state: &State, keyed: bool) -> Option<&Vec<HumanNote>> {
+    state.human_notes.as_ref().filter(|_| !keyed)
 }
 
 fn unkeyed_notes_value(state: &State) -> Vec<u8> {
@@ -357,12 +365,17 @@ fn unkeyed_notes_value(state: &State) -> Vec<u8> {
 }
 
 fn head_value(state: &State) -> Vec<u8> {
+    head_value_keyed(state, keyed_notes(state).as_deref())
+}
+
+/// [`head_value`], given the state's [`keyed_notes`].
+fn head_value_keyed(state: &State, keyed: Option<&[(&str, &HumanNote)]>) -> Vec<u8> {
     let head = Head {
         layout: LAYOUT,
         version: state.version,
         revision: state.revision,
         order: state.tasks.iter().map(|t| t.id.clone()).collect(),
-        notes: keyed_notes(state).map(|notes| id_runs(notes.iter().map(|(id, _)| *id))),
+        notes: keyed.map(|notes| id_runs(notes.iter().map(|(id, _)| *id))),
         state: UPGRADE_LIZA.to_owned(),
     };
     serde_json::to_vec(&head).expect("a state serialises")
@@ -729,12 +742,15 @@ fn keyed_notes_read<E: Entry>(
 /// that is gone.
 pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Change> {
     let old: HashMap<&TaskId, &Arc<Task>> = before.tasks.iter().map(|t| (&t.id, t)).collect();
+    // Each list of notes is walked for its keys once: every pass is over every note.
+    let (before_keyed, after_keyed) = (keyed_notes(before), keyed_notes(after));
     let mut out = vec![Change::Put {
         key: head_key(address),
-        value: head_value(after),
+        value: head_value_keyed(after, after_keyed.as_deref()),
         lease: 0,
     }];
-    for (name, value) in changed_sections(before, after) {
+    let keyed = (before_keyed.is_some(), after_keyed.is_some());
+    for (name, value) in changed_sections(before, after, keyed) {
         out.push(Change::Put {
             key: section_key(address, name),
             value,
@@ -760,8 +776,8 @@ pub fn changes(address: &StoreAddress, before: &State, after: &State) -> Vec<Cha
             out.push(Change::Delete(task_key(address, &task.id)));
         }
     }
-    let before_notes = keyed_notes(before).unwrap_or_default();
-    let after_notes = keyed_notes(after).unwrap_or_default();
+    let before_notes = before_keyed.unwrap_or_default();
+    let after_notes = after_keyed.unwrap_or_default();
     // Notes are mostly appended: what both lists start with is unchanged, and (ids being
     // unique in each list) no id of the rest is in it.
     let same = before_notes
