@@ -210,6 +210,9 @@ fn same_writes(
     (guard, writes)
 }
 
+/// Runs of E4 and of the file store's P4, alternated.
+const CONTENTION_RUNS: usize = 3;
+
 /// E5 and E4: `liza note` as whole processes — one at a time, and 16 at once × 100 — on
 /// etcd, beside the same on a file store of the same blackboard in the same run (P1, P4):
 /// agents use liza one process per command.
@@ -232,11 +235,29 @@ fn processes(etcd: &Path, samples: usize) -> Vec<Row> {
     let p1 = sample_of(&mut on_file, &mut floors.clone());
     let e5 = sample_of(&mut on_etcd, &mut floors);
     let ratio = e5.median.as_secs_f64() / p1.median.as_secs_f64();
-    let file_rate = super::contention(file.path());
-    let etcd_rate = super::contention(etcd);
+    // Three runs of each, alternated (a burst of the machine's neighbours falls on one
+    // run, not on one store), compared by their medians.
     let rate = |row: &Row| 1.0 / row.sample.median.as_secs_f64();
-    let (e4, p4) = (rate(&etcd_rate), rate(&file_rate));
-    let exact = etcd_rate.scenario.contains("(exact)");
+    let mut runs: Vec<(f64, f64)> = Vec::new();
+    let mut etcd_rows = Vec::new();
+    for _ in 0..CONTENTION_RUNS {
+        let file_row = super::contention(file.path());
+        let etcd_row = super::contention(etcd);
+        runs.push((rate(&etcd_row), rate(&file_row)));
+        etcd_rows.push(etcd_row);
+    }
+    let median = |mut rates: Vec<f64>| {
+        rates.sort_by(f64::total_cmp);
+        rates[rates.len() / 2]
+    };
+    let e4 = median(runs.iter().map(|r| r.0).collect());
+    let p4 = median(runs.iter().map(|r| r.1).collect());
+    let exact = etcd_rows.iter().all(|r| r.scenario.contains("(exact)"));
+    let each: Vec<String> = runs.iter().map(|(e, f)| format!("{e:.0}/{f:.0}")).collect();
+    let etcd_rate = etcd_rows
+        .into_iter()
+        .min_by(|a, b| (rate(a) - e4).abs().total_cmp(&(rate(b) - e4).abs()))
+        .expect("runs were made");
     vec![
         Row {
             id: "E5",
@@ -251,8 +272,13 @@ fn processes(etcd: &Path, samples: usize) -> Vec<Row> {
         Row {
             id: "E4",
             scenario: format!(
-                "etcd: 16 processes × 100 `liza note`: {e4:.0}/s against the file store's {p4:.0}/s (P4) in this run; revision {}",
-                if exact { "exact +1600" } else { "LOST UPDATES" }
+                "etcd: 16 processes × 100 `liza note`: {e4:.0}/s against the file store's {p4:.0}/s (P4), medians of {CONTENTION_RUNS} runs alternated in this run ({}); revision {}",
+                each.join(", "),
+                if exact {
+                    "exact +1600 in each"
+                } else {
+                    "LOST UPDATES"
+                }
             ),
             target: "≥ P4, exact +1600".into(),
             verdict: verdict(e4 >= p4 && exact),
