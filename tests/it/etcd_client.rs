@@ -436,3 +436,58 @@ fn a_connection_made_ahead_is_the_one_the_first_call_uses() {
         assert_eq!(connections(&count), 1, "round {round}");
     }
 }
+
+/// A member speaking HTTP/2 that resets every call's stream with REFUSED_STREAM — as a
+/// gRPC server does when it takes no more streams — before processing any of it.
+fn refusing_member() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    listener.set_nonblocking(true).unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            while let Ok((socket, _)) = listener.accept().await {
+                tokio::spawn(async move {
+                    let Ok(mut connection) = h2::server::handshake(socket).await else {
+                        return;
+                    };
+                    while let Some(Ok((_, mut respond))) = connection.accept().await {
+                        respond.send_reset(h2::Reason::REFUSED_STREAM);
+                    }
+                });
+            }
+        });
+    });
+    address
+}
+
+/// A change whose stream a member refused was never applied there: it goes to the next
+/// member (were it taken for unanswered, the client could not say whether it applied).
+#[test]
+fn a_change_a_member_refused_unprocessed_goes_to_the_next_member() {
+    let Some((etcd, direct)) = started() else {
+        return;
+    };
+    let refusing = refusing_member();
+    let c = Client::new(&[refusing.clone(), etcd.endpoint()], TIMEOUT).unwrap();
+    let outcome = c.txn(
+        &[Condition::ModRevision(b"k".to_vec(), 0)],
+        &[put("k", "mine")],
+    );
+    assert!(
+        matches!(outcome, Ok(TxnOutcome::Applied { .. })),
+        "{outcome:?}"
+    );
+    let k = direct.get(b"k").unwrap().unwrap();
+    assert_eq!((k.value.as_slice(), k.version), (&b"mine"[..], 1));
+    // Refused by the only member: a refusal saying so, not an unknown outcome.
+    let alone = Client::new(std::slice::from_ref(&refusing), TIMEOUT).unwrap();
+    let err = alone.put(b"k", b"again", 0).unwrap_err();
+    assert!(matches!(err, EtcdError::Unreachable { .. }), "{err:?}");
+    assert!(err.to_string().contains("refused"), "{err}");
+    assert_eq!(direct.get(b"k").unwrap().unwrap().value, b"mine");
+}

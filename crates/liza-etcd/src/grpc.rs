@@ -186,6 +186,11 @@ impl Grpc {
             Ok(Err(e)) => {
                 // The connection may be what failed: the next call makes a new one.
                 self.keep(member, None);
+                if refused_before_processing(&e) {
+                    return Err(CallError::NotSent(
+                        "the member refused the call before processing it (REFUSED_STREAM)".into(),
+                    ));
+                }
                 return Err(CallError::NoAnswer(e.to_string()));
             }
             Ok(Ok(answer)) => answer,
@@ -263,6 +268,23 @@ fn percent_decoded(text: &[u8]) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether the member reset the call's stream with REFUSED_STREAM: closed before any
+/// processing (RFC 9113 §8.7), so nothing of it was applied and it may go to another
+/// member. (A GOAWAY is not taken as such: whether it came before or after the call's
+/// stream was processed is not told apart here.)
+fn refused_before_processing(e: &hyper::Error) -> bool {
+    let mut source = std::error::Error::source(e);
+    while let Some(error) = source {
+        if let Some(h2) = error.downcast_ref::<h2::Error>() {
+            return h2.is_reset()
+                && h2.is_remote()
+                && h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+        }
+        source = error.source();
+    }
+    false
 }
 
 #[cfg(test)]
