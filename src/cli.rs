@@ -7,6 +7,7 @@ mod agents;
 mod analyze;
 mod builtin;
 mod channel;
+mod cost;
 mod demo;
 mod doctor;
 mod edit;
@@ -79,6 +80,8 @@ enum Command {
     Status(status::StatusArgs),
     /// Show one task in full.
     Show(show::ShowArgs),
+    /// What the agents' runs used, in tokens and dollars, from the ledger.
+    Cost(cost::CostArgs),
     /// Print the activity log.
     Log(log::LogArgs),
     /// Edit state.yaml in $VISUAL/$EDITOR: validated on save, merged if the blackboard moved.
@@ -238,6 +241,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Validate(args) => validate::cmd_validate(args, &out),
         Command::Status(args) => status::cmd_status(args, &out),
         Command::Show(args) => show::cmd_show(args, &out),
+        Command::Cost(args) => cost::cmd_cost(args, &out),
         Command::Log(args) => log::cmd_log(args, &out),
         Command::Edit(args) => edit::cmd_edit(args, &out),
         Command::History(args) => history::cmd_history(args, &out),

@@ -18,6 +18,9 @@ pub(super) struct BuiltinArgs {
     /// The supervisor's prompt for this run (its human notes are passed on).
     #[arg(long)]
     prompt_file: Option<PathBuf>,
+    /// Where to write the tokens the model endpoint served this run (JSON).
+    #[arg(long)]
+    usage_file: Option<PathBuf>,
 }
 
 pub(super) fn cmd_builtin(args: BuiltinArgs, _out: &Output) -> Result<i32, CliError> {
@@ -29,6 +32,7 @@ pub(super) fn cmd_builtin(args: BuiltinArgs, _out: &Output) -> Result<i32, CliEr
         role,
         task: args.task,
         prompt_file: args.prompt_file,
+        usage_file: args.usage_file,
         cwd,
     }))
 }

@@ -78,6 +78,27 @@ pub(super) fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
                 .collect(),
         );
     }
+    // What its runs used (specs/ledger.md): the ledger's totals, beside the v0.1 fields
+    // a task's `usage` may hold.
+    let ledger = project.store.ledger().unwrap_or_default();
+    let used = crate::blackboard::ledger::total(
+        ledger
+            .iter()
+            .filter(|e| e.task.as_deref() == Some(id.as_str())),
+    );
+    if used.runs > 0
+        && let Some(object) = json.as_object_mut()
+    {
+        let usage = object
+            .entry("usage")
+            .or_insert_with(|| serde_json::json!({}));
+        if let (Some(usage), serde_json::Value::Object(totals)) = (
+            usage.as_object_mut(),
+            serde_json::to_value(&used).unwrap_or_default(),
+        ) {
+            usage.extend(totals);
+        }
+    }
     // Its place in the merge queue (specs/git.md *The queue*).
     let queue = crate::lifecycle::merge_queue(state);
     let place = queue.iter().position(|t| t == &id);
@@ -132,8 +153,22 @@ pub(super) fn cmd_show(args: ShowArgs, out: &Output) -> Result<i32, CliError> {
                 .into_owned()
             })
             .collect();
+        let usage = if used.runs == 0 {
+            String::new()
+        } else {
+            format!(
+                "# usage: {} over {} run(s){}\n",
+                crate::blackboard::ledger::phrase(&used.usage()),
+                used.runs,
+                if used.runs_approximate > 0 {
+                    ", at least"
+                } else {
+                    ""
+                }
+            )
+        };
         format!(
-            "# task {id} · {} · revision {}\n{queued}{deps}{saved}{runs}{text}",
+            "# task {id} · {} · revision {}\n{queued}{deps}{saved}{runs}{usage}{text}",
             task.status,
             state.revision()
         )

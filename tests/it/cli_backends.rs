@@ -195,6 +195,7 @@ fn sprint_with(cli: &str) {
             argv.len()
         );
     }
+    ledger_equals_what_was_served(&project, cli);
     // Nothing the CLI dropped in the worktree was committed.
     let merged = project
         .repo
@@ -210,6 +211,58 @@ fn sprint_with(cli: &str) {
     ] {
         assert!(!merged.contains(dropped), "{dropped} committed:\n{merged}");
     }
+}
+
+/// The sprint's ledger holds every run, and its tokens are exactly what the fake
+/// provider served (tests/fake-clis/lib.sh, `served.log`): each CLI's report read in its
+/// own meaning, no call counted twice, none left out — and a count the provider's API
+/// does not have (a cache write for Gemini or Mistral) is absent, not 0.
+fn ledger_equals_what_was_served(project: &CliProject, cli: &str) {
+    let served =
+        std::fs::read_to_string(project.scenario.path().join("served.log")).unwrap_or_default();
+    let mut want = [Some(0u64); 4];
+    for line in served.lines() {
+        // "<executable> <input> <output> <cache read> <cache write>"
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        for (i, field) in fields[1..].iter().enumerate() {
+            want[i] = match (want[i], field.parse::<u64>().ok()) {
+                (Some(sum), Some(n)) => Some(sum + n),
+                _ => None,
+            };
+        }
+    }
+    assert!(!served.is_empty(), "the fake {cli} served nothing");
+    let ledger = std::fs::read_to_string(project.repo.path().join(".liza/ledger.jsonl"))
+        .expect("the sprint's runs are in .liza/ledger.jsonl");
+    let entries: Vec<serde_json::Value> = ledger
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let runs = project.cli_runs().len();
+    assert_eq!(entries.len(), runs, "one entry per run:\n{ledger}");
+    let mut got = [None::<u64>; 4];
+    for entry in &entries {
+        assert_eq!(entry["backend"], cli, "{entry}");
+        for model in entry["models"].as_array().into_iter().flatten() {
+            for (i, key) in [
+                "input_tokens",
+                "output_tokens",
+                "cache_read_tokens",
+                "cache_write_tokens",
+            ]
+            .iter()
+            .enumerate()
+            {
+                if let Some(n) = model[key].as_u64() {
+                    got[i] = Some(got[i].unwrap_or(0) + n);
+                }
+            }
+        }
+    }
+    assert_eq!(
+        got, want,
+        "{cli}: the ledger (input, output, cache read, cache write) against what was served\nledger:\n{ledger}\nserved:\n{served}"
+    );
 }
 
 #[test]

@@ -35,6 +35,7 @@ on_both_stores!(sixteen_concurrent_writers_each_get_exactly_one_revision);
 on_both_stores!(writers_in_one_process_and_in_others_each_get_exactly_one_revision);
 on_both_stores!(an_alarm_is_raised_once_however_many_processes_raise_it);
 on_both_stores!(a_finished_sprint_is_archived_and_read_back_whole);
+on_both_stores!(each_run_is_in_the_ledger_once_and_the_later_reset_wins);
 on_both_stores!(writers_updating_one_document_at_once_lose_nothing);
 on_both_stores!(refusals_leave_everything_byte_identical);
 on_both_stores!(liza_edit_applies_a_change_as_one_transaction);
@@ -278,6 +279,100 @@ fn an_alarm_is_raised_once_however_many_processes_raise_it(board: Board) {
     // A store in etcd keeps them there, where every host reads them.
     let alerts_log = board.repo.liza_dir().join("alerts.log");
     assert_eq!(alerts_log.exists(), matches!(board.kind, Kind::Files));
+}
+
+/// specs/ledger.md: eight stores append runs at once, one run of them all, each one of its
+/// own twice: every run is in the ledger once, and `liza cost` adds them up; a usage limit
+/// recorded by one store holds for every store, the later of two resets kept; a run id
+/// that could leave its key is refused, nothing written.
+fn each_run_is_in_the_ledger_once_and_the_later_reset_wins(board: Board) {
+    use liza::blackboard::Timestamp;
+    use liza::blackboard::ledger::{LedgerEntry, ModelUsage};
+    use liza::blackboard::quota::QuotaHit;
+    let entry = |run: &str, task: &str| LedgerEntry {
+        run: run.into(),
+        agent: "coder-1".into(),
+        role: "coder".into(),
+        task: Some(task.into()),
+        sprint: Some("sprint-1".into()),
+        backend: "claude".into(),
+        started: "2026-11-29T10:00:00Z".into(),
+        ended: "2026-11-29T10:00:05Z".into(),
+        wall_ms: 5000,
+        exit_class: "ok".into(),
+        models: vec![ModelUsage {
+            model: Some("claude-x".into()),
+            input_tokens: Some(100),
+            output_tokens: Some(10),
+            cost_usd: Some(0.25),
+            ..ModelUsage::default()
+        }],
+        approximate: false,
+    };
+    let root = board.repo.path().to_path_buf();
+    let writers: Vec<_> = (0..8)
+        .map(|i| {
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let store = liza::ops::open_store(&root).unwrap();
+                let own = entry(&format!("coder-1-own-{i}"), "t-2");
+                let first = store
+                    .append_ledger(&[entry("coder-1-shared", "t-1"), own.clone()])
+                    .unwrap();
+                let again = store.append_ledger(&[own]).unwrap();
+                (first, again)
+            })
+        })
+        .collect();
+    let mut shared_added = 0;
+    for w in writers {
+        let (first, again) = w.join().unwrap();
+        shared_added += usize::from(first[0]);
+        assert!(first[1], "a run of its own is added");
+        assert_eq!(again, [false], "a run appended again is not added twice");
+    }
+    assert_eq!(
+        shared_added, 1,
+        "the shared run was added by one store exactly"
+    );
+    let store = liza::ops::open_store(&root).unwrap();
+    let entries = store.ledger().unwrap();
+    assert_eq!(entries.len(), 9);
+    let cost = json(&board.repo.liza(&["--json", "cost", "--by", "task"]));
+    let total = &cost["result"]["total"];
+    assert_eq!(total["runs"], 9, "{cost}");
+    assert_eq!(total["input_tokens"], 900, "{cost}");
+    assert_eq!(
+        total["cache_read_tokens"],
+        serde_json::Value::Null,
+        "{cost}"
+    );
+    let groups = cost["result"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 2, "{cost}");
+    assert_eq!(groups[0]["task"], "t-1");
+    assert_eq!(groups[0]["runs"], 1);
+    assert_eq!(groups[1]["runs"], 8);
+    // A run id that could leave its key: refused, nothing written.
+    let before = store.ledger().unwrap();
+    assert!(store.append_ledger(&[entry("../escape", "t-1")]).is_err());
+    assert_eq!(store.ledger().unwrap(), before);
+    // Quota: the later reset wins, whichever store records it, and every store reads it.
+    let now = Timestamp::now();
+    let hit = |resets: i64, by: &str| QuotaHit {
+        backend: "claude".into(),
+        account: "default".into(),
+        resets_at: now.plus_seconds(resets),
+        seen_at: now,
+        seen_by: by.into(),
+        line: "You've hit your limit".into(),
+    };
+    let other = liza::ops::open_store(&root).unwrap();
+    store.record_quota(&hit(3600, "coder-1")).unwrap();
+    other.record_quota(&hit(600, "coder-2")).unwrap();
+    let hits = other.quotas().unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0].seen_by, "coder-1");
+    assert_eq!(hits[0].resets_at, now.plus_seconds(3600));
 }
 
 /// `liza sprint next` moves the finished sprint's terminal tasks to its archive, which

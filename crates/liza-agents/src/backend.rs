@@ -14,6 +14,7 @@ pub mod kind;
 pub mod probe;
 pub mod resolve;
 pub mod signals;
+pub mod usage;
 pub mod zone;
 
 pub use environment::is_secret;

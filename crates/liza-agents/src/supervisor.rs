@@ -23,6 +23,7 @@ mod effects;
 mod error;
 mod heartbeat;
 pub mod identity;
+mod ledger;
 mod planner;
 pub mod policy;
 pub mod ports;

@@ -92,6 +92,16 @@ impl LizaPaths {
         self.dir.join("alerts.delivered")
     }
 
+    /// `ledger.jsonl`: one line per agent run (specs/ledger.md).
+    pub fn ledger(&self) -> PathBuf {
+        self.dir.join("ledger.jsonl")
+    }
+
+    /// `quota.json`: the usage limits agents hit, per backend (specs/ledger.md *Quota*).
+    pub fn quota(&self) -> PathBuf {
+        self.dir.join("quota.json")
+    }
+
     /// Path relative to the project root, for messages (`.liza/state.yaml`).
     pub fn display(&self, path: &Path) -> String {
         path.strip_prefix(&self.root)

@@ -176,6 +176,12 @@ pub mod rfc3339 {
             None => s.serialize_none(),
         }
     }
+
+    /// Reads RFC 3339 text (`#[serde(deserialize_with = "rfc3339::deserialize")]`).
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let text = <std::borrow::Cow<'de, str> as serde::Deserialize>::deserialize(d)?;
+        Timestamp::parse(&text).map_err(serde::de::Error::custom)
+    }
 }
 
 /// Renders a duration in seconds the way people read ages: `45s`, `3m`, `2h05m`, `3d4h`.

@@ -771,6 +771,62 @@ impl Validator<'_, '_> {
                 format!("git_remote {remote:?} {problem}"),
             );
         }
+        for (model, price) in config.prices.iter().flat_map(|p| p.0.iter()) {
+            for (key, value, needed) in [
+                ("input", price.input, true),
+                ("output", price.output, true),
+                ("cache_read", price.cache_read, false),
+                ("cache_write", price.cache_write, false),
+            ] {
+                let problem = match value.map(crate::codec::Number::as_f64) {
+                    None if needed => Some("is missing".to_owned()),
+                    Some(v) if !v.is_finite() || v < 0.0 => Some(format!("is {v}")),
+                    _ => None,
+                };
+                if let Some(problem) = problem {
+                    self.error(
+                        11,
+                        "config-value",
+                        path("prices").key(model).key(key),
+                        None,
+                        format!(
+                            "config.prices.{model}.{key} {problem}; it must be a price in US dollars per million tokens, 0 or more"
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(budget) = &config.budget {
+            for (scope, limit) in [
+                ("task", &budget.task),
+                ("sprint", &budget.sprint),
+                ("agent_per_day", &budget.agent_per_day),
+            ] {
+                let Some(limit) = limit else { continue };
+                if let Some(t) = limit.tokens
+                    && t < 1
+                {
+                    self.error(
+                        11,
+                        "config-range",
+                        path("budget").key(scope).key("tokens"),
+                        None,
+                        format!("config.budget.{scope}.tokens is {t}; it must be at least 1"),
+                    );
+                }
+                if let Some(usd) = limit.usd.map(crate::codec::Number::as_f64)
+                    && !(usd.is_finite() && usd > 0.0)
+                {
+                    self.error(
+                        11,
+                        "config-range",
+                        path("budget").key(scope).key("usd"),
+                        None,
+                        format!("config.budget.{scope}.usd is {usd}; it must be more than 0"),
+                    );
+                }
+            }
+        }
         for (i, check) in config.checks.iter().flatten().enumerate() {
             if let Some(t) = check.timeout
                 && t < 1

@@ -11,8 +11,8 @@
 pub use crate::{liveness, log, log_tally, store};
 pub use liza_etcd as etcd;
 pub use liza_model::{
-    codec, control, document, event, finding, ids, metrics, model, paths, summary, timestamp,
-    validate,
+    codec, control, document, event, finding, ids, ledger, metrics, model, paths, quota, summary,
+    timestamp, validate,
 };
 pub use liza_yaml as yaml;
 pub use liza_yaml::{keyed, merge3, node, tree_diff};

@@ -19,9 +19,11 @@ mod file;
 pub mod hand_edit;
 pub mod hash;
 pub mod journal;
+pub mod ledger_file;
 pub mod lock;
 pub mod log_feed;
 mod mirror;
+pub mod quota_file;
 
 use std::collections::HashSet;
 use std::io;
@@ -176,6 +178,12 @@ pub enum StoreError {
         /// The keys one txn may write.
         limit: usize,
     },
+    /// A ledger run or a quota's backend that cannot name a key: nothing was written.
+    #[error("refused: {detail}")]
+    BadName {
+        /// What is wrong.
+        detail: String,
+    },
     /// A blackboard was to be created in etcd where keys exist under the prefix already.
     #[error("{address} already holds a project")]
     ProjectExists {
@@ -227,7 +235,8 @@ impl Diagnostic for StoreError {
             | StoreError::TooLarge { .. }
             | StoreError::TransactionTooLarge { .. }
             | StoreError::TransactionTooManyKeys { .. }
-            | StoreError::Superseded { .. } => ErrorClass::Refused,
+            | StoreError::Superseded { .. }
+            | StoreError::BadName { .. } => ErrorClass::Refused,
             _ => ErrorClass::Blackboard,
         }
     }
@@ -249,6 +258,9 @@ impl Diagnostic for StoreError {
                 ],
             },
             StoreError::Io { .. } => vec!["check the permissions and free space of .liza/".into()],
+            StoreError::BadName { .. } => {
+                vec!["this is liza's own naming; report it with the command that printed it".into()]
+            }
             StoreError::LockTimeout { holder, lock, .. } => {
                 let mut hints = vec![
                     "another liza process holds the lock; retry, or wait for it to finish".into(),
@@ -943,6 +955,39 @@ impl Store {
     /// Every alarm line raised, oldest first.
     pub fn alarm_lines(&self) -> Result<Vec<String>, StoreError> {
         self.backend.alarm_lines()
+    }
+
+    /// Adds each run to the ledger unless it is there already, by any process (on any
+    /// host, in etcd); whether each was added (specs/ledger.md). Never part of a
+    /// transition: a transition's cost does not grow with the ledger.
+    pub fn append_ledger(
+        &self,
+        entries: &[liza_model::ledger::LedgerEntry],
+    ) -> Result<Vec<bool>, StoreError> {
+        for entry in entries {
+            entry.check().map_err(|e| StoreError::BadName {
+                detail: e.to_string(),
+            })?;
+        }
+        self.backend.append_ledger(entries)
+    }
+
+    /// Every run in the ledger, oldest first.
+    pub fn ledger(&self) -> Result<Vec<liza_model::ledger::LedgerEntry>, StoreError> {
+        self.backend.ledger()
+    }
+
+    /// Records a usage limit hit, for every supervisor of its backend and account (specs/ledger.md
+    /// *Quota*); a later reset already recorded is kept.
+    pub fn record_quota(&self, hit: &liza_model::quota::QuotaHit) -> Result<(), StoreError> {
+        hit.check()
+            .map_err(|detail| StoreError::BadName { detail })?;
+        self.backend.record_quota(hit)
+    }
+
+    /// The usage limits recorded (some may have reset already: see `QuotaHit::holds_at`).
+    pub fn quotas(&self) -> Result<Vec<liza_model::quota::QuotaHit>, StoreError> {
+        self.backend.quotas()
     }
 
     /// The last `n` alarm lines (none when they cannot be read).

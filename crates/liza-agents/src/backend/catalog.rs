@@ -5,6 +5,7 @@
 //! worktree, and the release range these were verified against by running the real CLI
 //! (`scripts/e2e-real-clis`). `liza doctor` checks the installed version against it.
 
+use super::usage::UsageFormat;
 use crate::blackboard::model::PromptMode;
 
 /// One built-in agent CLI.
@@ -88,6 +89,12 @@ pub struct CliSpec {
     /// state would otherwise fight over, or a file the CLI replaces by renaming over it
     /// (a file shown at its path cannot be).
     pub private: &'static [&'static str],
+    /// How it reports the tokens and dollars of a run (specs/ledger.md *What each CLI
+    /// reports*; `None`: it does not).
+    pub usage: Option<UsageFormat>,
+    /// The arguments that make an unattended run report them (`{run_dir}`: a directory of
+    /// the run's own, writable in the sandbox).
+    pub usage_args: &'static [&'static str],
 }
 
 /// A settings file for a CLI: written to `~/.cache/liza/backends/<name>` and named to the CLI by
@@ -166,6 +173,8 @@ pub const CLIS: &[CliSpec] = &[
             "~/.claude/local/",
         ],
         private: &["~/.claude.json", "~/.claude/sessions/"],
+        usage: Some(UsageFormat::ClaudeStreamJson),
+        usage_args: &["--output-format", "stream-json", "--verbose"],
         installs: &["~/.claude/local/"],
         project_config: &[".claude/", ".mcp.json"],
     },
@@ -263,6 +272,8 @@ pub const CLIS: &[CliSpec] = &[
         ],
         // The links to its own helpers it makes at each start, then runs (arg0).
         private: &["~/.codex/tmp/"],
+        usage: Some(UsageFormat::CodexJson),
+        usage_args: &["--json"],
         installs: &[],
         project_config: &[".codex/"],
     },
@@ -318,6 +329,8 @@ pub const CLIS: &[CliSpec] = &[
             "~/.gemini/trustedFolders.json",
         ],
         private: &[],
+        usage: Some(UsageFormat::GeminiStreamJson),
+        usage_args: &["--output-format", "stream-json"],
         installs: &[],
         project_config: &[".gemini/"],
     },
@@ -369,6 +382,8 @@ pub const CLIS: &[CliSpec] = &[
             "${VIBE_HOME}/AGENTS.md",
         ],
         private: &[],
+        usage: Some(UsageFormat::VibeExport),
+        usage_args: &["--output-dir", "{run_dir}"],
         installs: &[],
         project_config: &[".vibe/"],
     },
@@ -430,6 +445,8 @@ pub const CLIS: &[CliSpec] = &[
             "~/.aider.model.metadata.json",
         ],
         private: &[],
+        usage: Some(UsageFormat::AiderText),
+        usage_args: &["--no-stream"],
         installs: &[],
         project_config: &[
             ".aider.conf.yml",
@@ -492,6 +509,10 @@ pub const CLIS: &[CliSpec] = &[
         // The programs and plugins it fetches and then runs: each agent's own, never the
         // person's.
         private: &["{data}/opencode/bin/", "{cache}/opencode/node_modules/"],
+        usage: Some(UsageFormat::OpencodeJson),
+        // A title of liza's own: without one it makes a session-title call it never
+        // reports (tests/fixtures/clis/usage/opencode-1.18.33-json-notitle.*).
+        usage_args: &["--format", "json", "--title", "liza {role} {task_id}"],
         installs: &[
             "{config}/opencode/package.json",
             "{config}/opencode/node_modules/",

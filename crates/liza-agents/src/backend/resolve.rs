@@ -9,6 +9,7 @@ pub use crate::program::find_executable;
 
 use super::catalog::{self, CliSpec, INTERACTIVE_PROMPT};
 use super::environment::expand_vars;
+use super::usage::UsageFormat;
 use crate::blackboard::model::{AgentTool, Config, PromptMode};
 
 /// One resolved backend.
@@ -54,6 +55,14 @@ pub struct Backend {
     pub config: Vec<String>,
     /// What each agent gets a copy or a directory of its own of.
     pub private: Vec<String>,
+    /// How it reports a run's tokens and dollars (specs/ledger.md), and the arguments
+    /// that make an unattended run do so (`{run_dir}`: the run's own directory).
+    pub usage: Option<UsageFormat>,
+    /// See [`Backend::usage`].
+    pub usage_args: Vec<String>,
+    /// The model chosen for it (`--model`, `config.agent_tools.<name>.model`), for the
+    /// ledger when the CLI's report does not name one.
+    pub model: Option<String>,
 }
 
 /// Why a backend cannot be resolved or is not usable (specs/supervisor.md *Startup*), with
@@ -142,6 +151,7 @@ impl Backend {
         let chosen = model
             .map(str::to_owned)
             .or_else(|| tool.and_then(|t| t.model.clone()));
+        backend.model.clone_from(&chosen);
         if let Some(chosen) = chosen {
             if backend.kind() == BackendKind::Builtin {
                 backend.env.push(("LIZA_LLM_MODEL".into(), chosen));
@@ -177,6 +187,9 @@ impl Backend {
             config: Vec::new(),
             private: Vec::new(),
             sandboxed_args: None,
+            usage: None,
+            usage_args: Vec::new(),
+            model: None,
         }
     }
 
@@ -189,6 +202,19 @@ impl Backend {
     ) -> Result<(), BackendError> {
         if let Some(executable) = &tool.executable {
             self.executable.clone_from(executable);
+        }
+        // The user's own way of asking for a report (or for streamed estimates) wins:
+        // its output is not read for usage then.
+        let own_report = self.usage_args.first().is_some_and(|flag| {
+            tool.args
+                .iter()
+                .flatten()
+                .chain(tool.extra_args.iter().flatten())
+                .any(|a| a == flag || a.starts_with(&format!("{flag}=")) || a == "--stream")
+        });
+        if own_report {
+            self.usage = None;
+            self.usage_args.clear();
         }
         if let Some(args) = &tool.args {
             self.args.clone_from(args);
@@ -396,6 +422,18 @@ impl Backend {
                 options.extend(args.iter().map(|a| a.replace("{value}", &value)));
             }
         }
+        if !interactive {
+            let needs_dir = self.usage_args.iter().any(|a| a.contains("{run_dir}"));
+            let dir = run.run_dir.map(|d| d.display().to_string());
+            if dir.is_some() || !needs_dir {
+                options.extend(self.usage_args.iter().map(|a| {
+                    fill(a)
+                        .replace("{run_dir}", dir.as_deref().unwrap_or_default())
+                        .trim_end()
+                        .to_owned()
+                }));
+            }
+        }
         if let Some(report) = run.report.filter(|_| !interactive) {
             options.extend([
                 "--output-schema".to_owned(),
@@ -463,6 +501,9 @@ fn from_spec(spec: &'static CliSpec) -> Backend {
                 ),
             )
         }),
+        usage: spec.usage,
+        usage_args: strings(spec.usage_args),
+        model: None,
     }
 }
 
@@ -484,6 +525,8 @@ fn builtin() -> Backend {
         .to_vec(),
         prompt: PromptMode::File,
         keep_env: vec!["LIZA_LLM_API_KEY".into(), "OPENAI_API_KEY".into()],
+        usage: Some(UsageFormat::LizaUsageFile),
+        usage_args: vec!["--usage-file".into(), "{run_dir}/usage.json".into()],
         ..Backend::bare("builtin", executable)
     }
 }
@@ -565,6 +608,9 @@ pub struct RunInput<'a> {
     pub liza_dir: &'a Path,
     /// The structured run report asked of a backend that supports it (codex).
     pub report: Option<ReportFiles<'a>>,
+    /// A directory of the run's own, writable in the sandbox (`{run_dir}`: where vibe
+    /// and the built-in agent leave their usage).
+    pub run_dir: Option<&'a Path>,
 }
 
 /// Where the report's schema is and where the agent writes its report.
@@ -606,6 +652,7 @@ mod tests {
             worktree_git_dir: Some(Path::new("/r/.git/worktrees/t-1")),
             liza_dir: Path::new("/r/.liza"),
             report: None,
+            run_dir: None,
         }
     }
 
@@ -629,7 +676,8 @@ mod tests {
         let config = Config::default();
         let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
         let claude = resolve("claude", &config).invocation(&run(file, dir), false, &no_env);
-        assert_eq!(claude.argv[..2], ["claude".to_owned(), "-p".to_owned()]);
+        assert_eq!(claude.argv[0], "claude");
+        assert!(claude.argv.contains(&"-p".to_owned()), "{:?}", claude.argv);
         assert_eq!(claude.stdin.as_deref(), Some("do the task"));
         for name in ["aider", "mistral"] {
             let inv = resolve(name, &config).invocation(&run(file, dir), false, &no_env);
@@ -670,13 +718,82 @@ mod tests {
             [
                 "codex",
                 "exec",
+                "--json",
                 "--output-schema",
                 "/o/schema.json",
                 "--output-last-message",
-                "/o/report.json"
             ]
         );
         assert_eq!(argv.last().map(String::as_str), Some("-"));
+    }
+
+    /// specs/ledger.md *What each CLI reports*: an unattended run is asked for its
+    /// usage report (vibe's in the run's directory, only when it has one); an interactive
+    /// run is left as a person runs it; a user's own output flag wins, and that backend
+    /// then reports nothing.
+    #[test]
+    fn unattended_runs_are_asked_for_their_usage_report() {
+        let config = Config::default();
+        let (file, dir) = (Path::new("/p/prompt.md"), Path::new("/w"));
+        let argv = |name: &str, input: &RunInput<'_>, interactive: bool| {
+            resolve(name, &config)
+                .invocation(input, interactive, &no_env)
+                .argv
+        };
+        let plain = run(file, dir);
+        let claude = argv("claude", &plain, false);
+        assert!(
+            claude
+                .windows(2)
+                .any(|w| w == ["--output-format", "stream-json"])
+                && claude.contains(&"--verbose".to_owned()),
+            "{claude:?}"
+        );
+        assert!(
+            !argv("claude", &plain, true)
+                .iter()
+                .any(|a| a == "--output-format")
+        );
+        let opencode = argv("opencode", &plain, false);
+        assert!(
+            opencode
+                .windows(2)
+                .any(|w| w == ["--title", "liza coder t-1"]),
+            "{opencode:?}"
+        );
+        assert!(argv("aider", &plain, false).contains(&"--no-stream".to_owned()));
+        // vibe's report needs a directory of the run's own.
+        assert!(
+            !argv("mistral", &plain, false)
+                .iter()
+                .any(|a| a == "--output-dir")
+        );
+        let with_dir = RunInput {
+            run_dir: Some(Path::new("/r/.liza/agent-outputs/coder-1-t-1-x")),
+            ..run(file, dir)
+        };
+        let vibe = argv("mistral", &with_dir, false);
+        assert!(
+            vibe.windows(2)
+                .any(|w| w == ["--output-dir", "/r/.liza/agent-outputs/coder-1-t-1-x"]),
+            "{vibe:?}"
+        );
+        // The user's own output format.
+        let own = config_with(
+            "claude",
+            AgentTool {
+                extra_args: Some(vec!["--output-format".into(), "json".into()]),
+                ..AgentTool::default()
+            },
+        );
+        let mine = resolve("claude", &own);
+        assert_eq!(mine.usage, None);
+        let argv = mine.invocation(&plain, false, &no_env).argv;
+        assert_eq!(
+            argv.iter().filter(|a| *a == "--output-format").count(),
+            1,
+            "{argv:?}"
+        );
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub struct Invocation {
     pub task: Option<String>,
     /// `--prompt-file`: the supervisor's prompt for this run (human notes, feedback).
     pub prompt_file: Option<PathBuf>,
+    /// `--usage-file`: where the tokens the endpoint served this run are written as it
+    /// ends (the supervisor's ledger entry, specs/ledger.md).
+    pub usage_file: Option<PathBuf>,
     /// The directory it was started in, where the project is looked for.
     pub cwd: PathBuf,
 }
@@ -164,6 +167,17 @@ pub fn run(inv: &Invocation) -> i32 {
             Role::Planner => super::planner::run(&ctx).await,
         }
     });
+    if let (Some(path), Some(served)) = (&inv.usage_file, ctx.client.served()) {
+        let written = serde_json::to_vec(&served)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(path, bytes));
+        if let Err(e) = written {
+            eprintln!(
+                "liza builtin: could not write the run's usage to {}: {e}",
+                path.display()
+            );
+        }
+    }
     println!("liza builtin {}: {}", inv.role_name(), status.as_str());
     status.exit_code()
 }

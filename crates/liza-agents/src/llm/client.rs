@@ -196,6 +196,9 @@ pub struct ChatClient {
     retry: RetryPolicy,
     scrubber: Scrubber,
     dry_run: bool,
+    /// What the endpoint reported serving, every call of this client added up (the run's
+    /// ledger entry, specs/ledger.md).
+    served: std::sync::Mutex<Vec<liza_model::ledger::ModelUsage>>,
 }
 
 impl ChatClient {
@@ -224,7 +227,52 @@ impl ChatClient {
             retry,
             scrubber,
             dry_run,
+            served: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// What the endpoint reported serving this client's calls, by model (`None`: no call
+    /// reported usage; a dry run's made-up usage is none).
+    pub fn served(&self) -> Option<liza_model::ledger::RunUsage> {
+        let models = self.served.lock().ok()?.clone();
+        (!models.is_empty()).then_some(liza_model::ledger::RunUsage {
+            models,
+            approximate: false,
+        })
+    }
+
+    /// Adds one call's usage as the endpoint reported it: `prompt_tokens` (the whole
+    /// prompt, cached tokens included), `prompt_tokens_details.cached_tokens`,
+    /// `completion_tokens`, and the model that answered.
+    fn count_served(&self, envelope: &Value) {
+        let Some(u) = envelope.get("usage").filter(|u| u.is_object()) else {
+            return;
+        };
+        let cached = u
+            .pointer("/prompt_tokens_details/cached_tokens")
+            .and_then(Value::as_u64);
+        let prompt = u.get("prompt_tokens").and_then(Value::as_u64);
+        let call = liza_model::ledger::ModelUsage {
+            model: envelope
+                .get("model")
+                .and_then(Value::as_str)
+                .filter(|m| !m.is_empty())
+                .map_or_else(|| self.endpoint.model.clone(), str::to_owned)
+                .into(),
+            input_tokens: prompt.map(|p| p.saturating_sub(cached.unwrap_or(0))),
+            output_tokens: u.get("completion_tokens").and_then(Value::as_u64),
+            cache_read_tokens: cached,
+            ..Default::default()
+        };
+        if call.is_empty() {
+            return;
+        }
+        if let Ok(mut served) = self.served.lock() {
+            match served.iter_mut().find(|m| m.model == call.model) {
+                Some(kept) => kept.add(&call),
+                None => served.push(call),
+            }
+        }
     }
 
     /// The endpoint it calls, with the model and the validation settings.
@@ -345,6 +393,7 @@ impl ChatClient {
     fn read_envelope(&self, bytes: &[u8]) -> Result<Answer, Failure> {
         let value: Value = serde_json::from_slice(bytes)
             .map_err(|e| Failure::BadEnvelope(format!("not JSON ({e})")))?;
+        self.count_served(&value);
         let content = value
             .pointer("/choices/0/message/content")
             .and_then(Value::as_str)

@@ -2,7 +2,9 @@
 //! its own process group, the prompt on stdin when the backend takes it so, output
 //! streamed to the terminal and saved (secrets scrubbed, size-capped), progress noted on
 //! every output chunk; stopped with SIGTERM to the group, a grace period, then SIGKILL —
-//! and the group is killed after the agent exits so no grandchild outlives it.
+//! and the group is killed after the agent exits so no grandchild outlives it. A CLI run in
+//! a JSON mode has its stdout read line by line into the text a person reads and the usage
+//! it reports (`backend::usage`), before anything is scrubbed, shown or saved.
 
 use std::fs::File;
 use std::io::Write;
@@ -17,8 +19,10 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use super::Console;
+use crate::backend::usage::Transcript;
 use crate::backend::{Invocation, is_secret};
 use crate::llm::scrub::{Scrubber, Stream};
+use liza_model::ledger::RunUsage;
 
 /// How much of an agent's output is kept in its log file.
 const LOG_CAP: u64 = 8 * 1024 * 1024;
@@ -43,6 +47,10 @@ pub(super) struct AgentProcess {
     /// The output readers: awaited after the exit, so the output tail the supervisor
     /// classifies the run by (a usage-limit message on the last line) is complete.
     pumps: Vec<tokio::task::JoinHandle<()>>,
+    /// What stdout reported of usage, read as it came (`None`: the backend reports none).
+    transcript: Option<Arc<Mutex<Transcript>>>,
+    /// The secrets scrubbed from the output, scrubbed from the usage's model names too.
+    scrubber: Scrubber,
 }
 
 /// How long the output readers may take to drain after the agent's group is gone (a
@@ -61,6 +69,7 @@ impl AgentProcess {
         log: Option<File>,
         console: Arc<dyn Console>,
         info: Option<crate::sandbox::info_pipe::InfoPipe>,
+        transcript: Option<Transcript>,
     ) -> std::io::Result<AgentProcess> {
         let (program, args) = invocation
             .argv
@@ -115,6 +124,7 @@ impl AgentProcess {
         }));
         let log = Arc::new(Mutex::new((log, 0u64)));
         let scrubber = Scrubber::new(secrets);
+        let transcript = transcript.map(|t| Arc::new(Mutex::new(t)));
         let mut pumps = Vec::new();
         if let Some(out) = child.stdout.take() {
             pumps.push(pump(
@@ -122,7 +132,7 @@ impl AgentProcess {
                 console.clone(),
                 activity.clone(),
                 log.clone(),
-                Stream::new(scrubber.clone()),
+                Reader::new(Stream::new(scrubber.clone()), transcript.clone()),
             ));
         }
         if let Some(err) = child.stderr.take() {
@@ -131,7 +141,7 @@ impl AgentProcess {
                 console,
                 activity.clone(),
                 log,
-                Stream::new(scrubber),
+                Reader::new(Stream::new(scrubber.clone()), None),
             ));
         }
         Ok(AgentProcess {
@@ -140,6 +150,8 @@ impl AgentProcess {
             spawned_group,
             activity,
             pumps,
+            transcript,
+            scrubber,
         })
     }
 
@@ -203,6 +215,130 @@ impl AgentProcess {
             .map(|a| a.tail.clone())
             .unwrap_or_default()
     }
+
+    /// What the run reported of usage, once its output is read (`report`: the file in
+    /// the run's directory a backend leaves it in); model names scrubbed.
+    pub(super) fn usage(&mut self, report: Option<&[u8]>) -> Option<RunUsage> {
+        let transcript = self.transcript.take()?;
+        let transcript = Arc::try_unwrap(transcript).ok()?.into_inner().ok()?;
+        let mut usage = transcript.usage(report)?;
+        for m in &mut usage.models {
+            if let Some(name) = &m.model {
+                m.model = Some(self.scrubber.scrub(name));
+            }
+        }
+        Some(usage)
+    }
+}
+
+/// The longest line of a JSON CLI's stdout read as one event; a longer one is shown as
+/// text (it is no event liza reads).
+const MAX_EVENT_LINE: usize = 4 * 1024 * 1024;
+
+/// One output stream as it is read: scrubbed, and for stdout, read for usage — a JSON
+/// CLI's line by line, rendered to text first; a text CLI's lines as they were shown.
+struct Reader {
+    scrub: Stream,
+    transcript: Option<Arc<Mutex<Transcript>>>,
+    json: bool,
+    /// Raw bytes of a JSON line not ended yet.
+    pending: Vec<u8>,
+    /// Shown text of a text CLI's line not ended yet.
+    shown: String,
+}
+
+impl Reader {
+    fn new(scrub: Stream, transcript: Option<Arc<Mutex<Transcript>>>) -> Reader {
+        let json = transcript
+            .as_ref()
+            .and_then(|t| t.lock().ok().map(|t| t.is_json()))
+            .unwrap_or(false);
+        Reader {
+            scrub,
+            transcript,
+            json,
+            pending: Vec::new(),
+            shown: String::new(),
+        }
+    }
+
+    /// What to show of `bytes` read.
+    fn push(&mut self, bytes: &[u8]) -> String {
+        if !self.json {
+            let text = self.scrub.push(bytes);
+            self.read_shown(&text, false);
+            return text;
+        }
+        self.pending.extend_from_slice(bytes);
+        let mut rendered = String::new();
+        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            self.render(&line[..line.len() - 1], &mut rendered);
+        }
+        if self.pending.len() > MAX_EVENT_LINE {
+            let line = std::mem::take(&mut self.pending);
+            self.render(&line, &mut rendered);
+        }
+        self.scrub.push(rendered.as_bytes())
+    }
+
+    /// What to show after a quiet spell: a JSON CLI's unended line waits for its end.
+    fn flush(&mut self) -> String {
+        let text = self.scrub.flush();
+        if !self.json {
+            self.read_shown(&text, false);
+        }
+        text
+    }
+
+    /// What is left to show when the stream ends.
+    fn finish(&mut self) -> String {
+        if !self.json {
+            let text = self.scrub.finish();
+            self.read_shown(&text, true);
+            return text;
+        }
+        let mut rendered = String::new();
+        let line = std::mem::take(&mut self.pending);
+        if !line.is_empty() {
+            self.render(&line, &mut rendered);
+        }
+        if let Some(t) = &self.transcript
+            && let Ok(mut t) = t.lock()
+        {
+            rendered.extend(t.end());
+        }
+        let mut text = self.scrub.push(rendered.as_bytes());
+        text.push_str(&self.scrub.finish());
+        text
+    }
+
+    fn render(&mut self, line: &[u8], into: &mut String) {
+        let line = String::from_utf8_lossy(line);
+        if let Some(t) = &self.transcript
+            && let Ok(mut t) = t.lock()
+        {
+            into.extend(t.line(line.trim_end_matches('\r')));
+        }
+    }
+
+    /// Gives a text CLI's complete shown lines to the transcript.
+    fn read_shown(&mut self, text: &str, ended: bool) {
+        let Some(t) = &self.transcript else { return };
+        self.shown.push_str(text);
+        let Ok(mut t) = t.lock() else { return };
+        while let Some(end) = self.shown.find('\n') {
+            let line: String = self.shown.drain(..=end).collect();
+            t.text_line(line.trim_end());
+        }
+        if ended && !self.shown.is_empty() {
+            t.text_line(std::mem::take(&mut self.shown).trim_end());
+        }
+        // A text CLI's line is short; an unended flood is not kept.
+        if self.shown.len() > MAX_EVENT_LINE {
+            self.shown.clear();
+        }
+    }
 }
 
 /// How long output may be quiet before a line still open (a question waiting for an
@@ -216,7 +352,7 @@ fn pump(
     console: Arc<dyn Console>,
     activity: Arc<Mutex<Activity>>,
     log: SharedLog,
-    mut scrub: Stream,
+    mut scrub: Reader,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 8192];
@@ -288,8 +424,16 @@ mod tests {
             scrub: Vec::new(),
         };
         let dir = tempfile::tempdir().unwrap();
-        let process =
-            AgentProcess::spawn(&invocation, dir.path(), &[], None, Arc::new(Quiet), None).unwrap();
+        let process = AgentProcess::spawn(
+            &invocation,
+            dir.path(),
+            &[],
+            None,
+            Arc::new(Quiet),
+            None,
+            None,
+        )
+        .unwrap();
         (dir, process)
     }
 

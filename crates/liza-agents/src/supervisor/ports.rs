@@ -20,7 +20,9 @@ use super::Console;
 use super::agent_process::AgentProcess;
 use super::clock::{Clock, SystemClock};
 use crate::backend::Invocation;
+use crate::backend::usage::Transcript;
 use crate::sandbox::info_pipe::InfoPipe;
+use liza_model::ledger::RunUsage;
 
 /// A future a running agent answers with.
 pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -39,6 +41,8 @@ pub struct Spawn<'a> {
     pub console: Arc<dyn Console>,
     /// The pipe bubblewrap reports its first process on (a sandboxed run).
     pub info: Option<InfoPipe>,
+    /// How its stdout is read for the usage it reports (`None`: it reports none).
+    pub transcript: Option<Transcript>,
 }
 
 /// Where agent processes come from.
@@ -62,6 +66,11 @@ pub trait RunningAgent: Send {
     fn last_output(&self) -> Option<Instant>;
     /// The end of its output (usage limits, logins, a verdict line).
     fn output_tail(&self) -> String;
+    /// What it reported of usage, once it has ended (`report`: the file in the run's
+    /// directory its backend leaves it in). An agent that reports none has none.
+    fn usage(&mut self, _report: Option<&[u8]>) -> Option<RunUsage> {
+        None
+    }
 }
 
 /// The machine's processes: the agent CLI found on `PATH`, in a process group of its own.
@@ -80,6 +89,7 @@ impl Spawner for Processes {
             spawn.log,
             spawn.console,
             spawn.info,
+            spawn.transcript,
         )?;
         Ok(Box::new(process))
     }
@@ -106,6 +116,10 @@ impl RunningAgent for AgentProcess {
 
     fn output_tail(&self) -> String {
         AgentProcess::output_tail(self)
+    }
+
+    fn usage(&mut self, report: Option<&[u8]>) -> Option<RunUsage> {
+        AgentProcess::usage(self, report)
     }
 }
 

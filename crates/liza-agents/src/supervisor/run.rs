@@ -13,6 +13,7 @@ use super::policy::run_report;
 use super::policy::watchdog::{self, Finished, Limits, RunWatch, Seen};
 use super::ports::Spawn;
 use super::session::Session;
+use crate::backend::usage::Transcript;
 use crate::backend::{ReportFiles, RunInput};
 use crate::blackboard::log::LogEntry;
 use crate::blackboard::log_tally;
@@ -114,12 +115,16 @@ impl Session {
                     "check that .liza/ is writable",
                 ))
             })?;
-        let report = self.report_files(what, state);
+        let dir = self.run_dir(what, state);
+        let files = RunFiles {
+            report: dir.as_deref().and_then(|d| self.report_files(d, state)),
+            dir,
+        };
         let bounds = self.boundaries(state).await;
         let mut end = self
-            .run_agent(task, workdir, text, &file, report.as_ref(), state)
+            .run_agent(task, workdir, text, &file, &files, state)
             .await?;
-        if let (Some(files), RunEnd::Exited(Some(0))) = (&report, &end) {
+        if let (Some(files), RunEnd::Exited(Some(0))) = (&files.report, &end) {
             let refused = self.take_report(task, &files.output, state).await;
             end = watchdog::with_report(end, refused.as_ref());
         }
@@ -151,6 +156,7 @@ impl Session {
         self.last_run_end = Some(now);
         self.quiet_since = self.clock.now().at;
         self.append_log(entry).await;
+        self.record_in_ledger(task, class, state).await;
     }
 
     /// Compares the role boundaries before and after a run.
@@ -210,33 +216,60 @@ impl Session {
             .await;
     }
 
-    /// With `config.codex_report` and a backend that reports: the schema written to
-    /// `.liza/agent-outputs/<agent>-<what>-<ts>/report-schema.json`, and where the report
-    /// goes (`report.json` beside it).
-    fn report_files(&self, what: &str, state: &State) -> Option<ReportPaths> {
-        if state.config.codex_report != Some(true)
-            || !self.backend.reports()
-            || self.options.interactive
-        {
+    /// Whether the run is asked for a structured report (`config.codex_report` and a
+    /// backend that writes one).
+    fn wants_report(&self, state: &State) -> bool {
+        state.config.codex_report == Some(true) && self.backend.reports()
+    }
+
+    /// The run's own directory, `.liza/agent-outputs/<agent>-<what>-<ts>/`, writable in
+    /// the sandbox: made for a run asked for a structured report, or of a backend that
+    /// leaves its usage there (vibe, the built-in agent). `None`: not needed, or it
+    /// could not be made (the run goes on without it, and reports no usage).
+    fn run_dir(&self, what: &str, state: &State) -> Option<PathBuf> {
+        let needed = self.wants_report(state)
+            || self
+                .backend
+                .usage_args
+                .iter()
+                .any(|a| a.contains("{run_dir}"));
+        if !needed || self.options.interactive {
             return None;
         }
         let stamp = crate::blackboard::Timestamp::now()
             .to_string()
             .replace(['-', ':'], "");
-        let dir = self
-            .project
-            .store
-            .paths()
-            .dir
-            .join("agent-outputs")
-            .join(format!("{}-{what}-{stamp}", self.agent));
+        let outputs = self.project.store.paths().dir.join("agent-outputs");
+        for n in 1..1000 {
+            let name = match n {
+                1 => format!("{}-{what}-{stamp}", self.agent),
+                _ => format!("{}-{what}-{stamp}.{n}", self.agent),
+            };
+            let dir = outputs.join(name);
+            match std::fs::create_dir_all(&outputs).and_then(|()| std::fs::create_dir(&dir)) {
+                Ok(()) => return Some(dir),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    tracing::warn!(error = %e, dir = %dir.display(), "cannot make the run's directory; running without it");
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
+    /// With `config.codex_report` and a backend that reports: the schema written to
+    /// `report-schema.json` in the run's directory, and where the report goes
+    /// (`report.json` beside it).
+    fn report_files(&self, dir: &Path, state: &State) -> Option<ReportPaths> {
+        if !self.wants_report(state) {
+            return None;
+        }
         let schema = dir.join("report-schema.json");
-        let written = std::fs::create_dir_all(&dir).and_then(|()| {
-            std::fs::write(
-                &schema,
-                serde_json::to_string_pretty(&run_report::schema()).unwrap_or_default(),
-            )
-        });
+        let written = std::fs::write(
+            &schema,
+            serde_json::to_string_pretty(&run_report::schema()).unwrap_or_default(),
+        );
         if let Err(e) = written {
             tracing::warn!(error = %e, "cannot write the run report schema; running without it");
             return None;
@@ -321,9 +354,10 @@ impl Session {
         workdir: &Path,
         prompt: &str,
         prompt_file: &Path,
-        report: Option<&ReportPaths>,
+        files: &RunFiles,
         state: &State,
     ) -> Result<RunEnd, SupervisorError> {
+        let (run_dir, report) = (files.dir.as_deref(), files.report.as_ref());
         let git_dir = self.project.root.join(".git");
         let worktree_git_dir = {
             let workdir = workdir.to_path_buf();
@@ -343,6 +377,7 @@ impl Session {
                 schema: &r.schema,
                 output: &r.output,
             }),
+            run_dir,
         };
         if let Err(why) = self.update_confinement(state) {
             return Ok(RunEnd::NotStarted(why.to_string()));
@@ -354,7 +389,7 @@ impl Session {
                     std::env::var(var).ok()
                 });
         let env = self.agent_env(task, workdir);
-        let report_dir = report.and_then(|r| r.output.parent());
+        let report_dir = run_dir;
         let sandbox = match self
             .confine_run(
                 task,
@@ -417,6 +452,10 @@ impl Session {
             log,
             console: self.console.clone(),
             info,
+            transcript: self
+                .backend
+                .usage
+                .map(|format| Transcript::new(format, self.backend.model.clone())),
         });
         let mut process = match spawned {
             Ok(p) => p,
@@ -427,6 +466,10 @@ impl Session {
                 return Ok(RunEnd::NotStarted(e.to_string()));
             }
         };
+        self.run_started = Some((
+            crate::blackboard::Timestamp::now(),
+            std::time::Instant::now(),
+        ));
         // The execution limit counts from the spawn.
         let limits = Limits::of(&state.config, self.role());
         let mut watch = RunWatch::new(limits, self.clock.now().at);
@@ -493,6 +536,12 @@ impl Session {
         };
         self.pulse.set_pgid(0);
         self.last_output = process.output_tail();
+        let usage_report = run_dir
+            .zip(self.backend.usage.and_then(|f| f.report_file()))
+            .and_then(|(dir, file)| {
+                crate::untrusted::read_regular(&dir.join(file), MAX_USAGE_FILE)
+            });
+        self.last_usage = process.usage(usage_report.as_deref());
         let private_tip = match &sandbox {
             Some(run) => run.private_tip().await,
             None => None,
@@ -614,6 +663,18 @@ async fn live_worktree_state(liza: &Path, dir: &Path) -> Option<(Option<CommitId
         })
         .unwrap_or_default();
     Some((head, dirty))
+}
+
+/// The largest usage file read from a run's directory (vibe's export holds its whole
+/// configuration).
+const MAX_USAGE_FILE: u64 = 16 * 1024 * 1024;
+
+/// A run's own directory and what is in it.
+pub(super) struct RunFiles {
+    /// `.liza/agent-outputs/<agent>-<what>-<ts>/`, when the run needs one.
+    dir: Option<PathBuf>,
+    /// The structured report asked for, in it.
+    report: Option<ReportPaths>,
 }
 
 /// Where a run's report schema and report are.

@@ -59,6 +59,11 @@ pub struct Session {
     /// When the last agent run ended, as logged (`agent_run_ended`): alarm keys of crash
     /// loops and usage limits name it, as the watcher's rules do.
     pub(super) last_run_end: Option<crate::blackboard::Timestamp>,
+    /// When the run under way started (by the wall clock, and for its wall time):
+    /// taken when it is recorded in the ledger.
+    pub(super) run_started: Option<(crate::blackboard::Timestamp, std::time::Instant)>,
+    /// What the last run reported of usage, until it is recorded in the ledger.
+    pub(super) last_usage: Option<liza_model::ledger::RunUsage>,
     /// Since when no agent of this supervisor has run (its start, then each run's end):
     /// a git lock older than that is no live git's of its own (specs/git.md *Git's locks*).
     pub(super) quiet_since: super::clock::Moment,
@@ -218,6 +223,8 @@ impl Session {
             clock,
             last_output: String::new(),
             last_run_end: None,
+            run_started: None,
+            last_usage: None,
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             beside_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             background_merge: None,

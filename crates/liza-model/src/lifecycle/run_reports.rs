@@ -65,8 +65,8 @@ pub struct RunResult {
     pub summary: String,
 }
 
-/// Appends `run` to `id`'s history and adds its usage to `tasks[].usage` (one more agent
-/// run). No status changes.
+/// Appends `run` to `id`'s history and adds its tokens to `tasks[].usage`. No status
+/// changes. The run itself was counted as it started (`start_run`), not again here.
 pub fn record_builtin_result(
     state: &mut State,
     id: &TaskId,
@@ -86,7 +86,6 @@ pub fn record_builtin_result(
     let u = t.usage.get_or_insert_with(Default::default);
     u.prompt_tokens = Some(u.prompt_tokens.unwrap_or(0) + run.usage.0 as i64);
     u.completion_tokens = Some(u.completion_tokens.unwrap_or(0) + run.usage.1 as i64);
-    u.agent_runs = Some(u.agent_runs.unwrap_or(0) + 1);
     let mut outcome = Outcome::default();
     let summary: String = run.summary.chars().take(SUMMARY_CHARS).collect();
     outcome.event(

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::codec::{Decode, Decoder, Emit, IdMap, record, yaml_enum};
+use crate::codec::{Decode, Decoder, Emit, IdMap, Number, record, yaml_enum};
 use crate::node::{Extra, Node, Value};
 use crate::yaml::Emitter;
 
@@ -243,6 +243,10 @@ pub struct AgentTool {
     /// built-in backend's; specs/sandbox.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<Vec<String>>,
+    /// Backends to run instead, in order, while this one's provider refuses for a usage
+    /// limit (specs/ledger.md *Fallbacks*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Vec<String>>,
     /// Keys liza does not know, kept as written.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
     pub extra: Extra,
@@ -258,6 +262,7 @@ record!(AgentTool {
     opt runs_commands: "runs_commands",
     opt interactive_args: "interactive_args",
     opt state: "state",
+    opt fallback: "fallback",
 });
 
 /// Per-role settings of the built-in agent.
@@ -360,6 +365,73 @@ record!(MergeConfig {
     opt parallel_batches: "parallel_batches",
 });
 
+/// `config.prices.<model>`: what a model costs, in US dollars per million tokens
+/// (specs/ledger.md *Cost*), for runs whose CLI reports no cost.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PriceConfig {
+    /// Per million uncached input tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input: Option<Number>,
+    /// Per million output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Number>,
+    /// Per million cache-read tokens (default: the input's price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<Number>,
+    /// Per million cache-write tokens (default: the input's price).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<Number>,
+    /// Keys liza does not know, kept as written.
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(PriceConfig {
+    opt input: "input",
+    opt output: "output",
+    opt cache_read: "cache_read",
+    opt cache_write: "cache_write",
+});
+
+/// A budget: tokens, US dollars, or both (the first one reached counts).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetLimit {
+    /// Tokens of every kind, input, output and cache together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<i64>,
+    /// US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd: Option<Number>,
+    /// Keys liza does not know, kept as written.
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(BudgetLimit {
+    opt tokens: "tokens",
+    opt usd: "usd",
+});
+
+/// `config.budget` (specs/ledger.md *Budgets*).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct BudgetConfig {
+    /// What one task may use, all its runs together; over it the task is BLOCKED.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<BudgetLimit>,
+    /// What the current sprint may use; over it no new run starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sprint: Option<BudgetLimit>,
+    /// What one agent may use in a day (UTC); over it that agent starts no new run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_per_day: Option<BudgetLimit>,
+    /// Keys liza does not know, kept as written.
+    #[serde(default, skip_serializing_if = "Extra::is_empty")]
+    pub extra: Extra,
+}
+record!(BudgetConfig {
+    opt task: "task",
+    opt sprint: "sprint",
+    opt agent_per_day: "agent_per_day",
+});
+
 /// `config`: the settings of specs/blackboard.md *config*. Every key is optional; the
 /// accessors give the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -455,6 +527,12 @@ pub struct Config {
     /// The merge queue's batches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge: Option<MergeConfig>,
+    /// Model prices for runs whose CLI reports no cost (specs/ledger.md *Cost*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prices: Option<IdMap<String, PriceConfig>>,
+    /// Token and dollar budgets (specs/ledger.md *Budgets*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetConfig>,
     /// Keys liza does not know, kept as written; the validator warns about them, v0.1's
     /// unused keys ([`LEGACY_CONFIG_KEYS`]) aside.
     #[serde(default, skip_serializing_if = "Extra::is_empty")]
@@ -490,6 +568,8 @@ record!(Config {
     opt archive_after: "archive_after",
     opt sandbox: "sandbox",
     opt merge: "merge",
+    opt prices: "prices",
+    opt budget: "budget",
 });
 
 /// A positive setting read with its default: out-of-range values are reported by the
@@ -499,6 +579,26 @@ fn positive(value: Option<i64>, default: i64) -> i64 {
 }
 
 impl Config {
+    /// The model prices as the ledger reads them (a price without its input or output
+    /// is left out; the validator reports it).
+    pub fn prices(&self) -> std::collections::BTreeMap<String, crate::ledger::Price> {
+        self.prices
+            .iter()
+            .flat_map(|p| p.0.iter())
+            .filter_map(|(model, p)| {
+                Some((
+                    model.clone(),
+                    crate::ledger::Price {
+                        input: p.input?.as_f64(),
+                        output: p.output?.as_f64(),
+                        cache_read: p.cache_read.map(Number::as_f64),
+                        cache_write: p.cache_write.map(Number::as_f64),
+                    },
+                ))
+            })
+            .collect()
+    }
+
     /// The integer settings with their allowed minimum, for the validator.
     pub fn integer_settings(&self) -> [(&'static str, Option<i64>, i64); 16] {
         [

@@ -64,6 +64,13 @@ pub(super) trait Backend: Send + Sync {
     fn append_alarms(&self, lines: &[(String, String)]) -> Result<Vec<bool>, StoreError>;
     fn claim_delivery(&self, key: &str) -> Result<bool, StoreError>;
     fn alarm_lines(&self) -> Result<Vec<String>, StoreError>;
+    fn append_ledger(
+        &self,
+        entries: &[liza_model::ledger::LedgerEntry],
+    ) -> Result<Vec<bool>, StoreError>;
+    fn ledger(&self) -> Result<Vec<liza_model::ledger::LedgerEntry>, StoreError>;
+    fn record_quota(&self, hit: &liza_model::quota::QuotaHit) -> Result<(), StoreError>;
+    fn quotas(&self) -> Result<Vec<liza_model::quota::QuotaHit>, StoreError>;
     fn document(&self, document: &Document) -> Result<Option<Vec<u8>>, StoreError>;
     fn update_document(
         &self,

@@ -25,6 +25,7 @@ mod group_commit;
 mod host_lock;
 mod known_file;
 pub mod layout;
+mod usage;
 use crate::liveness::{LiveRecord, LiveRecords};
 use crate::log::LogEntry;
 use layout::LayoutError;

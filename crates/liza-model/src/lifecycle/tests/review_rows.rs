@@ -299,6 +299,29 @@ fn runs_count_iterations_until_the_limit_blocks_the_task() {
     assert_eq!(iteration_limit(&w.s, &id("t-2")), 7);
 }
 
+/// A built-in coder's run is counted once: as it starts, not again as its result is
+/// recorded.
+#[test]
+fn a_builtin_result_adds_its_tokens_but_not_another_run() {
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    let c1 = agent("coder-1");
+    w.ok(|s, n| start_run(s, &id("t-1"), &c1, n));
+    let run = crate::lifecycle::RunResult {
+        event: crate::event::EventKind::CommitResult,
+        result: crate::node::Node::new(crate::node::Value::Null),
+        usage: (100, 50),
+        summary: "done".into(),
+    };
+    w.ok(|s, n| crate::lifecycle::record_builtin_result(s, &id("t-1"), &c1, run.clone(), n));
+    let usage = w.task("t-1").usage.clone().unwrap();
+    assert_eq!(usage.agent_runs, Some(1));
+    assert_eq!(
+        (usage.prompt_tokens, usage.completion_tokens),
+        (Some(100), Some(50))
+    );
+}
+
 #[test]
 fn a_run_report_is_recorded_in_the_history_without_changing_the_task() {
     let mut w = W::new();

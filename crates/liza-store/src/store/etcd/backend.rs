@@ -145,6 +145,25 @@ impl Backend for EtcdStore {
         EtcdStore::alarm_lines(self)
     }
 
+    fn append_ledger(
+        &self,
+        entries: &[liza_model::ledger::LedgerEntry],
+    ) -> Result<Vec<bool>, StoreError> {
+        EtcdStore::append_ledger(self, entries)
+    }
+
+    fn ledger(&self) -> Result<Vec<liza_model::ledger::LedgerEntry>, StoreError> {
+        EtcdStore::ledger(self)
+    }
+
+    fn record_quota(&self, hit: &liza_model::quota::QuotaHit) -> Result<(), StoreError> {
+        EtcdStore::record_quota(self, hit)
+    }
+
+    fn quotas(&self) -> Result<Vec<liza_model::quota::QuotaHit>, StoreError> {
+        EtcdStore::quotas(self)
+    }
+
     fn document(&self, document: &Document) -> Result<Option<Vec<u8>>, StoreError> {
         EtcdStore::document(self, document)
     }

@@ -189,6 +189,16 @@ pub fn delivered_key(address: &StoreAddress, key: &str) -> Vec<u8> {
     address.key(&format!("delivered/{}", hex(key)))
 }
 
+/// The ledger entry of one agent run (its id is checked: `[A-Za-z0-9._-]`).
+pub fn ledger_key(address: &StoreAddress, run: &str) -> Vec<u8> {
+    address.key(&format!("ledger/{run}"))
+}
+
+/// The usage limit of a backend's account (`<backend>/<account>`, both checked).
+pub fn quota_key(address: &StoreAddress, key: &str) -> Vec<u8> {
+    address.key(&format!("quota/{key}"))
+}
+
 fn hex(text: &str) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(text.len() * 2);

@@ -13,7 +13,8 @@ use crate::store::hand_edit::Rejection;
 use crate::store::hash::ContentHash;
 use crate::store::log_feed::LogFeed;
 use crate::store::{
-    Committed, Document, Snapshot, StoreError, TxError, alarm_log, atomic, read_if_there, run,
+    Committed, Document, Snapshot, StoreError, TxError, alarm_log, atomic, ledger_file, quota_file,
+    read_if_there, run,
 };
 use liza_model::control::{Control, ControlFlags, Raised};
 use liza_model::document;
@@ -188,6 +189,29 @@ impl Backend for FileStore {
 
     fn alarm_lines(&self) -> Result<Vec<String>, StoreError> {
         Ok(alarm_log::lines(&self.paths().alerts()))
+    }
+
+    fn append_ledger(
+        &self,
+        entries: &[liza_model::ledger::LedgerEntry],
+    ) -> Result<Vec<bool>, StoreError> {
+        let path = self.paths().ledger();
+        ledger_file::append_new(&path, entries).map_err(self.io_error("write", &path))
+    }
+
+    fn ledger(&self) -> Result<Vec<liza_model::ledger::LedgerEntry>, StoreError> {
+        let path = self.paths().ledger();
+        ledger_file::read(&path).map_err(self.io_error("read", &path))
+    }
+
+    fn record_quota(&self, hit: &liza_model::quota::QuotaHit) -> Result<(), StoreError> {
+        let path = self.paths().quota();
+        quota_file::record(&path, hit, Timestamp::now()).map_err(self.io_error("write", &path))
+    }
+
+    fn quotas(&self) -> Result<Vec<liza_model::quota::QuotaHit>, StoreError> {
+        let path = self.paths().quota();
+        quota_file::read(&path).map_err(self.io_error("read", &path))
     }
 
     fn document(&self, document: &Document) -> Result<Option<Vec<u8>>, StoreError> {
