@@ -303,11 +303,13 @@ pub fn numbers(project: &Project, reader: &Mutex<ActivityReader>) -> Result<Numb
     let state = project.store.snapshot().map_err(|e| e.to_string())?.state;
     let mut reader = reader.lock().unwrap_or_else(|p| p.into_inner());
     reader.refresh(&project.store);
-    Ok(metrics::collect(
+    let mut numbers = metrics::collect(
         &state,
         &reader.activity,
         alarms::counts_by_category(&project.store),
-    ))
+    );
+    numbers.usage = metrics::usage(&project.store.ledger().unwrap_or_default());
+    Ok(numbers)
 }
 
 /// The snapshot, a pending hand edit reconciled first (as supervisors do).

@@ -170,7 +170,7 @@ pub(crate) fn run(project: &Project, options: &Options) -> Result<Retro, RetroEr
         .zip(results)
         .map(|(i, r)| (i.name.clone(), r))
         .collect();
-    let report = Report::new(
+    let mut report = Report::new(
         &sprint,
         &model,
         dry_run,
@@ -179,6 +179,8 @@ pub(crate) fn run(project: &Project, options: &Options) -> Result<Retro, RetroEr
         runs,
         codes,
     );
+    report.runs_usage =
+        report::SprintCost::of(&sprint, &project.store.ledger().unwrap_or_default());
     let dir = liza_dir.join("retro");
     let (yaml, markdown) = report.write(&dir).map_err(|source| RetroError::Write {
         path: project.store.paths().display(&dir),

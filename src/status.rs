@@ -42,6 +42,20 @@ pub struct Report {
     /// Sprint and goal states that wait for a person, each with the command that
     /// continues (shown at the top).
     pub attention: Vec<Attention>,
+    /// What the agents' runs used, and the usage limits holding (specs/ledger.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<UsageReport>,
+}
+
+/// What the agents' runs used, from the ledger, and the usage limits that hold now.
+#[derive(Debug, Serialize)]
+pub struct UsageReport {
+    /// The sprint under way.
+    pub sprint: crate::blackboard::ledger::Totals,
+    /// Each agent's runs today (UTC).
+    pub agents_today: BTreeMap<String, crate::blackboard::ledger::Totals>,
+    /// The usage limits still holding, by backend and account.
+    pub limits: Vec<crate::blackboard::quota::QuotaHit>,
 }
 
 /// A task in the merge queue.
@@ -249,6 +263,47 @@ impl TaskLine {
     }
 }
 
+/// The backend in use, said as a fallback when it is not the first of those registered
+/// (`codex, for claude`).
+fn in_use_of(registered: Option<&str>, in_use: String) -> String {
+    match registered.and_then(|r| r.split(',').next()) {
+        Some(first) if first != in_use => format!("{in_use}, for {first}"),
+        _ => in_use,
+    }
+}
+
+/// The sprint's usage, each agent's today, and the limits holding, under the agents.
+fn render_usage(s: &mut String, sprint: &str, usage: &UsageReport) {
+    use crate::blackboard::ledger;
+    if usage.sprint.runs > 0 {
+        let _ = writeln!(
+            s,
+            "Usage, sprint {sprint}: {} over {} run(s) (liza cost)",
+            ledger::phrase(&usage.sprint.usage()),
+            usage.sprint.runs
+        );
+    }
+    for (agent, used) in &usage.agents_today {
+        let _ = writeln!(
+            s,
+            "  {agent} today: {} over {} run(s)",
+            ledger::phrase(&used.usage()),
+            used.runs
+        );
+    }
+    for hit in &usage.limits {
+        let _ = writeln!(
+            s,
+            "Usage limit: {} (account {}) until {}, seen by {}: {}",
+            hit.backend,
+            hit.account,
+            crate::supervisor::local_clock(hit.resets_at),
+            hit.seen_by,
+            crate::terminal_text::visible(&hit.line)
+        );
+    }
+}
+
 /// How many open alarms `liza status` shows (the newest).
 pub const ALARMS_SHOWN: usize = 5;
 
@@ -299,7 +354,14 @@ impl Report {
                     task: a.current_task.as_ref().map(ToString::to_string),
                     lease_expires: a.lease_expires,
                     lease_remaining_s: a.lease_expires.map(|l| l.seconds_since(now)),
-                    cli: a.cli.clone(),
+                    // The backend in use, as the heartbeat says (a fallback while the
+                    // agent's own is limited), else the one it registered with.
+                    cli: live
+                        .current(state, id)
+                        .filter(|r| r.lease_expires > now)
+                        .and_then(|r| r.cli.clone())
+                        .map(|in_use| in_use_of(a.cli.as_deref(), in_use))
+                        .or_else(|| a.cli.clone()),
                     output_age_s: output_age(&paths.dir.join("agent-logs"), id.as_str(), now),
                     usage_limit_until: live
                         .current(state, id)
@@ -336,7 +398,38 @@ impl Report {
             integration_branch: state.config.integration_branch().to_owned(),
             operations: None,
             attention: attention(state.goal.status, state.sprint.status, &Default::default()),
+            usage: None,
         }
+    }
+
+    /// With what the ledger's runs used — the sprint's, each agent's today — and the
+    /// usage limits of `quotas` holding at `now`.
+    pub fn with_usage(
+        mut self,
+        sprint: &str,
+        entries: &[crate::blackboard::ledger::LedgerEntry],
+        quotas: Vec<crate::blackboard::quota::QuotaHit>,
+        now: Timestamp,
+    ) -> Report {
+        use crate::blackboard::ledger;
+        let today = now.to_string().get(..10).unwrap_or_default().to_owned();
+        let limits: Vec<_> = quotas.into_iter().filter(|h| h.holds_at(now)).collect();
+        if entries.is_empty() && limits.is_empty() {
+            return self;
+        }
+        self.usage = Some(UsageReport {
+            sprint: ledger::total(
+                entries
+                    .iter()
+                    .filter(|e| e.sprint.as_deref() == Some(sprint)),
+            ),
+            agents_today: ledger::group(
+                entries.iter().filter(|e| e.day() == today),
+                ledger::GroupBy::Agent,
+            ),
+            limits,
+        });
+        self
     }
 
     /// With why a pending hand edit of `state_file` does not read, when it does not.
@@ -429,6 +522,9 @@ impl Report {
                 agent.id,
                 agent.sandbox_note.as_deref().unwrap_or("no reason given")
             );
+        }
+        if let Some(usage) = &self.usage {
+            render_usage(&mut s, &self.sprint.id, usage);
         }
         for agent in &self.agents {
             if let Some(until) = agent.usage_limit_until {

@@ -4,7 +4,7 @@
 
 use super::output::Output;
 use super::{CliError, EXIT_OK, current_dir};
-use crate::blackboard::ledger::{self, GroupBy, LedgerEntry, Totals};
+use crate::blackboard::ledger::{self, GroupBy, LedgerEntry};
 use crate::ops::Project;
 
 #[derive(clap::Args)]
@@ -61,82 +61,8 @@ pub(super) fn cmd_cost(args: CostArgs, out: &Output) -> Result<i32, CliError> {
             .collect::<Vec<_>>(),
         "total": total,
     });
-    out.ok(json, || table(by, &groups, &total, sprint.as_deref()));
+    out.ok(json, || {
+        ledger::table(by, &groups, &total, sprint.as_deref())
+    });
     Ok(EXIT_OK)
-}
-
-/// The groups as a table, the total last, and what the figures leave out.
-pub(crate) fn table(
-    by: GroupBy,
-    groups: &std::collections::BTreeMap<String, Totals>,
-    total: &Totals,
-    sprint: Option<&str>,
-) -> String {
-    if total.runs == 0 {
-        return match sprint {
-            Some(s) => format!("no agent run recorded in sprint {s}\n"),
-            None => "no agent run recorded yet (.liza/ledger.jsonl)\n".to_owned(),
-        };
-    }
-    let header = [
-        by.name(),
-        "runs",
-        "input",
-        "output",
-        "cache read",
-        "cache write",
-        "cost",
-    ];
-    let row = |label: &str, t: &Totals| -> Vec<String> {
-        let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), ledger::thousands);
-        vec![
-            label.to_owned(),
-            t.runs.to_string(),
-            count(t.input_tokens),
-            count(t.output_tokens),
-            count(t.cache_read_tokens),
-            count(t.cache_write_tokens),
-            t.cost_usd.map_or_else(|| "-".to_owned(), ledger::dollars),
-        ]
-    };
-    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
-    rows.extend(groups.iter().map(|(label, t)| row(label, t)));
-    rows.push(row("total", total));
-    let widths: Vec<usize> = (0..header.len())
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    let mut text = String::new();
-    for (n, r) in rows.iter().enumerate() {
-        if n == rows.len() - 1 {
-            text.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
-            text.push('\n');
-        }
-        let cells: Vec<String> = r
-            .iter()
-            .enumerate()
-            .map(|(i, cell)| {
-                if i == 0 {
-                    format!("{cell:<w$}", w = widths[i])
-                } else {
-                    format!("{cell:>w$}", w = widths[i])
-                }
-            })
-            .collect();
-        text.push_str(cells.join("  ").trim_end());
-        text.push('\n');
-    }
-    if total.runs_unreported > 0 {
-        text.push_str(&format!(
-            "{} run(s) of a backend that reports no usage are counted as runs only\n",
-            total.runs_unreported
-        ));
-    }
-    if total.runs_approximate > 0 {
-        text.push_str(&format!(
-            "{} run(s) reported rounded counts (aider): their tokens are lower bounds\n",
-            total.runs_approximate
-        ));
-    }
-    text.push_str("- : not reported by any run counted\n");
-    text
 }

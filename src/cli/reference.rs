@@ -27,7 +27,9 @@ pub(super) const GROUPS: &[(&str, &[&str])] = &[
     ),
     (
         "Inspection (anyone)",
-        &["status", "show", "log", "validate", "history", "diff"],
+        &[
+            "status", "show", "cost", "log", "validate", "history", "diff",
+        ],
     ),
     ("Planner (and people)", ops::PLANNER_COMMANDS),
     ("Coder", ops::CODER_COMMANDS),

@@ -41,15 +41,23 @@ pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
         project.store.recent_alarms(crate::status::ALARMS_READ),
     )
     .with_controls(&project.store.control_flags().unwrap_or_default())
-    .with_hand_edit_checked(&project.store.paths().state());
+    .with_hand_edit_checked(&project.store.paths().state())
+    .with_usage(
+        &snapshot.state.sprint.id,
+        &project.store.ledger().unwrap_or_default(),
+        project.store.quotas().unwrap_or_default(),
+        Timestamp::now(),
+    );
     if out.json {
         // The numbers of `liza watch --metrics-addr` (`/metrics`), from the same tally.
         let activity = ActivityReader::read_all(&project.store);
-        report.operations = Some(crate::monitor::metrics::collect(
+        let mut numbers = crate::monitor::metrics::collect(
             &snapshot.state,
             &activity,
             crate::ops::alarms::counts_by_category(&project.store),
-        ));
+        );
+        numbers.usage = crate::monitor::metrics::usage(&project.store.ledger().unwrap_or_default());
+        report.operations = Some(numbers);
     }
     out.ok(serde_json::to_value(&report).unwrap_or_default(), || {
         report.render()

@@ -231,6 +231,25 @@ fn draw_agents(frame: &mut Frame, view: &View, area: Rect) {
         .map(|a| a.id.as_str())
         .collect();
     let mut title = vec![Span::raw(format!(" Agents ({}) ", agents.len()))];
+    if let Some(usage) = view.report.usage.as_ref() {
+        // What the sprint's runs used (specs/ledger.md), and the limits holding.
+        if usage.sprint.runs > 0 {
+            title.push(Span::raw(format!(
+                "· sprint usage: {} ",
+                crate::blackboard::ledger::phrase(&usage.sprint.usage())
+            )));
+        }
+        for hit in &usage.limits {
+            title.push(Span::styled(
+                format!(
+                    " {} limited until {} ",
+                    hit.backend,
+                    crate::supervisor::local_clock(hit.resets_at)
+                ),
+                Style::default().fg(Color::Black).bg(Color::Yellow),
+            ));
+        }
+    }
     if agents.len() > visible {
         title.push(Span::raw(format!(
             "— {visible} shown, +{} more (liza status lists all) ",

@@ -38,7 +38,13 @@ impl View {
         );
         view.report = view
             .report
-            .with_controls(&store.control_flags().unwrap_or_default());
+            .with_controls(&store.control_flags().unwrap_or_default())
+            .with_usage(
+                &snapshot.state.sprint.id,
+                &store.ledger().unwrap_or_default(),
+                store.quotas().unwrap_or_default(),
+                now,
+            );
         view
     }
 

@@ -65,6 +65,49 @@ pub struct Numbers {
     pub merges: u64,
     pub integration_failures: u64,
     pub alarms: BTreeMap<String, u64>,
+    /// The ledger's tokens and dollars by agent, backend and model (specs/ledger.md).
+    pub usage: Vec<UsageCount>,
+}
+
+/// What the runs of one agent on one backend and model used, all told.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct UsageCount {
+    pub agent: String,
+    pub backend: String,
+    /// `-` when the CLI did not name it.
+    pub model: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// `None`: no run's cost is known.
+    pub cost_usd: Option<f64>,
+}
+
+/// The ledger's usage by agent, backend and model.
+pub fn usage(entries: &[crate::blackboard::ledger::LedgerEntry]) -> Vec<UsageCount> {
+    let mut counts: BTreeMap<(String, String, String), UsageCount> = BTreeMap::new();
+    for entry in entries {
+        for m in &entry.models {
+            let model = m.model.clone().unwrap_or_else(|| "-".to_owned());
+            let c = counts
+                .entry((entry.agent.clone(), entry.backend.clone(), model.clone()))
+                .or_insert_with(|| UsageCount {
+                    agent: entry.agent.clone(),
+                    backend: entry.backend.clone(),
+                    model,
+                    ..UsageCount::default()
+                });
+            c.input_tokens += m.input_tokens.unwrap_or(0);
+            c.output_tokens += m.output_tokens.unwrap_or(0);
+            c.cache_read_tokens += m.cache_read_tokens.unwrap_or(0);
+            c.cache_write_tokens += m.cache_write_tokens.unwrap_or(0);
+            if let Some(cost) = m.cost_usd {
+                *c.cost_usd.get_or_insert(0.0) += cost;
+            }
+        }
+    }
+    counts.into_values().collect()
 }
 
 /// Collects the numbers; `alarms` are alerts.log's counts by category.
@@ -107,6 +150,7 @@ pub fn collect(state: &State, activity: &Activity, alarms: BTreeMap<String, u64>
         merges: activity.merges,
         integration_failures: activity.integration_failures,
         alarms,
+        usage: Vec::new(),
     }
 }
 
@@ -232,6 +276,52 @@ pub fn prometheus(n: &Numbers) -> String {
             &[("outcome", outcome)],
             *count as f64,
         );
+    }
+    family(
+        &mut out,
+        "liza_tokens_total",
+        "counter",
+        "Tokens the agents' runs used, as their CLIs reported them, by agent, backend, model and kind (input: uncached).",
+    );
+    for u in &n.usage {
+        for (kind, count) in [
+            ("input", u.input_tokens),
+            ("output", u.output_tokens),
+            ("cache_read", u.cache_read_tokens),
+            ("cache_write", u.cache_write_tokens),
+        ] {
+            sample(
+                &mut out,
+                "liza_tokens_total",
+                &[
+                    ("agent", &u.agent),
+                    ("backend", &u.backend),
+                    ("model", &u.model),
+                    ("kind", kind),
+                ],
+                count as f64,
+            );
+        }
+    }
+    family(
+        &mut out,
+        "liza_cost_usd_total",
+        "counter",
+        "US dollars the agents' runs cost, where known, by agent, backend and model.",
+    );
+    for u in &n.usage {
+        if let Some(cost) = u.cost_usd {
+            sample(
+                &mut out,
+                "liza_cost_usd_total",
+                &[
+                    ("agent", &u.agent),
+                    ("backend", &u.backend),
+                    ("model", &u.model),
+                ],
+                cost,
+            );
+        }
     }
     family(
         &mut out,

@@ -25,6 +25,35 @@ pub(crate) struct Report {
     pub totals: Totals,
     pub codes: Vec<MergedCode>,
     pub interactions: Vec<InteractionText>,
+    /// What the sprint's agent runs used, from the ledger (specs/ledger.md).
+    pub runs_usage: SprintCost,
+}
+
+/// What the sprint's agent runs used, by task and by agent.
+#[derive(Clone, Debug, Default, Serialize)]
+pub(crate) struct SprintCost {
+    pub by_task: std::collections::BTreeMap<String, crate::blackboard::ledger::Totals>,
+    pub by_agent: std::collections::BTreeMap<String, crate::blackboard::ledger::Totals>,
+    pub total: crate::blackboard::ledger::Totals,
+}
+
+impl SprintCost {
+    /// The runs of `sprint` in `entries`.
+    pub(crate) fn of(
+        sprint: &str,
+        entries: &[crate::blackboard::ledger::LedgerEntry],
+    ) -> SprintCost {
+        use crate::blackboard::ledger::{self, GroupBy};
+        let runs: Vec<_> = entries
+            .iter()
+            .filter(|e| e.sprint.as_deref() == Some(sprint))
+            .collect();
+        SprintCost {
+            by_task: ledger::group(runs.iter().copied(), GroupBy::Task),
+            by_agent: ledger::group(runs.iter().copied(), GroupBy::Agent),
+            total: ledger::total(runs.iter().copied()),
+        }
+    }
 }
 
 /// One identity's CoderResult: its codes as it gave them (chunk by chunk, before merging)
@@ -103,6 +132,7 @@ impl Report {
             identities,
             totals,
             codes,
+            runs_usage: SprintCost::default(),
             interactions: interactions
                 .iter()
                 .map(|i| InteractionText {
@@ -211,6 +241,25 @@ impl Report {
                     q.id
                 );
             }
+        }
+        let _ = writeln!(md, "## What the sprint's runs used\n");
+        for (by, groups) in [
+            (
+                crate::blackboard::ledger::GroupBy::Task,
+                &self.runs_usage.by_task,
+            ),
+            (
+                crate::blackboard::ledger::GroupBy::Agent,
+                &self.runs_usage.by_agent,
+            ),
+        ] {
+            let table = crate::blackboard::ledger::table(
+                by,
+                groups,
+                &self.runs_usage.total,
+                Some(&self.sprint),
+            );
+            let _ = writeln!(md, "```\n{}```\n", table);
         }
         let _ = writeln!(md, "## Identities\n");
         let _ = writeln!(

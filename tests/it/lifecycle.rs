@@ -614,6 +614,7 @@ fn a_takeover_stops_the_previous_owners_agent_process_group() {
         waiting: None,
         sandbox: None,
         sandbox_note: None,
+        cli: None,
         pid_namespace: liza::blackboard::liveness::pid_namespace(),
         extra: Default::default(),
     };

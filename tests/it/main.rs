@@ -35,6 +35,7 @@ mod etcd_client;
 mod full_disk;
 mod hand_edit_race;
 mod hand_edits;
+mod ledger;
 mod lifecycle;
 mod live_endpoint;
 mod merge;

@@ -255,7 +255,12 @@ fn end_to_end_on_a_real_sprint_with_wrong_offsets_invented_quotes_and_multibyte_
             .join(format!("retro/{}.yaml", report["sprint"].as_str().unwrap())),
     )
     .unwrap();
-    assert!(!yaml.contains("cost") && !yaml.contains("price"));
+    // The retro prices none of its own calls (its agents' runs are priced in the ledger).
+    assert!(!yaml.contains("cost_usd") && !yaml.contains("price"));
+    assert!(
+        yaml.contains("runs_usage"),
+        "what the sprint's runs used: {yaml}"
+    );
     // The model: gpt-4o by default; the identity opens the system message; the chunk is
     // in the user message; the key never in a body.
     let requests = s.requests();

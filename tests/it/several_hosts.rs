@@ -426,3 +426,56 @@ fn a_claim_never_moves_the_integration_branch_under_a_persons_checkout() {
     // The task starts from the shared integration tip all the same.
     assert!(a.path().join(".worktrees/t-1/from-b.txt").exists());
 }
+
+/// specs/ledger.md *Quota*: a usage limit a run hits on host A is recorded in etcd; host
+/// B's supervisor of the same backend, on the same key, waits for that reset instead of
+/// running its agent to discover the limit — and says why in `liza status`.
+#[test]
+fn a_usage_limit_hit_on_one_host_makes_the_other_hosts_supervisor_wait() {
+    let Some(hosts) = Hosts::start() else { return };
+    let project = &hosts.project;
+    add(&project.repo, "t-1", "");
+    add(&project.repo, "t-2", "");
+    configure(&project.repo, |c| c.default_cli = Some("claude".into()));
+    let fakes = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-clis");
+    let path = format!("{}:{}", fakes.display(), std::env::var("PATH").unwrap());
+    let env = |host: &'static str| {
+        vec![
+            ("LIZA_HOST_ID", host.to_owned()),
+            ("PATH", path.clone()),
+            ("ANTHROPIC_API_KEY", "sk-ant-shared-0123456789".to_owned()),
+        ]
+    };
+    let start = |checkout: &Repo, id: &str, host: &'static str| {
+        let env = env(host);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        project.supervisor_in(checkout, "coder", id, &env)
+    };
+    project.step(
+        "coder",
+        "default",
+        "echo \"You've hit your usage limit · retry in 30m\"\nexit 1\n",
+    );
+    let a = start(&project.repo, "coder-1", "host-a");
+    project.wait_until("the limit recorded in etcd", GUARD_HOSTS, || {
+        json(&project.repo.liza(&["--json", "status"]))["result"]["usage"]["limits"]
+            .as_array()
+            .is_some_and(|l| !l.is_empty())
+    });
+    let b = start(&hosts.b, "coder-2", "host-b");
+    project.wait_until("coder-2 waiting for the usage limit", GUARD_HOSTS, || {
+        waiting_of(&project.repo, "coder-2").as_deref() == Some("usage_limit")
+    });
+    std::thread::sleep(Duration::from_secs(2));
+    let runs = project.runs();
+    assert!(
+        runs.iter().all(|r| !r.contains("coder-2")),
+        "host B never ran its agent: {runs:?}"
+    );
+    let limits = json(&hosts.b.liza(&["--json", "status"]))["result"]["usage"]["limits"].clone();
+    assert_eq!(limits[0]["backend"], "claude", "{limits}");
+    assert_eq!(limits[0]["seen_by"], "coder-1", "{limits}");
+    drop((a, b));
+}
+
+const GUARD_HOSTS: Duration = Duration::from_secs(90);

@@ -360,6 +360,7 @@ fn hypothesis_exhaustion_fires_for_open_tasks_only() {
             &liza::blackboard::Actor::Human,
             &task_id("t-1"),
             &agent,
+            None,
         )
         .unwrap();
         liza::ops::start_run(
@@ -367,6 +368,7 @@ fn hypothesis_exhaustion_fires_for_open_tasks_only() {
             &liza::blackboard::Actor::Human,
             &task_id("t-1"),
             &agent,
+            None,
         )
         .unwrap();
         if coder == "coder-1" {
@@ -397,6 +399,7 @@ fn iterations_near_the_limit_warn_then_escalate_at_the_last_run() {
             &liza::blackboard::Actor::Human,
             &task_id("t-1"),
             &agent,
+            None,
         )
         .unwrap();
     }
@@ -410,6 +413,7 @@ fn iterations_near_the_limit_warn_then_escalate_at_the_last_run() {
         &liza::blackboard::Actor::Human,
         &task_id("t-1"),
         &agent,
+        None,
     )
     .unwrap();
     let near = fires_once(repo, "iterations:t-1:coder-1:");
@@ -419,6 +423,7 @@ fn iterations_near_the_limit_warn_then_escalate_at_the_last_run() {
         &liza::blackboard::Actor::Human,
         &task_id("t-1"),
         &agent,
+        None,
     )
     .unwrap();
     let last = fires_again(repo, "iterations:t-1:coder-1:", &near);

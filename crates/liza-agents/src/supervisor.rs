@@ -15,6 +15,7 @@
 //! generation.
 
 mod agent_process;
+mod backends;
 mod channel_server;
 mod cli_config;
 pub mod clock;
@@ -32,6 +33,7 @@ mod reviewer;
 mod run;
 mod sandboxed;
 mod session;
+mod spending;
 mod stop;
 #[cfg(test)]
 mod tests;

@@ -424,6 +424,105 @@ pub fn parse_jsonl(text: &str) -> Vec<LedgerEntry> {
         .collect()
 }
 
+/// How `used` stands against `limit`: `None` under it; at or over it, what was used of
+/// what (`5.12 USD of its 5 USD budget`, `2,000,134 tokens of its 2,000,000 token
+/// budget`), dollars first.
+pub fn over_budget(limit: &crate::model::BudgetLimit, used: &Totals) -> Option<String> {
+    if let Some(usd) = limit.usd.map(crate::codec::Number::as_f64)
+        && let Some(spent) = used.cost_usd
+        && usd > 0.0
+        && spent >= usd
+    {
+        return Some(format!("{spent:.2} USD of its {usd} USD budget"));
+    }
+    if let Some(tokens) = limit.tokens.filter(|t| *t > 0)
+        && used.tokens() >= tokens as u64
+    {
+        return Some(format!(
+            "{} tokens of its {} token budget",
+            thousands(used.tokens()),
+            thousands(tokens as u64)
+        ));
+    }
+    None
+}
+
+/// The groups as a table, the total last, and what the figures leave out.
+pub fn table(
+    by: GroupBy,
+    groups: &BTreeMap<String, Totals>,
+    total: &Totals,
+    sprint: Option<&str>,
+) -> String {
+    if total.runs == 0 {
+        return match sprint {
+            Some(s) => format!("no agent run recorded in sprint {s}\n"),
+            None => "no agent run recorded yet (.liza/ledger.jsonl)\n".to_owned(),
+        };
+    }
+    let header = [
+        by.name(),
+        "runs",
+        "input",
+        "output",
+        "cache read",
+        "cache write",
+        "cost",
+    ];
+    let row = |label: &str, t: &Totals| -> Vec<String> {
+        let count = |n: Option<u64>| n.map_or_else(|| "-".to_owned(), thousands);
+        vec![
+            label.to_owned(),
+            t.runs.to_string(),
+            count(t.input_tokens),
+            count(t.output_tokens),
+            count(t.cache_read_tokens),
+            count(t.cache_write_tokens),
+            t.cost_usd.map_or_else(|| "-".to_owned(), dollars),
+        ]
+    };
+    let mut rows: Vec<Vec<String>> = vec![header.iter().map(|h| (*h).to_owned()).collect()];
+    rows.extend(groups.iter().map(|(label, t)| row(label, t)));
+    rows.push(row("total", total));
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
+        .collect();
+    let mut text = String::new();
+    for (n, r) in rows.iter().enumerate() {
+        if n == rows.len() - 1 {
+            text.push_str(&"-".repeat(widths.iter().sum::<usize>() + 2 * (widths.len() - 1)));
+            text.push('\n');
+        }
+        let cells: Vec<String> = r
+            .iter()
+            .enumerate()
+            .map(|(i, cell)| {
+                if i == 0 {
+                    format!("{cell:<w$}", w = widths[i])
+                } else {
+                    format!("{cell:>w$}", w = widths[i])
+                }
+            })
+            .collect();
+        text.push_str(cells.join("  ").trim_end());
+        text.push('\n');
+    }
+    if total.runs_unreported > 0 {
+        text.push_str(&format!(
+            "{} run(s) of a backend that reports no usage are counted as runs only\n",
+            total.runs_unreported
+        ));
+    }
+    if total.runs_approximate > 0 {
+        text.push_str(&format!(
+            "{} run(s) reported rounded counts (aider): their tokens are lower bounds\n",
+            total.runs_approximate
+        ));
+    }
+    text.push_str("- : not reported by any run counted\n");
+    text
+}
+
 /// What is known of `u` in a few words: `1,234 in · 56 out · 789 cache read · 12 cache
 /// write · $0.0161`.
 pub fn phrase(u: &ModelUsage) -> String {
@@ -579,6 +678,41 @@ mod tests {
         let entries = parse_jsonl(&text);
         assert_eq!(entries.len(), 1);
         assert_eq!(entries[0], e);
+    }
+
+    #[test]
+    fn a_budget_is_reached_at_its_figure_in_tokens_or_dollars() {
+        use crate::codec::Number;
+        use crate::model::BudgetLimit;
+        let used = total(&[entry(
+            "r1",
+            Some("t-1"),
+            vec![ModelUsage {
+                cost_usd: Some(5.0),
+                ..usage("m", 900, 100)
+            }],
+        )]);
+        let tokens = |t| BudgetLimit {
+            tokens: Some(t),
+            ..BudgetLimit::default()
+        };
+        assert_eq!(over_budget(&tokens(1001), &used), None);
+        assert_eq!(
+            over_budget(&tokens(1000), &used).as_deref(),
+            Some("1,000 tokens of its 1,000 token budget")
+        );
+        let usd = |u| BudgetLimit {
+            usd: Some(Number::Float(u)),
+            ..BudgetLimit::default()
+        };
+        assert_eq!(over_budget(&usd(5.5), &used), None);
+        assert_eq!(
+            over_budget(&usd(4.5), &used).as_deref(),
+            Some("5.00 USD of its 4.5 USD budget")
+        );
+        // A run that reported no cost never reaches a dollar budget.
+        let unpriced = total(&[entry("r2", None, vec![usage("m", 900, 100)])]);
+        assert_eq!(over_budget(&usd(0.01), &unpriced), None);
     }
 
     #[test]

@@ -57,6 +57,10 @@ pub struct LiveRecord {
     /// The sandbox's version, or why there is none and the fix.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox_note: Option<String>,
+    /// The backend its agent runs on now: its own, or a fallback while that one is
+    /// limited (specs/ledger.md *Fallbacks*).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cli: Option<String>,
     /// Where `supervisor_pid` and `pgid` are pids: the kernel's boot and the pid
     /// namespace (see [`PidSpace`]); absent in records of liza before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,6 +82,7 @@ record!(LiveRecord {
     opt waiting: "waiting",
     opt sandbox: "sandbox",
     opt sandbox_note: "sandbox_note",
+    opt cli: "cli",
     opt pid_namespace: "pid_namespace",
 });
 

@@ -11,9 +11,10 @@ mod task;
 
 pub use agent::{Agent, AgentStatus};
 pub use config::{
-    AgentTool, BuiltinConfig, BuiltinRoleConfig, Check, CircuitBreakerConfig, CommandSpec, Config,
-    ExecutionTimeout, JournalKeep, LEGACY_CONFIG_KEYS, MergeConfig, PlanApproval, PromptMode,
-    SandboxConfig, SandboxMode, SandboxNetwork, ValidationMode,
+    AgentTool, BudgetConfig, BudgetLimit, BuiltinConfig, BuiltinRoleConfig, Check,
+    CircuitBreakerConfig, CommandSpec, Config, ExecutionTimeout, JournalKeep, LEGACY_CONFIG_KEYS,
+    MergeConfig, PlanApproval, PriceConfig, PromptMode, SandboxConfig, SandboxMode, SandboxNetwork,
+    ValidationMode,
 };
 pub use history::{CachedJson, History, HistoryEvent, ReviewCounts, without_histories};
 pub use records::{

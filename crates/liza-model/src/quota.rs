@@ -45,7 +45,7 @@ impl QuotaHit {
     }
 
     /// Whether the names can be part of a key or a file name.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), BadQuotaName> {
         for (what, value) in [("backend", &self.backend), ("account", &self.account)] {
             let ok = !value.is_empty()
                 && value.len() <= 64
@@ -54,13 +54,24 @@ impl QuotaHit {
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'));
             if !ok {
-                return Err(format!(
-                    "a quota's {what} must be 1-64 characters of A-Z a-z 0-9 . _ -, not {value:?}"
-                ));
+                return Err(BadQuotaName {
+                    what,
+                    value: value.clone(),
+                });
             }
         }
         Ok(())
     }
+}
+
+/// A backend or account name that cannot be part of a key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("a quota's {what} must be 1-64 characters of A-Z a-z 0-9 . _ -, not {value:?}")]
+pub struct BadQuotaName {
+    /// `backend` or `account`.
+    pub what: &'static str,
+    /// The name given.
+    pub value: String,
 }
 
 /// The key of a backend's account.

@@ -194,6 +194,7 @@ mod tests {
             waiting: None,
             sandbox: None,
             sandbox_note: None,
+            cli: None,
             pid_namespace: Some("boot/1".into()),
             extra: Extra::default(),
         }

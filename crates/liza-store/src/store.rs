@@ -980,8 +980,9 @@ impl Store {
     /// Records a usage limit hit, for every supervisor of its backend and account (specs/ledger.md
     /// *Quota*); a later reset already recorded is kept.
     pub fn record_quota(&self, hit: &liza_model::quota::QuotaHit) -> Result<(), StoreError> {
-        hit.check()
-            .map_err(|detail| StoreError::BadName { detail })?;
+        hit.check().map_err(|e| StoreError::BadName {
+            detail: e.to_string(),
+        })?;
         self.backend.record_quota(hit)
     }
 

@@ -415,7 +415,7 @@ impl Backend {
         let mut argv = vec![self.executable.clone()];
         argv.extend(template.iter().map(|a| fill(a)));
         // Options go before a trailing `-` (read the prompt from stdin) or a positional
-        // prompt, and right after a subcommand such as `exec` or `run`.
+        // prompt, and right after a subcommand such as `exec`, `run` or liza's `builtin`.
         let mut options: Vec<String> = self.model_args.clone();
         for (var, args) in &self.env_args {
             if let Some(value) = env_value(var).filter(|v| !v.is_empty() && !v.contains('"')) {
@@ -444,7 +444,7 @@ impl Backend {
         }
         let at = argv
             .iter()
-            .position(|a| a == "exec" || a == "run")
+            .position(|a| a == "exec" || a == "run" || a == "builtin")
             .filter(|i| *i == 1)
             .map_or(1, |i| i + 1);
         argv.splice(at..at, options);
@@ -777,6 +777,17 @@ mod tests {
             vibe.windows(2)
                 .any(|w| w == ["--output-dir", "/r/.liza/agent-outputs/coder-1-t-1-x"]),
             "{vibe:?}"
+        );
+        // The built-in agent writes what the endpoint served in the run's directory.
+        let builtin = argv("builtin", &with_dir, false);
+        assert_eq!(
+            builtin[1..4],
+            [
+                "builtin",
+                "--usage-file",
+                "/r/.liza/agent-outputs/coder-1-t-1-x/usage.json"
+            ],
+            "{builtin:?}"
         );
         // The user's own output format.
         let own = config_with(

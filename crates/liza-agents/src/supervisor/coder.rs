@@ -46,12 +46,19 @@ impl Session {
 
     /// One run of the coder agent on its claimed task.
     async fn run_claimed(&mut self, task: TaskId) -> Result<Observation, SupervisorError> {
+        let used = self.task_spending(&task).await;
         let (agent, id) = (self.agent.clone(), task.clone());
         let started = self
-            .write(move |project, actor| ops::start_run(project, actor, &id, &agent))
+            .write(move |project, actor| ops::start_run(project, actor, &id, &agent, used.as_ref()))
             .await?;
-        if let RunStart::LimitReached { limit } = started.value {
-            return Ok(Observation::IterationLimit { task, limit });
+        match started.value {
+            RunStart::LimitReached { limit } => {
+                return Ok(Observation::IterationLimit { task, limit });
+            }
+            RunStart::OverBudget { reason } => {
+                return Ok(Observation::OverBudget { task, reason });
+            }
+            RunStart::Launch { .. } => {}
         }
         let state = self.snapshot().await?;
         let Some(t) = state.task(&task).cloned() else {

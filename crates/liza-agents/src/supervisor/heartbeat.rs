@@ -26,6 +26,8 @@ pub(super) struct Pulse {
     waiting: Arc<Mutex<Option<Waiting>>>,
     /// Whether the agent runs sandboxed (`on`, `off`, `unavailable`) and the note.
     sandbox: Arc<Mutex<(String, String)>>,
+    /// The backend its agent runs on now (a fallback while its own is limited).
+    cli: Arc<Mutex<String>>,
 }
 
 impl Pulse {
@@ -38,6 +40,14 @@ impl Pulse {
             usage_limit_until: Arc::default(),
             waiting: Arc::default(),
             sandbox: Arc::default(),
+            cli: Arc::default(),
+        }
+    }
+
+    /// Records the backend the agent runs on now.
+    pub(super) fn set_cli(&self, name: &str) {
+        if let Ok(mut slot) = self.cli.lock() {
+            name.clone_into(&mut slot);
         }
     }
 
@@ -85,6 +95,7 @@ impl Pulse {
             waiting: waiting.map(|w| w.as_str().to_owned()),
             sandbox: sandbox.0,
             sandbox_note: sandbox.1,
+            cli: self.cli.lock().ok().and_then(|c| given(&c)),
         };
         let actor = Actor::Supervisor {
             id: self.agent.clone(),

@@ -23,6 +23,7 @@ pub mod on_behalf;
 pub mod planner;
 pub mod reviewer;
 pub mod run_report;
+pub mod spending;
 pub mod task_memory;
 pub mod usage;
 pub mod watchdog;
@@ -58,6 +59,8 @@ pub struct View<'a> {
     pub once: bool,
     /// The agent CLI it runs.
     pub backend: BackendView<'a>,
+    /// What holds new runs back: a budget reached, every backend limited.
+    pub spending: spending::Spending,
 }
 
 /// What the policies know of the agent CLI a supervisor runs.
@@ -72,6 +75,10 @@ pub struct BackendView<'a> {
     /// It can run `liza` and the project's commands; one that cannot (aider) has liza
     /// submit and give verdicts for it ([`on_behalf`]).
     pub runs_commands: bool,
+    /// Other backends may run while this one is limited (specs/ledger.md *Fallbacks*):
+    /// a limit its run hits is waited for through the shared quota, not by the
+    /// supervisor as a whole.
+    pub fallbacks: bool,
 }
 
 impl View<'_> {
@@ -122,6 +129,9 @@ pub struct Memory {
     pub planner_backoff: Option<(Moment, Duration)>,
     /// Claims that failed in a row (the contention rule).
     pub claim_failures: u32,
+    /// The budget or quota wait last said (and alarmed), so a wait woken again is not
+    /// said again.
+    pub spending_said: Option<String>,
     /// `TASK_ID` of the command line: the first candidate, once.
     pub first_task: Option<TaskId>,
     /// A provider usage limit: no run before then, whatever the role.
@@ -177,6 +187,14 @@ pub enum Observation {
         task: TaskId,
         /// The runs allowed without approval.
         limit: i64,
+    },
+    /// The run counter refused another run: the task's runs reached `config.budget.task`
+    /// (the task is BLOCKED with the figures).
+    OverBudget {
+        /// The task claimed.
+        task: TaskId,
+        /// Its blocked reason.
+        reason: String,
     },
     /// A coder run on a claimed task ended.
     CoderRunEnded(CoderRun),
@@ -487,6 +505,8 @@ pub enum Waiting {
     Checkpoint,
     /// A provider usage limit to reset.
     UsageLimit,
+    /// A budget to be raised (specs/ledger.md *Budgets*).
+    Budget,
     /// A restart backoff (exit 42, a crash, an agent that could not start, a review
     /// without a verdict).
     Backoff,
@@ -511,6 +531,7 @@ impl Waiting {
                 "the sprint is at a checkpoint: waiting for a person (`liza resume`)"
             }
             Waiting::UsageLimit => "waiting for the provider's usage limit to reset",
+            Waiting::Budget => "a budget is reached: waiting for it to be raised",
             Waiting::Backoff => "backing off before the next run",
             Waiting::Busy => "the task is locked by another process's claim right now",
             Waiting::Lease => "waiting to see another agent's lease run out",
@@ -526,6 +547,7 @@ impl Waiting {
             Waiting::Paused => "paused",
             Waiting::Checkpoint => "checkpoint",
             Waiting::UsageLimit => "usage_limit",
+            Waiting::Budget => "budget",
             Waiting::Backoff => "backoff",
             Waiting::Busy => "busy",
             Waiting::Lease => "lease",
@@ -628,6 +650,12 @@ fn decide_all(view: &View, memory: &mut Memory, observation: Observation, now: N
             actions.extend(worked(view, memory, now));
             actions
         }
+        Observation::OverBudget { task, reason } => {
+            memory.claim_failures = 0;
+            let mut actions = vec![Action::Say(format!("{task}: BLOCKED, {reason}"))];
+            actions.extend(worked(view, memory, now));
+            actions
+        }
         Observation::CoderRunEnded(run) => {
             if let Some(submit) = on_behalf::submission(view, &run) {
                 return vec![submit];
@@ -715,6 +743,10 @@ fn look(view: &View, memory: &mut Memory, now: Now) -> Vec<Action> {
         }
         memory.usage_limit_until = None;
         actions.push(Action::UsageLimit { until: None });
+    }
+    if let Some(held) = spending::hold(view, memory, now) {
+        actions.extend(held);
+        return actions;
     }
     actions.extend(match view.role() {
         Role::Coder => coder::next(view, memory, now),

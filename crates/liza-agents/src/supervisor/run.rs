@@ -156,6 +156,9 @@ impl Session {
         self.last_run_end = Some(now);
         self.quiet_since = self.clock.now().at;
         self.append_log(entry).await;
+        if let RunEnd::UsageLimited(limit) = end {
+            self.record_quota_hit(limit).await;
+        }
         self.record_in_ledger(task, class, state).await;
     }
 

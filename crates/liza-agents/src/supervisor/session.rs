@@ -64,6 +64,16 @@ pub struct Session {
     pub(super) run_started: Option<(crate::blackboard::Timestamp, std::time::Instant)>,
     /// What the last run reported of usage, until it is recorded in the ledger.
     pub(super) last_usage: Option<liza_model::ledger::RunUsage>,
+    /// The backends it may run, its own first, then its fallbacks (specs/ledger.md
+    /// *Fallbacks*); `backend` is the one in use.
+    pub(super) backends: Vec<Backend>,
+    /// Each backend's account, the key its usage limits are shared under.
+    pub(super) accounts: Vec<String>,
+    /// Which of `backends` is in use.
+    pub(super) in_use: usize,
+    /// The usage limits this supervisor's runs hit, kept in case the store could not
+    /// record them.
+    pub(super) local_quota: Vec<liza_model::quota::QuotaHit>,
     /// Since when no agent of this supervisor has run (its start, then each run's end):
     /// a git lock older than that is no live git's of its own (specs/git.md *Git's locks*).
     pub(super) quiet_since: super::clock::Moment,
@@ -128,23 +138,6 @@ impl Session {
             .cli
             .clone()
             .unwrap_or_else(|| state.config.default_cli().to_owned());
-        let backend = Backend::resolve(&name, &state.config, options.model.as_deref(), &|var| {
-            std::env::var(var).ok()
-        })
-        .map_err(SupervisorError::Backend)?;
-        backend
-            .check_usable_with(&|program| spawner.find(program))
-            .map_err(SupervisorError::Backend)?;
-        if options.interactive && !backend.has_interactive_mode() {
-            return Err(SupervisorError::NoInteractiveMode { name });
-        }
-        if role == Role::Planner && !backend.runs_commands {
-            // A plan is made of `liza add-task` commands; nothing can be taken from its
-            // answer on its behalf.
-            return Err(SupervisorError::CannotPlan { name });
-        }
-        keep_drops_out_of_git(&project.root, &backend);
-        let mut backend = backend;
         // In the user's cache, not the project: a CLI may refuse a settings file with a
         // parent directory others can write (gemini does), and projects live in /tmp too.
         let settings_dir = std::env::var_os("XDG_CACHE_HOME")
@@ -154,9 +147,25 @@ impl Session {
                 || project.store.paths().dir.join("backends"),
                 |c| c.join("liza/backends"),
             );
-        if let Err(e) = backend.write_settings_file(&settings_dir, &|var| std::env::var(var).ok()) {
-            tracing::warn!(error = %e, "could not write the backend's settings file");
-        }
+        let names = super::backends::names(&name, &state.config);
+        let backends = super::backends::resolve(
+            &names,
+            &super::backends::Wanted {
+                config: &state.config,
+                model: options.model.as_deref(),
+                interactive: options.interactive,
+                role,
+                spawner: spawner.as_ref(),
+                root: &project.root,
+                settings_dir: &settings_dir,
+            },
+        )?;
+        let name = names.join(",");
+        let accounts: Vec<String> = backends
+            .iter()
+            .map(|b| super::backends::account(b, &|var| std::env::var(var).ok()))
+            .collect();
+        let backend = backends[0].clone();
         if let Some(identity) = &options.identity {
             // Fail fast (specs/builtin-agent.md *Identities*): a bad identities.yaml or an
             // unknown identity is found before the first run, not in every run.
@@ -205,6 +214,7 @@ impl Session {
         let project = Arc::new(project);
         let pulse = Pulse::new(project.clone(), agent.clone(), generation.clone());
         pulse.set_sandbox(&confinement);
+        pulse.set_cli(&backend.name);
         let session = Session {
             project,
             agent,
@@ -225,6 +235,10 @@ impl Session {
             last_run_end: None,
             run_started: None,
             last_usage: None,
+            backends,
+            accounts,
+            in_use: 0,
+            local_quota: Vec::new(),
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             beside_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),
             background_merge: None,
@@ -277,6 +291,13 @@ impl Session {
                 (Some(_), Some(seen)) => seen,
                 _ => self.observe().await?,
             };
+            // Before a look: the backend to run and what holds runs back (the shared
+            // quota, the budgets), read outside any transaction.
+            let spending = if stopping.is_none() && matches!(observation, Observation::Look) {
+                self.spending(&state).await
+            } else {
+                super::policy::spending::Spending::default()
+            };
             let (agent, generation) = (self.agent.clone(), self.generation.clone());
             let backend = self.backend.name.clone();
             let auth_hint = self.backend.spec.map_or(
@@ -295,7 +316,9 @@ impl Session {
                     soft_and_hard: self.backend.reports_soft_and_hard_failures(),
                     auth_hint,
                     runs_commands: self.backend.runs_commands,
+                    fallbacks: self.backends.len() > 1,
                 },
+                spending,
             };
             if let Some(stop) = stopping {
                 // A signal still lets what a finished run left be reconciled (a verdict
@@ -866,18 +889,4 @@ fn terminal() -> Option<String> {
         .ok()
         .map(|p| p.display().to_string())
         .filter(|p| p.starts_with("/dev/"))
-}
-
-/// Keeps the files the backend's CLI drops in a worktree (`.aider*`, `.gemini/` …) out of
-/// git through the repository's exclude file: never committed, never making a worktree
-/// dirty. A failure only costs that protection, so it is logged, not fatal.
-fn keep_drops_out_of_git(root: &std::path::Path, backend: &Backend) {
-    if backend.drops.is_empty() {
-        return;
-    }
-    let patterns: Vec<&str> = backend.drops.iter().map(String::as_str).collect();
-    let why = format!("files the {} agent CLI drops", backend.name);
-    if let Err(e) = crate::git::Repo::open(root).and_then(|r| r.add_excludes(&patterns, &why)) {
-        tracing::warn!(error = %e, "could not add the backend's files to .git/info/exclude");
-    }
 }

@@ -301,6 +301,7 @@ mod tests {
                     waiting: None,
                     sandbox: None,
                     sandbox_note: None,
+                    cli: None,
                     pid_namespace: None,
                     extra: Default::default(),
                 },

@@ -33,15 +33,24 @@ pub enum RunStart {
         /// The iteration limit that was reached.
         limit: i64,
     },
+    /// The task's runs reached `config.budget.task`: the task is now BLOCKED (nobody is
+    /// blamed) — specs/ledger.md *Budgets*.
+    OverBudget {
+        /// The blocked reason, with the figures.
+        reason: String,
+    },
 }
 
 /// Counts an agent run about to start: `iteration` +1 (and the task's and agent's run
 /// totals), or — when `iteration` already reached the limit — CLAIMED → BLOCKED with
-/// `Max iterations (N) reached without approval`.
+/// `Max iterations (N) reached without approval`, or — when `used`, what the task's runs
+/// used by the ledger, reached `config.budget.task` — CLAIMED → BLOCKED with
+/// `Budget exceeded: …` and the figures.
 pub fn start_run(
     state: &mut State,
     id: &TaskId,
     agent: &AgentId,
+    used: Option<&crate::ledger::Totals>,
     now: Timestamp,
 ) -> Result<(Outcome, RunStart), Refusal> {
     let t = task(state, id)?;
@@ -51,6 +60,30 @@ pub fn start_run(
             format!("task {id} is not CLAIMED by {agent}"),
             "claim it before running the agent on it",
         ));
+    }
+    let over = state
+        .config
+        .budget
+        .as_ref()
+        .and_then(|b| b.task.as_ref())
+        .zip(used)
+        .and_then(|(limit, used)| crate::ledger::over_budget(limit, used));
+    if let Some(over) = over {
+        let reason = format!("Budget exceeded: {id} used {over}");
+        let questions = [format!(
+            "{id} reached its budget (config.budget.task): raise it with `liza edit` and unblock the task, or split or drop the work?"
+        )];
+        let outcome = block(
+            state,
+            &Who::Supervisor,
+            id,
+            &reason,
+            &questions,
+            &[],
+            BlockCause::Environment,
+            now,
+        )?;
+        return Ok((outcome, RunStart::OverBudget { reason }));
     }
     let limit = iteration_limit(state, id);
     let done = t.iteration.unwrap_or(0);

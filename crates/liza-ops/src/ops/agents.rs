@@ -130,6 +130,8 @@ pub struct BeatFacts {
     pub sandbox: Option<String>,
     /// The sandbox's version, or why there is none and the fix.
     pub sandbox_note: Option<String>,
+    /// The backend its agent runs on now.
+    pub cli: Option<String>,
 }
 
 /// `heartbeat <agent-id> [--generation G] [--pgid P]`: renews the agent's leases in its
@@ -216,6 +218,7 @@ fn live_record(
         waiting: facts.waiting.clone(),
         sandbox: facts.sandbox.clone(),
         sandbox_note: facts.sandbox_note.clone(),
+        cli: facts.cli.clone(),
         extra: Default::default(),
     }
 }

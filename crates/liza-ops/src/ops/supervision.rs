@@ -25,15 +25,18 @@ fn as_supervisor<R>(
     )
 }
 
-/// Counts the agent run about to start on `task`: `Launch` or `LimitReached` (BLOCKED).
+/// Counts the agent run about to start on `task`: `Launch`, or `LimitReached` or
+/// `OverBudget` (BLOCKED). `used`: what the task's runs used by the ledger, read before
+/// the transaction (`None`: no task budget to hold it to).
 pub fn start_run(
     project: &Project,
     actor: &Actor,
     task: &TaskId,
     agent: &AgentId,
+    used: Option<&liza_model::ledger::Totals>,
 ) -> Result<Transition<RunStart>, OpsError> {
     as_supervisor(project, actor, |state, now| {
-        lifecycle::start_run(state, task, agent, now)
+        lifecycle::start_run(state, task, agent, used, now)
     })
 }
 

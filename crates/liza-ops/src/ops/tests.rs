@@ -89,6 +89,7 @@ fn a_superseded_supervisor_is_refused_before_and_inside_the_transaction() {
         &actor,
         &crate::blackboard::TaskId::parse("t-1").unwrap(),
         &id,
+        None,
     )
     .unwrap_err();
     assert!(refused.superseded(), "{refused}");

@@ -96,11 +96,13 @@ impl World {
             generation: "g1",
             controls: self.controls,
             once: self.once,
+            spending: Default::default(),
             backend: BackendView {
                 name: "claude",
                 soft_and_hard: false,
                 auth_hint: "set ANTHROPIC_API_KEY",
                 runs_commands: self.runs_commands,
+                fallbacks: false,
             },
         };
         let now = self.clock.now();
@@ -1074,11 +1076,13 @@ fn each_role_polls_at_its_own_interval_unless_configured() {
             leases: &leases,
             generation: "g1",
             once: false,
+            spending: Default::default(),
             backend: BackendView {
                 name: "claude",
                 soft_and_hard: false,
                 auth_hint: "",
                 runs_commands: true,
+                fallbacks: false,
             },
         }
         .poll_interval()

@@ -270,15 +270,15 @@ fn runs_count_iterations_until_the_limit_blocks_the_task() {
     w.s.task_mut(&id("t-1")).unwrap().max_iterations = Some(2);
     let c1 = agent("coder-1");
     assert_eq!(
-        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, None, n)).1,
         RunStart::Launch { iteration: 1 }
     );
     assert_eq!(
-        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, None, n)).1,
         RunStart::Launch { iteration: 2 }
     );
     assert_eq!(
-        w.ok(|s, n| start_run(s, &id("t-1"), &c1, n)).1,
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, None, n)).1,
         RunStart::LimitReached { limit: 2 }
     );
     let t = w.task("t-1");
@@ -291,12 +291,54 @@ fn runs_count_iterations_until_the_limit_blocks_the_task() {
     assert_eq!(t.usage.as_ref().and_then(|u| u.agent_runs), Some(2));
     assert_eq!(w.s.agents.get(&c1).unwrap().iterations_total, Some(2));
     assert_eq!(
-        w.refused(|s, n| start_run(s, &id("t-1"), &c1, n)),
+        w.refused(|s, n| start_run(s, &id("t-1"), &c1, None, n)),
         "run-claimed"
     );
     w.s.config.max_coder_iterations = Some(7);
     w.claimed("t-2", 2);
     assert_eq!(iteration_limit(&w.s, &id("t-2")), 7);
+}
+
+/// specs/ledger.md *Budgets*: a task whose runs reached `config.budget.task` is BLOCKED
+/// with the figures instead of getting another run; under it, the run starts.
+#[test]
+fn a_task_over_its_budget_is_blocked_instead_of_run() {
+    use crate::ledger::Totals;
+    use crate::model::{BudgetConfig, BudgetLimit};
+    let mut w = W::new();
+    w.claimed("t-1", 1);
+    w.s.config.budget = Some(BudgetConfig {
+        task: Some(BudgetLimit {
+            tokens: Some(1000),
+            ..BudgetLimit::default()
+        }),
+        ..BudgetConfig::default()
+    });
+    let c1 = agent("coder-1");
+    let used = |tokens| Totals {
+        input_tokens: Some(tokens),
+        runs: 1,
+        ..Totals::default()
+    };
+    assert_eq!(
+        w.ok(|s, n| start_run(s, &id("t-1"), &c1, Some(&used(999)), n))
+            .1,
+        RunStart::Launch { iteration: 1 }
+    );
+    let (_, start) = w.ok(|s, n| start_run(s, &id("t-1"), &c1, Some(&used(1000)), n));
+    let reason = "Budget exceeded: t-1 used 1,000 tokens of its 1,000 token budget";
+    assert_eq!(
+        start,
+        RunStart::OverBudget {
+            reason: reason.into()
+        }
+    );
+    let t = w.task("t-1");
+    assert_eq!(t.status, S::Blocked);
+    assert_eq!(t.blocked_reason.as_deref(), Some(reason));
+    // Nobody is blamed, and the run was not counted.
+    assert_eq!(t.failed_by, None);
+    assert_eq!(t.iteration, Some(1));
 }
 
 /// A built-in coder's run is counted once: as it starts, not again as its result is
@@ -306,7 +348,7 @@ fn a_builtin_result_adds_its_tokens_but_not_another_run() {
     let mut w = W::new();
     w.claimed("t-1", 1);
     let c1 = agent("coder-1");
-    w.ok(|s, n| start_run(s, &id("t-1"), &c1, n));
+    w.ok(|s, n| start_run(s, &id("t-1"), &c1, None, n));
     let run = crate::lifecycle::RunResult {
         event: crate::event::EventKind::CommitResult,
         result: crate::node::Node::new(crate::node::Value::Null),
