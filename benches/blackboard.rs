@@ -3,7 +3,7 @@
 //! `submit-for-review` (L1, L2) and `merge` (M1), with the fsync floor measured in the same run. Run with `cargo bench --bench blackboard` (or `scripts/bench`);
 //! `LIZA_BENCH_QUICK=1` takes fewer samples; `LIZA_BENCH_ONLY=etcd` runs only the E rows
 //! (the blackboard in a local etcd), `LIZA_BENCH_ONLY=sandbox` only the S row (the
-//! sandbox's cost).
+//! sandbox's cost), `LIZA_BENCH_ONLY=ledger` only the C rows (the token ledger).
 
 #![expect(
     unreachable_pub,
@@ -27,6 +27,8 @@ use liza::status::Report;
 
 #[path = "blackboard/etcd.rs"]
 mod etcd;
+#[path = "blackboard/ledger.rs"]
+mod ledger;
 #[path = "blackboard/sandbox.rs"]
 mod sandbox;
 
@@ -266,6 +268,11 @@ fn main() {
     // `LIZA_BENCH_ONLY=etcd`: the E rows alone; `=sandbox`: the S rows alone.
     let only = std::env::var("LIZA_BENCH_ONLY").ok();
     let only_etcd = only.is_some();
+    if only.as_deref() == Some("ledger") {
+        rows.extend(ledger::rows(n(40)));
+        print_rows(&rows);
+        return;
+    }
     for (tasks, per_task, cli_target, validate_target, status_target) in [
         (50usize, 2600usize, Some(("P1", 3.0)), Some(15.0), Some(5.0)),
         (300, 13_500, Some(("P2", 25.0)), Some(200.0), Some(40.0)),
@@ -397,12 +404,19 @@ fn main() {
     if only.as_deref() != Some("etcd") {
         rows.extend(sandbox::rows(n(30)));
     }
+    if only.is_none() {
+        rows.extend(ledger::rows(n(40)));
+    }
+    print_rows(&rows);
+    let _ = std::fs::remove_dir_all(bench_root());
+}
 
+fn print_rows(rows: &[Row]) {
     println!(
         "{:<8} {:<92} {:>10} {:>10} {:>8} {:>8}  {:<22} verdict",
         "id", "scenario", "median", "p95", "floor", "×floor", "target"
     );
-    for row in &rows {
+    for row in rows {
         let (floor, ratio) = if row.sample.floor.is_zero() {
             ("-".to_owned(), "-".to_owned())
         } else {
@@ -426,7 +440,6 @@ fn main() {
             row.verdict
         );
     }
-    let _ = std::fs::remove_dir_all(bench_root());
 }
 
 /// Archiving keeps a transaction's cost with the live work (specs/blackboard.md *Growth*): P1

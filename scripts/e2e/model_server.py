@@ -11,7 +11,17 @@ streamGenerateContent — streaming when asked, and plays one liza task:
   without tools, an answer ending in ``LIZA-VERDICT: approve``.
 - anything else (titles, commit messages, next-speaker checks): a short plain answer.
 
-Every request is logged (path, body; no headers, so no keys) under --log-dir.
+Every model call is answered with the same distinct usage, each API in its own fields and
+meaning, so every count a CLI reports can be told apart: 56 output tokens (5 of them
+reasoning where the API says so); Anthropic 1234 uncached input, 789 cache reads and 12
+cache writes; OpenAI and Gemini a 1234-token prompt of which 789 cached (cache writes of 12
+only with --responses-cache-write / --chat-cache-write, in fields OpenAI does not document).
+
+Every request is logged (path, body; no headers, so no keys) under --log-dir, and every
+call answered with usage adds a line to <log-dir>/served.jsonl: the API, the path, the
+model asked and the usage served, in the ledger's meaning (specs/ledger.md): input neither
+read from nor written to the cache, output with reasoning, cache reads, cache writes (null
+where the API served no such field). scripts/e2e-real-clis sets it beside liza's ledger.
 Standard library only.
 """
 
@@ -28,7 +38,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 LOG_DIR = None
 LIMIT = None
 COUNTER = [0]
+CHAT_CACHE_WRITE = False
+RESPONSES_CACHE_WRITE = False
+RETRY_AFTER = "7980"
 LOCK = threading.Lock()
+
+# Distinct usage numbers (usage-obs copy): every field can be told apart in a CLI's report.
+IN, OUT, CACHE_READ, CACHE_WRITE, REASONING = 1234, 56, 789, 12, 5
 
 SHELL_TOOLS = ("bash", "shell", "run_shell_command", "exec_command", "local_shell",
                "shell_command", "execute_command", "terminal", "run_command", "command")
@@ -42,6 +58,41 @@ def log_request(path, body):
         n = COUNTER[0]
     with open(os.path.join(LOG_DIR, f"{n:04d}.json"), "w") as f:
         json.dump({"path": path, "body": body}, f, indent=1)
+
+
+def ledger_usage(api, usage):
+    """The usage served, in the ledger's meaning: `input_tokens` neither read from nor
+    written to the cache (Anthropic's meaning; OpenAI's and Gemini's prompt counts include
+    the cached tokens, and are taken out), output with reasoning, cache reads and writes
+    (None where the API served no such field)."""
+    if api == "anthropic":
+        return (usage["input_tokens"], usage["output_tokens"],
+                usage.get("cache_read_input_tokens", 0), usage.get("cache_creation_input_tokens"))
+    if api == "responses":
+        details = usage.get("input_tokens_details") or {}
+        read, write = details.get("cached_tokens", 0), details.get("cache_write_tokens")
+        return usage["input_tokens"] - read - (write or 0), usage["output_tokens"], read, write
+    if api == "chat":
+        read = (usage.get("prompt_tokens_details") or {}).get("cached_tokens",
+                                                              usage.get("cache_read_input_tokens", 0))
+        write = usage.get("cache_creation_input_tokens")
+        return usage["prompt_tokens"] - read - (write or 0), usage["completion_tokens"], read, write
+    if api == "gemini":
+        read = usage.get("cachedContentTokenCount", 0)
+        return usage["promptTokenCount"] - read, usage.get("candidatesTokenCount", 0), read, None
+    raise ValueError(api)
+
+
+def log_served(api, path, model, usage):
+    """One line of served.jsonl for a call answered (200) with `usage`."""
+    if not LOG_DIR:
+        return
+    uncached, output, read, write = ledger_usage(api, usage)
+    line = json.dumps({"api": api, "path": path, "model": model, "input_tokens": uncached,
+                       "output_tokens": output, "cache_read_tokens": read, "cache_write_tokens": write})
+    with LOCK:
+        with open(os.path.join(LOG_DIR, "served.jsonl"), "a") as f:
+            f.write(line + "\n")
 
 
 # ---------------------------------------------------------------- what to do
@@ -200,21 +251,23 @@ class Handler(BaseHTTPRequestHandler):
         if path.endswith("/messages/count_tokens"):
             return self.send_json({"input_tokens": 100})
         if path.endswith("/messages"):
-            return self.anthropic(body)
+            return self.anthropic(body, path)
         if path.endswith("/responses"):
-            return self.openai_responses(body)
+            return self.openai_responses(body, path)
         if path.endswith("/chat/completions"):
-            return self.chat(body)
+            return self.chat(body, path)
         if ":countTokens" in path:
             return self.send_json({"totalTokens": 100})
         if ":generateContent" in path or ":streamGenerateContent" in path:
-            return self.gemini(body, stream=":streamGenerateContent" in path)
+            return self.gemini(body, path, stream=":streamGenerateContent" in path)
         self.send_json({"error": {"message": f"no such endpoint {path}"}}, 404)
 
     # Usage limits ---------------------------------------------------------------
     def limited(self, path):
         """429 with the provider's own error body (--limit), to record what each CLI
         prints on a usage limit and how it exits."""
+        if LIMIT == "auth":
+            return self.unauthorized(path)
         if path.endswith("/messages"):
             body = {"type": "error", "error": {"type": "rate_limit_error",
                     "message": "This request would exceed your account's rate limit. Please try again later."}}
@@ -231,13 +284,30 @@ class Handler(BaseHTTPRequestHandler):
         data = json.dumps(body).encode()
         self.send_response(429)
         self.send_header("content-type", "application/json")
-        self.send_header("retry-after", "7980")
+        self.send_header("retry-after", RETRY_AFTER)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
+    def unauthorized(self, path):
+        """401 with the provider's own invalid-key body (--limit auth)."""
+        if path.endswith("/messages"):
+            body = {"type": "error", "error": {"type": "authentication_error", "message": "invalid x-api-key"}}
+            status = 401
+        elif ":generateContent" in path or ":streamGenerateContent" in path:
+            body = {"error": {"code": 400, "status": "INVALID_ARGUMENT",
+                              "message": "API key not valid. Please pass a valid API key.",
+                              "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                                           "reason": "API_KEY_INVALID", "domain": "googleapis.com"}]}}
+            status = 400
+        else:
+            body = {"error": {"message": "Incorrect API key provided: sk-e2e-***. You can find your API key at https://platform.openai.com/account/api-keys.",
+                              "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}}
+            status = 401
+        self.send_json(body, status)
+
     # Anthropic Messages -------------------------------------------------------
-    def anthropic(self, body):
+    def anthropic(self, body, path):
         tools = [(t.get("name"), t.get("input_schema")) for t in body.get("tools") or []]
         has_result = any(isinstance(m.get("content"), list) and
                          any(b.get("type") == "tool_result" for b in m["content"] if isinstance(b, dict))
@@ -254,11 +324,17 @@ class Handler(BaseHTTPRequestHandler):
             stop = "end_turn"
         message = {"id": f"msg_{int(time.time()*1000)}", "type": "message", "role": "assistant",
                    "model": body.get("model", "e2e-model"), "content": [block], "stop_reason": stop,
-                   "stop_sequence": None, "usage": {"input_tokens": 100, "output_tokens": 20}}
+                   "stop_sequence": None, "usage": {"input_tokens": IN, "output_tokens": OUT,
+                                                     "cache_read_input_tokens": CACHE_READ,
+                                                     "cache_creation_input_tokens": CACHE_WRITE}}
+        served = ("anthropic", path, body.get("model"), message["usage"])
         if not body.get("stream"):
-            return self.send_json(message)
+            self.send_json(message)
+            return log_served(*served)
         self.start_sse()
-        start = dict(message, content=[], stop_reason=None)
+        # As the real API: message_start carries input and cache counts, output_tokens 1;
+        # message_delta the cumulative counts, output included.
+        start = dict(message, content=[], stop_reason=None, usage=dict(message["usage"], output_tokens=1))
         self.sse({"type": "message_start", "message": start}, "message_start")
         if block["type"] == "text":
             self.sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
@@ -273,11 +349,12 @@ class Handler(BaseHTTPRequestHandler):
                      "content_block_delta")
         self.sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
         self.sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                  "usage": {"output_tokens": 20}}, "message_delta")
+                  "usage": dict(message["usage"])}, "message_delta")
         self.sse({"type": "message_stop"}, "message_stop")
+        log_served(*served)
 
     # OpenAI Responses ---------------------------------------------------------
-    def openai_responses(self, body):
+    def openai_responses(self, body, path):
         tools = []
         items = body.get("input") if isinstance(body.get("input"), list) else []
         # Codex 0.169 lists its tools in an `additional_tools` input item, in namespaces;
@@ -317,16 +394,21 @@ class Handler(BaseHTTPRequestHandler):
         else:
             item = {"type": "message", "id": f"msg_{rid}", "role": "assistant", "status": "completed",
                     "content": [{"type": "output_text", "text": payload, "annotations": []}]}
-        usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 20,
-                 "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 120}
+        usage = {"input_tokens": IN, "input_tokens_details": {"cached_tokens": CACHE_READ}, "output_tokens": OUT,
+                 "output_tokens_details": {"reasoning_tokens": REASONING}, "total_tokens": IN + OUT}
+        if RESPONSES_CACHE_WRITE:
+            # Not in OpenAI's docs; what codex 0.169 parses (ResponseCompletedInputTokensDetails).
+            usage["input_tokens_details"]["cache_write_tokens"] = CACHE_WRITE
         response = {"id": rid, "object": "response", "created_at": int(time.time()), "status": "completed",
                     "model": body.get("model", "e2e-model"), "output": [item], "usage": usage}
+        served = ("responses", path, body.get("model"), usage)
         if not body.get("stream"):
-            return self.send_json(response)
+            self.send_json(response)
+            return log_served(*served)
         self.start_sse()
         seq = iter(range(1000))
         self.sse({"type": "response.created", "sequence_number": next(seq),
-                  "response": dict(response, status="in_progress", output=[])}, "response.created")
+                  "response": dict(response, status="in_progress", output=[], usage=None)}, "response.created")
         self.sse({"type": "response.output_item.added", "sequence_number": next(seq), "output_index": 0,
                   "item": dict(item, status="in_progress")}, "response.output_item.added")
         if item["type"] == "custom_tool_call":
@@ -342,9 +424,10 @@ class Handler(BaseHTTPRequestHandler):
                   "item": item}, "response.output_item.done")
         self.sse({"type": "response.completed", "sequence_number": next(seq), "response": response},
                  "response.completed")
+        log_served(*served)
 
     # Chat Completions -----------------------------------------------------------
-    def chat(self, body):
+    def chat(self, body, path):
         tools = [((t.get("function") or {}).get("name"), (t.get("function") or {}).get("parameters"))
                  for t in body.get("tools") or []]
         has_result = any(m.get("role") == "tool" for m in body.get("messages", []))
@@ -361,11 +444,19 @@ class Handler(BaseHTTPRequestHandler):
         else:
             message = {"role": "assistant", "content": payload}
             finish = "stop"
-        usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+        usage = {"prompt_tokens": IN, "completion_tokens": OUT, "total_tokens": IN + OUT,
+                 "prompt_tokens_details": {"cached_tokens": CACHE_READ},
+                 "completion_tokens_details": {"reasoning_tokens": REASONING}}
+        if CHAT_CACHE_WRITE:
+            # Not OpenAI's: the Anthropic-style extra some gateways (and litellm) use.
+            usage["cache_creation_input_tokens"] = CACHE_WRITE
+            usage["cache_read_input_tokens"] = CACHE_READ
+        served = ("chat", path, body.get("model"), usage)
         if not body.get("stream"):
-            return self.send_json({"id": cid, "object": "chat.completion", "created": int(time.time()),
-                                   "model": model, "choices": [{"index": 0, "message": message,
-                                                                "finish_reason": finish}], "usage": usage})
+            self.send_json({"id": cid, "object": "chat.completion", "created": int(time.time()),
+                            "model": model, "choices": [{"index": 0, "message": message,
+                                                         "finish_reason": finish}], "usage": usage})
+            return log_served(*served)
         self.start_sse()
         base = {"id": cid, "object": "chat.completion.chunk", "created": int(time.time()), "model": model}
         if tool:
@@ -376,9 +467,10 @@ class Handler(BaseHTTPRequestHandler):
         self.sse(dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": None}]))
         self.sse(dict(base, choices=[{"index": 0, "delta": {}, "finish_reason": finish}], usage=usage))
         self.sse("[DONE]")
+        log_served(*served)
 
     # Gemini -----------------------------------------------------------------
-    def gemini(self, body, stream):
+    def gemini(self, body, path, stream):
         tools = []
         for t in body.get("tools") or []:
             for f in t.get("functionDeclarations") or t.get("function_declarations") or []:
@@ -398,12 +490,17 @@ class Handler(BaseHTTPRequestHandler):
             part = {"text": payload}
         reply = {"candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP",
                                  "index": 0}],
-                 "usageMetadata": {"promptTokenCount": 100, "candidatesTokenCount": 20, "totalTokenCount": 120},
+                 "usageMetadata": {"promptTokenCount": IN, "candidatesTokenCount": OUT,
+                                   "cachedContentTokenCount": CACHE_READ, "totalTokenCount": IN + OUT},
                  "modelVersion": "gemini-2.5-pro"}
+        asked = re.search(r"/models/([^/:]+):", path)
+        served = ("gemini", path, asked.group(1) if asked else None, reply["usageMetadata"])
         if not stream:
-            return self.send_json(reply)
+            self.send_json(reply)
+            return log_served(*served)
         self.start_sse()
         self.sse(reply)
+        log_served(*served)
 
 
 def main():
@@ -412,11 +509,20 @@ def main():
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file")
     parser.add_argument("--log-dir")
-    parser.add_argument("--limit", choices=["rate", "quota"],
-                        help="answer every request with a 429 usage-limit error")
+    parser.add_argument("--chat-cache-write", action="store_true",
+                        help="also put cache_creation/read_input_tokens in Chat Completions usage")
+    parser.add_argument("--responses-cache-write", action="store_true",
+                        help="also put input_tokens_details.cache_write_tokens in Responses usage")
+    parser.add_argument("--retry-after", default="7980", help="retry-after header of a --limit 429")
+    parser.add_argument("--limit", choices=["rate", "quota", "auth"],
+                        help="answer every request with a 429 usage-limit error (auth: the "
+                             "provider's invalid-key error)")
     args = parser.parse_args()
-    global LIMIT
+    global LIMIT, CHAT_CACHE_WRITE, RESPONSES_CACHE_WRITE, RETRY_AFTER
     LIMIT = args.limit
+    CHAT_CACHE_WRITE = args.chat_cache_write
+    RESPONSES_CACHE_WRITE = args.responses_cache_write
+    RETRY_AFTER = args.retry_after
     LOG_DIR = args.log_dir
     if LOG_DIR:
         os.makedirs(LOG_DIR, exist_ok=True)

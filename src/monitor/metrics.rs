@@ -433,4 +433,57 @@ mod tests {
         n.alarms.insert("A\"B\\C\nD".into(), 2);
         assert!(prometheus(&n).contains("liza_alarms_total{category=\"A\\\"B\\\\C\\nD\"} 2\n"));
     }
+
+    /// specs/ledger.md: the ledger's runs added up by agent, backend and model, a model
+    /// the CLI did not name as `-`; a cost nobody reported is no sample at all.
+    #[test]
+    fn tokens_and_dollars_are_counted_by_agent_backend_and_model() {
+        use crate::blackboard::ledger::{LedgerEntry, ModelUsage};
+        let entry =
+            |agent: &str, backend: &str, model: Option<&str>, cost: Option<f64>| LedgerEntry {
+                run: format!("{agent}-{backend}"),
+                agent: agent.into(),
+                role: "coder".into(),
+                task: None,
+                sprint: None,
+                backend: backend.into(),
+                started: "2026-11-29T10:00:00Z".into(),
+                ended: "2026-11-29T10:00:01Z".into(),
+                wall_ms: 1000,
+                exit_class: "ok".into(),
+                models: vec![ModelUsage {
+                    model: model.map(str::to_owned),
+                    input_tokens: Some(10),
+                    output_tokens: Some(2),
+                    cost_usd: cost,
+                    ..ModelUsage::default()
+                }],
+                approximate: false,
+            };
+        let n = Numbers {
+            usage: usage(&[
+                entry("coder-1", "claude", Some("opus"), Some(0.5)),
+                entry("coder-1", "claude", Some("opus"), Some(0.25)),
+                entry("coder-2", "codex", None, None),
+            ]),
+            ..Numbers::default()
+        };
+        let text = prometheus(&n);
+        assert!(text.contains(
+            "liza_tokens_total{agent=\"coder-1\",backend=\"claude\",model=\"opus\",kind=\"input\"} 20\n"
+        ), "{text}");
+        assert!(text.contains(
+            "liza_tokens_total{agent=\"coder-2\",backend=\"codex\",model=\"-\",kind=\"output\"} 2\n"
+        ), "{text}");
+        assert!(
+            text.contains(
+                "liza_cost_usd_total{agent=\"coder-1\",backend=\"claude\",model=\"opus\"} 0.75\n"
+            ),
+            "{text}"
+        );
+        assert!(
+            !text.contains("liza_cost_usd_total{agent=\"coder-2\""),
+            "{text}"
+        );
+    }
 }
