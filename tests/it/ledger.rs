@@ -159,9 +159,11 @@ fn a_sprint_over_its_budget_pauses_new_runs_until_the_budget_is_raised() {
     drop(coder);
 }
 
-/// specs/ledger.md *Fallbacks*: claude is limited (`retry in 5s`); the same supervisor
-/// runs its fallback (codex) for the next run, then returns to claude once the reset has
-/// passed. The ledger names each run's backend; status showed the fallback in use.
+/// specs/ledger.md *Fallbacks*: claude is limited (`retry in 5s`, held a minute at least);
+/// the same supervisor runs its fallback (codex) for the next run, then returns to claude
+/// once the reset has passed — here by moving the recorded reset into the past while the
+/// fallback runs, as a minute passing would. The ledger names each run's backend; status
+/// showed the fallback in use.
 #[test]
 fn a_supervisor_runs_its_fallback_while_its_backend_is_limited_and_returns_after() {
     let project = project_with("claude");
@@ -195,6 +197,21 @@ fn a_supervisor_runs_its_fallback_while_its_backend_is_limited_and_returns_after
     let live =
         json(&project.repo.liza(&["--json", "status"]))["result"]["agents"][0]["cli"].clone();
     assert_eq!(live, "codex, for claude", "status says who runs on what");
+    // The limit was recorded, bounded to a minute at least; the minute passes.
+    let quota_file = project.repo.liza_dir().join("quota.json");
+    let mut hits: Vec<serde_json::Value> =
+        serde_json::from_slice(&std::fs::read(&quota_file).unwrap()).unwrap();
+    assert_eq!(hits.len(), 1, "{hits:?}");
+    assert_eq!(hits[0]["backend"], "claude");
+    let at =
+        |field: &str| liza::blackboard::Timestamp::parse(hits[0][field].as_str().unwrap()).unwrap();
+    assert!(
+        at("resets_at").seconds_since(at("seen_at")) >= 60,
+        "held a minute at least: {hits:?}"
+    );
+    let passed = liza::blackboard::Timestamp::now().plus_seconds(-1);
+    hits[0]["resets_at"] = passed.to_string().into();
+    std::fs::write(&quota_file, serde_json::to_vec(&hits).unwrap()).unwrap();
     let ledger_file = project.repo.liza_dir().join("ledger.jsonl");
     let entries = || {
         std::fs::read_to_string(&ledger_file)

@@ -122,6 +122,27 @@ pub struct Price {
     pub cache_write: Option<f64>,
 }
 
+/// The model prices of `config.prices` as the ledger reads them (a price without its input
+/// or output is left out; the validator reports it).
+pub fn prices(config: &crate::model::Config) -> BTreeMap<String, Price> {
+    config
+        .prices
+        .iter()
+        .flat_map(|p| p.0.iter())
+        .filter_map(|(model, p)| {
+            Some((
+                model.clone(),
+                Price {
+                    input: p.input?.as_f64(),
+                    output: p.output?.as_f64(),
+                    cache_read: p.cache_read.map(crate::codec::Number::as_f64),
+                    cache_write: p.cache_write.map(crate::codec::Number::as_f64),
+                },
+            ))
+        })
+        .collect()
+}
+
 /// The price of `model`: by its exact name, else by the name without a provider prefix
 /// (`openai/gpt-4.1`) or a context suffix (`claude-opus-4-8[1m]`).
 fn price_of<'a>(prices: &'a BTreeMap<String, Price>, model: &str) -> Option<&'a Price> {
@@ -261,6 +282,10 @@ pub struct Totals {
     /// Runs whose counts were printed rounded (see [`RunUsage::approximate`]).
     #[serde(skip_serializing_if = "is_zero")]
     pub runs_approximate: u64,
+    /// Runs that reported usage but no cost, on a model `config.prices` did not price:
+    /// their dollars are not in `cost_usd`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub runs_unpriced: u64,
     /// Wall time of the runs, in milliseconds.
     pub wall_ms: u64,
 }
@@ -289,8 +314,9 @@ impl Totals {
         add_opt(&mut self.output_tokens, sum.output_tokens);
         add_opt(&mut self.cache_read_tokens, sum.cache_read_tokens);
         add_opt(&mut self.cache_write_tokens, sum.cache_write_tokens);
-        if let Some(cost) = sum.cost_usd {
-            *self.cost_usd.get_or_insert(0.0) += cost;
+        match sum.cost_usd {
+            Some(cost) => *self.cost_usd.get_or_insert(0.0) += cost,
+            None => self.runs_unpriced += 1,
         }
     }
 
@@ -511,6 +537,12 @@ pub fn table(
         text.push_str(&format!(
             "{} run(s) of a backend that reports no usage are counted as runs only\n",
             total.runs_unreported
+        ));
+    }
+    if total.runs_unpriced > 0 {
+        text.push_str(&format!(
+            "{} run(s) reported tokens but no cost, on a model config.prices does not price: their dollars are not counted\n",
+            total.runs_unpriced
         ));
     }
     if total.runs_approximate > 0 {

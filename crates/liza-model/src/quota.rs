@@ -13,7 +13,7 @@ pub struct QuotaHit {
     /// The backend whose provider refused (`claude`, `codex`, …).
     pub backend: String,
     /// Which credentials: a short fingerprint of the key the backend runs with
-    /// (`default` when it runs on a login), so runs on another key are not held back.
+    /// (`login-…` when it runs on a login), so runs on another key are not held back.
     pub account: String,
     /// When the provider said the limit resets (or liza's default wait when it did not).
     #[serde(

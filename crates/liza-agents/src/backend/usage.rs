@@ -2,9 +2,10 @@
 //! CLI reports*), read from its own output: its machine-readable events where it has them
 //! (`claude --output-format stream-json`, `codex exec --json`, `gemini --output-format
 //! stream-json`, `opencode run --format json`), vibe's `export.json`, aider's printed
-//! summary. A CLI put in a JSON mode is read back to the text a person reads (the console,
-//! the saved log, and the output's end the supervisor judges logins and usage limits by),
-//! so its events never reach a person raw. Each reader was written against the real
+//! summary. A CLI put in a JSON mode is read back to text: what a person reads (the console,
+//! the saved log), and — apart — what its text mode printed, the output's end the
+//! supervisor judges logins and usage limits by, so that rendering more for a person
+//! (the tool calls, the steps) never makes a run look limited that text mode would not. Each reader was written against the real
 //! CLI's output (tests/fixtures/clis/usage/, the version in each name). Pure: lines in,
 //! text and figures out.
 
@@ -60,25 +61,68 @@ impl UsageFormat {
     }
 }
 
-/// What a person reads of one event.
+/// What is read of one event.
 #[derive(Debug)]
 pub(crate) struct Out {
     text: String,
     /// A piece of a line streamed in parts (gemini's deltas), not a line of its own.
     inline: bool,
+    /// A person reads it (the console, the saved log).
+    shown: bool,
+    /// Text mode printed it: the output's end judged for logins and limits holds it.
+    judged: bool,
 }
 
 impl Out {
+    /// Shown, and printed by text mode too.
     pub(crate) fn block(text: String) -> Out {
         Out {
             text,
             inline: false,
+            shown: true,
+            judged: true,
         }
     }
 
+    /// A streamed piece, shown and printed by text mode.
     pub(crate) fn inline(text: String) -> Out {
-        Out { text, inline: true }
+        Out {
+            text,
+            inline: true,
+            shown: true,
+            judged: true,
+        }
     }
+
+    /// Shown to a person only: text mode did not print it (claude's steps, gemini's tool
+    /// calls), so it is not judged.
+    pub(crate) fn shown_only(text: String) -> Out {
+        Out {
+            shown: true,
+            judged: false,
+            ..Out::block(text)
+        }
+    }
+
+    /// Judged only: what text mode printed that a person has already read (claude's
+    /// final answer, shown as its last step).
+    pub(crate) fn judged_only(text: String) -> Out {
+        Out {
+            shown: false,
+            judged: true,
+            ..Out::block(text)
+        }
+    }
+}
+
+/// What one line of a JSON CLI's stdout gives: the text a person reads, and the text
+/// judged for logins and limits (each empty when there is none).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Rendered {
+    /// For the console and the saved log.
+    pub shown: String,
+    /// For the output's end the supervisor judges.
+    pub judged: String,
 }
 
 /// A run's output as it is read: each line of stdout goes through [`Transcript::line`],
@@ -89,8 +133,9 @@ pub struct Transcript {
     /// The model the run was started with, for a CLI whose report does not name it.
     model_hint: Option<String>,
     tally: Tally,
-    /// Whether the text given out last left a line open (a streamed piece).
-    open_line: bool,
+    /// Whether the shown and the judged text given out last left a line open (a
+    /// streamed piece).
+    open_line: (bool, bool),
 }
 
 /// What the lines read so far reported.
@@ -105,6 +150,11 @@ pub(crate) struct Tally {
     pub approximate: bool,
     /// The model a text banner named (aider's `Main model:`).
     pub model: Option<String>,
+    /// The text of the last step read (claude's), so the final answer that repeats it is
+    /// not shown twice.
+    pub last_text: Option<String>,
+    /// The line before was a `Tokens:` line (aider prints its cost on it or the next).
+    pub after_tokens: bool,
 }
 
 impl Tally {
@@ -126,7 +176,18 @@ impl Transcript {
             format,
             model_hint,
             tally: Tally::default(),
-            open_line: false,
+            open_line: (false, false),
+        }
+    }
+
+    /// What it has read so far, taken (the transcript goes on empty): read while an
+    /// output reader may still hold it.
+    pub fn take(&mut self) -> Transcript {
+        Transcript {
+            format: self.format,
+            model_hint: self.model_hint.clone(),
+            tally: std::mem::take(&mut self.tally),
+            open_line: (false, false),
         }
     }
 
@@ -142,32 +203,43 @@ impl Transcript {
         }
     }
 
-    /// One complete line of a JSON CLI's stdout (without its newline): the text a person
-    /// reads of it (`None`: nothing). A line that is not one of the CLI's events — a
-    /// warning, a crash's trace — is shown as it is.
-    pub fn line(&mut self, line: &str) -> Option<String> {
+    /// One complete line of a JSON CLI's stdout (without its newline): what a person
+    /// reads of it and what is judged of it. A line that is not one of the CLI's events
+    /// — a warning, a crash's trace — is both, as it is.
+    pub fn line(&mut self, line: &str) -> Rendered {
         let out = match serde_json::from_str::<Value>(line.trim()) {
-            Ok(event @ Value::Object(_)) => self.event(&event)?,
+            Ok(event @ Value::Object(_)) => match self.event(&event) {
+                Some(out) => out,
+                None => return Rendered::default(),
+            },
             _ => Out::block(line.to_owned()),
         };
         if out.text.is_empty() || !out.inline && out.text.trim().is_empty() {
-            return None;
+            return Rendered::default();
         }
-        let mut text = String::new();
-        if self.open_line && !out.inline {
-            text.push('\n');
+        let mut rendered = Rendered::default();
+        if out.shown {
+            rendered.shown = lines(&out, &mut self.open_line.0);
         }
-        text.push_str(&out.text);
-        if !out.inline && !text.ends_with('\n') {
-            text.push('\n');
+        if out.judged {
+            rendered.judged = lines(&out, &mut self.open_line.1);
         }
-        self.open_line = !text.ends_with('\n');
-        Some(text)
+        rendered
     }
 
     /// What ends the text when the output ends: the newline a streamed piece left open.
-    pub fn end(&mut self) -> Option<String> {
-        std::mem::take(&mut self.open_line).then(|| "\n".to_owned())
+    pub fn end(&mut self) -> Rendered {
+        let close = |open: &mut bool| {
+            if std::mem::take(open) {
+                "\n".to_owned()
+            } else {
+                String::new()
+            }
+        };
+        Rendered {
+            shown: close(&mut self.open_line.0),
+            judged: close(&mut self.open_line.1),
+        }
     }
 
     fn event(&mut self, event: &Value) -> Option<Out> {
@@ -210,6 +282,20 @@ impl Transcript {
             approximate: self.tally.approximate,
         })
     }
+}
+
+/// `out` as text that follows what was given before (`open`: it left a line open).
+fn lines(out: &Out, open: &mut bool) -> String {
+    let mut text = String::new();
+    if *open && !out.inline {
+        text.push('\n');
+    }
+    text.push_str(&out.text);
+    if !out.inline && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    *open = !text.ends_with('\n');
+    text
 }
 
 /// A count in a JSON event: a non-negative integer (a float or a negative is no count).

@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 
 use super::Console;
-use crate::backend::usage::Transcript;
+use crate::backend::usage::{Rendered, Transcript};
 use crate::backend::{Invocation, is_secret};
 use crate::llm::scrub::{Scrubber, Stream};
 use liza_model::ledger::RunUsage;
@@ -132,7 +132,7 @@ impl AgentProcess {
                 console.clone(),
                 activity.clone(),
                 log.clone(),
-                Reader::new(Stream::new(scrubber.clone()), transcript.clone()),
+                Reader::new(&scrubber, transcript.clone()),
             ));
         }
         if let Some(err) = child.stderr.take() {
@@ -141,7 +141,7 @@ impl AgentProcess {
                 console,
                 activity.clone(),
                 log,
-                Reader::new(Stream::new(scrubber.clone()), None),
+                Reader::new(&scrubber, None),
             ));
         }
         Ok(AgentProcess {
@@ -217,11 +217,13 @@ impl AgentProcess {
     }
 
     /// What the run reported of usage, once its output is read (`report`: the file in
-    /// the run's directory a backend leaves it in); model names scrubbed.
+    /// the run's directory a backend leaves it in); model names scrubbed. Taken under
+    /// the lock: an output reader still draining (a descendant holding the pipe) keeps
+    /// its handle, not what was read.
     pub(super) fn usage(&mut self, report: Option<&[u8]>) -> Option<RunUsage> {
         let transcript = self.transcript.take()?;
-        let transcript = Arc::try_unwrap(transcript).ok()?.into_inner().ok()?;
-        let mut usage = transcript.usage(report)?;
+        let read = transcript.lock().ok()?.take();
+        let mut usage = read.usage(report)?;
         for m in &mut usage.models {
             if let Some(name) = &m.model {
                 m.model = Some(self.scrubber.scrub(name));
@@ -231,74 +233,100 @@ impl AgentProcess {
     }
 }
 
-/// The longest line of a JSON CLI's stdout read as one event; a longer one is shown as
-/// text (it is no event liza reads).
+/// The longest line of a JSON CLI's stdout read as one event; a longer one is not shown
+/// (it is no event liza reads, and raw JSON would hide a secret from the scrubber).
 const MAX_EVENT_LINE: usize = 4 * 1024 * 1024;
 
+/// What a chunk of output gives: what a person reads (the console, the saved log), and
+/// what is judged for logins and limits (the output's end).
+struct Chunk {
+    shown: String,
+    judged: String,
+}
+
 /// One output stream as it is read: scrubbed, and for stdout, read for usage — a JSON
-/// CLI's line by line, rendered to text first; a text CLI's lines as they were shown.
+/// CLI's line by line, rendered to text first (what a person reads and what text mode
+/// printed, apart, each scrubbed); a text CLI's lines as they were shown.
 struct Reader {
     scrub: Stream,
+    /// The judged text's own scrubbing (a JSON CLI's; a text CLI's is what is shown).
+    scrub_judged: Stream,
     transcript: Option<Arc<Mutex<Transcript>>>,
     json: bool,
     /// Raw bytes of a JSON line not ended yet.
     pending: Vec<u8>,
     /// Shown text of a text CLI's line not ended yet.
     shown: String,
+    /// The rest of a line over [`MAX_EVENT_LINE`] is dropped up to its end.
+    skip_rest: bool,
 }
 
 impl Reader {
-    fn new(scrub: Stream, transcript: Option<Arc<Mutex<Transcript>>>) -> Reader {
+    fn new(scrubber: &Scrubber, transcript: Option<Arc<Mutex<Transcript>>>) -> Reader {
         let json = transcript
             .as_ref()
             .and_then(|t| t.lock().ok().map(|t| t.is_json()))
             .unwrap_or(false);
         Reader {
-            scrub,
+            scrub: Stream::new(scrubber.clone()),
+            scrub_judged: Stream::new(scrubber.clone()),
             transcript,
             json,
             pending: Vec::new(),
             shown: String::new(),
+            skip_rest: false,
         }
     }
 
-    /// What to show of `bytes` read.
-    fn push(&mut self, bytes: &[u8]) -> String {
+    fn text(&mut self, text: String, ended: bool) -> Chunk {
+        self.read_shown(&text, ended);
+        Chunk {
+            judged: text.clone(),
+            shown: text,
+        }
+    }
+
+    /// What `bytes` read give.
+    fn push(&mut self, bytes: &[u8]) -> Chunk {
         if !self.json {
             let text = self.scrub.push(bytes);
-            self.read_shown(&text, false);
-            return text;
+            return self.text(text, false);
         }
         self.pending.extend_from_slice(bytes);
-        let mut rendered = String::new();
+        let mut rendered = Rendered::default();
         while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = self.pending.drain(..=end).collect();
             self.render(&line[..line.len() - 1], &mut rendered);
         }
         if self.pending.len() > MAX_EVENT_LINE {
-            let line = std::mem::take(&mut self.pending);
-            self.render(&line, &mut rendered);
+            self.pending.clear();
+            self.skip_rest = true;
+            let note = "[liza: an output line over 4 MiB is not shown]\n";
+            rendered.shown.push_str(note);
+            rendered.judged.push_str(note);
         }
-        self.scrub.push(rendered.as_bytes())
+        self.scrubbed(&rendered)
     }
 
-    /// What to show after a quiet spell: a JSON CLI's unended line waits for its end.
-    fn flush(&mut self) -> String {
-        let text = self.scrub.flush();
+    /// What a quiet spell releases: a JSON CLI's unended line waits for its end.
+    fn flush(&mut self) -> Chunk {
         if !self.json {
-            self.read_shown(&text, false);
+            let text = self.scrub.flush();
+            return self.text(text, false);
         }
-        text
+        Chunk {
+            shown: self.scrub.flush(),
+            judged: self.scrub_judged.flush(),
+        }
     }
 
-    /// What is left to show when the stream ends.
-    fn finish(&mut self) -> String {
+    /// What is left when the stream ends.
+    fn finish(&mut self) -> Chunk {
         if !self.json {
             let text = self.scrub.finish();
-            self.read_shown(&text, true);
-            return text;
+            return self.text(text, true);
         }
-        let mut rendered = String::new();
+        let mut rendered = Rendered::default();
         let line = std::mem::take(&mut self.pending);
         if !line.is_empty() {
             self.render(&line, &mut rendered);
@@ -306,19 +334,35 @@ impl Reader {
         if let Some(t) = &self.transcript
             && let Ok(mut t) = t.lock()
         {
-            rendered.extend(t.end());
+            let end = t.end();
+            rendered.shown.push_str(&end.shown);
+            rendered.judged.push_str(&end.judged);
         }
-        let mut text = self.scrub.push(rendered.as_bytes());
-        text.push_str(&self.scrub.finish());
-        text
+        let mut chunk = self.scrubbed(&rendered);
+        chunk.shown.push_str(&self.scrub.finish());
+        chunk.judged.push_str(&self.scrub_judged.finish());
+        chunk
     }
 
-    fn render(&mut self, line: &[u8], into: &mut String) {
+    fn scrubbed(&mut self, rendered: &Rendered) -> Chunk {
+        Chunk {
+            shown: self.scrub.push(rendered.shown.as_bytes()),
+            judged: self.scrub_judged.push(rendered.judged.as_bytes()),
+        }
+    }
+
+    fn render(&mut self, line: &[u8], into: &mut Rendered) {
+        if std::mem::take(&mut self.skip_rest) {
+            // The end of a line too long to read.
+            return;
+        }
         let line = String::from_utf8_lossy(line);
         if let Some(t) = &self.transcript
             && let Ok(mut t) = t.lock()
         {
-            into.extend(t.line(line.trim_end_matches('\r')));
+            let r = t.line(line.trim_end_matches('\r'));
+            into.shown.push_str(&r.shown);
+            into.judged.push_str(&r.judged);
         }
     }
 
@@ -352,31 +396,33 @@ fn pump(
     console: Arc<dyn Console>,
     activity: Arc<Mutex<Activity>>,
     log: SharedLog,
-    mut scrub: Reader,
+    mut stream: Reader,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut buf = vec![0u8; 8192];
         let mut ended = false;
         while !ended {
-            let text = match tokio::time::timeout(QUIET, reader.read(&mut buf)).await {
-                Err(_) => scrub.flush(),
+            let chunk = match tokio::time::timeout(QUIET, reader.read(&mut buf)).await {
+                Err(_) => stream.flush(),
                 Ok(Ok(0) | Err(_)) => {
                     ended = true;
-                    scrub.finish()
+                    stream.finish()
                 }
                 Ok(Ok(n)) => {
                     if let Ok(mut a) = activity.lock() {
                         a.last = Some(Instant::now());
                     }
-                    scrub.push(&buf[..n])
+                    stream.push(&buf[..n])
                 }
             };
-            if text.is_empty() {
-                continue;
+            if !chunk.shown.is_empty() {
+                console.agent_output(chunk.shown.as_bytes());
+                keep(&log, &chunk.shown);
             }
-            console.agent_output(text.as_bytes());
-            if let Ok(mut a) = activity.lock() {
-                a.tail.push_str(&text);
+            if !chunk.judged.is_empty()
+                && let Ok(mut a) = activity.lock()
+            {
+                a.tail.push_str(&chunk.judged);
                 if a.tail.len() > TAIL {
                     let mut cut = a.tail.len() - TAIL;
                     while !a.tail.is_char_boundary(cut) {
@@ -385,20 +431,24 @@ fn pump(
                     a.tail.drain(..cut);
                 }
             }
-            if let Ok(mut guard) = log.lock() {
-                let (file, written) = &mut *guard;
-                if let Some(f) = file.as_mut()
-                    && *written < LOG_CAP
-                {
-                    let _ = f.write_all(text.as_bytes());
-                    *written += text.len() as u64;
-                    if *written >= LOG_CAP {
-                        let _ = f.write_all(b"\n[liza: output truncated at 8 MiB]\n");
-                    }
-                }
-            }
         }
     })
+}
+
+/// Appends `text` to the saved log, up to its cap.
+fn keep(log: &SharedLog, text: &str) {
+    if let Ok(mut guard) = log.lock() {
+        let (file, written) = &mut *guard;
+        if let Some(f) = file.as_mut()
+            && *written < LOG_CAP
+        {
+            let _ = f.write_all(text.as_bytes());
+            *written += text.len() as u64;
+            if *written >= LOG_CAP {
+                let _ = f.write_all(b"\n[liza: output truncated at 8 MiB]\n");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

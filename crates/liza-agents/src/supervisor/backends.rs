@@ -96,8 +96,10 @@ pub(super) fn keep_drops_out_of_git(root: &std::path::Path, backend: &Backend) {
 }
 
 /// The account a backend runs on: 12 hex digits of a hash of the values of the variables
-/// it authenticates and picks its endpoint with (those set, by name), `default` when none
-/// is — two keys are two quotas, and the fingerprint says nothing of the key.
+/// it authenticates and picks its endpoint with (those set, by name) — two keys are two
+/// quotas, and the fingerprint says nothing of the key. With none set the CLI runs on a
+/// login of its own, in this user's home on this host: `login-` and a hash of both, so
+/// one person's subscription limit never holds another's.
 pub(crate) fn account(backend: &Backend, env: &dyn Fn(&str) -> Option<String>) -> String {
     let mut vars: Vec<&String> = backend.keep_env.iter().collect();
     vars.sort();
@@ -120,7 +122,13 @@ pub(crate) fn account(backend: &Backend, env: &dyn Fn(&str) -> Option<String>) -
         }
     }
     if !any {
-        return "default".to_owned();
+        let host = nix::unistd::gethostname()
+            .ok()
+            .and_then(|h| h.into_string().ok())
+            .unwrap_or_default();
+        let home = env("HOME").unwrap_or_default();
+        let login = blake3::hash(format!("{host}\n{home}").as_bytes()).to_hex();
+        return format!("login-{}", &login[..8]);
     }
     hasher.finalize().to_hex()[..12].to_owned()
 }
@@ -153,7 +161,7 @@ mod tests {
     }
 
     #[test]
-    fn two_keys_are_two_accounts_and_no_key_is_the_default_one() {
+    fn two_keys_are_two_accounts_and_a_login_is_its_home_on_its_host() {
         let config = Config::default();
         let claude = Backend::resolve("claude", &config, None, &|_| None).unwrap();
         let key = |value: &'static str| {
@@ -165,6 +173,9 @@ mod tests {
         assert_eq!(a, account(&claude, &key("sk-ant-one")));
         assert_eq!(a.len(), 12);
         assert!(!a.contains("sk-ant"));
-        assert_eq!(account(&claude, &|_| None), "default");
+        let login = account(&claude, &|_| None);
+        assert!(login.starts_with("login-"), "{login}");
+        let other_home = account(&claude, &|v| (v == "HOME").then(|| "/home/other".into()));
+        assert_ne!(login, other_home);
     }
 }

@@ -20,7 +20,7 @@ impl Session {
             return;
         };
         let usage = self.last_usage.take();
-        let prices = state.config.prices();
+        let prices = ledger::prices(&state.config);
         let mut models = usage.as_ref().map(|u| u.models.clone()).unwrap_or_default();
         for m in &mut models {
             m.price(&prices);

@@ -409,6 +409,11 @@ impl Session {
             Err(why) => return Ok(RunEnd::NotStarted(why.to_string())),
         };
         if self.options.interactive {
+            // Recorded too (no usage: a person's terminal is not read).
+            self.run_started = Some((
+                crate::blackboard::Timestamp::now(),
+                std::time::Instant::now(),
+            ));
             self.console
                 .info(&format!("prompt saved to {}", prompt_file.display()));
             let argv = match &sandbox {

@@ -71,6 +71,9 @@ pub struct Session {
     pub(super) accounts: Vec<String>,
     /// Which of `backends` is in use.
     pub(super) in_use: usize,
+    /// `config.budget.task` is set, as the last look saw: the run counter is given what
+    /// the task used only then.
+    pub(super) task_budget: bool,
     /// The usage limits this supervisor's runs hit, kept in case the store could not
     /// record them.
     pub(super) local_quota: Vec<liza_model::quota::QuotaHit>,
@@ -147,7 +150,11 @@ impl Session {
                 || project.store.paths().dir.join("backends"),
                 |c| c.join("liza/backends"),
             );
-        let names = super::backends::names(&name, &state.config);
+        let mut names = super::backends::names(&name, &state.config);
+        if options.interactive {
+            // A person's terminal runs the one backend they asked for.
+            names.truncate(1);
+        }
         let backends = super::backends::resolve(
             &names,
             &super::backends::Wanted {
@@ -238,6 +245,7 @@ impl Session {
             backends,
             accounts,
             in_use: 0,
+            task_budget: false,
             local_quota: Vec::new(),
             pending_wake_us: Arc::new(AtomicI64::new(-1)),
             beside_stop: Arc::new(std::sync::atomic::AtomicBool::new(false)),

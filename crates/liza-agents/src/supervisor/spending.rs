@@ -9,13 +9,19 @@ use liza_model::quota::{self, QuotaHit};
 
 use super::policy::spending::{BudgetStop, QuotaHold, Spending};
 use super::session::Session;
-use crate::backend::signals::{DEFAULT_WAIT, UsageLimit};
+use crate::backend::signals::UsageLimit;
 use crate::blackboard::{State, TaskId, Timestamp};
+use std::time::Duration;
 
 impl Session {
     /// What holds new runs back now, the backend to run switched to the first free one.
     pub(super) async fn spending(&mut self, state: &State) -> Spending {
         let now = self.clock.now().wall;
+        self.task_budget = state
+            .config
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.task.is_some());
         Spending {
             quota: self.choose_backend(now).await,
             over_budget: self.budget_stop(state, now).await,
@@ -131,6 +137,9 @@ impl Session {
     /// What the task's runs used, when a task budget is set (read before the run
     /// counter's transaction, which holds the task to it).
     pub(super) async fn task_spending(&self, task: &TaskId) -> Option<Totals> {
+        if !self.task_budget {
+            return None;
+        }
         let id = task.to_string();
         self.blocking(move |project| {
             let state = project.store.snapshot().ok()?.state;
@@ -148,11 +157,12 @@ impl Session {
     /// Records the usage limit the run on the backend in use hit, for every supervisor of
     /// that backend and account.
     pub(super) async fn record_quota_hit(&mut self, limit: &UsageLimit) {
-        let now = self.clock.now().wall;
-        let resets_at = limit.resets_at.map_or_else(
-            || now.plus_seconds(DEFAULT_WAIT.as_secs() as i64),
-            |at| Timestamp::from_unix(at.timestamp()),
-        );
+        let clock = self.clock.now();
+        let now = clock.wall;
+        // Within the bounds of a supervisor's own wait (a minute to a week, 30 minutes
+        // when none is announced): a reset an output claims for the year 2099, or for
+        // the next second, holds every supervisor of the backend no more, no less.
+        let resets_at = now.plus_seconds(limit.wait(clock.utc(), Duration::ZERO).as_secs() as i64);
         let hit = QuotaHit {
             backend: self.backend.name.clone(),
             account: self.accounts[self.in_use].clone(),
@@ -163,12 +173,18 @@ impl Session {
         };
         self.local_quota
             .retain(|h| h.holds_at(now) && h.key() != hit.key());
-        self.local_quota.push(hit.clone());
+        let kept = hit.clone();
         let recorded = self
-            .blocking(move |project| project.store.record_quota(&hit))
+            .blocking(move |project| project.store.record_quota(&kept))
             .await;
         if let Err(e) = recorded {
+            // Held here at least: this supervisor does not run into it again.
             tracing::warn!(error = %e, "could not record the usage limit for the other supervisors");
+            self.console.info(&format!(
+                "{}: the usage limit could not be recorded for the other supervisors ({e}); this one waits for it",
+                self.agent
+            ));
+            self.local_quota.push(hit);
         }
     }
 }

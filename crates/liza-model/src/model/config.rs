@@ -579,26 +579,6 @@ fn positive(value: Option<i64>, default: i64) -> i64 {
 }
 
 impl Config {
-    /// The model prices as the ledger reads them (a price without its input or output
-    /// is left out; the validator reports it).
-    pub fn prices(&self) -> std::collections::BTreeMap<String, crate::ledger::Price> {
-        self.prices
-            .iter()
-            .flat_map(|p| p.0.iter())
-            .filter_map(|(model, p)| {
-                Some((
-                    model.clone(),
-                    crate::ledger::Price {
-                        input: p.input?.as_f64(),
-                        output: p.output?.as_f64(),
-                        cache_read: p.cache_read.map(Number::as_f64),
-                        cache_write: p.cache_write.map(Number::as_f64),
-                    },
-                ))
-            })
-            .collect()
-    }
-
     /// The integer settings with their allowed minimum, for the validator.
     pub fn integer_settings(&self) -> [(&'static str, Option<i64>, i64); 16] {
         [

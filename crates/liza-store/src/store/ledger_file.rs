@@ -21,8 +21,10 @@ pub fn append_new(path: &Path, entries: &[LedgerEntry]) -> std::io::Result<Vec<b
         .open(path)?;
     file.lock()?;
     let result = (|| {
-        let mut text = String::new();
-        file.read_to_string(&mut text)?;
+        // Read as bytes: a line torn inside a character never stops the ledger.
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        let text = String::from_utf8_lossy(&bytes);
         let mut out = String::new();
         if !text.is_empty() && !text.ends_with('\n') {
             out.push('\n');
@@ -52,8 +54,8 @@ pub fn append_new(path: &Path, entries: &[LedgerEntry]) -> std::io::Result<Vec<b
 
 /// Every entry, oldest first (none when there is no ledger).
 pub fn read(path: &Path) -> std::io::Result<Vec<LedgerEntry>> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => Ok(ledger::parse_jsonl(&text)),
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(ledger::parse_jsonl(&String::from_utf8_lossy(&bytes))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
         Err(e) => Err(e),
     }
@@ -89,9 +91,9 @@ mod tests {
             append_new(&path, &[entry("r1"), entry("r2"), entry("r2")]).unwrap(),
             [false, true, false]
         );
-        // A crash mid-line.
+        // A crash mid-line, inside a character.
         let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(b"{\"run\":\"r3\",\"ag").unwrap();
+        f.write_all(b"{\"run\":\"r3\",\"agent\":\"\xc3").unwrap();
         assert_eq!(append_new(&path, &[entry("r4")]).unwrap(), [true]);
         let runs: Vec<String> = read(&path).unwrap().into_iter().map(|e| e.run).collect();
         assert_eq!(runs, ["r1", "r2", "r4"]);

@@ -33,11 +33,13 @@ fn cost_line() -> &'static Regex {
 
 pub(super) fn take(line: &str, tally: &mut Tally) {
     let line = line.trim();
+    let after_tokens = std::mem::take(&mut tally.after_tokens);
     if let Some(model) = line.strip_prefix("Main model: ") {
         tally.model = model.split_whitespace().next().map(str::to_owned);
         return;
     }
-    if let Some(c) = tokens_line().captures(line) {
+    let tokens = tokens_line().captures(line);
+    if let Some(c) = &tokens {
         let mut rounded = false;
         let mut read = |i: usize| {
             c.get(i).and_then(|m| {
@@ -55,9 +57,13 @@ pub(super) fn take(line: &str, tally: &mut Tally) {
             cache_write_tokens: written,
             ..ModelUsage::default()
         });
+        tally.after_tokens = true;
     }
-    // The session's cost so far: the run's, at its last message.
-    if let Some(c) = cost_line().captures(line)
+    // The session's cost so far: the run's, at its last message — on the `Tokens:` line
+    // or the one after it only (any other line saying so is an answer's text).
+    let cost_here = tokens.is_some() || after_tokens && line.starts_with("Cost: ");
+    if cost_here
+        && let Some(c) = cost_line().captures(line)
         && let Some(session) = c.get(2).and_then(|m| m.as_str().parse::<f64>().ok())
         && let Some(usage) = tally.models.first_mut()
     {

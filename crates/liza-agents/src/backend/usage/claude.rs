@@ -2,7 +2,10 @@
 //! line. The final `result` carries the run's usage — `modelUsage` per model, every call
 //! counted (the session-title call too, which `.usage` leaves out), `input_tokens` the
 //! uncached input, `costUSD` in dollars. The `assistant` events' usage is the stream's
-//! first count (`output_tokens: 1`) and is never added up.
+//! first count (`output_tokens: 1`) and is never added up. Text mode printed the final
+//! answer only: the steps (messages, tool calls) are shown to a person but not judged for
+//! logins and limits; the final `result` is judged (and shown when it says more than the
+//! last step did, or failed).
 
 use liza_model::ledger::ModelUsage;
 use serde_json::Value;
@@ -31,18 +34,27 @@ pub(super) fn read(event: &Value, tally: &mut Tally) -> Option<Out> {
         "assistant" => {
             let blocks = event["message"]["content"].as_array()?;
             let text: Vec<String> = blocks.iter().filter_map(block).collect();
-            (!text.is_empty()).then(|| Out::block(text.join("\n")))
+            tally.last_text = blocks
+                .iter()
+                .rev()
+                .filter(|b| b["type"] == "text")
+                .find_map(|b| b["text"].as_str())
+                .map(|t| t.trim().to_owned())
+                .or(tally.last_text.take());
+            (!text.is_empty()).then(|| Out::shown_only(text.join("\n")))
         }
         "result" => {
             take_result(event, tally);
             let failed = event["is_error"] == true
                 || event["subtype"].as_str().is_some_and(|s| s != "success");
-            failed.then(|| {
-                Out::block(
-                    event["result"]
-                        .as_str()
-                        .map_or_else(|| format!("claude: {}", event["subtype"]), str::to_owned),
-                )
+            let text = event["result"]
+                .as_str()
+                .map_or_else(|| format!("claude: {}", event["subtype"]), str::to_owned);
+            let already_read = !failed && tally.last_text.as_deref() == Some(text.trim());
+            Some(if already_read {
+                Out::judged_only(text)
+            } else {
+                Out::block(text)
             })
         }
         _ => None,

@@ -2,7 +2,8 @@
 //! arrives in `message` deltas; the final `result` holds the run's stats, every call
 //! counted (the model router's too), per model: `input` the uncached input, `cached`
 //! the cache reads, `output_tokens`; no cache writes, no cost. A failed run's `result`
-//! says why (`status: error`), as text mode says it on stderr.
+//! says why (`status: error`), as text mode says it on stderr. Text mode printed the
+//! answer, not the tool calls: those are shown to a person, not judged.
 
 use liza_model::ledger::ModelUsage;
 use serde_json::Value;
@@ -19,12 +20,12 @@ pub(super) fn read(event: &Value, tally: &mut Tally) -> Option<Out> {
                 Out::block(text)
             })
         }
-        "tool_use" => Some(Out::block(format!(
+        "tool_use" => Some(Out::shown_only(format!(
             "→ {} {}",
             event["tool_name"].as_str().unwrap_or("tool"),
             summary(&event["parameters"])
         ))),
-        "tool_result" if event["status"] == "error" => Some(Out::block(format!(
+        "tool_result" if event["status"] == "error" => Some(Out::shown_only(format!(
             "tool error: {}",
             event["error"]["message"].as_str().unwrap_or_default()
         ))),

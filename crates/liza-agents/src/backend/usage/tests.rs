@@ -27,20 +27,36 @@ fn transcript(
     fixture: &str,
     hint: Option<&str>,
 ) -> (String, Option<RunUsage>) {
+    let (rendered, usage) = rendered(format, fixture, hint);
+    (rendered.shown, usage)
+}
+
+/// What a person reads of a fixture's stdout and what is judged of it, and the usage.
+fn rendered(
+    format: UsageFormat,
+    fixture: &str,
+    hint: Option<&str>,
+) -> (super::Rendered, Option<RunUsage>) {
     let mut t = Transcript::new(format, hint.map(str::to_owned));
-    let mut text = String::new();
+    let mut all = super::Rendered::default();
+    let mut add = |r: super::Rendered| {
+        all.shown.push_str(&r.shown);
+        all.judged.push_str(&r.judged);
+    };
     for line in read(&format!("{fixture}.stdout")).lines() {
         if t.is_json() {
-            text.extend(t.line(line));
+            add(t.line(line));
         } else {
             t.text_line(line);
-            text.push_str(line);
-            text.push('\n');
+            add(super::Rendered {
+                shown: format!("{line}\n"),
+                judged: format!("{line}\n"),
+            });
         }
     }
-    text.extend(t.end());
+    add(t.end());
     let export = std::fs::read(dir().join(format!("{fixture}.export.json"))).ok();
-    (text, t.usage(export.as_deref()))
+    (all, t.usage(export.as_deref()))
 }
 
 fn one_model(usage: &RunUsage) -> &ModelUsage {
@@ -86,6 +102,34 @@ fn claude_counts_every_call_it_made_from_the_final_result() {
     let m = one_model(usage.as_ref().unwrap());
     assert_eq!(counts(m), [Some(3702), Some(168), Some(2367), Some(36)]);
     assert!(text.contains("→ Bash "), "{text}");
+    // Text mode printed the final answer only: the steps are not judged for limits.
+    let (r, _) = rendered(
+        UsageFormat::ClaudeStreamJson,
+        "claude-2.1.197-stream-json-multiturn",
+        None,
+    );
+    assert!(!r.judged.contains("→ Bash"), "{}", r.judged);
+    assert!(!r.judged.is_empty());
+}
+
+/// A step that talks about rate limits (an agent fixing a retry) is shown, never judged:
+/// only what claude's text mode printed — the final answer — is.
+#[test]
+fn a_claude_step_about_rate_limits_is_not_judged_a_limit() {
+    let now = Utc
+        .with_ymd_and_hms(2026, 11, 29, 10, 0, 0)
+        .unwrap()
+        .fixed_offset();
+    let mut t = Transcript::new(UsageFormat::ClaudeStreamJson, None);
+    let step = r#"{"type":"assistant","message":{"content":[{"type":"text","text":"Error: the rate limit was reached; retry later"},{"type":"tool_use","name":"Bash","input":{"command":"rg -n rate_limit_error src/"}}]}}"#;
+    let r = t.line(step);
+    assert!(r.shown.contains("rate limit"), "{r:?}");
+    assert_eq!(r.judged, "");
+    let done =
+        r#"{"type":"result","subtype":"success","is_error":false,"result":"Fixed the retry."}"#;
+    let r = t.line(done);
+    assert_eq!(r.judged, "Fixed the retry.\n");
+    assert!(signals::usage_limit(catalog::find("claude"), &r.judged, now).is_none());
 }
 
 /// codex 0.169.0: input includes the cached tokens (and the cache writes); the ledger's
@@ -236,7 +280,7 @@ fn failed_runs_read_back_to_text_are_judged_as_in_text_mode() {
             let stderr = std::fs::read_to_string(dir().join(format!("{fixture}.stderr")))
                 .unwrap_or_default();
             let stdout = if render {
-                transcript(format, &fixture, None).0
+                rendered(format, &fixture, None).0.judged
             } else {
                 read(&format!("{fixture}.stdout"))
             };

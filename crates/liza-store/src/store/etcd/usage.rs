@@ -26,14 +26,28 @@ impl EtcdStore {
                 value: value.clone(),
                 lease: 0,
             }];
-            let outcome = match self.patiently(|c| c.txn(&guard, &put)) {
-                Ok(TxnOutcome::Applied { .. }) => true,
-                Ok(TxnOutcome::Conflict { .. }) => false,
-                // Sent, no answer: added if the key holds this very entry.
-                Err(EtcdError::Indeterminate { .. }) => self
-                    .call(|c| c.get(&key))?
-                    .is_some_and(|kv| kv.value == value),
-                Err(e) => return Err(self.fail(e)),
+            let mut tries = 0;
+            let outcome = loop {
+                tries += 1;
+                match self.patiently(|c| c.txn(&guard, &put)) {
+                    Ok(TxnOutcome::Applied { .. }) => break true,
+                    Ok(TxnOutcome::Conflict { .. }) => break false,
+                    // Sent, no answer: added if the key holds this very entry; not there,
+                    // it was not applied and is sent again (its guard makes that safe).
+                    Err(EtcdError::Indeterminate { .. }) => match self.call(|c| c.get(&key))? {
+                        Some(kv) => break kv.value == value,
+                        None if tries < 3 => {}
+                        None => {
+                            return Err(self.fail(EtcdError::BadAnswer {
+                                detail: format!(
+                                    "the ledger entry {} could not be confirmed after 3 sends",
+                                    entry.run
+                                ),
+                            }));
+                        }
+                    },
+                    Err(e) => return Err(self.fail(e)),
+                }
             };
             added.push(outcome);
         }
