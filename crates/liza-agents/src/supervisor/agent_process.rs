@@ -253,10 +253,10 @@ struct Reader {
     scrub_judged: Stream,
     transcript: Option<Arc<Mutex<Transcript>>>,
     json: bool,
-    /// Raw bytes of a JSON line not ended yet.
+    /// Raw bytes of a line not ended yet: a JSON CLI's, or a text CLI's read for usage
+    /// before scrubbing (aider's `Tokens: 1.2k sent` reads to the scrubber as a
+    /// `token: value` secret, and is shown so).
     pending: Vec<u8>,
-    /// Shown text of a text CLI's line not ended yet.
-    shown: String,
     /// The rest of a line over [`MAX_EVENT_LINE`] is dropped up to its end.
     skip_rest: bool,
 }
@@ -273,13 +273,11 @@ impl Reader {
             transcript,
             json,
             pending: Vec::new(),
-            shown: String::new(),
             skip_rest: false,
         }
     }
 
-    fn text(&mut self, text: String, ended: bool) -> Chunk {
-        self.read_shown(&text, ended);
+    fn text(text: String) -> Chunk {
         Chunk {
             judged: text.clone(),
             shown: text,
@@ -289,8 +287,8 @@ impl Reader {
     /// What `bytes` read give.
     fn push(&mut self, bytes: &[u8]) -> Chunk {
         if !self.json {
-            let text = self.scrub.push(bytes);
-            return self.text(text, false);
+            self.read_raw(bytes, false);
+            return Self::text(self.scrub.push(bytes));
         }
         self.pending.extend_from_slice(bytes);
         let mut rendered = Rendered::default();
@@ -311,8 +309,7 @@ impl Reader {
     /// What a quiet spell releases: a JSON CLI's unended line waits for its end.
     fn flush(&mut self) -> Chunk {
         if !self.json {
-            let text = self.scrub.flush();
-            return self.text(text, false);
+            return Self::text(self.scrub.flush());
         }
         Chunk {
             shown: self.scrub.flush(),
@@ -323,8 +320,8 @@ impl Reader {
     /// What is left when the stream ends.
     fn finish(&mut self) -> Chunk {
         if !self.json {
-            let text = self.scrub.finish();
-            return self.text(text, true);
+            self.read_raw(&[], true);
+            return Self::text(self.scrub.finish());
         }
         let mut rendered = Rendered::default();
         let line = std::mem::take(&mut self.pending);
@@ -366,21 +363,22 @@ impl Reader {
         }
     }
 
-    /// Gives a text CLI's complete shown lines to the transcript.
-    fn read_shown(&mut self, text: &str, ended: bool) {
+    /// Gives a text CLI's complete lines to the transcript, as the CLI wrote them.
+    fn read_raw(&mut self, bytes: &[u8], ended: bool) {
         let Some(t) = &self.transcript else { return };
-        self.shown.push_str(text);
+        self.pending.extend_from_slice(bytes);
         let Ok(mut t) = t.lock() else { return };
-        while let Some(end) = self.shown.find('\n') {
-            let line: String = self.shown.drain(..=end).collect();
-            t.text_line(line.trim_end());
+        while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.pending.drain(..=end).collect();
+            t.text_line(String::from_utf8_lossy(&line).trim_end());
         }
-        if ended && !self.shown.is_empty() {
-            t.text_line(std::mem::take(&mut self.shown).trim_end());
+        if ended && !self.pending.is_empty() {
+            let line = std::mem::take(&mut self.pending);
+            t.text_line(String::from_utf8_lossy(&line).trim_end());
         }
         // A text CLI's line is short; an unended flood is not kept.
-        if self.shown.len() > MAX_EVENT_LINE {
-            self.shown.clear();
+        if self.pending.len() > MAX_EVENT_LINE {
+            self.pending.clear();
         }
     }
 }
@@ -525,6 +523,73 @@ mod tests {
             let tail = process.output_tail();
             assert!(tail.contains("the key [REDACTED] done"), "{tail:?}");
             assert!(!tail.contains("h11can"), "{tail:?}");
+        });
+    }
+
+    /// aider's usage line reads to the scrubber as a `token: value` secret: it is shown
+    /// redacted, and read for usage as aider wrote it.
+    #[test]
+    fn a_text_clis_usage_line_is_read_before_it_is_scrubbed() {
+        on_a_runtime(async {
+            let invocation = Invocation {
+                argv: vec![
+                    "sh".into(),
+                    "-c".into(),
+                    "printf 'Main model: openai/gpt-4.1 with diff edit format\\nTokens: 1.2k sent, 56 received.\\n'".into(),
+                ],
+                stdin: None,
+                keep_env: Vec::new(),
+                scrub: Vec::new(),
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let transcript = Transcript::new(crate::backend::usage::UsageFormat::AiderText, None);
+            let mut process = AgentProcess::spawn(
+                &invocation,
+                dir.path(),
+                &[],
+                None,
+                Arc::new(Quiet),
+                None,
+                Some(transcript),
+            )
+            .unwrap();
+            assert!(process.wait().await.unwrap().success());
+            let usage = process.usage(None).unwrap();
+            assert_eq!(usage.models[0].input_tokens, Some(1150));
+            assert_eq!(usage.models[0].output_tokens, Some(56));
+            assert_eq!(usage.models[0].model.as_deref(), Some("openai/gpt-4.1"));
+        });
+    }
+
+    /// A JSON CLI's events are shown rendered, its usage read, and a line that is not
+    /// an event shown as it is.
+    #[test]
+    fn a_json_clis_events_are_rendered_and_read() {
+        on_a_runtime(async {
+            let script = r#"printf '%s\n' '{"type":"thread.started"}' 'a warning' '{"type":"item.completed","item":{"type":"agent_message","text":"Done."}}' '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":7}}'"#;
+            let invocation = Invocation {
+                argv: vec!["sh".into(), "-c".into(), script.into()],
+                stdin: None,
+                keep_env: Vec::new(),
+                scrub: Vec::new(),
+            };
+            let dir = tempfile::tempdir().unwrap();
+            let transcript = Transcript::new(crate::backend::usage::UsageFormat::CodexJson, None);
+            let mut process = AgentProcess::spawn(
+                &invocation,
+                dir.path(),
+                &[],
+                None,
+                Arc::new(Quiet),
+                None,
+                Some(transcript),
+            )
+            .unwrap();
+            assert!(process.wait().await.unwrap().success());
+            assert_eq!(process.output_tail(), "a warning\nDone.\n");
+            let usage = process.usage(None).unwrap();
+            assert_eq!(usage.models[0].input_tokens, Some(60));
+            assert_eq!(usage.models[0].cache_read_tokens, Some(40));
         });
     }
 }
