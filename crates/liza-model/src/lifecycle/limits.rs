@@ -70,38 +70,20 @@ pub fn start_run(
         .and_then(|(limit, used)| crate::ledger::over_budget(limit, used));
     if let Some(over) = over {
         let reason = format!("Budget exceeded: {id} used {over}");
-        let questions = [format!(
+        let question = format!(
             "{id} reached its budget (config.budget.task): raise it with `liza edit` and unblock the task, or split or drop the work?"
-        )];
-        let outcome = block(
-            state,
-            &Who::Supervisor,
-            id,
-            &reason,
-            &questions,
-            &[],
-            BlockCause::Environment,
-            now,
-        )?;
+        );
+        let outcome = blocked(state, id, &reason, question, BlockCause::Environment, now)?;
         return Ok((outcome, RunStart::OverBudget { reason }));
     }
     let limit = iteration_limit(state, id);
     let done = t.iteration.unwrap_or(0);
     if done >= limit {
         let reason = format!("Max iterations ({limit}) reached without approval");
-        let questions = [format!(
+        let question = format!(
             "{agent} ran {done} times without an approval: should the task be split or clarified?"
-        )];
-        let outcome = block(
-            state,
-            &Who::Supervisor,
-            id,
-            &reason,
-            &questions,
-            &[],
-            BlockCause::CoderFailure,
-            now,
-        )?;
+        );
+        let outcome = blocked(state, id, &reason, question, BlockCause::CoderFailure, now)?;
         return Ok((outcome, RunStart::LimitReached { limit }));
     }
     let t = task_mut(state, id);
@@ -124,4 +106,26 @@ pub fn start_run(
             iteration: done + 1,
         },
     ))
+}
+
+/// CLAIMED → BLOCKED by the supervisor instead of a run, with one question for the
+/// planner.
+fn blocked(
+    state: &mut State,
+    id: &TaskId,
+    reason: &str,
+    question: String,
+    cause: BlockCause,
+    now: Timestamp,
+) -> Result<Outcome, Refusal> {
+    block(
+        state,
+        &Who::Supervisor,
+        id,
+        reason,
+        &[question],
+        &[],
+        cause,
+        now,
+    )
 }
