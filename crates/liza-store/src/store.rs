@@ -21,6 +21,7 @@ pub mod hash;
 pub mod journal;
 pub mod ledger_file;
 pub mod lock;
+mod locked_append;
 pub mod log_feed;
 mod mirror;
 pub mod quota_file;

@@ -452,6 +452,7 @@ fn keep(log: &SharedLog, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::usage::UsageFormat;
 
     struct Quiet;
 
@@ -465,6 +466,14 @@ mod tests {
 
     /// `sh -c script` as an agent, in a directory of its own (kept alive by the caller).
     fn spawn_sh(script: &str) -> (tempfile::TempDir, AgentProcess) {
+        spawn_reading(script, None)
+    }
+
+    /// `sh -c script` as an agent whose stdout is read for usage with `transcript`.
+    fn spawn_reading(
+        script: &str,
+        transcript: Option<Transcript>,
+    ) -> (tempfile::TempDir, AgentProcess) {
         let invocation = Invocation {
             argv: vec!["sh".into(), "-c".into(), script.into()],
             stdin: None,
@@ -479,7 +488,7 @@ mod tests {
             None,
             Arc::new(Quiet),
             None,
-            None,
+            transcript,
         )
         .unwrap();
         (dir, process)
@@ -531,28 +540,10 @@ mod tests {
     #[test]
     fn a_text_clis_usage_line_is_read_before_it_is_scrubbed() {
         on_a_runtime(async {
-            let invocation = Invocation {
-                argv: vec![
-                    "sh".into(),
-                    "-c".into(),
-                    "printf 'Main model: openai/gpt-4.1 with diff edit format\\nTokens: 1.2k sent, 56 received.\\n'".into(),
-                ],
-                stdin: None,
-                keep_env: Vec::new(),
-                scrub: Vec::new(),
-            };
-            let dir = tempfile::tempdir().unwrap();
-            let transcript = Transcript::new(crate::backend::usage::UsageFormat::AiderText, None);
-            let mut process = AgentProcess::spawn(
-                &invocation,
-                dir.path(),
-                &[],
-                None,
-                Arc::new(Quiet),
-                None,
-                Some(transcript),
-            )
-            .unwrap();
+            let (_dir, mut process) = spawn_reading(
+                "printf 'Main model: openai/gpt-4.1 with diff edit format\\nTokens: 1.2k sent, 56 received.\\n'",
+                Some(Transcript::new(UsageFormat::AiderText, None)),
+            );
             assert!(process.wait().await.unwrap().success());
             let usage = process.usage(None).unwrap();
             assert_eq!(usage.models[0].input_tokens, Some(1150));
@@ -567,24 +558,8 @@ mod tests {
     fn a_json_clis_events_are_rendered_and_read() {
         on_a_runtime(async {
             let script = r#"printf '%s\n' '{"type":"thread.started"}' 'a warning' '{"type":"item.completed","item":{"type":"agent_message","text":"Done."}}' '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":40,"output_tokens":7}}'"#;
-            let invocation = Invocation {
-                argv: vec!["sh".into(), "-c".into(), script.into()],
-                stdin: None,
-                keep_env: Vec::new(),
-                scrub: Vec::new(),
-            };
-            let dir = tempfile::tempdir().unwrap();
-            let transcript = Transcript::new(crate::backend::usage::UsageFormat::CodexJson, None);
-            let mut process = AgentProcess::spawn(
-                &invocation,
-                dir.path(),
-                &[],
-                None,
-                Arc::new(Quiet),
-                None,
-                Some(transcript),
-            )
-            .unwrap();
+            let (_dir, mut process) =
+                spawn_reading(script, Some(Transcript::new(UsageFormat::CodexJson, None)));
             assert!(process.wait().await.unwrap().success());
             assert_eq!(process.output_tail(), "a warning\nDone.\n");
             let usage = process.usage(None).unwrap();

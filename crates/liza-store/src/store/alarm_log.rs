@@ -4,8 +4,6 @@
 //! supervisor) never both raise one alarm (specs/operations.md *Watch and alarms*).
 
 use std::collections::HashSet;
-use std::fs::OpenOptions;
-use std::io::{Read, Write};
 use std::path::Path;
 
 /// Appends each `(key, line)` whose key no line has yet; whether each was appended.
@@ -13,15 +11,7 @@ pub fn append_new(path: &Path, lines: &[(String, String)]) -> std::io::Result<Ve
     if lines.is_empty() {
         return Ok(Vec::new());
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)?;
-    file.lock()?;
-    let result = (|| {
-        let mut text = String::new();
-        file.read_to_string(&mut text)?;
+    super::locked_append::append(path, |text| {
         let mut known: HashSet<&str> = text.lines().filter_map(key_of).collect();
         let mut out = String::new();
         let mut appended = Vec::with_capacity(lines.len());
@@ -33,14 +23,8 @@ pub fn append_new(path: &Path, lines: &[(String, String)]) -> std::io::Result<Ve
             }
             appended.push(new);
         }
-        if !out.is_empty() {
-            file.write_all(out.as_bytes())?;
-            file.sync_data()?;
-        }
-        Ok(appended)
-    })();
-    let _ = file.unlock();
-    result
+        (out, appended)
+    })
 }
 
 /// Every line of the log, oldest first (none when there is no log).

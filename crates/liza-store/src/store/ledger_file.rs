@@ -3,8 +3,6 @@
 //! exclusive `flock` on the file, so a retried append never counts a run twice; a line
 //! torn by a crash is ended before the next is written, and skipped by readers.
 
-use std::fs::OpenOptions;
-use std::io::{Read, Write};
 use std::path::Path;
 
 use liza_model::ledger::{self, LedgerEntry};
@@ -14,17 +12,7 @@ pub fn append_new(path: &Path, entries: &[LedgerEntry]) -> std::io::Result<Vec<b
     if entries.is_empty() {
         return Ok(Vec::new());
     }
-    let mut file = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .read(true)
-        .open(path)?;
-    file.lock()?;
-    let result = (|| {
-        // Read as bytes: a line torn inside a character never stops the ledger.
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)?;
-        let text = String::from_utf8_lossy(&bytes);
+    super::locked_append::append(path, |text| {
         let mut out = String::new();
         if !text.is_empty() && !text.ends_with('\n') {
             out.push('\n');
@@ -42,14 +30,12 @@ pub fn append_new(path: &Path, entries: &[LedgerEntry]) -> std::io::Result<Vec<b
             }
             appended.push(new);
         }
-        if out.len() > 1 || appended.contains(&true) {
-            file.write_all(out.as_bytes())?;
-            file.sync_data()?;
+        if !appended.contains(&true) {
+            // Nothing new: a torn line is ended by the next append that writes.
+            out.clear();
         }
-        Ok(appended)
-    })();
-    let _ = file.unlock();
-    result
+        (out, appended)
+    })
 }
 
 /// Every entry, oldest first (none when there is no ledger).
@@ -64,6 +50,8 @@ pub fn read(path: &Path) -> std::io::Result<Vec<LedgerEntry>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
+    use std::io::Write;
 
     fn entry(run: &str) -> LedgerEntry {
         LedgerEntry {
