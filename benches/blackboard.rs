@@ -31,6 +31,8 @@ mod etcd;
 mod ledger;
 #[path = "blackboard/sandbox.rs"]
 mod sandbox;
+#[path = "blackboard/web.rs"]
+mod web;
 
 const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
@@ -273,6 +275,11 @@ fn main() {
         print_rows(&rows);
         return;
     }
+    if only.as_deref() == Some("web") {
+        rows.extend(web::rows(n(20), quick));
+        print_rows(&rows);
+        return;
+    }
     for (tasks, per_task, cli_target, validate_target, status_target) in [
         (50usize, 2600usize, Some(("P1", 3.0)), Some(15.0), Some(5.0)),
         (300, 13_500, Some(("P2", 25.0)), Some(200.0), Some(40.0)),
@@ -406,6 +413,7 @@ fn main() {
     }
     if only.is_none() {
         rows.extend(ledger::rows(n(40)));
+        rows.extend(web::rows(n(20), quick));
     }
     print_rows(&rows);
     let _ = std::fs::remove_dir_all(bench_root());

@@ -29,6 +29,7 @@ mod reference;
 mod report;
 mod reports;
 mod retro;
+mod serve;
 mod show;
 mod sprint;
 pub mod status;
@@ -183,6 +184,8 @@ enum Command {
     Retro(retro::RetroArgs),
     /// Alarms on every change and every 10 s, continuous analysis, /metrics.
     Watch(watch::WatchArgs),
+    /// The web dashboard: live pages and a person's actions, behind a token.
+    Serve(serve::ServeArgs),
     /// A tmux session with a pane per agent and the live status (--down stops it).
     Up(up::UpArgs),
     /// Supervisors start no new runs until `liza resume`.
@@ -285,6 +288,7 @@ pub fn run_with(args: Vec<std::ffi::OsString>) -> i32 {
         Command::Analyze => analyze::cmd_analyze(&out),
         Command::Retro(args) => retro::cmd_retro(args, &out),
         Command::Watch(args) => watch::cmd_watch(args, &out),
+        Command::Serve(args) => serve::cmd_serve(args, &out),
         Command::Up(args) => up::cmd_up(args, &out),
         Command::Resume(args) => sprint::cmd_resume(args, &out),
         Command::Abort(args) => sprint::cmd_abort(args, &out),
@@ -320,6 +324,7 @@ impl Command {
             Command::Analyze => "analyze",
             Command::Retro(_) => "retro",
             Command::Watch(_) => "watch",
+            Command::Serve(_) => "serve",
             Command::Up(_) => "up",
             Command::Gc(args) if args.apply => "gc --apply",
             Command::Integration(_) => "integration accept-rewind",

@@ -56,7 +56,8 @@
 //! above them, each layer using only those below (a test checks it):
 //!
 //! - [`monitor`]: `liza watch` — alarms, the webhook, `/metrics`.
-//! - [`status`]: the status report; `dashboard`: `liza status --watch`.
+//! - [`status`]: the status report; `dashboard`: `liza status --watch`; [`web`]: `liza serve`,
+//!   the web dashboard.
 //! - [`cli`]: the `liza` command line; `doctor`, `retro`, `tmux` (`liza up`),
 //!   `demo` (a whole sprint offline).
 //! - `bench` (feature `bench`, on in the tests and benchmarks): generated blackboards.
@@ -71,6 +72,7 @@ pub mod monitor;
 pub(crate) mod retro;
 pub mod status;
 pub(crate) mod tmux;
+pub mod web;
 
 // The layers below are crates of their own (ARCHITECTURE.md *Crates*); their modules keep
 // the paths they had here.

@@ -402,6 +402,31 @@ impl Report {
         }
     }
 
+    /// The whole report of `snapshot` as `liza status` prints it: the control flags,
+    /// why a pending hand edit does not read, and what the ledger's runs used.
+    pub fn read(
+        snapshot: &Snapshot,
+        store: &crate::blackboard::Store,
+        now: Timestamp,
+    ) -> Result<Report, crate::blackboard::StoreError> {
+        let live = store.live_records()?;
+        Ok(Report::new(
+            snapshot,
+            &live,
+            store.paths(),
+            now,
+            store.recent_alarms(ALARMS_READ),
+        )
+        .with_controls(&store.control_flags().unwrap_or_default())
+        .with_hand_edit_checked(&store.paths().state())
+        .with_usage(
+            &snapshot.state.sprint.id,
+            &store.ledger().unwrap_or_default(),
+            store.quotas().unwrap_or_default(),
+            now,
+        ))
+    }
+
     /// With what the ledger's runs used — the sprint's, each agent's today — and the
     /// usage limits of `quotas` holding at `now`.
     pub fn with_usage(

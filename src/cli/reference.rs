@@ -54,6 +54,7 @@ pub(super) const GROUPS: &[(&str, &[&str])] = &[
             "edit",
             "note",
             "watch",
+            "serve",
             "pause",
             "resume",
             "abort",

@@ -32,22 +32,7 @@ pub fn cmd_status(args: StatusArgs, out: &Output) -> Result<i32, CliError> {
         return Ok(EXIT_OK);
     }
     let snapshot = project.store.snapshot()?;
-    let live = project.store.live_records()?;
-    let mut report = Report::new(
-        &snapshot,
-        &live,
-        project.store.paths(),
-        Timestamp::now(),
-        project.store.recent_alarms(crate::status::ALARMS_READ),
-    )
-    .with_controls(&project.store.control_flags().unwrap_or_default())
-    .with_hand_edit_checked(&project.store.paths().state())
-    .with_usage(
-        &snapshot.state.sprint.id,
-        &project.store.ledger().unwrap_or_default(),
-        project.store.quotas().unwrap_or_default(),
-        Timestamp::now(),
-    );
+    let mut report = Report::read(&snapshot, &project.store, Timestamp::now())?;
     if out.json {
         // The numbers of `liza watch --metrics-addr` (`/metrics`), from the same tally.
         let activity = ActivityReader::read_all(&project.store);

@@ -57,6 +57,7 @@ fn not_here(argv: &[String]) -> Option<&'static str> {
     match command {
         "up" => Some("a tmux session of agents (tmux.rs)"),
         "watch" => Some("runs until stopped (watch.rs)"),
+        "serve" => Some("serves until stopped (web.rs)"),
         "edit" => Some("opens an editor (hand_edits.rs)"),
         "demo" => Some("its own test (demo.rs)"),
         "retro" => Some("asks a model (retro.rs)"),

@@ -59,4 +59,5 @@ mod tmux;
 mod v01;
 mod validate;
 mod watch;
+mod web;
 mod webhook;

@@ -26,6 +26,56 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
+/// `git <args>` in `dir`, its output read up to `limit` bytes: the text and whether there
+/// was more (git is then stopped), or what went wrong. What a page shows of a diff an
+/// agent could make as large as it likes.
+pub fn git_head(dir: &Path, args: &[&str], limit: usize) -> Result<(String, bool), GitError> {
+    use std::io::Read;
+    use std::process::Stdio;
+    let command = args.join(" ");
+    let mut child = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| GitError::NotRun {
+            command: command.clone(),
+            source,
+        })?;
+    // Its complaints are drained beside the output, so neither pipe can stall git.
+    let stderr = child.stderr.take().map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut said = Vec::new();
+            let _ = (&mut pipe).take(64 * 1024).read_to_end(&mut said);
+            let _ = std::io::copy(&mut pipe, &mut std::io::sink());
+            said
+        })
+    });
+    let mut out = Vec::new();
+    if let Some(stdout) = child.stdout.take() {
+        let _ = stdout.take(limit as u64 + 1).read_to_end(&mut out);
+    }
+    let more = out.len() > limit;
+    if more {
+        out.truncate(limit);
+        let _ = child.kill();
+    }
+    let status = child.wait().map_err(|source| GitError::NotRun {
+        command: command.clone(),
+        source,
+    })?;
+    let said = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    if !more && !status.success() {
+        return Err(GitError::Refused {
+            command,
+            said: String::from_utf8_lossy(&said).trim().to_owned(),
+        });
+    }
+    Ok((String::from_utf8_lossy(&out).into_owned(), more))
+}
+
 /// What `git --version` of the git at `path` prints (`liza doctor`), trimmed.
 pub fn version(path: &Path) -> Result<String, GitError> {
     let out = Command::new(path)
@@ -137,5 +187,40 @@ pub fn apply_patch<E: std::error::Error + Send + Sync + 'static>(
             command: COMMAND.to_owned(),
             said: String::from_utf8_lossy(&out.stderr).trim().to_owned(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_large_output_is_cut_at_its_limit_and_git_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| git(dir.path(), args).unwrap();
+        run(&["init", "-q"]);
+        std::fs::write(
+            dir.path().join("big.txt"),
+            "a line of text\n".repeat(200_000),
+        )
+        .unwrap();
+        run(&["add", "big.txt"]);
+        run(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "big",
+        ]);
+        let (text, more) = git_head(dir.path(), &["show", "HEAD"], 4096).unwrap();
+        assert!(more);
+        assert_eq!(text.len(), 4096);
+        let (text, more) = git_head(dir.path(), &["log", "--format=%s"], 4096).unwrap();
+        assert_eq!((text.as_str(), more), ("big\n", false));
+        let refused = git_head(dir.path(), &["show", "no-such-ref"], 4096).unwrap_err();
+        assert!(refused.to_string().contains("no-such-ref"), "{refused}");
     }
 }

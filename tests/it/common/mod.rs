@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod retro;
 pub mod supervision;
 pub mod team;
+pub mod webdriver;
 
 pub const LIZA: &str = env!("CARGO_BIN_EXE_liza");
 
