@@ -68,6 +68,13 @@ pub(super) fn cmd_serve(args: ServeArgs, out: &Output) -> Result<i32, CliError> 
         }),
         || {
             let mut text = format!("liza serve: {url}\n");
+            if bound.ip().is_loopback() && args.token_file.is_none() {
+                // A browser that does not take `*.localhost` names to this machine.
+                text.push_str(&format!(
+                    "liza serve: or http://{bound}/?token={} (then other local servers get its cookie too)\n",
+                    token.as_str()
+                ));
+            }
             if !bound.ip().is_loopback() {
                 text.push_str("liza serve: listening beyond this machine over plain HTTP: the token crosses the network in clear; prefer an SSH tunnel or a TLS proxy\n");
             }

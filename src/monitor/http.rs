@@ -56,16 +56,7 @@ async fn accept_loop(listener: TcpListener, render: Render) {
     };
     let permits = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            // Out of file descriptors and the like: try again shortly.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        // Over the limit the connection is closed unread: nothing grows with clients.
-        let Ok(permit) = permits.clone().try_acquire_owned() else {
-            drop(stream);
-            continue;
-        };
+        let (stream, permit) = next_connection(&listener, &permits).await;
         let render = render.clone();
         tokio::spawn(async move {
             let connection = hyper::server::conn::http1::Builder::new()
@@ -84,6 +75,26 @@ async fn accept_loop(listener: TcpListener, render: Render) {
             }
             drop(permit);
         });
+    }
+}
+
+/// The next connection `listener` accepts within the `permits` left (`liza serve` takes
+/// its connections the same way). Over the limit a connection is closed unread: nothing
+/// grows with clients. A failed accept (out of file descriptors and the like) is tried
+/// again shortly. Cancel-safe: nothing is lost when another branch of a `select!` wins.
+pub(crate) async fn next_connection(
+    listener: &tokio::net::TcpListener,
+    permits: &Arc<tokio::sync::Semaphore>,
+) -> (tokio::net::TcpStream, tokio::sync::OwnedSemaphorePermit) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        match permits.clone().try_acquire_owned() {
+            Ok(permit) => return (stream, permit),
+            Err(_) => drop(stream),
+        }
     }
 }
 

@@ -68,18 +68,9 @@ pub(crate) async fn serve(
     });
     tokio::pin!(stop);
     loop {
-        let accepted = tokio::select! {
-            accepted = listener.accept() => accepted,
+        let (stream, permit) = tokio::select! {
+            next = crate::monitor::http::next_connection(&listener, &connections) => next,
             () = &mut stop => return Ok(()),
-        };
-        let Ok((stream, _)) = accepted else {
-            // Out of file descriptors and the like: try again shortly.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            drop(stream);
-            continue;
         };
         let shared = shared.clone();
         tokio::spawn(async move {
