@@ -36,6 +36,9 @@ pub struct Site {
     read_only: bool,
     /// The port served, which names the cookie.
     port: u16,
+    /// On 127.0.0.1, the host name the dashboard is opened by (`Token::host_label`): the
+    /// cookie is set only there.
+    named: Option<String>,
     feed: events::Feed,
     /// The log as last parsed, by the hash of its text.
     log: std::sync::Mutex<Option<(blake3::Hash, Arc<Vec<LogEntry>>)>>,
@@ -54,19 +57,26 @@ impl Site {
         project: Project,
         token: Token,
         read_only: bool,
-        port: u16,
+        listen: std::net::SocketAddr,
     ) -> std::io::Result<Site> {
         let project = Arc::new(project);
         let feed = events::follow(project.clone())?;
         Ok(Site {
             project,
             csrf: token.csrf(),
+            named: Site::named(listen).then(|| token.host_label()),
             token,
             read_only,
-            port,
+            port: listen.port(),
             feed,
             log: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Whether a dashboard on `listen` is opened by a host name of its own: on 127.0.0.1,
+    /// where every `*.localhost` name leads.
+    pub fn named(listen: std::net::SocketAddr) -> bool {
+        listen.ip() == std::net::Ipv4Addr::LOCALHOST
     }
 
     /// The page at `path` with `query`, read from the blackboard now.

@@ -17,7 +17,8 @@ pub fn rows(samples: usize, quick: bool) -> Vec<Row> {
         let (dir, size) = project(300, 13_500, false);
         let project = liza::ops::Project::discover(dir.path()).unwrap();
         let token = liza::web::auth::Token::random().unwrap();
-        let site = liza::web::Site::new(project, token, false, 0).unwrap();
+        let site =
+            liza::web::Site::new(project, token, false, "127.0.0.1:0".parse().unwrap()).unwrap();
         // Each render follows a transition, as a live page's does: the blackboard is read
         // anew, not served from what the last render read.
         let mut times: Vec<Duration> = (0..samples)
@@ -72,11 +73,22 @@ pub fn rows(samples: usize, quick: bool) -> Vec<Row> {
 
     // A transition, then its event on a live stream, then the page fetched again.
     let mut stream = served.stream();
+    // Each sample waits for an event counting past the last one seen: one transition may
+    // make two events (its state, then its log line), and a leftover must not count.
+    let mut seen = 0u64;
     let mut times: Vec<Duration> = (0..samples)
         .map(|i| {
+            std::thread::sleep(Duration::from_millis(200));
+            seen = seen.max(drain(&mut stream));
             let started = Instant::now();
             liza(dir.path(), &["note", "all", &format!("web bench {i}")]);
-            read_until(&mut stream, "event: changed");
+            loop {
+                let text = read_until(&mut stream, "event: changed\ndata: ");
+                if last_count(&text) > seen {
+                    seen = last_count(&text);
+                    break;
+                }
+            }
             served.get("/");
             started.elapsed()
         })
@@ -184,12 +196,42 @@ fn cpu_of(pid: u32) -> Duration {
     Duration::from_nanos(total)
 }
 
-fn read_until(stream: &mut TcpStream, what: &str) {
+/// What the stream says up to `what` and the end of that event.
+fn read_until(stream: &mut TcpStream, what: &str) -> String {
     let mut seen = String::new();
     let mut buf = [0u8; 4096];
-    while !seen.contains(what) {
+    while !seen
+        .find(what)
+        .is_some_and(|at| seen[at..].contains("\n\n"))
+    {
         let n = stream.read(&mut buf).unwrap();
         assert!(n > 0, "the stream ended before {what}");
         seen.push_str(&String::from_utf8_lossy(&buf[..n]));
     }
+    seen
+}
+
+/// The highest change count an unread part of the stream holds (0: none waiting).
+fn drain(stream: &mut TcpStream) -> u64 {
+    stream.set_nonblocking(true).unwrap();
+    let mut text = String::new();
+    let mut buf = [0u8; 4096];
+    while let Ok(n) = stream.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+        text.push_str(&String::from_utf8_lossy(&buf[..n]));
+    }
+    stream.set_nonblocking(false).unwrap();
+    last_count(&text)
+}
+
+/// The count of the last `changed` event in `text`.
+fn last_count(text: &str) -> u64 {
+    text.rsplit("event: changed\ndata: ")
+        .next()
+        .filter(|_| text.contains("event: changed"))
+        .and_then(|rest| rest.lines().next())
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
 }

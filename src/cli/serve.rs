@@ -41,11 +41,12 @@ pub(super) fn cmd_serve(args: ServeArgs, out: &Output) -> Result<i32, CliError> 
     let bound = listener
         .local_addr()
         .map_err(|e| CliError::refused(format!("cannot read the bound address: {e}")))?;
-    let site = crate::web::Site::new(project, token.clone(), args.read_only, bound.port())
+    let site = crate::web::Site::new(project, token.clone(), args.read_only, bound)
         .map_err(|e| CliError::refused(format!("cannot follow the blackboard: {e}")))?;
-    // On loopback, a host name of the dashboard's own (`Token::host_label`): its cookie
-    // then reaches no other server on this machine. Beyond, the name others reach it by.
-    let host = if bound.ip().is_loopback() {
+    // On 127.0.0.1, a host name of the dashboard's own (`Token::host_label`): its cookie
+    // then reaches no other server on this machine. Elsewhere, the name others reach it
+    // by.
+    let host = if crate::web::Site::named(bound) {
         format!("{}:{}", token.host_label(), bound.port())
     } else if bound.ip().is_unspecified() {
         nix::unistd::gethostname()
@@ -57,7 +58,7 @@ pub(super) fn cmd_serve(args: ServeArgs, out: &Output) -> Result<i32, CliError> 
         bound.to_string()
     };
     let url = match &args.token_file {
-        Some(file) => format!("http://{host}/ (the token is in {})", file.display()),
+        Some(file) => format!("http://{host}/?token=<the token in {}>", file.display()),
         None => format!("http://{host}/?token={}", token.as_str()),
     };
     out.ok(
@@ -68,13 +69,6 @@ pub(super) fn cmd_serve(args: ServeArgs, out: &Output) -> Result<i32, CliError> 
         }),
         || {
             let mut text = format!("liza serve: {url}\n");
-            if bound.ip().is_loopback() && args.token_file.is_none() {
-                // A browser that does not take `*.localhost` names to this machine.
-                text.push_str(&format!(
-                    "liza serve: or http://{bound}/?token={} (then other local servers get its cookie too)\n",
-                    token.as_str()
-                ));
-            }
             if !bound.ip().is_loopback() {
                 text.push_str("liza serve: listening beyond this machine over plain HTTP: the token crosses the network in clear; prefer an SSH tunnel or a TLS proxy\n");
             }

@@ -41,6 +41,11 @@ impl Token {
             }),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 let token = Token::random().map_err(|e| format!("no random token: {e}"))?;
+                if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        format!("cannot make {} for the token: {e}", parent.display())
+                    })?;
+                }
                 write_private(path, &format!("{}\n", token.0))
                     .map_err(|e| format!("cannot write the token to {}: {e}", path.display()))?;
                 Ok(token)

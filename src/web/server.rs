@@ -49,7 +49,7 @@ type Body = BoxBody<Bytes, Infallible>;
 struct Shared {
     site: Arc<Site>,
     streams: Arc<Semaphore>,
-    renders: Semaphore,
+    renders: Arc<Semaphore>,
 }
 
 /// Serves `site` on `listener` until `stop` resolves.
@@ -64,7 +64,7 @@ pub(crate) async fn serve(
     let shared = Arc::new(Shared {
         site,
         streams: Arc::new(Semaphore::new(MAX_STREAMS)),
-        renders: Semaphore::new(MAX_RENDERS),
+        renders: Arc::new(Semaphore::new(MAX_RENDERS)),
     });
     tokio::pin!(stop);
     loop {
@@ -141,9 +141,35 @@ async fn route(request: Request<Incoming>, shared: &Shared, live: &AtomicBool) -
         if !site.token.matches(presented) {
             return unauthorized();
         }
+        // One leading slash: `//host/` (or `/\\host/`) would send the browser elsewhere.
+        let path = format!("/{}", path.trim_start_matches(['/', '\\']));
+        // On 127.0.0.1 the cookie is set only under the dashboard's own host name; a
+        // visit by another name is sent there, token and all.
+        if let Some(named) = &site.named {
+            let host = request
+                .headers()
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            let name = host.rsplit_once(':').map_or(host, |(name, _)| name);
+            if name != named {
+                let mut response = plain(
+                    StatusCode::SEE_OTHER,
+                    "open the dashboard by its own name\n",
+                );
+                let to = format!(
+                    "http://{named}:{}{path}?{}",
+                    site.port,
+                    request.uri().query().unwrap_or("")
+                );
+                if let Ok(to) = HeaderValue::from_str(&to) {
+                    response.headers_mut().insert(header::LOCATION, to);
+                }
+                return response;
+            }
+        }
         let rest: Vec<&(String, String)> = query.iter().filter(|(k, _)| k != "token").collect();
-        // One leading slash: `//host/` would send the browser to another host.
-        let mut location = format!("/{}", path.trim_start_matches('/'));
+        let mut location = path.clone();
         if !rest.is_empty() {
             location.push('?');
             location.push_str(
@@ -191,11 +217,18 @@ async fn route(request: Request<Incoming>, shared: &Shared, live: &AtomicBool) -
             response
         }
         (&Method::GET, _) => {
-            let Ok(_rendering) = shared.renders.acquire().await else {
+            // Held by the rendering itself: a page whose connection ended still holds its
+            // slot until its rendering does.
+            let Ok(rendering) = shared.renders.clone().acquire_owned().await else {
                 return plain(StatusCode::SERVICE_UNAVAILABLE, "shutting down\n");
             };
             let site = site.clone();
-            match tokio::task::spawn_blocking(move || site.get(&path, &query)).await {
+            let rendered = tokio::task::spawn_blocking(move || {
+                let page = site.get(&path, &query);
+                drop(rendering);
+                page
+            });
+            match rendered.await {
                 Ok(page) => html(page.status, page.html),
                 Err(_) => plain(
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -269,7 +302,7 @@ async fn action(request: Request<Incoming>, site: &Arc<Site>, path: &str) -> Res
 fn unauthorized() -> Response<Body> {
     plain(
         StatusCode::UNAUTHORIZED,
-        "401: open the address `liza serve` printed (it carries ?token=…), or send the token as `Authorization: Bearer <token>`\n",
+        "401: open the address `liza serve` printed with ?token=<its token> (with --token-file: the token in that file), or send `Authorization: Bearer <token>`\n",
     )
 }
 

@@ -209,11 +209,9 @@ fn a_sprint_watched_and_steered_from_a_real_browser() {
         true,
         "the page was reloaded"
     );
-    assert!(
-        browser.text("header").contains("Inbox"),
-        "{}",
-        browser.text("header")
-    );
+    browser.wait_for("the inbox counting t-1", GUARD, |b| {
+        b.text("header .count") == "1"
+    });
     browser.screenshot(&shots.join("sprint.png"));
 
     // The agent's log, from the task page, is text too.
@@ -334,6 +332,11 @@ fn a_sprint_watched_and_steered_from_a_real_browser() {
         before,
         "a refused request changed a file"
     );
+    // The cookie is the dashboard's name's only: the same server by 127.0.0.1 (as any
+    // other server on this machine) does not get it.
+    browser.goto(&format!("http://{}/", served.addr));
+    let page = browser.text("body");
+    assert!(page.starts_with("401"), "{page}");
     drop((coder, reviewer));
 }
 
@@ -394,12 +397,36 @@ fn every_request_needs_the_token_and_every_action_its_csrf_value_and_origin() {
         "",
     );
     assert_eq!(status, 401);
-    // The first visit: a cookie for this port only, never readable by a script.
+    // The first visit by another name than the dashboard's own: sent there, no cookie.
+    let named = format!(
+        "{}:{}",
+        liza::web::auth::Token::parse(&served.token)
+            .unwrap()
+            .host_label(),
+        served.port
+    );
+    let (status, head, _) = served.call(
+        "GET",
+        &format!("//evil.example/log?agent=a&token={}", served.token),
+        false,
+        &[],
+        "",
+    );
+    assert_eq!(status, 303);
+    assert!(
+        head.contains(&format!(
+            "location: http://{named}/evil.example/log?agent=a&token={}\r\n",
+            served.token
+        )),
+        "{head}"
+    );
+    assert!(!head.contains("set-cookie"), "{head}");
+    // By its own name: a cookie for this port only, never readable by a script.
     let (status, head, _) = served.call(
         "GET",
         &format!("/log?agent=a&token={}", served.token),
         false,
-        &[],
+        &[("Host", &named)],
         "",
     );
     assert_eq!(status, 303);
@@ -581,7 +608,12 @@ fn blackboard_text_is_escaped_on_every_page() {
         "/log?q=%3Cimg",
         "/task/t-1/log/coder-1-t-1-20261129T091551Z.log",
     ] {
-        let (_, _, page) = served.call("GET", path, true, &[], "");
+        let (status, _, page) = served.call("GET", path, true, &[], "");
+        assert_eq!(status, 200, "{path}: {page}");
+        assert!(
+            page.contains("&lt;img src=x onerror="),
+            "{path} does not show it: {page}"
+        );
         assert!(!page.contains("<img"), "{path}: {page}");
         assert!(!page.contains("<script>"), "{path}: {page}");
         assert!(!page.contains("onerror=\""), "{path}: {page}");
@@ -698,7 +730,7 @@ fn the_token_file_keeps_the_token_and_a_weak_one_is_refused() {
     let (status, _, _) = served.call("GET", "/", false, &[], "");
     assert_eq!(status, 401);
     // A missing token file is made, private, with a new token that works.
-    let made = dir.path().join("made");
+    let made = dir.path().join("config/liza/token");
     let mut served = Served::start(&repo, &["--token-file", made.to_str().unwrap()]);
     served.token = std::fs::read_to_string(&made).unwrap().trim().to_owned();
     assert_eq!(served.token.len(), 64);

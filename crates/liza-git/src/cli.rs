@@ -26,16 +26,24 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String, GitError> {
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
-/// `git <args>` in `dir`, its output read up to `limit` bytes: the text and whether there
-/// was more (git is then stopped), or what went wrong. What a page shows of a diff an
-/// agent could make as large as it likes.
-pub fn git_head(dir: &Path, args: &[&str], limit: usize) -> Result<(String, bool), GitError> {
+/// `git <args>` in `dir`, its output read up to `limit` bytes and for at most `time`: the
+/// text and whether it was cut (git is then stopped), or what went wrong. What a page
+/// shows of a diff an agent could make as large, and as slow to compute, as it likes.
+pub fn git_head(
+    dir: &Path,
+    args: &[&str],
+    limit: usize,
+    time: std::time::Duration,
+) -> Result<(String, bool), GitError> {
     use std::io::Read;
     use std::process::Stdio;
     let command = args.join(" ");
+    use std::os::unix::process::CommandExt as _;
     let mut child = Command::new("git")
         .args(args)
         .current_dir(dir)
+        // A group of its own: stopping it stops what it started too (their pipes close).
+        .process_group(0)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -53,15 +61,28 @@ pub fn git_head(dir: &Path, args: &[&str], limit: usize) -> Result<(String, bool
             said
         })
     });
+    // Out of time, git is killed: its output ends there. The child is reaped only after
+    // the watchdog is told, so its pid cannot be another process's when it fires.
+    let (done, watched) = std::sync::mpsc::channel::<()>();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let watchdog = std::thread::spawn(move || {
+        let expired = watched.recv_timeout(time).is_err();
+        if expired {
+            let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+        }
+        expired
+    });
     let mut out = Vec::new();
     if let Some(stdout) = child.stdout.take() {
         let _ = stdout.take(limit as u64 + 1).read_to_end(&mut out);
     }
-    let more = out.len() > limit;
+    let mut more = out.len() > limit;
     if more {
         out.truncate(limit);
-        let _ = child.kill();
+        let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
     }
+    let _ = done.send(());
+    more |= watchdog.join().unwrap_or(false);
     let status = child.wait().map_err(|source| GitError::NotRun {
         command: command.clone(),
         source,
@@ -72,6 +93,10 @@ pub fn git_head(dir: &Path, args: &[&str], limit: usize) -> Result<(String, bool
             command,
             said: String::from_utf8_lossy(&said).trim().to_owned(),
         });
+    }
+    // Cut inside a character, the text ends before it (never past `limit`).
+    if more && let Err(e) = std::str::from_utf8(&out) {
+        out.truncate(e.valid_up_to());
     }
     Ok((String::from_utf8_lossy(&out).into_owned(), more))
 }
@@ -215,12 +240,40 @@ mod tests {
             "-m",
             "big",
         ]);
-        let (text, more) = git_head(dir.path(), &["show", "HEAD"], 4096).unwrap();
+        let time = std::time::Duration::from_secs(60);
+        let (text, more) = git_head(dir.path(), &["show", "HEAD"], 4096, time).unwrap();
         assert!(more);
         assert_eq!(text.len(), 4096);
-        let (text, more) = git_head(dir.path(), &["log", "--format=%s"], 4096).unwrap();
+        let (text, more) = git_head(dir.path(), &["log", "--format=%s"], 4096, time).unwrap();
         assert_eq!((text.as_str(), more), ("big\n", false));
-        let refused = git_head(dir.path(), &["show", "no-such-ref"], 4096).unwrap_err();
+        let refused = git_head(dir.path(), &["show", "no-such-ref"], 4096, time).unwrap_err();
         assert!(refused.to_string().contains("no-such-ref"), "{refused}");
+        // Out of time: stopped, what it wrote so far kept (here, git's own `sleep` alias).
+        let started = std::time::Instant::now();
+        let (_, more) = git_head(
+            dir.path(),
+            &["-c", "alias.slow=!sleep 30", "slow"],
+            4096,
+            std::time::Duration::from_millis(200),
+        )
+        .unwrap();
+        assert!(more);
+        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        // Cut inside a character: the text ends before it.
+        std::fs::write(dir.path().join("e.txt"), "é".repeat(5000)).unwrap();
+        run(&["add", "e.txt"]);
+        run(&[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "-m",
+            "e",
+        ]);
+        let (text, more) = git_head(dir.path(), &["show", "HEAD:e.txt"], 4095, time).unwrap();
+        assert!(more);
+        assert_eq!(text, "é".repeat(2047));
     }
 }

@@ -53,13 +53,16 @@
   function refresh() {
     if (busy) { pending = true; return; }
     if (editing()) {
-      pending = true;
+      // Swapped once the person leaves the form (focusout, below).
       document.body.classList.add('stale');
       return;
     }
     busy = true;
     fetch(location.href, { credentials: 'same-origin' })
-      .then(function (r) { return r.text(); })
+      .then(function (r) {
+        if (r.status === 401) throw new Error('signed out');
+        return r.text();
+      })
       .then(function (text) {
         var doc = new DOMParser().parseFromString(text, 'text/html');
         swap(doc, 'top');
@@ -73,7 +76,12 @@
         select(selected);
         tick();
       })
-      .catch(function () { pending = true; })
+      // Not retried: the stream's next event (or its reconnection) refreshes.
+      .catch(function (e) {
+        if (String(e.message) === 'signed out') {
+          flash('signed out: open the address `liza serve` printed (with ?token=…)', false);
+        }
+      })
       .finally(function () {
         busy = false;
         if (pending) { pending = false; setTimeout(refresh, 200); }
@@ -87,19 +95,29 @@
     box.className = ok ? 'done' : 'refused';
   }
 
+  // The browser reconnects a dropped stream by itself, but not one answered with an
+  // error (too many open pages, a restarted server): then it is opened again, later.
+  var greeted = false;
+  var backoff = 1000;
   function live() {
     if (!window.EventSource) return;
     var source = new EventSource('/events');
-    var greeted = false;
     source.addEventListener('hello', function (ev) {
       document.body.classList.add('live');
       // What changed since the page was read: after a reconnection, or between the
       // page's rendering and its stream's opening.
       if (greeted || ev.data !== document.body.dataset.seen) refresh();
       greeted = true;
+      backoff = 1000;
     });
     source.addEventListener('changed', refresh);
-    source.onerror = function () { document.body.classList.remove('live'); };
+    source.onerror = function () {
+      document.body.classList.remove('live');
+      if (source.readyState === EventSource.CLOSED) {
+        setTimeout(live, backoff);
+        backoff = Math.min(backoff * 2, 30000);
+      }
+    };
   }
 
   document.addEventListener('submit', function (ev) {
@@ -107,6 +125,11 @@
     if (!form.matches || !form.matches('form.action')) return;
     ev.preventDefault();
     if (form.dataset.action === 'abort' && !window.confirm('Abort the sprint? Every supervisor stops.')) return;
+    var button = form.querySelector('button');
+    if (button) {
+      if (button.disabled) return;
+      button.disabled = true;
+    }
     fetch(form.action, {
       method: 'POST',
       credentials: 'same-origin',
@@ -120,18 +143,21 @@
         if (answer[0] < 300) form.reset();
         refresh();
       })
-      .catch(function (e) { flash('the action could not be sent: ' + e, false); });
+      .catch(function (e) { flash('the action could not be sent: ' + e, false); })
+      .finally(function () { if (button) button.disabled = false; });
   });
 
   // Rows: j/k select, Enter (or a tap) opens.
   function rows() { return document.querySelectorAll('main tbody tr'); }
 
-  function select(i) {
+  // The selection is a row's place in the page; `scroll` brings it into view (a key
+  // press does, a live update does not).
+  function select(i, scroll) {
     var all = rows();
     if (!all.length || i < 0) { selected = -1; return; }
     selected = Math.max(0, Math.min(i, all.length - 1));
     for (var n = 0; n < all.length; n++) all[n].classList.toggle('sel', n === selected);
-    if (i >= 0) all[selected].scrollIntoView({ block: 'nearest' });
+    if (scroll) all[selected].scrollIntoView({ block: 'nearest' });
   }
 
   function open(row) {
@@ -151,7 +177,7 @@
   }
 
   document.addEventListener('keydown', function (ev) {
-    if (ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.ctrlKey || ev.metaKey || ev.altKey || ev.repeat) return;
     var t = ev.target;
     if (t && /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName)) {
       if (ev.key === 'Escape') t.blur();
@@ -163,8 +189,8 @@
       case 's': location.href = '/'; break;
       case 'i': location.href = '/inbox'; break;
       case 'l': location.href = '/log'; break;
-      case 'j': select(Math.max(selected + 1, 0)); break;
-      case 'k': select(Math.max(selected - 1, 0)); break;
+      case 'j': select(Math.max(selected + 1, 0), true); break;
+      case 'k': select(Math.max(selected - 1, 0), true); break;
       case 'Enter': if (selected >= 0) open(rows()[selected]); else return; break;
       case 'Escape': if (location.pathname !== '/') location.href = '/'; break;
       case 'p': press('pause'); break;

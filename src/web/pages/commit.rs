@@ -39,6 +39,8 @@ pub(crate) fn render(project: &Project, board: &Board, id: &str) -> Option<Strin
     s.push_str(&super::task::show_diff(
         &project.root,
         &[
+            "-c",
+            super::task::BIG_FILE,
             "show",
             "--no-color",
             "--no-ext-diff",

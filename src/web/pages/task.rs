@@ -17,6 +17,11 @@ use crate::web::pages::sprint::first_line;
 
 /// The most of a diff shown; the rest is cut with a note.
 pub(crate) const DIFF_SHOWN: usize = 512 * 1024;
+/// The longest git may take for a page: an agent can make a diff as slow as it likes.
+pub(crate) const GIT_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+/// Files larger than this are diffed as binary (observed with git 2.47.3: `core.
+/// bigFileThreshold` makes `diff` and `show` print `Bin 0 -> N bytes` for them).
+pub(crate) const BIG_FILE: &str = "core.bigFileThreshold=1m";
 /// The most of an agent log shown: its end.
 pub(crate) const LOG_SHOWN: u64 = 1024 * 1024;
 
@@ -435,6 +440,8 @@ fn diff(project: &Project, task: &Task, integration: &str) -> String {
     show_diff(
         &project.root,
         &[
+            "-c",
+            BIG_FILE,
             "diff",
             "--no-color",
             "--no-ext-diff",
@@ -451,7 +458,7 @@ fn diff(project: &Project, task: &Task, integration: &str) -> String {
 
 /// `git <args>` as a coloured diff (escaped), read only up to [`DIFF_SHOWN`].
 pub(crate) fn show_diff(root: &Path, args: &[&str], what: &str) -> String {
-    match crate::git::cli::git_head(root, args, DIFF_SHOWN) {
+    match crate::git::cli::git_head(root, args, DIFF_SHOWN, GIT_TIME) {
         Ok((text, _)) if text.trim().is_empty() => format!("<p>{}: no change</p>", E(what)),
         Ok((text, more)) => {
             let mut s = format!(
@@ -483,8 +490,9 @@ pub(crate) fn show_diff(root: &Path, args: &[&str], what: &str) -> String {
             if more {
                 let _ = write!(
                     s,
-                    "<p class=\"meta\">cut at {} KiB: <code>git {}</code> shows it all</p>",
+                    "<p class=\"meta\">cut (at {} KiB or {} s): <code>git {}</code> shows it all</p>",
                     DIFF_SHOWN / 1024,
+                    GIT_TIME.as_secs(),
                     E(&args.join(" "))
                 );
             }
