@@ -697,6 +697,47 @@ fn a_transition_reaches_the_live_stream_and_streams_are_bounded() {
     );
 }
 
+/// A live stream outlives the lifetime of a page's connection (30 s), and still brings
+/// the next change.
+#[test]
+fn a_live_stream_outlives_a_pages_connection_lifetime() {
+    use std::io::{Read, Write};
+    let repo = Repo::initialized();
+    let served = Served::start(&repo, &[]);
+    let mut stream = std::net::TcpStream::connect(&served.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET /events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+        served.addr, served.token
+    )
+    .unwrap();
+    let lifetime = liza::web::server::CONNECTION_LIFETIME + Duration::from_secs(2);
+    let opened = std::time::Instant::now();
+    let mut seen = String::new();
+    let mut buf = [0u8; 4096];
+    let mut noted = false;
+    while !(noted && seen.contains("event: changed")) {
+        if !noted && opened.elapsed() > lifetime {
+            assert_success(&repo.liza(&["note", "all", "after the lifetime"]));
+            noted = true;
+        }
+        let n = stream.read(&mut buf).unwrap();
+        assert!(
+            n > 0,
+            "the stream ended after {:?}: {seen}",
+            opened.elapsed()
+        );
+        let text = String::from_utf8_lossy(&buf[..n]);
+        // Only what came after the note counts.
+        if noted {
+            seen.push_str(&text);
+        }
+    }
+}
+
 #[test]
 fn the_token_file_keeps_the_token_and_a_weak_one_is_refused() {
     let repo = Repo::initialized();
