@@ -69,6 +69,16 @@ pub(super) fn cmd_serve(args: ServeArgs, out: &Output) -> Result<i32, CliError> 
         }),
         || {
             let mut text = format!("liza serve: {url}\n");
+            if bound.ip().is_unspecified()
+                && let Some(ip) = routed_address()
+            {
+                // A phone on the same network reaches it by address more often than by name.
+                text.push_str(&format!(
+                    "liza serve: or http://{ip}:{}/?token={}\n",
+                    bound.port(),
+                    if args.token_file.is_some() { "<the token in the file>" } else { token.as_str() }
+                ));
+            }
             if !bound.ip().is_loopback() {
                 text.push_str("liza serve: listening beyond this machine over plain HTTP: the token crosses the network in clear; prefer an SSH tunnel or a TLS proxy\n");
             }
@@ -82,4 +92,14 @@ pub(super) fn cmd_serve(args: ServeArgs, out: &Output) -> Result<i32, CliError> 
     crate::web::run(site, listener)
         .map_err(|e| CliError::refused(format!("the dashboard stopped: {e}")))?;
     Ok(EXIT_OK)
+}
+
+/// This machine's address on the network it routes to by default: a UDP socket
+/// "connected" to a documentation address (RFC 5737) says which source it would use; no
+/// packet is sent. None without a route.
+fn routed_address() -> Option<std::net::IpAddr> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_unspecified() && !ip.is_loopback()).then_some(ip)
 }

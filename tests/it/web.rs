@@ -778,6 +778,50 @@ fn the_token_file_keeps_the_token_and_a_weak_one_is_refused() {
     assert!(served.page("/").contains("Sprint"));
 }
 
+/// Beyond loopback the address printed is the machine's name, then its address on the
+/// network it routes to (when it has a route), then the plain-HTTP warning.
+#[test]
+fn a_listen_on_every_address_prints_the_name_and_the_routed_address() {
+    let repo = Repo::initialized();
+    let mut child = repo
+        .command()
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    while !lines
+        .last()
+        .is_some_and(|l: &String| l.contains("Ctrl-C stops"))
+    {
+        let mut line = String::new();
+        assert!(out.read_line(&mut line).unwrap() > 0, "{lines:?}");
+        lines.push(line);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let name = nix::unistd::gethostname().unwrap().into_string().unwrap();
+    assert!(
+        lines[0].starts_with(&format!("liza serve: http://{name}:")),
+        "{lines:?}"
+    );
+    let routed = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").and_then(|()| s.local_addr()))
+        .map(|a| a.ip())
+        .ok()
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified());
+    match routed {
+        Some(ip) => assert!(
+            lines[1].starts_with(&format!("liza serve: or http://{ip}:")),
+            "{lines:?}"
+        ),
+        None => assert!(!lines[1].contains(" or http://"), "{lines:?}"),
+    }
+    assert!(lines.iter().any(|l| l.contains("plain HTTP")), "{lines:?}");
+}
+
 /// `liza serve` is for people: an agent is refused before anything listens.
 #[test]
 fn an_agent_cannot_serve_the_dashboard() {
