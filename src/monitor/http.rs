@@ -59,15 +59,10 @@ async fn accept_loop(listener: TcpListener, render: Render) {
         let (stream, permit) = next_connection(&listener, &permits).await;
         let render = render.clone();
         tokio::spawn(async move {
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEAD_TIMEOUT)
-                .max_buf_size(MAX_HEAD)
-                .keep_alive(false)
-                .serve_connection(
-                    TokioIo::new(stream),
-                    hyper::service::service_fn(move |request| answer(request, render.clone())),
-                );
+            let connection = bounded_connection().serve_connection(
+                TokioIo::new(stream),
+                hyper::service::service_fn(move |request| answer(request, render.clone())),
+            );
             match tokio::time::timeout(CONNECTION_LIFETIME, connection).await {
                 Ok(Err(e)) => tracing::debug!(error = %e, "metrics connection ended"),
                 Err(_) => tracing::debug!("metrics connection outlived its time"),
@@ -76,6 +71,18 @@ async fn accept_loop(listener: TcpListener, render: Render) {
             drop(permit);
         });
     }
+}
+
+/// An HTTP/1.1 connection as every server of liza keeps it (`/metrics`, `liza serve`):
+/// its head capped at [`MAX_HEAD`] and read within [`HEAD_TIMEOUT`], no keep-alive.
+pub(crate) fn bounded_connection() -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .max_buf_size(MAX_HEAD)
+        .keep_alive(false);
+    builder
 }
 
 /// The next connection `listener` accepts within the `permits` left (`liza serve` takes

@@ -17,7 +17,7 @@ use http_body_util::{BodyExt as _, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::sync::Semaphore;
 
 use super::Site;
@@ -27,12 +27,11 @@ use super::events::STREAM_LIFETIME;
 pub const MAX_CONNECTIONS: usize = 96;
 /// Live streams (`/events`) at once: one per open page.
 pub const MAX_STREAMS: usize = 64;
-/// The largest request head read.
-pub const MAX_HEAD: usize = 8 * 1024;
+/// The largest request head read, and how long a client may take to send it: as for
+/// `/metrics`.
+pub use crate::monitor::http::{HEAD_TIMEOUT, MAX_HEAD};
 /// The largest form an action may post.
 pub const MAX_FORM: usize = 64 * 1024;
-/// How long a client may take to send its request head.
-pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long a connection other than a live stream may last, whatever it does.
 pub const CONNECTION_LIFETIME: Duration = Duration::from_secs(30);
 /// Pages rendered at once: the blocking pool keeps room for actions beside them.
@@ -77,17 +76,12 @@ pub(crate) async fn serve(
             // Set when the connection turns out to be a live stream.
             let live = Arc::new(AtomicBool::new(false));
             let flag = live.clone();
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(HEAD_TIMEOUT)
-                .max_buf_size(MAX_HEAD)
-                .keep_alive(false)
-                .serve_connection(
-                    TokioIo::new(stream),
-                    hyper::service::service_fn(move |request| {
-                        answer(request, shared.clone(), flag.clone())
-                    }),
-                );
+            let connection = crate::monitor::http::bounded_connection().serve_connection(
+                TokioIo::new(stream),
+                hyper::service::service_fn(move |request| {
+                    answer(request, shared.clone(), flag.clone())
+                }),
+            );
             tokio::pin!(connection);
             // A page lasts CONNECTION_LIFETIME at most; a live stream ends itself at its
             // own lifetime.

@@ -99,6 +99,22 @@ impl Served {
         body
     }
 
+    /// A `GET /events` sent with the token; nothing of the answer read yet.
+    fn stream(&self) -> std::net::TcpStream {
+        use std::io::Write;
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
+            self.addr, self.token
+        )
+        .unwrap();
+        stream
+    }
+
     /// The CSRF value the pages carry.
     fn csrf(&self) -> String {
         let page = self.page("/");
@@ -635,23 +651,11 @@ fn blackboard_text_is_escaped_on_every_page() {
 /// open at once.
 #[test]
 fn a_transition_reaches_the_live_stream_and_streams_are_bounded() {
-    use std::io::{Read, Write};
+    use std::io::Read;
     let repo = Repo::initialized();
     add(&repo, "t-1", "");
     let served = Served::start(&repo, &[]);
-    let open = || {
-        let mut stream = std::net::TcpStream::connect(&served.addr).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        write!(
-            stream,
-            "GET /events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
-            served.addr, served.token
-        )
-        .unwrap();
-        stream
-    };
+    let open = || served.stream();
     let read_until = |stream: &mut std::net::TcpStream, what: &str| {
         let mut seen = String::new();
         let mut buf = [0u8; 4096];
@@ -701,19 +705,10 @@ fn a_transition_reaches_the_live_stream_and_streams_are_bounded() {
 /// the next change.
 #[test]
 fn a_live_stream_outlives_a_pages_connection_lifetime() {
-    use std::io::{Read, Write};
+    use std::io::Read;
     let repo = Repo::initialized();
     let served = Served::start(&repo, &[]);
-    let mut stream = std::net::TcpStream::connect(&served.addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET /events HTTP/1.1\r\nHost: {}\r\nAuthorization: Bearer {}\r\n\r\n",
-        served.addr, served.token
-    )
-    .unwrap();
+    let mut stream = served.stream();
     let lifetime = liza::web::server::CONNECTION_LIFETIME + Duration::from_secs(2);
     let opened = std::time::Instant::now();
     let mut seen = String::new();

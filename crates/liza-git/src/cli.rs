@@ -224,22 +224,22 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let run = |args: &[&str]| git(dir.path(), args).unwrap();
         run(&["init", "-q"]);
-        std::fs::write(
-            dir.path().join("big.txt"),
-            "a line of text\n".repeat(200_000),
-        )
-        .unwrap();
-        run(&["add", "big.txt"]);
-        run(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "-m",
-            "big",
-        ]);
+        let commit = |name: &str, text: String| {
+            std::fs::write(dir.path().join(name), text).unwrap();
+            run(&["add", name]);
+            let message = name.trim_end_matches(".txt");
+            run(&[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "-m",
+                message,
+            ]);
+        };
+        commit("big.txt", "a line of text\n".repeat(200_000));
         let time = std::time::Duration::from_secs(60);
         let (text, more) = git_head(dir.path(), &["show", "HEAD"], 4096, time).unwrap();
         assert!(more);
@@ -260,18 +260,7 @@ mod tests {
         assert!(more);
         assert!(started.elapsed() < std::time::Duration::from_secs(20));
         // Cut inside a character: the text ends before it.
-        std::fs::write(dir.path().join("e.txt"), "é".repeat(5000)).unwrap();
-        run(&["add", "e.txt"]);
-        run(&[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "-m",
-            "e",
-        ]);
+        commit("e.txt", "é".repeat(5000));
         let (text, more) = git_head(dir.path(), &["show", "HEAD:e.txt"], 4095, time).unwrap();
         assert!(more);
         assert_eq!(text, "é".repeat(2047));
