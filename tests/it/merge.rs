@@ -642,6 +642,16 @@ fn killed_during_checks(sandboxed: bool) {
         assert!(Instant::now() < deadline, "the check never started");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // The merger records the check's group once it spawned it: the check may mark itself
+    // started first (seen under load, the full suite on 2 cores).
+    let lock_file = team.repo.liza_dir().join("integration.lock");
+    while !std::fs::read_to_string(&lock_file).is_ok_and(|l| l.contains("check_pgid=")) {
+        assert!(
+            Instant::now() < deadline,
+            "the running check is never recorded"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(team.task("t-1").get("merge_intent").is_some());
